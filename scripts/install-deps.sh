@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what railcoll needs on a Debian machine, and only what is missing.
+# Called by `make build|run|test`; safe to run again (it checks before it installs).
+set -euo pipefail
+
+debian_packages=(cmake g++ make ninja-build libgtest-dev iproute2 util-linux
+                 openmpi-bin libopenmpi-dev python3 python3-pip)
+python_modules=(matplotlib)
+
+missing=()
+for p in "${debian_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "install-deps: missing Debian packages: ${missing[*]} (run as root to install them)" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+py=$(command -v python3)
+for m in "${python_modules[@]}"; do
+  if ! "$py" -c "import $m" 2>/dev/null; then
+    echo "install-deps: installing Python module $m"
+    "$py" -m pip install -q "$m" 2>/dev/null || "$py" -m pip install -q --break-system-packages "$m"
+  fi
+done

@@ -1,0 +1,57 @@
+// SMP-aware Direct all-gather (seed 001 §6.2.2, Figure 4).
+//
+// Phase 1 (step 0): every process memcpy's its block into the node-shared buffer
+//   (N blocks, laid out like recv) and sets its flag.
+// Phase 2 (steps 1..ceil((M-1)/k)): the masters run k-port Direct across the M
+//   nodes: step s, port j, the master writes its node's blocks into the shared
+//   buffer of node (n + (s-1)*k + j) mod M. Overlap: right after posting the
+//   first puts, every process copies its own node's blocks from the shared
+//   buffer into its recv while the network works.
+// Phase 3: every process waits for the M-1 incoming node chunks (a node counter
+//   all local processes watch) and copies them out; a final node sync.
+// Hockney, M nodes, P per node: T = P m copy + ceil((M-1)/k) (ts + P m tau)
+//   + (N - P) m copy   (the own-node copy hides behind the network phase).
+#include "algos/allgather/common.hpp"
+
+namespace railcoll::allgather {
+
+Schedule build_smp_direct(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
+  ScheduleBuilder b("allgather", "smp_direct", t, L, o);
+  const int M = t.nnodes(), k = t.rails();
+  const int steps = (M - 1 + k - 1) / k;
+  enum { kGathered = 0, kArrived = 1, kDone = 2 };
+
+  for (int n = 0; n < M; ++n) {
+    b.set_shared(n, L.total());
+    shm_gather(b, L, n, 0, kGathered, [&](int r) { return L.displ[r]; });
+    const RankRuns own = runs_of(t.ranks_of(n));
+    uint64_t own_bytes = 0;
+    for (auto& br : byte_ranges(L, own)) own_bytes += br.second - br.first;
+    const int master = t.leader(n);
+    for (int r : t.ranks_of(n)) {
+      b.wait(r, 0, b.node_counter(n, kGathered), t.node_size(n));
+      if (r == master) {
+        for (int s = 1; s <= steps; ++s) {
+          if (s > 1) b.flush(r, s);
+          for (int j = 1; j <= k; ++j) {
+            int dist = (s - 1) * k + j;
+            if (dist > M - 1) break;
+            int q = (n + dist) % M;
+            b.put(r, s, t.leader(q), same_offset_segments(L, own, b.shared(n, 0, 0), b.shared(q, 0, 0)),
+                  b.rail_for(own_bytes, j - 1), b.node_counter(q, kArrived));
+          }
+          if (s == 1) copy_runs_out(b, L, r, 1, own);  // overlap with the network
+        }
+        if (steps == 0) copy_runs_out(b, L, r, 1, own);
+      } else {
+        copy_runs_out(b, L, r, 1, own);
+      }
+      b.wait(r, steps + 1, b.node_counter(n, kArrived), M - 1);
+      copy_runs_out(b, L, r, steps + 1, complement(t.nranks(), own));
+    }
+    node_final_sync(b, n, steps + 1, kDone);
+  }
+  return b.finish();
+}
+
+}  // namespace railcoll::allgather

@@ -1,0 +1,84 @@
+// SMP multi-leader all-gather (railcoll's own, beyond the papers).
+//
+// The SMP-aware algorithms of seed 001 drive all rails from one master per node,
+// so one process (one core, one memory path) feeds k NICs. Here each node has
+// L = min(k, P) leaders: local rank l drives rail l. After the shared-memory
+// gather (step 0) the node's blocks, as one byte string, are cut into L nearly
+// equal shares; leader l writes share l into the shared buffer of every other
+// node, one node per step (1-port Direct on its own rail), so all rails are
+// driven by different processes at once. Every process copies its own node's
+// blocks out while the network works, waits for all shares of all other nodes
+// (a node counter), copies them out, and a node sync ends the call.
+// With L < k leaders the shares are striped over the rails above the threshold.
+// Hockney: T = P m copy + (M-1) (ts + P m tau / L) + (N-P) m copy.
+#include "algos/allgather/common.hpp"
+
+namespace railcoll::allgather {
+
+namespace {
+// Share l of L of the byte string formed by the node's blocks: segments of a
+// rank-ordered buffer.
+std::vector<std::pair<uint64_t, uint64_t>> share_ranges(const std::vector<std::pair<uint64_t, uint64_t>>& node,
+                                                        uint64_t node_bytes, int l, int L) {
+  uint64_t lo = node_bytes * l / L, hi = node_bytes * (l + 1) / L, pos = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (auto& br : node) {
+    uint64_t len = br.second - br.first;
+    uint64_t a = std::max(lo, pos), z = std::min(hi, pos + len);
+    if (a < z) out.push_back({br.first + (a - pos), br.first + (z - pos)});
+    pos += len;
+  }
+  return out;
+}
+}  // namespace
+
+Schedule build_smp_multileader(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
+  ScheduleBuilder b("allgather", "smp_multileader", t, L, o);
+  const int M = t.nnodes(), k = t.rails();
+  enum { kGathered = 0, kArrived = 1, kDone = 2 };
+  auto leaders = [&](int n) { return std::min(k, t.node_size(n)); };
+  std::vector<uint64_t> node_bytes(M, 0);
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> node_ranges(M);
+  for (int n = 0; n < M; ++n) {
+    node_ranges[n] = byte_ranges(L, runs_of(t.ranks_of(n)));
+    for (auto& br : node_ranges[n]) node_bytes[n] += br.second - br.first;
+  }
+  // Shares every node expects: the non-empty shares of all other nodes.
+  std::vector<int> shares_of(M, 0);
+  for (int n = 0; n < M; ++n)
+    for (int l = 0; l < leaders(n); ++l) shares_of[n] += !share_ranges(node_ranges[n], node_bytes[n], l, leaders(n)).empty();
+  int all_shares = 0;
+  for (int s : shares_of) all_shares += s;
+
+  for (int n = 0; n < M; ++n) {
+    b.set_shared(n, L.total());
+    shm_gather(b, L, n, 0, kGathered, [&](int r) { return L.displ[r]; });
+    const RankRuns own = runs_of(t.ranks_of(n));
+    const int nl = leaders(n);
+    for (int r : t.ranks_of(n)) {
+      b.wait(r, 0, b.node_counter(n, kGathered), t.node_size(n));
+      int l = t.local_rank(r);
+      auto share = l < nl ? share_ranges(node_ranges[n], node_bytes[n], l, nl)
+                          : std::vector<std::pair<uint64_t, uint64_t>>{};
+      uint64_t len = 0;
+      for (auto& br : share) len += br.second - br.first;
+      for (int dist = 1; !share.empty() && dist < M; ++dist) {
+        if (dist > 1) b.flush(r, dist);
+        int q = (n + dist) % M;
+        std::vector<Segment> segs;
+        for (auto& br : share)
+          segs.push_back({b.shared(n, br.first, br.second - br.first), b.shared(q, br.first, br.second - br.first)});
+        int rail = nl == k ? l : b.rail_for(len, l);
+        b.put(r, dist, t.ranks_of(q)[l % leaders(q)], std::move(segs), rail, b.node_counter(q, kArrived));
+        if (dist == 1) copy_runs_out(b, L, r, 1, own);  // overlap with the network
+      }
+      if (share.empty() || M == 1) copy_runs_out(b, L, r, 1, own);
+      b.wait(r, M, b.node_counter(n, kArrived), all_shares - shares_of[n]);
+      copy_runs_out(b, L, r, M, complement(t.nranks(), own));
+    }
+    node_final_sync(b, n, M, kDone);
+  }
+  return b.finish();
+}
+
+}  // namespace railcoll::allgather

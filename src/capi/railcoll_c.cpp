@@ -1,0 +1,76 @@
+// The C API (include/railcoll/railcoll.h) over the C++ core.
+#include <new>
+#include <string>
+
+#include "core/errors.hpp"
+#include "core/registry.hpp"
+#include "railcoll/railcoll.h"
+#include "verify/verifier.hpp"
+
+namespace {
+thread_local std::string last_error;
+
+railcoll_status_t fail(railcoll_status_t st, const std::string& msg) {
+  last_error = msg;
+  return st;
+}
+
+template <class F>
+railcoll_status_t guarded(F f) {
+  try {
+    last_error.clear();
+    return f();
+  } catch (const railcoll::InputError& e) {
+    return fail(RAILCOLL_ERR_ARG, e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(RAILCOLL_ERR_NOMEM, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(RAILCOLL_ERR_INTERNAL, e.what());
+  }
+}
+}  // namespace
+
+extern "C" {
+
+const char* railcoll_version(void) { return "0.1"; }
+
+const char* railcoll_strerror(railcoll_status_t status) {
+  switch (status) {
+    case RAILCOLL_OK: return "success";
+    case RAILCOLL_ERR_ARG: return "invalid argument";
+    case RAILCOLL_ERR_UNSUPPORTED: return "not supported by this algorithm";
+    case RAILCOLL_ERR_VERIFY: return "schedule failed verification";
+    case RAILCOLL_ERR_NOMEM: return "out of memory";
+    case RAILCOLL_ERR_INTERNAL: return "internal error";
+  }
+  return "unknown status code";
+}
+
+const char* railcoll_last_error(void) { return last_error.c_str(); }
+
+int railcoll_algorithm_count(void) { return static_cast<int>(railcoll::all_algorithms().size()); }
+
+railcoll_status_t railcoll_algorithm_name(int index, const char** collective, const char** name) {
+  if (index < 0 || index >= railcoll_algorithm_count() || !collective || !name)
+    return fail(RAILCOLL_ERR_ARG, "algorithm index out of range or null output pointer");
+  *collective = railcoll::all_algorithms()[index].collective;
+  *name = railcoll::all_algorithms()[index].name;
+  return RAILCOLL_OK;
+}
+
+railcoll_status_t railcoll_verify_allgather(const char* algorithm, int nranks, const int* node_of, int rails,
+                                            size_t bytes) {
+  return guarded([&]() -> railcoll_status_t {
+    if (!algorithm) return fail(RAILCOLL_ERR_ARG, "algorithm is NULL");
+    if (nranks < 1) return fail(RAILCOLL_ERR_ARG, "nranks must be at least 1");
+    std::vector<int> map(nranks);
+    for (int r = 0; r < nranks; ++r) map[r] = node_of ? node_of[r] : r;
+    auto topo = railcoll::Topology::from_node_map(map, rails);
+    auto s = railcoll::build_schedule("allgather", algorithm, topo, std::vector<uint64_t>(nranks, bytes), {});
+    auto v = railcoll::verify_schedule(s);
+    if (!v.ok()) return fail(RAILCOLL_ERR_VERIFY, v.errors[0]);
+    return RAILCOLL_OK;
+  });
+}
+
+}  // extern "C"

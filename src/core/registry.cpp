@@ -1,0 +1,83 @@
+#include "core/registry.hpp"
+
+#include <algorithm>
+
+#include "algos/allgather/allgather.hpp"
+#include "core/errors.hpp"
+
+namespace railcoll {
+
+const std::vector<AlgoSpec>& all_algorithms() {
+  using namespace allgather;
+  static const std::vector<AlgoSpec> table = {
+      {"allgather", "direct", "k-port Direct: each rank writes its block to k others per step",
+       "ceil((N-1)/k) (ts + m tau)", "seed 000 §6.1", {}, build_direct},
+      {"allgather", "stdex", "k-port Standard Exchange (recursive doubling in base k+1), correction steps",
+       "log_{k+1}N ts + (N-1)/k m tau", "seed 000 §6.2, seed 001 §6.1.2", {}, build_stdex},
+      {"allgather", "bruck", "k-port Bruck: log_{k+1} N rounds on a rotated buffer, final local shift",
+       "ceil(log_{k+1}N) ts + (N-1)/k m tau", "seed 000 §6.3", {}, build_bruck},
+      {"allgather", "ring", "ring: N-1 steps, each rank forwards one block to its right neighbour",
+       "(N-1) (ts + m tau)", "seed 001 §2 (elan_gather, large messages)", {}, build_ring},
+      {"allgather", "recursive_doubling", "pairwise exchange: log2 N steps, message doubles each step",
+       "log2N ts + (N-1) m tau", "seed 002 §3 eq. (2)", {}, build_recursive_doubling},
+      {"allgather", "gather_bcast", "binomial gather to rank 0, then binomial broadcast (native baseline)",
+       "2 log2N ts + (N-1) m tau + log2N N m tau", "seed 000 §2, seed 001 §2", {}, build_gather_bcast},
+      {"allgather", "concurrent_exchange", "C groups exchange pairwise, every message also to the peers of the pair",
+       "sum_i [T(2^i m) + (C-1) delta], i < log2(N/C)", "seed 002 §3.1", {"concurrency"},
+       build_concurrent_exchange},
+      {"allgather", "concurrent_exchange_split", "pairwise exchange, half of each block to the pair, half to the co-pair",
+       "sum_i T2(2^i m / 2), i < log2 N", "seed 002 §3.2", {}, build_concurrent_exchange_split},
+      {"allgather", "smp_gather_bcast", "shm gather, Direct gather of masters to root, broadcast, shm copy-out",
+       "P m c + (ts + P m tau) + log_{k+1}M (ts + N m tau/k)", "seed 001 §6.2.1", {}, build_smp_gather_bcast},
+      {"allgather", "smp_direct", "shm gather, k-port Direct among node masters, overlapped shm copy-out",
+       "P m c + ceil((M-1)/k) (ts + P m tau) + (N-P) m c", "seed 001 §6.2.2", {}, build_smp_direct},
+      {"allgather", "smp_bruck", "shm gather, k-port Bruck among node masters, copy-out instead of shift",
+       "P m c + ceil(log_{k+1}M) ts + (M-1)/k P m tau + (N-P) m c", "seed 001 §6.2.2", {}, build_smp_bruck},
+      {"allgather", "smp_multileader", "shm gather, one leader per rail, each sends its share of the node to all",
+       "P m c + (M-1) (ts + P m tau / min(k,P)) + (N-P) m c", "railcoll (beyond seed 001)", {},
+       build_smp_multileader},
+  };
+  return table;
+}
+
+std::vector<std::string> collectives() {
+  std::vector<std::string> out;
+  for (auto& a : all_algorithms())
+    if (std::find(out.begin(), out.end(), a.collective) == out.end()) out.push_back(a.collective);
+  return out;
+}
+
+const AlgoSpec* find_algorithm(const std::string& collective, const std::string& name) {
+  for (auto& a : all_algorithms())
+    if (collective == a.collective && name == a.name) return &a;
+  return nullptr;
+}
+
+Schedule build_schedule(const std::string& collective, const std::string& algorithm, const Topology& topo,
+                        const std::vector<uint64_t>& counts, const AlgoOptions& opts,
+                        const std::vector<std::string>& given_options) {
+  auto colls = collectives();
+  if (std::find(colls.begin(), colls.end(), collective) == colls.end())
+    throw InputError("unknown collective '" + collective + "' (railcoll algos lists them)");
+  const AlgoSpec* spec = find_algorithm(collective, algorithm);
+  if (!spec)
+    throw InputError("unknown " + collective + " algorithm '" + algorithm + "' (railcoll algos lists them)");
+  for (auto& o : given_options)
+    if (std::find(spec->options.begin(), spec->options.end(), o) == spec->options.end())
+      throw InputError(collective + " algorithm '" + algorithm + "' does not take the option --" + o);
+  if (static_cast<int>(counts.size()) != topo.nranks())
+    throw InputError("got " + std::to_string(counts.size()) + " block sizes for " +
+                     std::to_string(topo.nranks()) + " ranks");
+  uint64_t total = 0;
+  for (uint64_t c : counts) {
+    if (c > kMaxBytesPerRank)
+      throw InputError("bytes per rank " + std::to_string(c) + " is above the limit of 2^40");
+    total += c;
+    if (total > kMaxTotalBytes) throw InputError("total bytes (ranks x bytes) is above the limit of 2^48");
+  }
+  if (opts.concurrency < 0) throw InputError("concurrency must be at least 1");
+  if (opts.stripe_threshold == 0) throw InputError("stripe threshold must be at least 1 byte");
+  return spec->build(topo, BlockLayout(counts), opts);
+}
+
+}  // namespace railcoll

@@ -1,0 +1,154 @@
+// The schedule: the intermediate representation every algorithm emits and every
+// executor (verifier, simulator, runtime) runs. See ARCHITECTURE.md, "Schedule".
+//
+// A schedule is one program per rank. Operations run in program order:
+//   put    one-sided write of local spans into spans of another rank (or of its
+//          node's shared buffer), then one increment of a counter on that side;
+//          non-blocking: the program goes on at once (seed 000 §6.4 elan_doput)
+//   copy   local memcpy between spans this rank can address (own regions, own
+//          node's shared buffer)
+//   signal increment a counter (same node: a shared-memory flag; else a 0-byte put)
+//   wait   block until a local counter reaches a value (the only blocking op)
+//   flush  block until this rank's earlier puts no longer read their sources
+//          (the papers' elan_wait on the source event)
+// Every operation carries the algorithm's communication step (0-based).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/topology.hpp"
+
+namespace railcoll {
+
+enum class Region : uint8_t { Send, Recv, Scratch, Shared };
+const char* region_name(Region r);
+
+// A byte range of a region. owner is a rank for Send/Recv/Scratch, a node for Shared.
+struct Span {
+  Region region = Region::Send;
+  int32_t owner = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+// A counter lives on a rank (private) or on a node (in its shared memory, every
+// local rank may wait on it). Values only grow during one collective call.
+struct CounterRef {
+  bool on_node = false;
+  int32_t owner = 0;  // rank or node
+  int32_t index = 0;
+  bool operator==(const CounterRef& o) const {
+    return on_node == o.on_node && owner == o.owner && index == o.index;
+  }
+};
+
+struct Segment {
+  Span src;
+  Span dst;
+};
+
+constexpr int kStripe = -1;  // put.rail: split evenly over all rails
+
+enum class OpKind : uint8_t { Put, Copy, Signal, Wait, Flush };
+const char* op_name(OpKind k);
+
+struct Op {
+  OpKind kind = OpKind::Wait;
+  int32_t step = 0;
+  int32_t peer = -1;   // put: the rank that receives the message
+  int32_t rail = 0;    // put: rail index or kStripe
+  std::vector<Segment> segs;  // put, copy: one message / one memcpy batch
+  CounterRef counter;  // put: notified; signal: incremented; wait: awaited
+  uint64_t value = 0;  // wait: the value to reach
+  uint64_t bytes() const;
+};
+
+// Totals of a schedule: what `railcoll show` prints under the programs.
+struct ScheduleStats {
+  int comm_steps = 0;          // distinct steps that contain a put
+  int last_step = -1;          // highest step of any operation
+  uint64_t messages = 0;       // puts (a striped put counts once)
+  uint64_t max_messages_per_rank = 0;
+  uint64_t net_bytes = 0;      // bytes of puts between nodes
+  uint64_t shm_bytes = 0;      // bytes of puts inside a node plus copies
+  uint64_t max_net_bytes_sent_per_rank = 0;
+  uint64_t max_net_bytes_recv_per_node = 0;
+  std::vector<uint64_t> rail_bytes;  // per rail, over all ranks, after striping
+  std::vector<uint64_t> max_rail_bytes_per_rank;  // per rail, the busiest rank
+};
+
+struct Schedule {
+  std::string collective;
+  std::string algorithm;
+  Topology topo;
+  uint64_t stripe_threshold = 1024;
+  std::vector<uint64_t> send_bytes;     // per rank
+  std::vector<uint64_t> recv_bytes;     // per rank
+  std::vector<uint64_t> scratch_bytes;  // per rank
+  std::vector<uint64_t> shared_bytes;   // per node
+  int rank_counters = 0;                // counters per rank
+  int node_counters = 0;                // counters per node
+  std::vector<std::vector<Op>> programs;  // per rank
+
+  uint64_t region_size(Region r, int owner) const;
+  ScheduleStats stats() const;
+  // How a put of `length` bytes with `rail` is split: (rail, bytes) per part.
+  std::vector<std::pair<int, uint64_t>> rail_parts(int rail, uint64_t length) const;
+};
+
+// Per-rank block sizes and offsets (all-gather: block r comes from rank r).
+struct BlockLayout {
+  explicit BlockLayout(std::vector<uint64_t> counts);
+  int n() const { return static_cast<int>(count.size()); }
+  // Bytes of blocks first..first+nblocks-1 taken cyclically (mod n).
+  uint64_t cyclic_bytes(int first, int nblocks) const;
+  uint64_t range_bytes(int first, int last_excl) const { return displ[last_excl] - displ[first]; }
+  uint64_t total() const { return displ.back(); }
+  std::vector<uint64_t> count;
+  std::vector<uint64_t> displ;  // n+1 entries
+};
+
+// Options an algorithm may take. 0 means "the algorithm's default".
+struct AlgoOptions {
+  uint64_t stripe_threshold = 1024;
+  int concurrency = 0;  // concurrent_exchange: C
+};
+
+// Helper that algorithms use to write programs.
+class ScheduleBuilder {
+ public:
+  ScheduleBuilder(std::string collective, std::string algorithm, const Topology& topo,
+                  const BlockLayout& layout, const AlgoOptions& opts);
+
+  const Topology& topo() const { return s_.topo; }
+  int rails() const { return s_.topo.rails(); }
+
+  // Spans.
+  Span send(int rank, uint64_t off, uint64_t len) const { return {Region::Send, rank, off, len}; }
+  Span recv(int rank, uint64_t off, uint64_t len) const { return {Region::Recv, rank, off, len}; }
+  Span scratch(int rank, uint64_t off, uint64_t len) const { return {Region::Scratch, rank, off, len}; }
+  Span shared(int node, uint64_t off, uint64_t len) const { return {Region::Shared, node, off, len}; }
+  CounterRef rank_counter(int rank, int index);
+  CounterRef node_counter(int node, int index);
+
+  void set_scratch(int rank, uint64_t bytes);
+  void set_shared(int node, uint64_t bytes);
+
+  // The rail policy of the papers (seed 000 §6.4): the j-th concurrent message of
+  // a step goes on rail j mod k; above the threshold it is striped over all rails.
+  int rail_for(uint64_t length, int port) const;
+
+  void put(int rank, int step, int peer, std::vector<Segment> segs, int rail, CounterRef notify);
+  void copy(int rank, int step, std::vector<Segment> segs);
+  void signal(int rank, int step, CounterRef c);
+  void wait(int rank, int step, CounterRef c, uint64_t value);
+  void flush(int rank, int step);
+
+  Schedule finish() { return std::move(s_); }
+
+ private:
+  Schedule s_;
+};
+
+}  // namespace railcoll

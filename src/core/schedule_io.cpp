@@ -1,0 +1,157 @@
+#include "core/schedule_io.hpp"
+
+#include <iomanip>
+#include <sstream>
+
+#include "verify/verifier.hpp"
+
+namespace railcoll {
+
+namespace {
+
+std::string span_text(const Span& sp, int self_rank, int self_node) {
+  std::ostringstream o;
+  bool own = sp.region == Region::Shared ? sp.owner == self_node : sp.owner == self_rank;
+  if (!own) o << (sp.region == Region::Shared ? "n" : "r") << sp.owner << ".";
+  o << region_name(sp.region) << "[" << sp.offset << "," << sp.offset + sp.length << ")";
+  return o.str();
+}
+
+std::string counter_text(const CounterRef& c) {
+  return (c.on_node ? "n" : "r") + std::to_string(c.owner) + ".c" + std::to_string(c.index);
+}
+
+std::string rail_text(int rail) { return rail == kStripe ? "stripe" : "rail " + std::to_string(rail); }
+
+void span_json(std::ostream& o, const Span& sp) {
+  o << "{\"region\":\"" << region_name(sp.region) << "\",\"owner\":" << sp.owner << ",\"offset\":" << sp.offset
+    << ",\"length\":" << sp.length << "}";
+}
+
+template <class T>
+void json_array(std::ostream& o, const std::vector<T>& v) {
+  o << "[";
+  for (size_t i = 0; i < v.size(); ++i) o << (i ? "," : "") << v[i];
+  o << "]";
+}
+
+}  // namespace
+
+std::string human_bytes(uint64_t b) {
+  const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  double v = static_cast<double>(b);
+  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  std::ostringstream o;
+  if (u == 0 || v == static_cast<uint64_t>(v))
+    o << static_cast<uint64_t>(v) << " " << unit[u];
+  else
+    o << std::setprecision(3) << v << " " << unit[u];
+  return o.str();
+}
+
+void print_schedule_text(std::ostream& out, const Schedule& s) {
+  const Topology& t = s.topo;
+  out << schedule_title(s) << ", striping above " << human_bytes(s.stripe_threshold) << "\n";
+  out << "spans: region[begin,end) of the rank itself; rN. / nN. = of rank / node N\n";
+  for (int r = 0; r < t.nranks(); ++r) {
+    out << "rank " << r << " (node " << t.node_of(r) << ", local " << t.local_rank(r) << ")\n";
+    int last_step = -1;
+    for (const Op& op : s.programs[r]) {
+      if (op.step != last_step)
+        out << "  step " << std::left << std::setw(3) << op.step;
+      else
+        out << "          ";
+      last_step = op.step;
+      out << std::left << std::setw(7) << op_name(op.kind);
+      int node = t.node_of(r);
+      switch (op.kind) {
+        case OpKind::Put:
+          out << "-> " << std::setw(4) << op.peer << std::setw(8) << rail_text(op.rail) << std::setw(10)
+              << human_bytes(op.bytes());
+          for (size_t i = 0; i < op.segs.size(); ++i)
+            out << (i ? ", " : "") << span_text(op.segs[i].src, r, node) << " -> "
+                << span_text(op.segs[i].dst, r, node);
+          out << "  notify " << counter_text(op.counter);
+          break;
+        case OpKind::Copy:
+          out << std::setw(22) << human_bytes(op.bytes());
+          for (size_t i = 0; i < op.segs.size(); ++i)
+            out << (i ? ", " : "") << span_text(op.segs[i].src, r, node) << " -> "
+                << span_text(op.segs[i].dst, r, node);
+          break;
+        case OpKind::Signal: out << counter_text(op.counter); break;
+        case OpKind::Wait: out << counter_text(op.counter) << " >= " << op.value; break;
+        case OpKind::Flush: out << "(until earlier puts stop reading their sources)"; break;
+      }
+      out << "\n";
+    }
+  }
+  print_stats_text(out, s);
+}
+
+void print_stats_text(std::ostream& out, const Schedule& s) {
+  ScheduleStats st = s.stats();
+  out << "totals: " << st.comm_steps << " communication steps (steps 0.." << st.last_step << " in all), "
+      << st.messages << " messages (at most " << st.max_messages_per_rank << " from one rank)\n";
+  out << "  network: " << human_bytes(st.net_bytes) << " in all, at most " << human_bytes(st.max_net_bytes_sent_per_rank)
+      << " sent by one rank, at most " << human_bytes(st.max_net_bytes_recv_per_node) << " received by one node\n";
+  out << "  per rail (all ranks / busiest rank):";
+  for (size_t i = 0; i < st.rail_bytes.size(); ++i)
+    out << (i ? "," : "") << " rail " << i << " " << human_bytes(st.rail_bytes[i]) << " / "
+        << human_bytes(st.max_rail_bytes_per_rank[i]);
+  out << "\n  shared memory and local copies: " << human_bytes(st.shm_bytes) << "\n";
+}
+
+void print_schedule_json(std::ostream& o, const Schedule& s) {
+  const Topology& t = s.topo;
+  std::vector<int> node_of;
+  for (int r = 0; r < t.nranks(); ++r) node_of.push_back(t.node_of(r));
+  o << "{\"collective\":\"" << s.collective << "\",\"algorithm\":\"" << s.algorithm << "\",\"ranks\":" << t.nranks()
+    << ",\"nodes\":" << t.nnodes() << ",\"rails\":" << t.rails() << ",\"stripe_threshold\":" << s.stripe_threshold
+    << ",\"node_of\":";
+  json_array(o, node_of);
+  o << ",\"send_bytes\":";
+  json_array(o, s.send_bytes);
+  o << ",\"programs\":[";
+  for (int r = 0; r < t.nranks(); ++r) {
+    o << (r ? "," : "") << "{\"rank\":" << r << ",\"ops\":[";
+    for (size_t i = 0; i < s.programs[r].size(); ++i) {
+      const Op& op = s.programs[r][i];
+      o << (i ? "," : "") << "{\"op\":\"" << op_name(op.kind) << "\",\"step\":" << op.step;
+      if (op.kind == OpKind::Put) {
+        o << ",\"dst\":" << op.peer << ",\"bytes\":" << op.bytes() << ",\"rail\":";
+        if (op.rail == kStripe) o << "\"stripe\""; else o << op.rail;
+      }
+      if (op.kind == OpKind::Copy) o << ",\"bytes\":" << op.bytes();
+      if (op.kind != OpKind::Flush && op.kind != OpKind::Copy)
+        o << ",\"counter\":\"" << counter_text(op.counter) << "\"";
+      if (op.kind == OpKind::Wait) o << ",\"value\":" << op.value;
+      if (!op.segs.empty()) {
+        o << ",\"segments\":[";
+        for (size_t j = 0; j < op.segs.size(); ++j) {
+          o << (j ? "," : "") << "{\"src\":";
+          span_json(o, op.segs[j].src);
+          o << ",\"dst\":";
+          span_json(o, op.segs[j].dst);
+          o << "}";
+        }
+        o << "]";
+      }
+      o << "}";
+    }
+    o << "]}";
+  }
+  ScheduleStats st = s.stats();
+  o << "],\"totals\":{\"steps\":" << st.comm_steps << ",\"messages\":" << st.messages
+    << ",\"max_messages_per_rank\":" << st.max_messages_per_rank << ",\"net_bytes\":" << st.net_bytes
+    << ",\"max_net_bytes_sent_per_rank\":" << st.max_net_bytes_sent_per_rank
+    << ",\"max_net_bytes_recv_per_node\":" << st.max_net_bytes_recv_per_node << ",\"shm_bytes\":" << st.shm_bytes
+    << ",\"rail_bytes\":";
+  json_array(o, st.rail_bytes);
+  o << ",\"max_rail_bytes_per_rank\":";
+  json_array(o, st.max_rail_bytes_per_rank);
+  o << "}}\n";
+}
+
+}  // namespace railcoll

@@ -1,0 +1,17 @@
+// Schedules as text (for people, checked against the papers' figures by eye) and
+// as JSON (for tools and tests).
+#pragma once
+#include <ostream>
+
+#include "core/schedule.hpp"
+
+namespace railcoll {
+
+void print_schedule_text(std::ostream& out, const Schedule& s);
+void print_schedule_json(std::ostream& out, const Schedule& s);
+void print_stats_text(std::ostream& out, const Schedule& s);
+
+// "4 KiB", "1.5 MiB", "17 B"
+std::string human_bytes(uint64_t b);
+
+}  // namespace railcoll

@@ -1,0 +1,33 @@
+// The verifier sweep: every algorithm over a wide set of topologies and sizes
+// (N = 1..64 and larger N, k = 1..4, ppn 1,2,3,4,8, uneven and non-consecutive
+// nodes, 0, 1, odd, above-the-stripe-threshold and per-rank-varying sizes).
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/registry.hpp"
+
+namespace railcoll {
+
+struct SweepCase {
+  std::string collective;
+  std::string algorithm;
+  Topology topo;
+  std::vector<uint64_t> counts;
+  AlgoOptions opts;
+  std::vector<std::string> given;  // options set explicitly
+  std::string label() const;
+};
+
+std::vector<SweepCase> sweep_cases(const std::string& collective, const std::string& algorithm);
+
+struct SweepOutcome {
+  size_t passed = 0, failed = 0;
+  std::vector<std::string> failures;  // first error of each failing case, capped
+};
+
+// Builds and verifies the cases on all cores.
+SweepOutcome run_sweep(const std::vector<SweepCase>& cases);
+
+}  // namespace railcoll

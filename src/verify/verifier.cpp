@@ -1,0 +1,510 @@
+#include "verify/verifier.hpp"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <sstream>
+
+namespace railcoll {
+
+namespace {
+
+constexpr size_t kMaxErrors = 20;
+constexpr int kInitialWrite = -2;  // the send buffers' content, there before the call
+constexpr int kNoWrite = -1;
+
+using Clock = std::vector<int32_t>;
+
+struct Access {
+  enum Kind : uint8_t { Sync, PutRead, PutWrite } kind;
+  int32_t rank;  // Sync: the rank; Put*: the issuer
+  int32_t seq;   // Sync: event number on rank
+  int32_t put;   // Put*: index into puts
+  int32_t op;    // op index on rank (for messages)
+};
+
+struct PutRec {
+  int32_t issuer, op, flush_seq = 0;
+  std::vector<std::pair<int32_t, int32_t>> grants;  // (rank, seq) of waits that learned of it
+};
+
+struct Piece {
+  uint64_t end;
+  int32_t origin;        // -1: never written
+  uint64_t origin_off;   // of the byte at the piece's start
+  int32_t writer;        // access index, kNoWrite or kInitialWrite
+  std::vector<int32_t> readers;
+};
+
+class Bytes {
+ public:
+  void init(uint64_t size, int32_t origin) {
+    map_.clear();
+    if (size) map_[0] = Piece{size, origin, 0, origin >= 0 ? kInitialWrite : kNoWrite, {}};
+  }
+  // Pieces covering [a, b), split so that they lie exactly inside.
+  template <class F>
+  void each(uint64_t a, uint64_t b, F f) {
+    if (a >= b) return;
+    split(a);
+    split(b);
+    for (auto it = map_.find(a); it != map_.end() && it->first < b; ++it) f(it->first, it->second);
+  }
+  template <class F>
+  void all(F f) {
+    for (auto& kv : map_) f(kv.first, kv.second);
+  }
+  void replace(uint64_t a, uint64_t b, std::vector<std::pair<uint64_t, Piece>> pieces) {
+    split(a);
+    split(b);
+    map_.erase(map_.find(a), map_.lower_bound(b));
+    for (auto& p : pieces) map_[p.first] = std::move(p.second);
+  }
+
+ private:
+  void split(uint64_t at) {
+    auto it = map_.upper_bound(at);
+    if (it == map_.begin()) return;
+    --it;
+    if (it->first == at || it->second.end <= at) return;
+    Piece right = it->second;
+    right.origin_off += at - it->first;
+    it->second.end = at;
+    map_[at] = std::move(right);
+  }
+  std::map<uint64_t, Piece> map_;
+};
+
+struct Incr {
+  int32_t issuer, seq, put;  // put -1 for a signal
+  std::shared_ptr<const Clock> clock;
+};
+
+struct WaitRec {
+  int32_t rank, seq, op, counter;
+  uint64_t value;
+};
+
+class Verifier {
+ public:
+  explicit Verifier(const Schedule& s) : s_(s), t_(s.topo), N(s.topo.nranks()) {}
+
+  VerifyResult run() {
+    check_static();
+    if (!res_.ok()) return res_;
+    setup();
+    simulate();
+    if (!deadlocked_) {
+      check_ambiguous_waits();
+      check_quiescence();
+      check_result();
+    }
+    return res_;
+  }
+
+ private:
+  // ---- reporting ----
+  void error(const std::string& msg) {
+    if (res_.errors.size() < kMaxErrors) res_.errors.push_back(schedule_title(s_) + ": " + msg);
+  }
+  void op_error(int r, int oi, const std::string& msg) {
+    error("rank " + std::to_string(r) + " " + describe_op(s_, r, oi) + ": " + msg);
+  }
+  static std::string range(Region reg, int owner, uint64_t a, uint64_t b) {
+    std::ostringstream o;
+    o << region_name(reg) << "[" << a << "," << b << ") of " << (reg == Region::Shared ? "node " : "rank ")
+      << owner;
+    return o.str();
+  }
+  std::string access_name(int ai) const {
+    if (ai == kInitialWrite) return "the initial contents";
+    const Access& a = acc_[ai];
+    int r = a.kind == Access::Sync ? a.rank : puts_[a.put].issuer;
+    const char* what = a.kind == Access::Sync ? "" : a.kind == Access::PutRead ? " (reading)" : " (writing)";
+    return "rank " + std::to_string(r) + " " + describe_op(s_, r, a.op) + what;
+  }
+
+  // ---- static checks: spans, addressability, counters ----
+  bool span_ok(int r, int oi, const Span& sp, const char* role) {
+    int owners = sp.region == Region::Shared ? t_.nnodes() : N;
+    if (sp.owner < 0 || sp.owner >= owners) {
+      op_error(r, oi, std::string(role) + " names a missing " + (sp.region == Region::Shared ? "node " : "rank ") +
+                          std::to_string(sp.owner));
+      return false;
+    }
+    uint64_t size = s_.region_size(sp.region, sp.owner);
+    if (sp.offset > size || sp.length > size - sp.offset) {
+      op_error(r, oi, std::string(role) + " span " + range(sp.region, sp.owner, sp.offset, sp.offset + sp.length) +
+                          " is out of bounds (size " + std::to_string(size) + ")");
+      return false;
+    }
+    return true;
+  }
+  bool local_to(int r, const Span& sp) const {
+    return sp.region == Region::Shared ? sp.owner == t_.node_of(r) : sp.owner == r;
+  }
+  bool counter_ok(int r, int oi, const CounterRef& c) {
+    int owners = c.on_node ? t_.nnodes() : N, count = c.on_node ? s_.node_counters : s_.rank_counters;
+    if (c.owner < 0 || c.owner >= owners || c.index < 0 || c.index >= count) {
+      op_error(r, oi, "counter out of range");
+      return false;
+    }
+    return true;
+  }
+  void check_static() {
+    if (static_cast<int>(s_.programs.size()) != N) {
+      error("has " + std::to_string(s_.programs.size()) + " programs for " + std::to_string(N) + " ranks");
+      return;
+    }
+    for (int r = 0; r < N; ++r) {
+      for (int oi = 0; oi < static_cast<int>(s_.programs[r].size()); ++oi) {
+        const Op& op = s_.programs[r][oi];
+        if (op.kind == OpKind::Put) {
+          if (op.peer < 0 || op.peer >= N || op.peer == r) {
+            op_error(r, oi, "put to an invalid peer (a rank other than itself is needed)");
+            continue;
+          }
+          if (op.rail != kStripe && (op.rail < 0 || op.rail >= t_.rails())) op_error(r, oi, "rail out of range");
+          if (!counter_ok(r, oi, op.counter)) continue;
+          bool at_peer = op.counter.on_node ? op.counter.owner == t_.node_of(op.peer) : op.counter.owner == op.peer;
+          if (!at_peer) op_error(r, oi, "notifies a counter that is not on the receiving side");
+        }
+        if (op.kind == OpKind::Put || op.kind == OpKind::Copy) {
+          for (auto& sg : op.segs) {
+            if (sg.src.length != sg.dst.length) op_error(r, oi, "segment source and destination differ in length");
+            if (!span_ok(r, oi, sg.src, "source") || !span_ok(r, oi, sg.dst, "destination")) continue;
+            if (!local_to(r, sg.src)) op_error(r, oi, "source " + range(sg.src.region, sg.src.owner, sg.src.offset, sg.src.offset + sg.src.length) + " is not addressable by this rank");
+            bool dst_ok = op.kind == OpKind::Copy ? local_to(r, sg.dst)
+                          : sg.dst.region == Region::Shared ? sg.dst.owner == t_.node_of(op.peer)
+                                                            : sg.dst.owner == op.peer;
+            if (!dst_ok) op_error(r, oi, "destination " + range(sg.dst.region, sg.dst.owner, sg.dst.offset, sg.dst.offset + sg.dst.length) + " is not at the " + (op.kind == OpKind::Copy ? "rank itself" : "receiving rank"));
+            if (sg.dst.region == Region::Send) op_error(r, oi, "writes into a send buffer, which is read-only");
+            if (op.kind == OpKind::Copy && sg.src.region == sg.dst.region && sg.src.owner == sg.dst.owner &&
+                sg.src.offset < sg.dst.offset + sg.dst.length && sg.dst.offset < sg.src.offset + sg.src.length)
+              op_error(r, oi, "copies between overlapping spans");
+          }
+        }
+        if (op.kind == OpKind::Signal) counter_ok(r, oi, op.counter);
+        if (op.kind == OpKind::Wait && counter_ok(r, oi, op.counter)) {
+          bool mine = op.counter.on_node ? op.counter.owner == t_.node_of(r) : op.counter.owner == r;
+          if (!mine) op_error(r, oi, "waits on a counter of another rank or node");
+        }
+      }
+    }
+  }
+
+  // ---- execution ----
+  Bytes& bytes(Region reg, int owner) {
+    switch (reg) {
+      case Region::Send: return send_[owner];
+      case Region::Recv: return recv_[owner];
+      case Region::Scratch: return scratch_[owner];
+      case Region::Shared: return shared_[owner];
+    }
+    return send_[owner];
+  }
+  int counter_id(const CounterRef& c) const {
+    return c.on_node ? N * s_.rank_counters + c.owner * s_.node_counters + c.index
+                     : c.owner * s_.rank_counters + c.index;
+  }
+  std::string counter_name(const CounterRef& c) const {
+    return (c.on_node ? "counter n" : "counter r") + std::to_string(c.owner) + ".c" + std::to_string(c.index);
+  }
+
+  void setup() {
+    send_.resize(N);
+    recv_.resize(N);
+    scratch_.resize(N);
+    shared_.resize(t_.nnodes());
+    for (int r = 0; r < N; ++r) {
+      send_[r].init(s_.send_bytes[r], r);
+      recv_[r].init(s_.recv_bytes[r], -1);
+      scratch_[r].init(s_.scratch_bytes[r], -1);
+    }
+    for (int n = 0; n < t_.nnodes(); ++n) shared_[n].init(s_.shared_bytes[n], -1);
+    clock_.assign(N, Clock(N, 0));
+    pc_.assign(N, 0);
+    end_.assign(N, Clock());
+    counters_.assign(N * s_.rank_counters + t_.nnodes() * s_.node_counters, {});
+    values_.assign(counters_.size(), 0);
+  }
+
+  // Has access a finished before the event of rank x whose clock is vc?
+  bool finished_before(int ai, const Clock& vc) const {
+    if (ai == kInitialWrite) return true;
+    const Access& a = acc_[ai];
+    if (a.kind == Access::Sync) return vc[a.rank] >= a.seq;
+    const PutRec& p = puts_[a.put];
+    if (a.kind == Access::PutRead && p.flush_seq && vc[p.issuer] >= p.flush_seq) return true;
+    for (auto& g : p.grants)
+      if (vc[g.first] >= g.second) return true;
+    return false;
+  }
+
+  int tick(int r) { return ++clock_[r][r]; }
+
+  // Reads [a,b) of a region for access ai at rank r; returns the content pieces.
+  std::vector<Piece> read(int r, int oi, const Span& sp, int ai) {
+    std::vector<Piece> out;
+    bool reported = false;
+    bytes(sp.region, sp.owner).each(sp.offset, sp.offset + sp.length, [&](uint64_t at, Piece& p) {
+      if (!reported && p.writer == kNoWrite) {
+        op_error(r, oi, "reads " + range(sp.region, sp.owner, at, p.end) + " before anything is written there");
+        reported = true;
+      } else if (!reported && !finished_before(p.writer, clock_[r])) {
+        op_error(r, oi, "reads " + range(sp.region, sp.owner, at, p.end) + " while " + access_name(p.writer) +
+                            " may still be writing it");
+        reported = true;
+      }
+      p.readers.push_back(ai);
+      Piece c = p;
+      c.readers.clear();
+      c.end = p.end - at;  // length, rebased below
+      out.push_back(c);
+    });
+    return out;
+  }
+
+  void write(int r, int oi, const Span& sp, const std::vector<Piece>& content, int ai) {
+    const Clock& vc = clock_[r];
+    bool reported = false;
+    Bytes& target = bytes(sp.region, sp.owner);
+    target.each(sp.offset, sp.offset + sp.length, [&](uint64_t at, Piece& p) {
+      if (reported) return;
+      if (p.writer >= 0 && !finished_before(p.writer, vc)) {
+        op_error(r, oi, "writes " + range(sp.region, sp.owner, at, p.end) + " while " + access_name(p.writer) +
+                            " may still be writing it");
+        reported = true;
+        return;
+      }
+      for (int rd : p.readers)
+        if (!finished_before(rd, vc)) {
+          op_error(r, oi, "overwrites " + range(sp.region, sp.owner, at, p.end) + " while " + access_name(rd) +
+                              " may still be reading it");
+          reported = true;
+          return;
+        }
+    });
+    std::vector<std::pair<uint64_t, Piece>> pieces;
+    uint64_t at = sp.offset;
+    for (const Piece& c : content) {
+      Piece p{at + c.end, c.origin, c.origin_off, ai, {}};
+      pieces.push_back({at, p});
+      at += c.end;
+    }
+    target.replace(sp.offset, sp.offset + sp.length, std::move(pieces));
+  }
+
+  void increment(int r, const CounterRef& c, int put) {
+    int id = counter_id(c);
+    counters_[id].push_back({r, clock_[r][r], put, std::make_shared<const Clock>(clock_[r])});
+    ++values_[id];
+  }
+
+  // Runs rank r until it blocks or ends; returns whether it did anything.
+  bool advance(int r) {
+    const auto& prog = s_.programs[r];
+    bool progressed = false;
+    while (pc_[r] < static_cast<int>(prog.size())) {
+      int oi = pc_[r];
+      const Op& op = prog[oi];
+      if (op.kind == OpKind::Wait) {
+        int id = counter_id(op.counter);
+        if (values_[id] < op.value) return progressed;
+        int seq = tick(r);
+        for (uint64_t i = 0; i < op.value; ++i) {
+          const Incr& in = counters_[id][i];
+          for (int x = 0; x < N; ++x) clock_[r][x] = std::max(clock_[r][x], (*in.clock)[x]);
+          if (in.put >= 0) puts_[in.put].grants.push_back({r, seq});
+        }
+        waits_.push_back({r, seq, oi, id, op.value});
+      } else if (op.kind == OpKind::Put || op.kind == OpKind::Copy) {
+        int seq = tick(r);
+        int put = -1;
+        if (op.kind == OpKind::Put) {
+          put = static_cast<int>(puts_.size());
+          puts_.push_back(PutRec{r, oi, 0, {}});
+          unflushed_[r].push_back(put);
+        }
+        int rd = static_cast<int>(acc_.size());
+        acc_.push_back({put >= 0 ? Access::PutRead : Access::Sync, r, seq, put, oi});
+        int wr = rd;
+        if (put >= 0) {
+          wr = static_cast<int>(acc_.size());
+          acc_.push_back({Access::PutWrite, r, seq, put, oi});
+        }
+        for (auto& sg : op.segs) {
+          auto content = read(r, oi, sg.src, rd);
+          write(r, oi, sg.dst, content, wr);
+        }
+        if (put >= 0) increment(r, op.counter, put);
+      } else if (op.kind == OpKind::Signal) {
+        tick(r);
+        increment(r, op.counter, -1);
+      } else {  // Flush
+        int seq = tick(r);
+        for (int p : unflushed_[r]) puts_[p].flush_seq = seq;
+        unflushed_[r].clear();
+      }
+      ++res_.ops;
+      ++pc_[r];
+      progressed = true;
+    }
+    // Return: an implicit flush, then the end event.
+    int seq = tick(r);
+    for (int p : unflushed_[r]) puts_[p].flush_seq = seq;
+    unflushed_[r].clear();
+    end_[r] = clock_[r];
+    ++pc_[r];
+    return true;
+  }
+
+  void simulate() {
+    unflushed_.assign(N, {});
+    std::vector<bool> done(N, false);
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int r = 0; r < N; ++r) {
+        if (done[r]) continue;
+        if (advance(r)) progress = true;
+        if (pc_[r] > static_cast<int>(s_.programs[r].size())) done[r] = true;
+      }
+    }
+    for (int r = 0; r < N; ++r) {
+      if (done[r]) continue;
+      deadlocked_ = true;
+      const Op& op = s_.programs[r][pc_[r]];
+      uint64_t total = values_[counter_id(op.counter)];
+      op_error(r, pc_[r], "waits for " + counter_name(op.counter) + " to reach " + std::to_string(op.value) +
+                              " but it can never pass " + std::to_string(total) + " (every other rank is done or blocked)");
+    }
+  }
+
+  void check_ambiguous_waits() {
+    for (const WaitRec& w : waits_) {
+      uint64_t candidates = 0;
+      for (const Incr& in : counters_[w.counter])
+        if ((*in.clock)[w.rank] < w.seq) ++candidates;
+      if (candidates != w.value) {
+        op_error(w.rank, w.op, std::to_string(candidates) + " increments of its counter can arrive before it but it waits for " +
+                                   std::to_string(w.value) + ": a message meant for a later wait could satisfy it early");
+      }
+    }
+  }
+
+  void check_quiescence() {
+    auto check = [&](int r, Bytes& b, Region reg, int owner) {
+      bool reported = false;
+      b.all([&](uint64_t at, Piece& p) {
+        if (reported) return;
+        if (p.writer >= 0 && !finished_before(p.writer, end_[r])) {
+          error("rank " + std::to_string(r) + " returns while " + access_name(p.writer) + " may still write " +
+                range(reg, owner, at, p.end));
+          reported = true;
+          return;
+        }
+        for (int rd : p.readers)
+          if (!finished_before(rd, end_[r])) {
+            error("rank " + std::to_string(r) + " returns while " + access_name(rd) + " may still read " +
+                  range(reg, owner, at, p.end));
+            reported = true;
+            return;
+          }
+      });
+    };
+    for (int r = 0; r < N; ++r) {
+      check(r, send_[r], Region::Send, r);
+      check(r, recv_[r], Region::Recv, r);
+      check(r, scratch_[r], Region::Scratch, r);
+      check(r, shared_[t_.node_of(r)], Region::Shared, t_.node_of(r));
+    }
+  }
+
+  void check_result() {
+    if (s_.collective != "allgather") {
+      error("no expected result is defined for collective '" + s_.collective + "'");
+      return;
+    }
+    BlockLayout L(s_.send_bytes);
+    for (int r = 0; r < N; ++r) {
+      if (s_.recv_bytes[r] != L.total()) {
+        error("rank " + std::to_string(r) + " recv is " + std::to_string(s_.recv_bytes[r]) + " bytes, expected " +
+              std::to_string(L.total()));
+        continue;
+      }
+      bool reported = false;
+      recv_[r].all([&](uint64_t at, Piece& p) {
+        if (reported) return;
+        // Origin expected for byte `at`: the rank whose block covers it.
+        int o = static_cast<int>(std::upper_bound(L.displ.begin(), L.displ.end(), at) - L.displ.begin()) - 1;
+        uint64_t off = at - L.displ[o];
+        if (p.origin != o || p.origin_off != off || p.end > L.displ[o + 1]) {
+          std::string got = p.origin < 0 ? "bytes never written"
+                                         : "bytes [" + std::to_string(p.origin_off) + "," +
+                                               std::to_string(p.origin_off + (p.end - at)) + ") of rank " +
+                                               std::to_string(p.origin);
+          error("rank " + std::to_string(r) + " ends with " + got + " at recv[" + std::to_string(at) + "," +
+                std::to_string(p.end) + "); expected bytes from offset " + std::to_string(off) + " of rank " +
+                std::to_string(o));
+          reported = true;
+        }
+      });
+    }
+  }
+
+  const Schedule& s_;
+  const Topology& t_;
+  const int N;
+  VerifyResult res_;
+  bool deadlocked_ = false;
+  std::vector<Bytes> send_, recv_, scratch_, shared_;
+  std::vector<Clock> clock_, end_;
+  std::vector<int> pc_;
+  std::vector<Access> acc_;
+  std::vector<PutRec> puts_;
+  std::vector<std::vector<int>> unflushed_;
+  std::vector<std::vector<Incr>> counters_;
+  std::vector<uint64_t> values_;
+  std::vector<WaitRec> waits_;
+};
+
+}  // namespace
+
+std::string schedule_title(const Schedule& s) {
+  std::ostringstream o;
+  o << s.collective << "/" << s.algorithm << " [" << s.topo.describe() << "; ";
+  bool uniform = std::all_of(s.send_bytes.begin(), s.send_bytes.end(),
+                             [&](uint64_t b) { return b == s.send_bytes[0]; });
+  if (uniform && !s.send_bytes.empty())
+    o << s.send_bytes[0] << " B per rank";
+  else
+    o << "variable bytes per rank";
+  o << "]";
+  return o.str();
+}
+
+std::string describe_op(const Schedule& s, int rank, int index) {
+  std::ostringstream o;
+  o << "op #" << index;
+  if (rank < 0 || rank >= static_cast<int>(s.programs.size()) || index < 0 ||
+      index >= static_cast<int>(s.programs[rank].size()))
+    return o.str();
+  const Op& op = s.programs[rank][index];
+  o << " (step " << op.step << ": " << op_name(op.kind);
+  if (op.kind == OpKind::Put) {
+    o << " -> " << op.peer << ", ";
+    if (op.rail == kStripe) o << "stripe"; else o << "rail " << op.rail;
+    o << ", " << op.bytes() << " B";
+  } else if (op.kind == OpKind::Copy) {
+    o << " " << op.bytes() << " B";
+  } else if (op.kind == OpKind::Wait || op.kind == OpKind::Signal) {
+    o << " " << (op.counter.on_node ? "n" : "r") << op.counter.owner << ".c" << op.counter.index;
+    if (op.kind == OpKind::Wait) o << " >= " << op.value;
+  }
+  o << ")";
+  return o.str();
+}
+
+VerifyResult verify_schedule(const Schedule& s) { return Verifier(s).run(); }
+
+}  // namespace railcoll

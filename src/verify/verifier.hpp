@@ -1,0 +1,40 @@
+// Symbolic executor of schedules (ARCHITECTURE.md, "Verifier").
+//
+// Every byte carries (origin rank, origin offset). The verifier runs all
+// programs with maximal progress (a put is delivered as soon as it is issued)
+// and tracks happens-before with vector clocks:
+//   * a copy is an instant on its rank; a put reads its source and writes its
+//     destination at any time between its issue and its delivery;
+//   * a wait that sees its counter reach v learns of the first v increments,
+//     and this is only sound if exactly v increments can come before it: a
+//     wait that a later step's message could satisfy early is an error;
+//   * a put's source may be read until it is delivered and known to be so (a
+//     wait on its counter), or until its issuer flushes (or returns);
+//   * when a rank returns, nothing may still read or write its buffers, and no
+//     one may still touch its node's shared buffer: the next call reuses them.
+// It reports, with algorithm, topology, rank and operation: wrong final recv,
+// reads of unwritten bytes, races (read or write not ordered with a write),
+// waits that can never be satisfied, ambiguous waits, spans out of bounds or
+// not addressable by the rank.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/schedule.hpp"
+
+namespace railcoll {
+
+struct VerifyResult {
+  bool ok() const { return errors.empty(); }
+  std::vector<std::string> errors;  // first error first; capped
+  size_t ops = 0;                   // operations executed
+};
+
+VerifyResult verify_schedule(const Schedule& s);
+
+// "allgather/bruck [9 ranks, 9 nodes x 1, 2 rails; 3 B per rank]"
+std::string schedule_title(const Schedule& s);
+// "op #5 (step 1: put -> 1, rail 0, 3 B)"
+std::string describe_op(const Schedule& s, int rank, int index);
+
+}  // namespace railcoll

@@ -1,0 +1,157 @@
+#include "args.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/errors.hpp"
+
+namespace railcoll::cli {
+
+const std::set<std::string> kTopologyOptions = {"ranks", "ppn", "nodes", "node-map", "rails"};
+const std::set<std::string> kScheduleOptions = {"algo", "bytes", "stripe-threshold", "concurrency"};
+
+Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& flags,
+           const std::set<std::string>& valued) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a.rfind("--", 0) != 0 || a == "--") {
+      if (a.size() > 1 && a[0] == '-' && !std::isdigit(static_cast<unsigned char>(a[1])))
+        throw UsageError("unknown option '" + a + "'");
+      positional_.push_back(a);
+      continue;
+    }
+    std::string name = a.substr(2), value;
+    bool inline_value = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      inline_value = true;
+    }
+    if (flags.count(name)) {
+      if (inline_value) throw UsageError("option --" + name + " takes no value");
+      values_[name] = "";
+    } else if (valued.count(name)) {
+      if (!inline_value) {
+        if (i + 1 >= argv.size()) throw UsageError("option --" + name + " needs a value");
+        value = argv[++i];
+      }
+      if (values_.count(name)) throw UsageError("option --" + name + " is given twice");
+      values_[name] = value;
+    } else {
+      throw UsageError("unknown option '--" + name + "'");
+    }
+  }
+}
+
+std::string Args::str(const std::string& name, const std::string& dflt) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? dflt : it->second;
+}
+
+long Args::integer(const std::string& name, long dflt, long min, long max) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return dflt;
+  const std::string& v = it->second;
+  size_t used = 0;
+  long x = 0;
+  try {
+    x = std::stol(v, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (v.empty() || used != v.size()) throw UsageError("--" + name + " expects a whole number, got '" + v + "'");
+  if (x < min || x > max)
+    throw UsageError("--" + name + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                     ", got " + v);
+  return x;
+}
+
+uint64_t parse_size(const std::string& text, const std::string& what) {
+  size_t i = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  if (i == 0) throw UsageError(what + " expects a size in bytes (like 4096, 4K, 1MiB), got '" + text + "'");
+  std::string digits = text.substr(0, i), unit = text.substr(i);
+  for (auto& ch : unit) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  uint64_t mult = 1;
+  if (unit.empty() || unit == "b") mult = 1;
+  else if (unit == "k" || unit == "kb" || unit == "kib") mult = 1ull << 10;
+  else if (unit == "m" || unit == "mb" || unit == "mib") mult = 1ull << 20;
+  else if (unit == "g" || unit == "gb" || unit == "gib") mult = 1ull << 30;
+  else throw UsageError(what + ": unknown unit '" + text.substr(i) + "' (use K, M or G)");
+  if (digits.size() > 15) throw UsageError(what + " " + text + " is absurdly large");
+  uint64_t v = std::stoull(digits);
+  if (v > (1ull << 50) / mult) throw UsageError(what + " " + text + " is absurdly large");
+  return v * mult;
+}
+
+uint64_t Args::size(const std::string& name, uint64_t dflt) const {
+  return has(name) ? parse_size(str(name), "--" + name) : dflt;
+}
+
+std::vector<int> parse_int_list(const std::string& text, const std::string& what) {
+  std::vector<int> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t used = 0;
+    long v = -1;
+    try {
+      v = std::stol(item, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || v < 0 || v > (1 << 20))
+      throw UsageError(what + " expects a comma-separated list of whole numbers, got '" + text + "'");
+    out.push_back(static_cast<int>(v));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+Topology topology_from(const Args& a) {
+  int given = a.has("ppn") + a.has("nodes") + a.has("node-map");
+  if (given > 1) throw UsageError("give only one of --ppn, --nodes and --node-map");
+  int rails = static_cast<int>(a.integer("rails", 1, 1, 64));
+  try {
+    if (a.has("nodes") || a.has("node-map")) {
+      bool sizes = a.has("nodes");
+      auto list = parse_int_list(a.str(sizes ? "nodes" : "node-map"), sizes ? "--nodes" : "--node-map");
+      Topology t = sizes ? Topology::from_node_sizes(list, rails) : Topology::from_node_map(list, rails);
+      if (a.has("ranks") && a.integer("ranks", 0, 1, 1 << 16) != t.nranks())
+        throw UsageError(std::string(sizes ? "--nodes" : "--node-map") + " describes " + std::to_string(t.nranks()) +
+                         " ranks but --ranks is " + a.str("ranks"));
+      return t;
+    }
+    if (!a.has("ranks")) throw UsageError("--ranks N is required (or --nodes / --node-map)");
+    return Topology::from_ppn(static_cast<int>(a.integer("ranks", 0, 1, 1 << 16)),
+                              static_cast<int>(a.integer("ppn", 1, 1, 1 << 16)), rails);
+  } catch (const InputError& e) {
+    throw UsageError(e.what());
+  }
+}
+
+ScheduleRequest schedule_request(const Args& a, const std::string& collective) {
+  ScheduleRequest r;
+  r.collective = collective;
+  if (!a.has("algo")) throw UsageError("--algo NAME is required (railcoll algos lists them)");
+  r.algorithm = a.str("algo");
+  auto colls = collectives();
+  if (std::find(colls.begin(), colls.end(), collective) == colls.end())
+    throw UsageError("unknown collective '" + collective + "' (railcoll algos lists them)");
+  if (!find_algorithm(collective, r.algorithm))
+    throw UsageError("unknown " + collective + " algorithm '" + r.algorithm + "' (railcoll algos lists them)");
+  r.topo = topology_from(a);
+  uint64_t bytes = a.size("bytes", 1);
+  if (bytes > kMaxBytesPerRank) throw UsageError("--bytes " + a.str("bytes") + " is absurdly large (limit 1 TiB)");
+  r.counts.assign(r.topo.nranks(), bytes);
+  r.opts.stripe_threshold = a.size("stripe-threshold", 1024);
+  if (a.has("concurrency")) {
+    r.opts.concurrency = static_cast<int>(a.integer("concurrency", 0, 1, 1 << 16));
+    r.given.push_back("concurrency");
+  }
+  return r;
+}
+
+}  // namespace railcoll::cli

@@ -1,0 +1,10 @@
+#pragma once
+#include <string>
+#include <vector>
+
+namespace railcoll::cli {
+// Each returns the process exit status: 0 ok, 1 failed check, 2 bad usage.
+int cmd_algos(const std::vector<std::string>& args);
+int cmd_show(const std::vector<std::string>& args);
+int cmd_verify(const std::vector<std::string>& args);
+}  // namespace railcoll::cli

@@ -1,0 +1,55 @@
+// railcoll: show, verify (and, later, run, bench, simulate) collective schedules.
+#include <cstring>
+#include <iostream>
+#include <new>
+
+#include "args.hpp"
+#include "commands.hpp"
+#include "core/errors.hpp"
+
+namespace {
+
+const char* kUsage =
+    "usage: railcoll <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  algos [--json]                      list collectives and algorithms\n"
+    "  show COLL --algo A --ranks N [--ppn P | --nodes 4,4,5 | --node-map 0,1,0,1]\n"
+    "       [--rails K] [--bytes B] [--stripe-threshold B] [--concurrency C] [--json]\n"
+    "                                      print the schedule of an algorithm\n"
+    "  verify --all                        verify every algorithm over the sweep\n"
+    "  verify COLL --algo A --ranks N ...  verify one case (same options as show)\n"
+    "\n"
+    "Sizes take K, M, G suffixes (powers of 1024). Exit status: 0 ok, 1 a check\n"
+    "failed, 2 bad usage.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace railcoll::cli;
+  if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "help")) {
+    std::cout << kUsage;
+    return argc < 2 ? 2 : 0;
+  }
+  std::string cmd = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    if (cmd == "algos") return cmd_algos(args);
+    if (cmd == "show") return cmd_show(args);
+    if (cmd == "verify") return cmd_verify(args);
+    std::cerr << "railcoll: unknown command '" << cmd << "' (railcoll --help lists them)\n";
+    return 2;
+  } catch (const UsageError& e) {
+    std::cerr << "railcoll " << cmd << ": " << e.what() << "\n";
+    return 2;
+  } catch (const railcoll::InputError& e) {
+    std::cerr << "railcoll " << cmd << ": " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "railcoll " << cmd << ": out of memory (the request is too large)\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "railcoll " << cmd << ": internal error: " << e.what() << "\n";
+    return 1;
+  }
+}
