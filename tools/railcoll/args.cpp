@@ -77,7 +77,8 @@ uint64_t parse_size(const std::string& text, const std::string& what) {
   else if (unit == "k" || unit == "kb" || unit == "kib") mult = 1ull << 10;
   else if (unit == "m" || unit == "mb" || unit == "mib") mult = 1ull << 20;
   else if (unit == "g" || unit == "gb" || unit == "gib") mult = 1ull << 30;
-  else throw UsageError(what + ": unknown unit '" + text.substr(i) + "' (use K, M or G)");
+  else if (unit == "t" || unit == "tb" || unit == "tib") mult = 1ull << 40;
+  else throw UsageError(what + ": unknown unit '" + text.substr(i) + "' (use K, M, G or T)");
   if (digits.size() > 15) throw UsageError(what + " " + text + " is absurdly large");
   uint64_t v = std::stoull(digits);
   if (v > (1ull << 50) / mult) throw UsageError(what + " " + text + " is absurdly large");

@@ -1,0 +1,171 @@
+// Deliberately broken schedules: the verifier must reject each one, and say why.
+#include <gtest/gtest.h>
+
+#include "core/registry.hpp"
+#include "verify/verifier.hpp"
+
+using namespace railcoll;
+
+namespace {
+
+Schedule build(const std::string& algo, const Topology& t, uint64_t bytes = 4) {
+  return build_schedule("allgather", algo, t, std::vector<uint64_t>(t.nranks(), bytes), {});
+}
+
+// The first error, or "" when the schedule verifies.
+std::string first_error(const Schedule& s) {
+  VerifyResult v = verify_schedule(s);
+  return v.ok() ? "" : v.errors[0];
+}
+
+int find_op(const Schedule& s, int rank, OpKind kind, int nth = 0) {
+  for (size_t i = 0; i < s.programs[rank].size(); ++i)
+    if (s.programs[rank][i].kind == kind && nth-- == 0) return static_cast<int>(i);
+  return -1;
+}
+
+void erase_op(Schedule& s, int rank, int index) { s.programs[rank].erase(s.programs[rank].begin() + index); }
+
+#define EXPECT_ERROR(schedule, text)                                           \
+  do {                                                                         \
+    std::string e_ = first_error(schedule);                                    \
+    EXPECT_NE(e_.find(text), std::string::npos) << "error was: '" << e_ << "'"; \
+  } while (0)
+
+}  // namespace
+
+TEST(Broken, ValidSchedulesPass) {
+  for (auto& a : all_algorithms()) EXPECT_EQ(first_error(build(a.name, Topology::from_ppn(12, 3, 2))), "") << a.name;
+}
+
+TEST(Broken, MissingWaitIsARace) {
+  Schedule s = build("bruck", Topology::from_ppn(9, 1, 2));
+  erase_op(s, 4, find_op(s, 4, OpKind::Wait, 0));
+  // Rank 4 forwards step-0 data it was never told had arrived: in the verifier's
+  // order the data is not there yet; in another it would be a race.
+  std::string e = first_error(s);
+  EXPECT_NE(e.find("rank 4 op #3 (step 1: put"), std::string::npos) << e;
+  EXPECT_TRUE(e.find("before anything is written there") != std::string::npos ||
+              e.find("may still be writing it") != std::string::npos)
+      << e;
+}
+
+TEST(Broken, WaitThatCanNeverBeSatisfied) {
+  Schedule s = build("direct", Topology::from_ppn(5, 1, 1));
+  s.programs[2][find_op(s, 2, OpKind::Wait)].value = 5;  // only 4 peers
+  EXPECT_ERROR(s, "rank 2 op #");
+  EXPECT_ERROR(s, "to reach 5 but it can never pass 4");
+}
+
+TEST(Broken, DeadlockOfTwoWaits) {
+  Schedule s = build("ring", Topology::from_ppn(2, 1, 1));
+  // Make both ranks wait before they put: nobody ever sends.
+  for (int r = 0; r < 2; ++r) {
+    int w = find_op(s, r, OpKind::Wait);
+    Op wait = s.programs[r][w];
+    erase_op(s, r, w);
+    s.programs[r].insert(s.programs[r].begin(), wait);
+  }
+  EXPECT_ERROR(s, "can never pass 0");
+}
+
+TEST(Broken, WrongDestinationOffsetGivesWrongResult) {
+  Schedule s = build("direct", Topology::from_ppn(4, 1, 1));
+  Op& put = s.programs[1][find_op(s, 1, OpKind::Put)];
+  put.segs[0].dst.offset = 0;  // rank 1's block written where rank 0's belongs
+  EXPECT_NE(first_error(s), "");
+  std::string e = first_error(s);
+  EXPECT_TRUE(e.find("expected bytes from offset 0 of rank") != std::string::npos ||
+              e.find("may still be writing") != std::string::npos)
+      << e;
+}
+
+TEST(Broken, DroppedPutLeavesBytesUnwritten) {
+  Schedule s = build("direct", Topology::from_ppn(3, 1, 2));
+  erase_op(s, 0, find_op(s, 0, OpKind::Put));  // rank 1 never gets block 0
+  s.programs[1][find_op(s, 1, OpKind::Wait)].value = 1;
+  EXPECT_ERROR(s, "rank 1 ends with bytes never written at recv[0,4)");
+}
+
+TEST(Broken, SpanOutOfBounds) {
+  Schedule s = build("direct", Topology::from_ppn(4, 1, 1));
+  s.programs[3][find_op(s, 3, OpKind::Put)].segs[0].dst.offset = 14;
+  EXPECT_ERROR(s, "rank 3 op #");
+  EXPECT_ERROR(s, "is out of bounds (size 16)");
+}
+
+TEST(Broken, SourceNotAddressable) {
+  Schedule s = build("direct", Topology::from_ppn(4, 1, 1));
+  s.programs[3][find_op(s, 3, OpKind::Put)].segs[0].src.owner = 2;  // reads rank 2's send buffer
+  EXPECT_ERROR(s, "is not addressable by this rank");
+}
+
+TEST(Broken, WriteIntoSendBuffer) {
+  Schedule s = build("direct", Topology::from_ppn(2, 1, 1));
+  s.programs[0][find_op(s, 0, OpKind::Put)].segs[0].dst.region = Region::Send;
+  s.programs[0][find_op(s, 0, OpKind::Put)].segs[0].dst.offset = 0;
+  EXPECT_ERROR(s, "writes into a send buffer");
+}
+
+// One counter for all Bruck steps with cumulative waits: a faster peer's step-1
+// message can satisfy the step-0 wait. The verifier must not accept it.
+TEST(Broken, SharedCounterAcrossStepsIsAmbiguous) {
+  Schedule s = build("bruck", Topology::from_ppn(9, 1, 2));
+  for (auto& prog : s.programs) {
+    uint64_t seen = 0;
+    for (auto& op : prog) {
+      if (op.kind == OpKind::Put) op.counter.index = 0;
+      if (op.kind == OpKind::Wait) {
+        op.counter.index = 0;
+        seen += op.value;
+        op.value = seen;
+      }
+    }
+  }
+  EXPECT_ERROR(s, "a message meant for a later wait could satisfy it early");
+}
+
+// Without the final node synchronization a process could return (and the next
+// call overwrite the shared buffer) while a neighbour still copies out of it.
+TEST(Broken, SmpWithoutFinalSyncReturnsTooEarly) {
+  Schedule s = build("smp_direct", Topology::from_ppn(8, 4, 2));
+  for (auto& prog : s.programs) {
+    while (prog.back().kind != OpKind::Copy) prog.pop_back();  // drop flush, signal, wait
+  }
+  EXPECT_ERROR(s, "returns while");
+  EXPECT_ERROR(s, "may still read shared[");
+}
+
+// A leader that signals the end before its puts stop reading the shared buffer.
+TEST(Broken, SmpLeaderWithoutFlush) {
+  Schedule s = build("smp_direct", Topology::from_ppn(8, 4, 2));
+  auto& prog = s.programs[0];
+  for (size_t i = prog.size(); i-- > 0;)
+    if (prog[i].kind == OpKind::Flush) {
+      prog.erase(prog.begin() + i);
+      break;
+    }
+  EXPECT_ERROR(s, "(reading) may still read shared[");
+}
+
+// Overwriting a buffer that an earlier put may still be reading.
+TEST(Broken, OverwriteWhilePeerReads) {
+  Schedule s = build("ring", Topology::from_ppn(3, 1, 1));
+  // Rank 0: after its step-1 put (which reads recv), copy its send block over that recv range.
+  auto& prog = s.programs[0];
+  int put = find_op(s, 0, OpKind::Put, 1);
+  Op copy;
+  copy.kind = OpKind::Copy;
+  copy.step = 1;
+  Span src = {Region::Send, 0, 0, 4}, dst = prog[put].segs[0].src;
+  copy.segs = {{src, dst}};
+  prog.insert(prog.begin() + put + 1, copy);
+  EXPECT_ERROR(s, "overwrites recv[");
+  EXPECT_ERROR(s, "(reading) may still be reading it");
+}
+
+TEST(Broken, WaitOnSomeoneElsesCounter) {
+  Schedule s = build("direct", Topology::from_ppn(3, 1, 1));
+  s.programs[1][find_op(s, 1, OpKind::Wait)].counter.owner = 2;
+  EXPECT_ERROR(s, "waits on a counter of another rank or node");
+}
