@@ -21,13 +21,60 @@ typedef enum {
   RAILCOLL_ERR_UNSUPPORTED = 2, /* the algorithm does not take this option or input */
   RAILCOLL_ERR_VERIFY = 3,     /* a schedule failed verification */
   RAILCOLL_ERR_NOMEM = 4,      /* out of memory */
-  RAILCOLL_ERR_INTERNAL = 5    /* a bug in railcoll: please report it */
+  RAILCOLL_ERR_INTERNAL = 5,   /* a bug in railcoll: please report it */
+  RAILCOLL_ERR_TIMEOUT = 6,    /* a deadline passed (RAILCOLL_TIMEOUT, default 60 s) */
+  RAILCOLL_ERR_PEER = 7,       /* a peer died, closed its connections or aborted the collective */
+  RAILCOLL_ERR_NETWORK = 8,    /* a socket call failed */
+  RAILCOLL_ERR_PROTOCOL = 9,   /* a malformed or unexpected message was received */
+  RAILCOLL_ERR_MISMATCH = 10,  /* ranks disagree (sizes, algorithm, collective) */
+  RAILCOLL_ERR_BOOTSTRAP = 11, /* environment or store problem while creating a communicator */
+  RAILCOLL_ERR_BROKEN = 12     /* the communicator failed earlier and cannot be used */
 } railcoll_status_t;
 
 const char* railcoll_version(void);
 const char* railcoll_strerror(railcoll_status_t status);
 /* Detailed message of the last failed call on this thread ("" if none). */
 const char* railcoll_last_error(void);
+
+/* ---- communicators and collectives ----
+ *
+ * A communicator is made from the environment of the launcher that started the
+ * process: railcoll's own (`railcoll run`, `railcoll cluster run`: RAILCOLL_RANK,
+ * RAILCOLL_SIZE, RAILCOLL_STORE, ...), torchrun (RANK, WORLD_SIZE, MASTER_ADDR,
+ * MASTER_PORT), Open MPI (OMPI_COMM_WORLD_*), Hydra (PMI_*), Slurm (SLURM_*); with
+ * the last four, RAILCOLL_STORE=host:port must name where rank 0 listens unless
+ * MASTER_ADDR/MASTER_PORT do. Rails come from RAILCOLL_RAILS (interfaces, subnets
+ * or addresses, comma-separated) or are discovered. Every wait has a deadline:
+ * RAILCOLL_TIMEOUT seconds (default 60). After a failed collective the
+ * communicator returns RAILCOLL_ERR_BROKEN; destroy it and make a new one. */
+typedef struct railcoll_comm* railcoll_comm_t;
+
+#define RAILCOLL_IN_PLACE 1u /* flag: the send block is already at its place in recvbuf */
+
+typedef struct {
+  const char* algorithm; /* NULL or "auto": RAILCOLL_<COLL>_ALGO, else the rule table */
+  unsigned flags;        /* RAILCOLL_IN_PLACE */
+} railcoll_call_opts_t;
+
+railcoll_status_t railcoll_comm_init(railcoll_comm_t* comm);
+railcoll_status_t railcoll_comm_destroy(railcoll_comm_t comm);
+int railcoll_comm_rank(railcoll_comm_t comm);
+int railcoll_comm_size(railcoll_comm_t comm);
+int railcoll_comm_nodes(railcoll_comm_t comm);
+int railcoll_comm_rails(railcoll_comm_t comm);
+
+/* Every rank contributes `bytes` from sendbuf; recvbuf (size * bytes) receives
+ * every rank's block in rank order. opts may be NULL. */
+railcoll_status_t railcoll_allgather(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t bytes,
+                                     const railcoll_call_opts_t* opts);
+/* Rank r contributes counts[r] bytes; block r lands at the sum of counts[0..r-1].
+ * Every rank must pass the same counts. */
+railcoll_status_t railcoll_allgatherv(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                      const size_t* counts, const railcoll_call_opts_t* opts);
+railcoll_status_t railcoll_barrier(railcoll_comm_t comm);
+/* The algorithm a call of `collective` with `bytes` per rank would use. */
+const char* railcoll_algorithm_for(railcoll_comm_t comm, const char* collective, size_t bytes,
+                                   const railcoll_call_opts_t* opts);
 
 /* Algorithms, by index: 0 <= i < railcoll_algorithm_count(). */
 int railcoll_algorithm_count(void);

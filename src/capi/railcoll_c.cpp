@@ -2,33 +2,26 @@
 #include <new>
 #include <string>
 
+#include "capi/capi_internal.hpp"
 #include "core/errors.hpp"
 #include "core/registry.hpp"
 #include "railcoll/railcoll.h"
 #include "verify/verifier.hpp"
 
+namespace railcoll::capi {
 namespace {
 thread_local std::string last_error;
-
+}
 railcoll_status_t fail(railcoll_status_t st, const std::string& msg) {
   last_error = msg;
   return st;
 }
+void clear_error() { last_error.clear(); }
+const char* last_error_text() { return last_error.c_str(); }
+}  // namespace railcoll::capi
 
-template <class F>
-railcoll_status_t guarded(F f) {
-  try {
-    last_error.clear();
-    return f();
-  } catch (const railcoll::InputError& e) {
-    return fail(RAILCOLL_ERR_ARG, e.what());
-  } catch (const std::bad_alloc&) {
-    return fail(RAILCOLL_ERR_NOMEM, "out of memory");
-  } catch (const std::exception& e) {
-    return fail(RAILCOLL_ERR_INTERNAL, e.what());
-  }
-}
-}  // namespace
+using railcoll::capi::fail;
+using railcoll::capi::guarded;
 
 extern "C" {
 
@@ -42,11 +35,18 @@ const char* railcoll_strerror(railcoll_status_t status) {
     case RAILCOLL_ERR_VERIFY: return "schedule failed verification";
     case RAILCOLL_ERR_NOMEM: return "out of memory";
     case RAILCOLL_ERR_INTERNAL: return "internal error";
+    case RAILCOLL_ERR_TIMEOUT: return "deadline passed";
+    case RAILCOLL_ERR_PEER: return "a peer failed";
+    case RAILCOLL_ERR_NETWORK: return "network error";
+    case RAILCOLL_ERR_PROTOCOL: return "malformed or unexpected message";
+    case RAILCOLL_ERR_MISMATCH: return "ranks disagree on the collective call";
+    case RAILCOLL_ERR_BOOTSTRAP: return "cannot create the communicator";
+    case RAILCOLL_ERR_BROKEN: return "communicator is broken by an earlier failure";
   }
   return "unknown status code";
 }
 
-const char* railcoll_last_error(void) { return last_error.c_str(); }
+const char* railcoll_last_error(void) { return railcoll::capi::last_error_text(); }
 
 int railcoll_algorithm_count(void) { return static_cast<int>(railcoll::all_algorithms().size()); }
 

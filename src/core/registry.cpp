@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "algos/allgather/allgather.hpp"
+#include "algos/barrier/barrier.hpp"
 #include "core/errors.hpp"
 
 namespace railcoll {
@@ -36,6 +37,8 @@ const std::vector<AlgoSpec>& all_algorithms() {
       {"allgather", "smp_multileader", "shm gather, one leader per rail, each sends its share of the node to all",
        "P m c + (M-1) (ts + P m tau / min(k,P)) + (N-P) m c", "railcoll (beyond seed 001)", {},
        build_smp_multileader},
+      {"barrier", "dissemination", "dissemination: log2 N rounds, rank p signals p + 2^s",
+       "ceil(log2 N) ts", "Hensgen, Finkel, Manber 1988", {}, barrier::build_dissemination},
   };
   return table;
 }

@@ -421,6 +421,18 @@ class Verifier {
   }
 
   void check_result() {
+    if (s_.collective == "barrier") {
+      // No rank may leave before every rank has entered: each end must know of
+      // every rank's first event.
+      for (int r = 0; r < N; ++r)
+        for (int x = 0; x < N; ++x)
+          if (end_[r][x] < 1) {
+            error("rank " + std::to_string(r) + " may leave the barrier before rank " + std::to_string(x) +
+                  " has entered it");
+            return;
+          }
+      return;
+    }
     if (s_.collective != "allgather") {
       error("no expected result is defined for collective '" + s_.collective + "'");
       return;

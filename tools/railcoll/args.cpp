@@ -13,7 +13,10 @@ const std::set<std::string> kScheduleOptions = {"algo", "bytes", "stripe-thresho
 Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& flags,
            const std::set<std::string>& valued) {
   for (size_t i = 0; i < argv.size(); ++i) {
-    const std::string& a = argv[i];
+    // Single-dash short options (-n 4, -m 8:1M, -i 100, -c) read like long ones.
+    std::string a = argv[i];
+    if (a.size() >= 2 && a[0] == '-' && a[1] != '-' && !std::isdigit(static_cast<unsigned char>(a[1])))
+      a = "-" + a;
     if (a.rfind("--", 0) != 0 || a == "--") {
       if (a.size() > 1 && a[0] == '-' && !std::isdigit(static_cast<unsigned char>(a[1])))
         throw UsageError("unknown option '" + a + "'");

@@ -19,6 +19,8 @@ const char* kUsage =
     "                                      print the schedule of an algorithm\n"
     "  verify --all                        verify every algorithm over the sweep\n"
     "  verify COLL --algo A --ranks N ...  verify one case (same options as show)\n"
+    "  run -n N [--ppn P] [--rails K] -- PROG ARGS   start N ranks here (pretend nodes with --ppn)\n"
+    "  cluster up|status|down|run|mpirun   the emulated multi-rail cluster (railcoll cluster --help)\n"
     "\n"
     "Sizes take K, M, G suffixes (powers of 1024). Exit status: 0 ok, 1 a check\n"
     "failed, 2 bad usage.\n";
@@ -37,6 +39,8 @@ int main(int argc, char** argv) {
     if (cmd == "algos") return cmd_algos(args);
     if (cmd == "show") return cmd_show(args);
     if (cmd == "verify") return cmd_verify(args);
+    if (cmd == "cluster") return cmd_cluster(args);
+    if (cmd == "run") return cmd_run(args);
     std::cerr << "railcoll: unknown command '" << cmd << "' (railcoll --help lists them)\n";
     return 2;
   } catch (const UsageError& e) {

@@ -1,0 +1,7 @@
+// Builders of the barrier algorithms, one file each.
+#pragma once
+#include "core/schedule.hpp"
+
+namespace railcoll::barrier {
+Schedule build_dissemination(const Topology&, const BlockLayout&, const AlgoOptions&);
+}  // namespace railcoll::barrier

@@ -1,0 +1,15 @@
+// Which algorithm `auto` picks for (collective, topology, bytes): a rule table,
+// overridden by RAILCOLL_<COLL>_ALGO and by a per-call option.
+#pragma once
+#include <string>
+
+#include "core/topology.hpp"
+
+namespace railcoll {
+
+// bytes: per rank (all-gather: the largest block).
+std::string select_algorithm(const std::string& collective, const Topology& t, uint64_t bytes);
+// One line per rule, for `railcoll algos --rules` and the docs.
+std::string selection_rules();
+
+}  // namespace railcoll

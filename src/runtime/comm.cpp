@@ -1,0 +1,974 @@
+#include "runtime/comm.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/registry.hpp"
+#include "railcoll/railcoll.h"
+#include "runtime/store.hpp"
+#include "runtime/wire.hpp"
+
+namespace railcoll::rt {
+
+// ---------------------------------------------------------------- bootstrap --
+
+namespace {
+
+const char* env(const char* name) {
+  const char* v = getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+int env_int(const char* name, int dflt) {
+  const char* v = env(name);
+  if (!v) return dflt;
+  char* end = nullptr;
+  long x = strtol(v, &end, 10);
+  if (*end || x < 0 || x > (1 << 24))
+    throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, std::string(name) + "='" + v + "' is not a valid number");
+  return static_cast<int>(x);
+}
+
+}  // namespace
+
+Bootstrap bootstrap_from_env() {
+  Bootstrap b;
+  struct Source {
+    const char *rank, *size, *name;
+  };
+  const Source sources[] = {{"RAILCOLL_RANK", "RAILCOLL_SIZE", "railcoll"},
+                            {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI"},
+                            {"PMI_RANK", "PMI_SIZE", "Hydra"},
+                            {"SLURM_PROCID", "SLURM_NTASKS", "Slurm"},
+                            {"RANK", "WORLD_SIZE", "torchrun"}};
+  b.source = "none (a single process)";
+  for (auto& s : sources) {
+    if (!env(s.rank) || !env(s.size)) continue;
+    b.rank = env_int(s.rank, 0);
+    b.size = env_int(s.size, 1);
+    b.source = s.name;
+    break;
+  }
+  if (b.size < 1 || b.rank >= b.size)
+    throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, "rank " + std::to_string(b.rank) + " is not below size " +
+                                                   std::to_string(b.size) + " (from " + b.source + " variables)");
+  if (env("RAILCOLL_STORE"))
+    b.store = env("RAILCOLL_STORE");
+  else if (env("MASTER_ADDR") && env("MASTER_PORT"))
+    b.store = std::string(env("MASTER_ADDR")) + ":" + env("MASTER_PORT");
+  if (b.size > 1 && b.store.empty())
+    throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP,
+                       "no store address: set RAILCOLL_STORE=host:port (rank 0 listens there) or MASTER_ADDR and "
+                       "MASTER_PORT; railcoll run and railcoll cluster run set it");
+  if (env("RAILCOLL_JOB_ID")) b.job_id = env("RAILCOLL_JOB_ID");
+  if (env("RAILCOLL_NODE")) {
+    b.node_id = std::string("node:") + env("RAILCOLL_NODE");
+  } else {
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    b.node_id = std::string("host:") + host;
+  }
+  if (env("RAILCOLL_RAILS")) b.rails_spec = env("RAILCOLL_RAILS");
+  if (const char* t = env("RAILCOLL_TIMEOUT")) {
+    char* end = nullptr;
+    double x = strtod(t, &end);
+    if (*end || !(x > 0) || x > 86400 * 7)
+      throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, std::string("RAILCOLL_TIMEOUT='") + t + "' is not a number of seconds");
+    b.timeout = x;
+  }
+  if (env("RAILCOLL_SHM_MIB")) b.shm_bytes = static_cast<uint64_t>(std::max(1, env_int("RAILCOLL_SHM_MIB", 256))) << 20;
+  return b;
+}
+
+// ---------------------------------------------------------------- shared memory --
+
+namespace {
+
+constexpr int kMaxNodeCounters = 256;
+constexpr int kMaxLocalRanks = 512;
+constexpr uint64_t kShmMagic = 0x5241494c434f4c4cull;  // "RAILCOLL"
+constexpr size_t kShmHeader = 64 * 1024;
+
+struct NodeShm {
+  uint64_t magic;
+  uint64_t capacity;
+  std::atomic<uint64_t> counters[kMaxNodeCounters];
+  std::atomic<uint32_t> waiting[kMaxLocalRanks];
+};
+static_assert(sizeof(NodeShm) <= kShmHeader, "shm header");
+
+// ---------------------------------------------------------------- connections --
+
+struct SendItem {
+  FrameHeader hdr;
+  std::vector<iovec> iov;  // payload pieces (memory stays valid until the call ends)
+  std::string owned;       // payload owned by the item (Abort text)
+  size_t done = 0;         // bytes of header+payload already written
+  size_t total() const {
+    size_t n = sizeof hdr + owned.size();
+    for (auto& v : iov) n += v.iov_len;
+    return n;
+  }
+};
+
+struct Held {
+  FrameHeader hdr;
+  int rail;
+  std::vector<char> payload;
+};
+
+struct Conn {
+  int fd = -1;
+  int peer = -1;
+  int rail = -1;  // -1: the Unix socket to a local peer
+  bool closed = false, bye = false;
+  std::deque<SendItem> out;
+  // receive state
+  FrameHeader hdr{};
+  size_t hdr_got = 0;
+  bool in_payload = false;
+  std::vector<iovec> dst;   // where the payload goes
+  size_t payload_got = 0;
+  std::vector<char> buffer;  // held or text payloads
+  enum { Direct, Hold, Text } mode = Direct;
+  std::string name() const {
+    return "rank " + std::to_string(peer) + (rail >= 0 ? " (rail " + std::to_string(rail) + ")" : " (same node)");
+  }
+};
+
+uint64_t fnv(const std::string& s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+int process_comm_index = 0;
+
+}  // namespace
+
+// ---------------------------------------------------------------- the plan of a call --
+
+namespace {
+
+// What one rank needs to execute a schedule: derived once, cached with it.
+struct Plan {
+  Schedule sched;
+  uint64_t sig = 0;
+  std::string what;  // "allgather/direct with 4096 B per rank"
+  // Puts and signals this rank receives as frames, by (sender, op).
+  std::unordered_map<uint64_t, const Op*> incoming;
+  std::vector<uint64_t> node_increments;  // per node counter of this rank's node
+};
+
+uint64_t key_of(int sender, int op) { return (static_cast<uint64_t>(sender) << 32) | static_cast<uint32_t>(op); }
+
+}  // namespace
+
+struct Comm::Impl {
+  Bootstrap boot;
+  Topology topo;
+  int me = 0, N = 1, node = 0;
+  std::vector<std::string> rail_addr;
+  uint64_t comm_id = 0;
+  std::string job;
+  std::vector<Conn> conns;                       // all connections
+  std::vector<std::vector<int>> conn_of;         // [peer][rail or 0 for local] -> index in conns
+  NodeShm* shm = nullptr;
+  char* shm_data = nullptr;
+  size_t shm_map_bytes = 0;
+  std::unique_ptr<StoreServer> store_server;
+
+  // call state
+  uint64_t seq = 1;
+  bool in_call = false;
+  const Plan* plan = nullptr;
+  Buffers bufs;
+  std::vector<char> scratch;
+  std::vector<uint64_t> rank_counters;
+  std::vector<uint64_t> node_base = std::vector<uint64_t>(kMaxNodeCounters, 0);
+  std::unordered_map<uint64_t, int> parts_seen;  // (sender, op) -> parts arrived
+  std::unordered_set<uint64_t> arrived;           // (sender, op) complete in this call
+  std::deque<Held> held;
+  std::string broken;  // non-empty: the reason the communicator is unusable
+  int broken_code = 0;
+  std::map<std::string, std::unique_ptr<Plan>> plans;
+
+  // ------------------------------------------------------------ set-up
+  void init() {
+    me = boot.rank;
+    N = boot.size;
+    rail_addr = resolve_rails(boot.rails_spec);
+    int comm_index = process_comm_index++;
+    double deadline = now_seconds() + boot.timeout;
+
+    std::unique_ptr<StoreClient> store;
+    std::vector<std::string> info(N);
+    int rails_n = static_cast<int>(rail_addr.size());
+    std::vector<int> listen_fds;
+    std::vector<int> ports;
+    for (auto& a : rail_addr) {
+      int port = 0;
+      listen_fds.push_back(tcp_listen(a, 0, &port));
+      ports.push_back(port);
+    }
+    if (N > 1) {
+      auto hp = split_host_port(boot.store);
+      if (me == 0) {
+        try {
+          store_server = std::make_unique<StoreServer>(hp.first, hp.second);
+        } catch (const RuntimeError& e) {
+          throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, std::string("rank 0 cannot serve the store: ") + e.what());
+        }
+      }
+      store = std::make_unique<StoreClient>(hp.first, hp.second, deadline);
+      std::string prefix = "c" + std::to_string(comm_index) + "/";
+      if (me == 0) store->set(prefix + "job", boot.job_id.empty() ? std::to_string(getpid()) + "-" + std::to_string(static_cast<long>(now_seconds() * 1e6)) : boot.job_id);
+      job = store->get(prefix + "job", deadline);
+      std::ostringstream mine;
+      mine << boot.node_id << "|" << rails_n;
+      for (int r = 0; r < rails_n; ++r) mine << "|" << rail_addr[r] << ":" << ports[r];
+      store->set(prefix + "rank/" + std::to_string(me), mine.str());
+      for (int r = 0; r < N; ++r) info[r] = store->get(prefix + "rank/" + std::to_string(r), deadline);
+    } else {
+      job = boot.job_id.empty() ? std::to_string(getpid()) : boot.job_id;
+      info[0] = boot.node_id + "|" + std::to_string(rails_n);
+    }
+    comm_id = fnv(job) ^ static_cast<uint64_t>(comm_index);
+
+    // Node identity -> topology; every rank must have the same number of rails.
+    std::vector<std::vector<std::string>> fields(N);
+    std::map<std::string, int> node_ids;
+    std::vector<int> node_of(N);
+    for (int r = 0; r < N; ++r) {
+      std::stringstream ss(info[r]);
+      for (std::string f; std::getline(ss, f, '|');) fields[r].push_back(f);
+      if (fields[r].size() < 2) throw RuntimeError(RAILCOLL_ERR_PROTOCOL, "malformed store entry of rank " + std::to_string(r));
+      node_of[r] = node_ids.emplace(fields[r][0], static_cast<int>(node_ids.size())).first->second;
+      if (std::stoi(fields[r][1]) != rails_n)
+        throw RuntimeError(RAILCOLL_ERR_MISMATCH, "rank " + std::to_string(r) + " has " + fields[r][1] +
+                                                      " rails, this rank " + std::to_string(rails_n) +
+                                                      " (check RAILCOLL_RAILS)");
+    }
+    // Topology::from_node_map renumbers ids ascending: first appearance order is kept.
+    topo = Topology::from_node_map(node_of, rails_n);
+    node = topo.node_of(me);
+    if (topo.node_size(node) > kMaxLocalRanks)
+      throw RuntimeError(RAILCOLL_ERR_UNSUPPORTED, "more than " + std::to_string(kMaxLocalRanks) + " ranks on one node");
+
+    // Connections: the lower rank connects, the higher accepts; one TCP socket per
+    // rail to every rank on another node, one Unix socket to every local rank.
+    conn_of.assign(N, std::vector<int>(rails_n, -1));
+    std::string uds_prefix = "railcoll/" + job + "/" + std::to_string(comm_index) + "/";
+    int uds_listen = topo.node_size(node) > 1 ? unix_listen(uds_prefix + std::to_string(me)) : -1;
+    auto hello = [&](int fd, int rail, const std::string& who) {
+      FrameHeader h{};
+      h.magic = kWireMagic;
+      h.version = kWireVersion;
+      h.type = static_cast<uint16_t>(Frame::Hello);
+      h.comm = comm_id;
+      h.sender = me;
+      h.op = rail;
+      write_all(fd, &h, sizeof h, deadline, who);
+    };
+    auto add_conn = [&](int fd, int peer, int rail) {
+      Conn c;
+      c.fd = fd;
+      c.peer = peer;
+      c.rail = rail;
+      set_nonblocking(fd);
+      conns.push_back(std::move(c));
+      conn_of[peer][rail < 0 ? 0 : rail] = static_cast<int>(conns.size()) - 1;
+    };
+    int expect_tcp = 0, expect_uds = 0;
+    for (int j = 0; j < N; ++j) {
+      if (j == me) continue;
+      bool local = topo.same_node(j, me);
+      if (j < me) {
+        (local ? expect_uds : expect_tcp) += local ? 1 : rails_n;
+        continue;
+      }
+      if (local) {
+        int fd = unix_connect(uds_prefix + std::to_string(j), deadline);
+        hello(fd, -1, "rank " + std::to_string(j));
+        add_conn(fd, j, -1);
+      } else {
+        for (int r = 0; r < rails_n; ++r) {
+          auto hp = split_host_port(fields[j][2 + r]);
+          int fd = tcp_connect(rail_addr[r], hp.first, hp.second, deadline);
+          hello(fd, r, "rank " + std::to_string(j) + " rail " + std::to_string(r));
+          add_conn(fd, j, r);
+        }
+      }
+    }
+    auto accept_from = [&](int lfd, bool tcp) {
+      int fd = accept_until(lfd, deadline);
+      tune_socket(fd, tcp);
+      FrameHeader h{};
+      read_all(fd, &h, sizeof h, deadline, "a connecting peer");
+      if (h.magic != kWireMagic || h.version != kWireVersion || h.type != static_cast<uint16_t>(Frame::Hello) ||
+          h.comm != comm_id || h.sender < 0 || h.sender >= N || h.sender >= me ||
+          (tcp && (h.op < 0 || h.op >= rails_n)) || (!tcp && h.op != -1) || topo.same_node(h.sender, me) == tcp) {
+        close(fd);
+        throw RuntimeError(RAILCOLL_ERR_PROTOCOL, "a connection that does not belong to this communicator was refused");
+      }
+      add_conn(fd, h.sender, h.op);
+    };
+    for (int i = 0; i < expect_uds; ++i) accept_from(uds_listen, false);
+    // Accept on every rail's listener until all expected TCP connections are in.
+    for (int got = 0; got < expect_tcp;) {
+      std::vector<pollfd> p;
+      for (int fd : listen_fds) p.push_back({fd, POLLIN, 0});
+      double left = deadline - now_seconds();
+      if (left <= 0) throw RuntimeError(RAILCOLL_ERR_TIMEOUT, "timed out waiting for peers to connect");
+      if (poll(p.data(), p.size(), static_cast<int>(std::min(left, 1.0) * 1000) + 1) <= 0) continue;
+      for (auto& pf : p)
+        if (pf.revents & POLLIN) accept_from(pf.fd, true), ++got;
+    }
+    for (int fd : listen_fds) close(fd);
+    if (uds_listen >= 0) close(uds_listen);
+
+    map_node_shm(store.get(), comm_index, deadline);
+    if (store) {
+      // Rank 0 keeps serving until everyone has finished starting.
+      std::string prefix = "c" + std::to_string(comm_index) + "/";
+      store->set(prefix + "ready/" + std::to_string(me), "1");
+      if (me == 0)
+        for (int r = 0; r < N; ++r) store->get(prefix + "ready/" + std::to_string(r), deadline);
+    }
+    store.reset();
+    if (store_server) store_server->stop();
+  }
+
+  // The node's segment: created by the node leader, opened by the others, and
+  // unlinked as soon as everyone has it mapped, so a crash leaves nothing in /dev/shm.
+  void map_node_shm(StoreClient* store, int comm_index, double deadline) {
+    shm_map_bytes = kShmHeader + boot.shm_bytes;
+    std::string name = "/railcoll-" + job + "-c" + std::to_string(comm_index) + "-n" + std::to_string(node);
+    for (auto& ch : name)
+      if (ch != '/' && !isalnum(static_cast<unsigned char>(ch)) && ch != '-') ch = '_';
+    bool leader = topo.is_leader(me);
+    std::string prefix = "c" + std::to_string(comm_index) + "/shm/" + std::to_string(node) + "/";
+    int fd = -1;
+    if (leader) {
+      fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+      if (fd < 0) throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, "cannot create shared memory " + name + ": " + strerror(errno));
+      if (ftruncate(fd, static_cast<off_t>(shm_map_bytes)) != 0) {
+        shm_unlink(name.c_str());
+        throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, "cannot size shared memory " + name + ": " + strerror(errno));
+      }
+    } else {
+      store->get(prefix + "created", deadline);
+      fd = shm_open(name.c_str(), O_RDWR, 0600);
+      if (fd < 0) throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, "cannot open shared memory " + name + ": " + strerror(errno));
+    }
+    void* p = mmap(nullptr, shm_map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+      if (leader) shm_unlink(name.c_str());
+      throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, "cannot map shared memory " + name + ": " + strerror(errno));
+    }
+    shm = static_cast<NodeShm*>(p);
+    shm_data = static_cast<char*>(p) + kShmHeader;
+    if (leader) {  // the header is complete before anyone may open the segment
+      shm->capacity = boot.shm_bytes;
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      shm->magic = kShmMagic;
+      if (store) store->set(prefix + "created", "1");
+    } else if (shm->magic != kShmMagic || shm->capacity != boot.shm_bytes) {
+      throw RuntimeError(RAILCOLL_ERR_MISMATCH, "shared memory " + name + " has a different size on the node leader (" +
+                                                    std::to_string(shm->capacity >> 20) + " MiB): RAILCOLL_SHM_MIB must be the same on every rank");
+    }
+    if (store) {
+      store->set(prefix + "mapped/" + std::to_string(topo.local_rank(me)), "1");
+      if (leader)
+        for (int l = 0; l < topo.node_size(node); ++l) store->get(prefix + "mapped/" + std::to_string(l), deadline);
+    }
+    if (leader) shm_unlink(name.c_str());
+  }
+
+  // ------------------------------------------------------------ errors
+  // Marks the communicator broken and tells every peer, so nobody waits for the
+  // deadline; an abort received from a peer is not passed on (its sender told all).
+  [[noreturn]] void fail(int code, const std::string& msg, bool tell_peers = true) {
+    bool first = broken.empty();
+    if (first) broken = msg, broken_code = code;
+    if (first && tell_peers) {
+      for (auto& c : conns) {
+        if (c.closed) continue;
+        FrameHeader h = header(Frame::Abort, -1);
+        std::string text = msg;
+        if (text.size() > 2000) text.resize(2000);
+        h.length = text.size();
+        std::string frame(reinterpret_cast<char*>(&h), sizeof h);
+        frame += text;
+        send(c.fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      }
+    }
+    in_call = false;
+    throw RuntimeError(code, msg);
+  }
+
+  FrameHeader header(Frame type, int op) const {
+    FrameHeader h{};
+    h.magic = kWireMagic;
+    h.version = kWireVersion;
+    h.type = static_cast<uint16_t>(type);
+    h.comm = comm_id;
+    h.seq = seq;
+    h.call_sig = plan ? plan->sig : 0;
+    h.sender = me;
+    h.op = op;
+    return h;
+  }
+
+  // ------------------------------------------------------------ memory
+  char* resolve(const Span& sp) {
+    switch (sp.region) {
+      case Region::Send: return const_cast<char*>(static_cast<const char*>(bufs.send)) + sp.offset;
+      case Region::Recv: return static_cast<char*>(bufs.recv) + sp.offset;
+      case Region::Scratch: return scratch.data() + sp.offset;
+      case Region::Shared: return shm_data + sp.offset;
+    }
+    return nullptr;
+  }
+
+  // Payload bytes [off, off+len) of a put, as destination (dst=true) or source iovecs.
+  std::vector<iovec> payload_iov(const Op& op, uint64_t off, uint64_t len, bool dst) {
+    std::vector<iovec> v;
+    uint64_t pos = 0;
+    for (auto& sg : op.segs) {
+      uint64_t a = std::max(off, pos), z = std::min(off + len, pos + sg.src.length);
+      if (a < z) v.push_back({resolve(dst ? sg.dst : sg.src) + (a - pos), static_cast<size_t>(z - a)});
+      pos += sg.src.length;
+    }
+    return v;
+  }
+
+  // ------------------------------------------------------------ counters
+  std::atomic<uint64_t>& node_counter(int index) { return shm->counters[index]; }
+
+  void bump(const CounterRef& c) {
+    if (!c.on_node) {
+      ++rank_counters[c.index];
+      return;
+    }
+    node_counter(c.index).fetch_add(1, std::memory_order_seq_cst);
+    // Wake local ranks that announced they block on a node counter.
+    for (int r : topo.ranks_of(node)) {
+      if (r == me || !shm->waiting[topo.local_rank(r)].load(std::memory_order_seq_cst)) continue;
+      Conn& c2 = conns[conn_of[r][0]];
+      if (c2.closed) continue;
+      SendItem it;
+      it.hdr = header(Frame::Wake, -1);
+      c2.out.push_back(std::move(it));
+    }
+  }
+
+  // ------------------------------------------------------------ progress
+  void queue_put(const Op& op, int op_index) {
+    bool local = topo.same_node(op.peer, me);
+    uint64_t total = op.bytes();
+    auto parts = local ? std::vector<std::pair<int, uint64_t>>{{0, total}} : plan->sched.rail_parts(op.rail, total);
+    uint64_t off = 0;
+    for (size_t p = 0; p < parts.size(); ++p) {
+      Conn& c = conns[conn_of[op.peer][local ? 0 : parts[p].first]];
+      if (c.closed) fail(RAILCOLL_ERR_PEER, c.name() + " is gone: cannot send to it");
+      SendItem it;
+      it.hdr = header(Frame::Data, op_index);
+      it.hdr.part = static_cast<uint16_t>(p);
+      it.hdr.nparts = static_cast<uint16_t>(parts.size());
+      it.hdr.offset = off;
+      it.hdr.length = parts[p].second;
+      it.hdr.total = total;
+      it.iov = payload_iov(op, off, parts[p].second, false);
+      off += parts[p].second;
+      c.out.push_back(std::move(it));
+    }
+  }
+
+  bool pending_sends() const {
+    for (auto& c : conns)
+      if (!c.out.empty()) return true;
+    return false;
+  }
+
+  void drive_sends(Conn& c) {
+    while (!c.out.empty()) {
+      SendItem& it = c.out.front();
+      iovec v[64];
+      int n = 0;
+      size_t skip = it.done;
+      auto add = [&](void* base, size_t len) {
+        if (n >= 64) return;
+        if (skip >= len) {
+          skip -= len;
+          return;
+        }
+        v[n++] = {static_cast<char*>(base) + skip, len - skip};
+        skip = 0;
+      };
+      add(&it.hdr, sizeof it.hdr);
+      for (auto& p : it.iov) add(p.iov_base, p.iov_len);
+      if (!it.owned.empty()) add(it.owned.data(), it.owned.size());
+      msghdr m{};
+      m.msg_iov = v;
+      m.msg_iovlen = static_cast<size_t>(n);
+      ssize_t w = sendmsg(c.fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (w < 0) {
+        if (errno == EAGAIN || errno == EINTR) return;
+        c.closed = true;
+        fail(RAILCOLL_ERR_PEER, "lost the connection to " + c.name() + ": " + strerror(errno));
+      }
+      it.done += static_cast<size_t>(w);
+      if (it.done < it.total()) return;
+      c.out.pop_front();
+    }
+  }
+
+  void protocol_error(Conn& c, const std::string& what) {
+    fail(RAILCOLL_ERR_PROTOCOL, "rejected a frame from " + c.name() + ": " + what);
+  }
+
+  // A Data or Notify frame for the current call: checks it against the plan and
+  // returns where its payload goes.
+  // Whether a put reaches its receiver as a Data frame (else the sender memcpy'd
+  // it into this node's shared buffer and only a Notify comes).
+  bool put_is_frame(int sender, const Op& op) const {
+    return !(topo.same_node(sender, me) && !op.segs.empty() && op.segs[0].dst.region == Region::Shared);
+  }
+
+  const Op& check_frame(Conn& c, const FrameHeader& h, int rail) {
+    if (h.call_sig != plan->sig) {
+      std::string theirs = "a different call";
+      fail(RAILCOLL_ERR_MISMATCH, c.name() + " is in " + theirs + " than this rank (" + plan->what +
+                                      "): the ranks disagree on the collective, its algorithm or its sizes");
+    }
+    auto it = plan->incoming.find(key_of(h.sender, h.op));
+    if (it == plan->incoming.end())
+      protocol_error(c, "op #" + std::to_string(h.op) + " of rank " + std::to_string(h.sender) +
+                            " is not a message to this rank in " + plan->what);
+    const Op& op = *it->second;
+    bool data = h.type == static_cast<uint16_t>(Frame::Data);
+    if (data != (op.kind == OpKind::Put && put_is_frame(h.sender, op)))
+      protocol_error(c, "frame type does not match the schedule");
+    if (data) {
+      bool local = topo.same_node(h.sender, me);
+      auto parts = local ? std::vector<std::pair<int, uint64_t>>{{0, op.bytes()}}
+                         : plan->sched.rail_parts(op.rail, op.bytes());
+      uint64_t off = 0;
+      for (int p = 0; p < h.part && p < static_cast<int>(parts.size()); ++p) off += parts[p].second;
+      if (h.total != op.bytes() || h.nparts != parts.size() || h.part >= parts.size() || h.offset != off ||
+          h.length != parts[h.part].second || (!local && parts[h.part].first != rail))
+        protocol_error(c, "part " + std::to_string(h.part) + "/" + std::to_string(h.nparts) + " at offset " +
+                              std::to_string(h.offset) + " length " + std::to_string(h.length) + " of " +
+                              std::to_string(h.total) + " does not match the schedule (" +
+                              std::to_string(op.bytes()) + " bytes)");
+    } else if (h.length != 0) {
+      protocol_error(c, "notify frame with a payload");
+    }
+    return op;
+  }
+
+  void part_arrived(const FrameHeader& h, const Op& op) {
+    uint64_t k = key_of(h.sender, h.op);
+    int n = ++parts_seen[k];
+    if (n < std::max<int>(1, h.nparts)) return;
+    parts_seen.erase(k);
+    arrived.insert(k);
+    bump(op.counter);
+  }
+
+  void on_header(Conn& c) {
+    FrameHeader& h = c.hdr;
+    if (h.magic != kWireMagic || h.version != kWireVersion || h.comm != comm_id)
+      protocol_error(c, "bad magic, version or communicator");
+    if (h.sender != c.peer) protocol_error(c, "claims to come from rank " + std::to_string(h.sender));
+    if (h.length > (1ull << 40)) protocol_error(c, "absurd length");
+    c.payload_got = 0;
+    c.dst.clear();
+    switch (static_cast<Frame>(h.type)) {
+      case Frame::Bye:
+        c.bye = true;
+        return;
+      case Frame::Wake:
+        return;
+      case Frame::Abort:
+        if (h.length > 4096) protocol_error(c, "abort text too long");
+        c.mode = Conn::Text;
+        c.buffer.assign(h.length, 0);
+        c.dst = {{c.buffer.data(), c.buffer.size()}};
+        break;
+      case Frame::Data:
+      case Frame::Notify:
+        if (in_call && h.seq == seq) {
+          const Op& op = check_frame(c, h, c.rail);
+          if (h.type == static_cast<uint16_t>(Frame::Notify)) {
+            part_arrived(h, op);
+            return;
+          }
+          c.mode = Conn::Direct;
+          c.dst = payload_iov(op, h.offset, h.length, true);
+        } else if (h.seq >= seq) {  // for a call this rank has not entered yet: hold it
+          c.mode = Conn::Hold;
+          c.buffer.assign(h.length, 0);
+          c.dst = {{c.buffer.data(), c.buffer.size()}};
+        } else {
+          protocol_error(c, "stale frame for call " + std::to_string(h.seq) + " (this rank is at call " +
+                                std::to_string(seq) + ")");
+        }
+        break;
+      default:
+        protocol_error(c, "unknown frame type " + std::to_string(h.type));
+    }
+    c.in_payload = h.length > 0;
+    if (!c.in_payload) on_payload_done(c);
+  }
+
+  void on_payload_done(Conn& c) {
+    FrameHeader& h = c.hdr;
+    c.in_payload = false;
+    if (h.type == static_cast<uint16_t>(Frame::Abort)) {
+      fail(RAILCOLL_ERR_PEER, "rank " + std::to_string(h.sender) + " aborted the collective: " +
+                                  std::string(c.buffer.begin(), c.buffer.end()), false);
+    }
+    if (c.mode == Conn::Hold) {
+      held.push_back({h, c.rail, std::move(c.buffer)});
+      c.buffer.clear();
+      return;
+    }
+    part_arrived(h, *plan->incoming.at(key_of(h.sender, h.op)));
+  }
+
+  void drive_recv(Conn& c) {
+    for (int rounds = 0; rounds < 64; ++rounds) {
+      if (!c.in_payload) {
+        ssize_t r = recv(c.fd, reinterpret_cast<char*>(&c.hdr) + c.hdr_got, sizeof c.hdr - c.hdr_got, MSG_DONTWAIT);
+        if (r == 0) return on_eof(c);
+        if (r < 0) {
+          if (errno == EAGAIN || errno == EINTR) return;
+          return on_eof(c);
+        }
+        c.hdr_got += static_cast<size_t>(r);
+        if (c.hdr_got < sizeof c.hdr) continue;
+        c.hdr_got = 0;
+        on_header(c);
+        if (c.bye) return;
+        continue;
+      }
+      // Payload: straight into its destination (scatter), skipping what arrived.
+      iovec v[64];
+      int n = 0;
+      size_t skip = c.payload_got;
+      for (auto& d : c.dst) {
+        if (n >= 64) break;
+        if (skip >= d.iov_len) {
+          skip -= d.iov_len;
+          continue;
+        }
+        v[n++] = {static_cast<char*>(d.iov_base) + skip, d.iov_len - skip};
+        skip = 0;
+      }
+      msghdr m{};
+      m.msg_iov = v;
+      m.msg_iovlen = static_cast<size_t>(n);
+      ssize_t r = recvmsg(c.fd, &m, MSG_DONTWAIT);
+      if (r == 0) return on_eof(c);
+      if (r < 0) {
+        if (errno == EAGAIN || errno == EINTR) return;
+        return on_eof(c);
+      }
+      c.payload_got += static_cast<size_t>(r);
+      if (c.payload_got == c.hdr.length) on_payload_done(c);
+    }
+  }
+
+  void on_eof(Conn& c) {
+    if (c.closed) return;
+    c.closed = true;
+    if (!c.bye)
+      fail(RAILCOLL_ERR_PEER, c.name() + " closed its connection without saying goodbye: it exited or died");
+  }
+
+  // One round of progress on every connection; blocks up to `wait_s` for one.
+  void progress(double wait_s) {
+    std::vector<pollfd> p;
+    p.reserve(conns.size());
+    for (auto& c : conns)
+      p.push_back({c.fd, static_cast<short>(c.closed ? 0 : (POLLIN | (c.out.empty() ? 0 : POLLOUT))), 0});
+    int timeout_ms = wait_s <= 0 ? 0 : std::max(1, static_cast<int>(wait_s * 1000));
+    int r = poll(p.data(), p.size(), timeout_ms);
+    if (r < 0 && errno != EINTR) fail(RAILCOLL_ERR_NETWORK, std::string("poll: ") + strerror(errno));
+    for (size_t i = 0; i < p.size(); ++i) {
+      Conn& c = conns[i];
+      if (c.closed) continue;
+      if (p[i].revents & (POLLIN | POLLHUP | POLLERR)) drive_recv(c);
+      if (!c.out.empty() && !c.closed) drive_sends(c);
+    }
+  }
+
+  // Blocks until cond() holds, making progress; spins briefly, then sleeps in poll
+  // (16 ranks share 2 cores here: a spinning wait steals a peer's core).
+  void wait_until(const std::function<bool()>& cond, bool node_counter, const std::function<std::string()>& what) {
+    double deadline = now_seconds() + boot.timeout;
+    for (int spin = 0;; ++spin) {
+      if (cond()) return;
+      progress(0);
+      if (cond()) return;
+      if (spin < 20) {
+        if (spin > 4) sched_yield();
+        continue;
+      }
+      std::atomic<uint32_t>* flag = node_counter ? &shm->waiting[topo.local_rank(me)] : nullptr;
+      if (flag) {
+        flag->store(1, std::memory_order_seq_cst);
+        if (cond()) {
+          flag->store(0);
+          return;
+        }
+      }
+      progress(std::min(0.05, std::max(0.0, deadline - now_seconds())));
+      if (flag) flag->store(0, std::memory_order_release);
+      if (now_seconds() > deadline)
+        fail(RAILCOLL_ERR_TIMEOUT, "timed out after " + std::to_string(static_cast<int>(boot.timeout)) + " s " + what());
+    }
+  }
+
+  // ------------------------------------------------------------ a call
+  // The ranks whose messages for counter cref have not all arrived yet.
+  std::string missing_senders(const CounterRef& cref) {
+    std::ostringstream o;
+    int shown = 0;
+    for (auto& kv : plan->incoming) {
+      if (!(kv.second->counter == cref) || arrived.count(kv.first)) continue;
+      if (shown++ < 6) o << (shown > 1 ? ", " : "") << "rank " << (kv.first >> 32) << " op #" << (kv.first & 0xffffffffu);
+    }
+    return shown ? " (still missing: " + o.str() + (shown > 6 ? ", ..." : "") + ")" : "";
+  }
+
+  void run(const Plan& p, const Buffers& b) {
+    if (!broken.empty()) throw RuntimeError(RAILCOLL_ERR_BROKEN, "communicator is broken: " + broken);
+    for (auto& c : conns)
+      if (c.closed && !c.bye) fail(RAILCOLL_ERR_PEER, c.name() + " is gone");
+    plan = &p;
+    bufs = b;
+    const Schedule& s = p.sched;
+    if (s.shared_bytes[node] > shm->capacity)
+      throw RuntimeError(RAILCOLL_ERR_UNSUPPORTED,
+                         p.what + " needs " + std::to_string(s.shared_bytes[node]) +
+                             " bytes of node-shared memory; RAILCOLL_SHM_MIB allows " +
+                             std::to_string(shm->capacity >> 20) + " MiB");
+    if (scratch.size() < s.scratch_bytes[me]) scratch.resize(s.scratch_bytes[me]);
+    rank_counters.assign(std::max(1, s.rank_counters), 0);
+    parts_seen.clear();
+    arrived.clear();
+    in_call = true;
+    // Frames that arrived before this rank entered the call.
+    for (auto it = held.begin(); it != held.end();) {
+      if (it->hdr.seq != seq) {
+        ++it;
+        continue;
+      }
+      Conn& c = conns[conn_of[it->hdr.sender][0]];
+      const Op& op = check_frame(c, it->hdr, it->rail);
+      if (it->hdr.type == static_cast<uint16_t>(Frame::Data)) {
+        size_t at = 0;
+        for (auto& v : payload_iov(op, it->hdr.offset, it->hdr.length, true)) {
+          memcpy(v.iov_base, it->payload.data() + at, v.iov_len);
+          at += v.iov_len;
+        }
+      }
+      part_arrived(it->hdr, op);
+      it = held.erase(it);
+    }
+    const auto& prog = s.programs[me];
+    for (size_t i = 0; i < prog.size(); ++i) {
+      const Op& op = prog[i];
+      switch (op.kind) {
+        case OpKind::Copy:
+          for (auto& sg : op.segs) memmove(resolve(sg.dst), resolve(sg.src), sg.src.length);
+          break;
+        case OpKind::Put:
+          if (topo.same_node(op.peer, me) && !op.segs.empty() && op.segs[0].dst.region == Region::Shared) {
+            for (auto& sg : op.segs) memcpy(resolve(sg.dst), resolve(sg.src), sg.src.length);
+            signal(op.counter, static_cast<int>(i), op.peer);
+          } else {
+            queue_put(op, static_cast<int>(i));
+          }
+          progress(0);
+          break;
+        case OpKind::Signal:
+          signal(op.counter, static_cast<int>(i), -1);
+          break;
+        case OpKind::Wait: {
+          const CounterRef c = op.counter;
+          uint64_t target = op.value + (c.on_node ? node_base[c.index] : 0);
+          wait_until(
+              [&] {
+                return c.on_node ? node_counter(c.index).load(std::memory_order_seq_cst) >= target
+                                 : rank_counters[c.index] >= target;
+              },
+              c.on_node,
+              [&] {
+                return "waiting in " + p.what + ", step " + std::to_string(op.step) + ", for " +
+                       (c.on_node ? "node" : "rank") + " counter " + std::to_string(c.index) + " to reach " +
+                       std::to_string(op.value) + missing_senders(c);
+              });
+          break;
+        }
+        case OpKind::Flush:
+          wait_until([&] { return !pending_sends(); }, false, [&] { return "flushing sends in " + p.what; });
+          break;
+      }
+    }
+    wait_until([&] { return !pending_sends(); }, false, [&] { return "flushing sends at the end of " + p.what; });
+    for (size_t i = 0; i < p.node_increments.size(); ++i) node_base[i] += p.node_increments[i];
+    in_call = false;
+    plan = nullptr;
+    ++seq;
+  }
+
+  // A signal: local counters directly, others with a Notify frame to the rank
+  // that owns the counter (a node counter elsewhere: to that node's leader).
+  void signal(const CounterRef& c, int op_index, int via) {
+    bool mine = c.on_node ? c.owner == node : c.owner == me;
+    if (mine) return bump(c);
+    int to = via >= 0 ? via : c.on_node ? topo.leader(c.owner) : c.owner;
+    Conn& conn = conns[conn_of[to][0]];
+    SendItem it;
+    it.hdr = header(Frame::Notify, op_index);
+    conn.out.push_back(std::move(it));
+  }
+
+  // ------------------------------------------------------------ the end
+  void close_all() {
+    double deadline = now_seconds() + std::min(5.0, boot.timeout);
+    if (broken.empty()) {
+      try {
+        wait_until([&] { return !pending_sends(); }, false, [] { return std::string("flushing at close"); });
+      } catch (...) {
+      }
+    }
+    for (auto& c : conns) {
+      if (c.closed) continue;
+      FrameHeader h = header(Frame::Bye, -1);
+      send(c.fd, &h, sizeof h, MSG_NOSIGNAL | MSG_DONTWAIT);
+      shutdown(c.fd, SHUT_WR);
+    }
+    // Read until every peer said goodbye (or is gone), so no close resets a peer.
+    std::vector<std::string> pending(conns.size());
+    while (now_seconds() < deadline) {
+      bool open = false;
+      for (auto& c : conns) open |= !c.closed && !c.bye;
+      if (!open) break;
+      std::vector<pollfd> p;
+      for (auto& c : conns) p.push_back({c.fd, static_cast<short>(c.closed || c.bye ? 0 : POLLIN), 0});
+      poll(p.data(), p.size(), 50);
+      for (size_t i = 0; i < p.size(); ++i) {
+        Conn& c = conns[i];
+        if (c.closed || c.bye || !(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        char buf[65536];
+        ssize_t r = recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) c.closed = true;
+        if (r <= 0) continue;
+        // Whole frames only: a goodbye, or anything else that is dropped now.
+        std::string& in = pending[i];
+        in.append(buf, static_cast<size_t>(r));
+        while (in.size() >= sizeof(FrameHeader)) {
+          FrameHeader h;
+          memcpy(&h, in.data(), sizeof h);
+          if (h.magic != kWireMagic || h.length > (1u << 30)) {
+            c.closed = true;
+            break;
+          }
+          if (in.size() < sizeof h + h.length) break;
+          in.erase(0, sizeof h + h.length);
+          if (h.type == static_cast<uint16_t>(Frame::Bye)) c.bye = true;
+        }
+      }
+    }
+    for (auto& c : conns) close(c.fd);
+    conns.clear();
+    if (shm) munmap(shm, shm_map_bytes);
+    shm = nullptr;
+  }
+};
+
+// ---------------------------------------------------------------- Comm --
+
+Comm::Comm(const Bootstrap& b) : impl_(std::make_unique<Impl>()) {
+  impl_->boot = b;
+  impl_->init();
+}
+
+Comm::~Comm() { impl_->close_all(); }
+
+int Comm::rank() const { return impl_->me; }
+int Comm::size() const { return impl_->N; }
+const Topology& Comm::topo() const { return impl_->topo; }
+int Comm::rails() const { return impl_->topo.rails(); }
+double Comm::timeout() const { return impl_->boot.timeout; }
+
+const Schedule& Comm::schedule(const std::string& collective, const std::string& algorithm,
+                               const std::vector<uint64_t>& counts, const AlgoOptions& opts) {
+  std::ostringstream key;
+  key << collective << "/" << algorithm << "/" << opts.stripe_threshold << "/" << opts.concurrency;
+  for (auto c : counts) key << "," << c;
+  if (impl_->plans.size() >= 256 && !impl_->plans.count(key.str())) impl_->plans.clear();  // bounded cache
+  auto& slot = impl_->plans[key.str()];
+  if (!slot) {
+    auto p = std::make_unique<Plan>();
+    p->sched = build_schedule(collective, algorithm, impl_->topo, counts, opts);
+    p->sig = fnv(key.str());
+    bool uniform = std::all_of(counts.begin(), counts.end(), [&](uint64_t c) { return c == counts[0]; });
+    p->what = collective + "/" + algorithm + " with " +
+              (uniform && !counts.empty() ? std::to_string(counts[0]) + " B per rank" : "per-rank sizes");
+    const Topology& t = impl_->topo;
+    int me = impl_->me, node = t.node_of(me);
+    p->node_increments.assign(std::max(1, p->sched.node_counters), 0);
+    for (int r = 0; r < t.nranks(); ++r) {
+      const auto& prog = p->sched.programs[r];
+      for (size_t i = 0; i < prog.size(); ++i) {
+        const Op& op = prog[i];
+        if (op.kind != OpKind::Put && op.kind != OpKind::Signal) continue;
+        if (op.counter.on_node && op.counter.owner == node) ++p->node_increments[op.counter.index];
+        if (r == me) continue;
+        // A put arrives as Data, or (memcpy'd into this node's shared buffer by a
+        // local sender) as a Notify when it increments this rank's counter.
+        bool memcpy_put = op.kind == OpKind::Put && t.same_node(r, me) && !op.segs.empty() &&
+                          op.segs[0].dst.region == Region::Shared;
+        if (op.kind == OpKind::Put && op.peer == me && (!memcpy_put || !op.counter.on_node))
+          p->incoming[key_of(r, static_cast<int>(i))] = &op;
+        if (op.kind == OpKind::Signal) {
+          const CounterRef& c = op.counter;
+          bool to_me = c.on_node ? (c.owner == node && !t.same_node(r, me) && t.leader(node) == me)
+                                 : (c.owner == me);
+          if (to_me) p->incoming[key_of(r, static_cast<int>(i))] = &op;
+        }
+      }
+    }
+    slot = std::move(p);
+  }
+  return slot->sched;
+}
+
+void Comm::execute(const Schedule& s, const Buffers& b) {
+  for (auto& kv : impl_->plans)
+    if (&kv.second->sched == &s) return impl_->run(*kv.second, b);
+  throw RuntimeError(RAILCOLL_ERR_INTERNAL, "execute: schedule was not made by Comm::schedule");
+}
+
+}  // namespace railcoll::rt

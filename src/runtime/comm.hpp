@@ -1,0 +1,58 @@
+// A communicator: the processes of one job, connected by per-rail TCP sockets
+// between nodes and Unix sockets inside a node, sharing one POSIX shared-memory
+// segment per node; and the executor that runs the calling rank's program of a
+// schedule for real (ARCHITECTURE.md, "Runtime").
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/schedule.hpp"
+#include "runtime/net.hpp"
+
+namespace railcoll::rt {
+
+struct Bootstrap {
+  int rank = 0, size = 1;
+  std::string store;        // host:port
+  std::string job_id;       // empty: the store makes one
+  std::string node_id;      // identity of this node (RAILCOLL_NODE or hostname)
+  std::string rails_spec;   // RAILCOLL_RAILS
+  double timeout = 60;      // RAILCOLL_TIMEOUT, seconds
+  uint64_t shm_bytes = 256ull << 20;
+  std::string source;       // which launcher's variables were used
+};
+// Reads the environment of railcoll's launchers, torchrun, Open MPI, Hydra, Slurm.
+Bootstrap bootstrap_from_env();
+
+class Comm {
+ public:
+  explicit Comm(const Bootstrap& b);
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  int rank() const;
+  int size() const;
+  const Topology& topo() const;
+  int rails() const;
+  double timeout() const;
+
+  // Runs `s` (built for this communicator's topology) with these buffers.
+  // Throws RuntimeError; after a failure the communicator is broken.
+  struct Buffers {
+    const void* send = nullptr;
+    void* recv = nullptr;
+  };
+  void execute(const Schedule& s, const Buffers& b);
+  // The schedule for a call, cached per (collective, algorithm, sizes).
+  const Schedule& schedule(const std::string& collective, const std::string& algorithm,
+                           const std::vector<uint64_t>& counts, const AlgoOptions& opts);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace railcoll::rt

@@ -1,0 +1,39 @@
+// Socket helpers: listeners bound to a rail's address, connects from a rail's
+// address, rails resolved from RAILCOLL_RAILS (interfaces, subnets, addresses).
+#pragma once
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace railcoll::rt {
+
+struct RuntimeError : std::runtime_error {
+  RuntimeError(int code, const std::string& w) : std::runtime_error(w), code(code) {}
+  int code;  // a railcoll_status_t
+};
+
+double now_seconds();
+
+// "a.b.c.d:port" -> (address, port); throws RuntimeError(ARG).
+std::pair<std::string, int> split_host_port(const std::string& hp);
+
+int tcp_listen(const std::string& address, int port, int* bound_port);
+// Connects to address:port from local address `from` (empty: any); retries
+// until `deadline` while the peer is not listening yet.
+int tcp_connect(const std::string& from, const std::string& address, int port, double deadline);
+int unix_listen(const std::string& abstract_name);
+int unix_connect(const std::string& abstract_name, double deadline);
+int accept_until(int listen_fd, double deadline);
+void set_nonblocking(int fd);
+void tune_socket(int fd, bool tcp);
+
+// Writes/reads exactly n bytes on a blocking-mode call with a deadline.
+void write_all(int fd, const void* data, size_t n, double deadline, const std::string& what);
+void read_all(int fd, void* data, size_t n, double deadline, const std::string& what);
+
+// The local IPv4 address of each rail. spec: comma-separated interface names,
+// CIDR subnets or addresses; empty: discover (up, non-loopback IPv4 interfaces
+// sorted by name; loopback if there is none).
+std::vector<std::string> resolve_rails(const std::string& spec);
+
+}  // namespace railcoll::rt

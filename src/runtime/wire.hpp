@@ -1,0 +1,42 @@
+// The wire format between railcoll processes (TCP per rail between nodes, Unix
+// sockets inside a node). Every frame starts with a fixed header; the receiver
+// checks it against its own copy of the schedule before a byte of payload
+// reaches a user buffer.
+#pragma once
+#include <cstdint>
+
+namespace railcoll::rt {
+
+constexpr uint32_t kWireMagic = 0x52434c31;  // "RCL1"
+constexpr uint16_t kWireVersion = 1;
+
+enum class Frame : uint16_t {
+  Hello = 1,   // first frame on a connection: who I am, on which rail
+  Data = 2,    // one part of a put: payload follows
+  Notify = 3,  // a signal to a counter on the receiving side
+  Abort = 4,   // the sender's collective failed; payload is the reason (text)
+  Wake = 5,    // a local peer bumped a node counter this process may wait on
+  Bye = 6,     // orderly close: no more frames follow
+};
+
+#pragma pack(push, 1)
+struct FrameHeader {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t type;       // Frame
+  uint64_t comm;       // communicator id (job id ^ communicator index)
+  uint64_t seq;        // collective call number on this communicator
+  uint64_t call_sig;   // hash of (collective, algorithm, sizes) of the sender's call
+  int32_t sender;      // sender's rank
+  int32_t op;          // Data/Notify: op index in the sender's program; Hello: rail
+  uint16_t part;       // Data: which part of a striped put
+  uint16_t nparts;
+  uint32_t reserved;
+  uint64_t offset;     // Data: offset of this part in the put's payload
+  uint64_t length;     // bytes of payload that follow this header
+  uint64_t total;      // Data: the whole put's payload
+};
+#pragma pack(pop)
+static_assert(sizeof(FrameHeader) == 72, "wire header layout");
+
+}  // namespace railcoll::rt

@@ -1,0 +1,190 @@
+// A rank program for the multi-process tests, started by `railcoll run` or
+// `railcoll cluster run`. Modes:
+//   correct    every algorithm x sizes (byte-exact, a distinct pattern per rank
+//              and per call), all-gatherv, in-place, barrier, back-to-back calls
+//   mismatch   rank 0 passes a different size: every rank must get an error
+//   badargs    NULL buffers, overlap, unknown algorithm: errors, no hang
+//   peer-exit  the last rank exits without a collective: the others get an error
+//   deadline   the last rank sleeps past RAILCOLL_TIMEOUT: the others time out
+// Exit 0 when the rank saw what it should have.
+#include <railcoll/railcoll.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+int rank_ = -1;
+
+#define FAIL(...)                               \
+  do {                                          \
+    fprintf(stderr, "rank %d: ", rank_);        \
+    fprintf(stderr, __VA_ARGS__);               \
+    fprintf(stderr, "\n");                      \
+    return 1;                                   \
+  } while (0)
+
+unsigned char pattern(int rank, int call, size_t i) {
+  return static_cast<unsigned char>((rank * 131 + call * 31 + i * 7 + (i >> 8)) & 0xff);
+}
+
+double seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::vector<std::string> algorithms() {
+  std::vector<std::string> v;
+  for (int i = 0; i < railcoll_algorithm_count(); ++i) {
+    const char *coll, *name;
+    railcoll_algorithm_name(i, &coll, &name);
+    if (std::string(coll) == "allgather") v.push_back(name);
+  }
+  v.push_back("auto");
+  return v;
+}
+
+// One all-gather(v) call checked byte by byte.
+int check_call(railcoll_comm_t comm, const std::string& algo, const std::vector<size_t>& counts, int call,
+               bool in_place) {
+  int size = railcoll_comm_size(comm);
+  size_t total = 0, displ = 0;
+  for (int r = 0; r < size; ++r) {
+    if (r == rank_) displ = total;
+    total += counts[r];
+  }
+  std::vector<unsigned char> send(counts[rank_] + 1), recv(total + 1, 0xEE);
+  for (size_t i = 0; i < counts[rank_]; ++i) send[i] = pattern(rank_, call, i);
+  if (in_place) memcpy(recv.data() + displ, send.data(), counts[rank_]);
+  railcoll_call_opts_t o{algo.c_str(), in_place ? RAILCOLL_IN_PLACE : 0u};
+  bool uniform = true;
+  for (auto c : counts) uniform &= c == counts[0];
+  railcoll_status_t st = uniform ? railcoll_allgather(comm, in_place ? nullptr : send.data(), recv.data(), counts[0], &o)
+                                 : railcoll_allgatherv(comm, in_place ? nullptr : send.data(), recv.data(), counts.data(), &o);
+  if (st != RAILCOLL_OK) FAIL("%s call %d (%zu B): %s: %s", algo.c_str(), call, counts[0], railcoll_strerror(st), railcoll_last_error());
+  size_t at = 0;
+  for (int r = 0; r < size; ++r)
+    for (size_t i = 0; i < counts[r]; ++i, ++at)
+      if (recv[at] != pattern(r, call, i))
+        FAIL("%s call %d: wrong byte %zu of rank %d's block: got %d, expected %d", algo.c_str(), call, i, r,
+             recv[at], pattern(r, call, i));
+  if (recv[total] != 0xEE) FAIL("%s call %d: wrote past the end of recv", algo.c_str(), call);
+  return 0;
+}
+
+int mode_correct(railcoll_comm_t comm) {
+  int size = railcoll_comm_size(comm), call = 0;
+  const size_t sizes[] = {0, 1, 7, 1000, 1025, 4096, 65536 + 3};
+  for (auto& algo : algorithms())
+    for (size_t b : sizes)
+      if (check_call(comm, algo, std::vector<size_t>(size, b), call++, false)) return 1;
+  // All-gatherv with uneven (and some empty) blocks, and in-place calls.
+  std::vector<size_t> v(size);
+  for (int r = 0; r < size; ++r) v[r] = (r % 3 == 1) ? 0 : 100 * r + 17;
+  for (auto& algo : algorithms()) {
+    if (check_call(comm, algo, v, call++, false)) return 1;
+    if (check_call(comm, algo, std::vector<size_t>(size, 333), call++, true)) return 1;
+  }
+  // Back to back: alternating algorithms and sizes, with barriers between some.
+  auto algos = algorithms();
+  for (int i = 0; i < 40; ++i) {
+    if (check_call(comm, algos[i % algos.size()], std::vector<size_t>(size, (i * 977) % 5000), call++, false)) return 1;
+    if (i % 7 == 0 && railcoll_barrier(comm) != RAILCOLL_OK) FAIL("barrier: %s", railcoll_last_error());
+  }
+  printf("rank %d: %d calls correct\n", rank_, call);
+  return 0;
+}
+
+// Every rank must see an error, within the deadline; none may report success.
+int expect_error(railcoll_status_t st, const char* what, double t0) {
+  double took = seconds() - t0;
+  if (st == RAILCOLL_OK) FAIL("%s: returned success", what);
+  printf("rank %d: %s -> %s after %.1f s: %s\n", rank_, what, railcoll_strerror(st), took, railcoll_last_error());
+  return 0;
+}
+
+int mode_mismatch(railcoll_comm_t comm) {
+  int size = railcoll_comm_size(comm);
+  size_t bytes = rank_ == 0 ? 100 : 200;
+  std::vector<char> send(bytes, 1), recv(bytes * size);
+  railcoll_call_opts_t o{"direct", 0};
+  double t0 = seconds();
+  return expect_error(railcoll_allgather(comm, send.data(), recv.data(), bytes, &o), "allgather with mismatched sizes", t0);
+}
+
+int mode_badargs(railcoll_comm_t comm) {
+  int size = railcoll_comm_size(comm);
+  std::vector<char> buf(64 * size);
+  struct Case {
+    const char* what;
+    railcoll_status_t st;
+  } cases[] = {
+      {"NULL recvbuf", railcoll_allgather(comm, buf.data(), nullptr, 4, nullptr)},
+      {"NULL sendbuf", railcoll_allgather(comm, nullptr, buf.data(), 4, nullptr)},
+      {"overlapping buffers", railcoll_allgather(comm, buf.data() + 4, buf.data(), 4, nullptr)},
+      {"NULL communicator", railcoll_allgather(nullptr, buf.data(), buf.data(), 4, nullptr)},
+      {"NULL counts", railcoll_allgatherv(comm, buf.data(), buf.data(), nullptr, nullptr)},
+  };
+  for (auto& c : cases)
+    if (c.st != RAILCOLL_ERR_ARG) FAIL("%s: expected RAILCOLL_ERR_ARG, got %s", c.what, railcoll_strerror(c.st));
+  railcoll_call_opts_t o{"no_such_algo", 0};
+  if (railcoll_allgather(comm, buf.data(), buf.data() + 64, 4, &o) != RAILCOLL_ERR_ARG ||
+      !strstr(railcoll_last_error(), "unknown allgather algorithm 'no_such_algo'"))
+    FAIL("unknown algorithm: %s", railcoll_last_error());
+  // The communicator still works after rejected arguments.
+  std::vector<char> send(8, static_cast<char>(rank_)), recv(8 * size);
+  if (railcoll_allgather(comm, send.data(), recv.data(), 8, nullptr) != RAILCOLL_OK)
+    FAIL("allgather after bad arguments: %s", railcoll_last_error());
+  printf("rank %d: bad arguments rejected\n", rank_);
+  return 0;
+}
+
+int mode_peer_exit(railcoll_comm_t comm) {
+  int size = railcoll_comm_size(comm);
+  if (rank_ == size - 1) _exit(0);  // leaves without a goodbye, as a crash would
+  std::vector<char> send(4096, 1), recv(4096 * size);
+  railcoll_call_opts_t o{"direct", 0};
+  double t0 = seconds();
+  return expect_error(railcoll_allgather(comm, send.data(), recv.data(), 4096, &o), "allgather with a dead peer", t0);
+}
+
+int mode_deadline(railcoll_comm_t comm) {
+  int size = railcoll_comm_size(comm);
+  double timeout = getenv("RAILCOLL_TIMEOUT") ? atof(getenv("RAILCOLL_TIMEOUT")) : 60;
+  if (rank_ == size - 1) {
+    sleep(static_cast<unsigned>(timeout * 2 + 2));
+    return 0;
+  }
+  std::vector<char> send(16, 1), recv(16 * size);
+  railcoll_call_opts_t o{"ring", 0};
+  double t0 = seconds();
+  railcoll_status_t st = railcoll_allgather(comm, send.data(), recv.data(), 16, &o);
+  if (seconds() - t0 > timeout * 2 + 1) FAIL("took %.1f s, deadline %.1f s", seconds() - t0, timeout);
+  return expect_error(st, "allgather with a sleeping peer", t0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "correct";
+  railcoll_comm_t comm;
+  railcoll_status_t st = railcoll_comm_init(&comm);
+  if (st != RAILCOLL_OK) {
+    fprintf(stderr, "railcoll_comm_init: %s: %s\n", railcoll_strerror(st), railcoll_last_error());
+    return mode == "nostore" ? 0 : 1;
+  }
+  if (mode == "nostore") FAIL("railcoll_comm_init succeeded without a store");
+  rank_ = railcoll_comm_rank(comm);
+  int rc = mode == "correct"     ? mode_correct(comm)
+           : mode == "mismatch"  ? mode_mismatch(comm)
+           : mode == "badargs"   ? mode_badargs(comm)
+           : mode == "peer-exit" ? mode_peer_exit(comm)
+           : mode == "deadline"  ? mode_deadline(comm)
+                                 : 2;
+  railcoll_comm_destroy(comm);
+  return rc;
+}

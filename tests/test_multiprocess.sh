@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Multi-process tests with the local launcher: byte-exact all-gathers of every
+# algorithm on one node, on pretend nodes (--ppn), uneven nodes and 1-3 rails;
+# then bad input and faults, each of which must end in a clear error on every
+# rank within the deadline; and no shared-memory segment may be left behind.
+set -u
+RC=${1:?railcoll}; MP=${2:?mp_collectives}
+pass=0 fail=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+check() {  # check "description" expected-lines-matching-regex count -- command...
+  local what=$1 regex=$2 want=$3; shift 4
+  timeout 300 "$@" >"$log" 2>&1; local st=$?
+  local got; got=$(grep -cE "$regex" "$log")
+  if [ "$got" -eq "$want" ]; then pass=$((pass + 1)); echo "ok   $what"
+  else fail=$((fail + 1)); echo "FAIL $what: $got of $want lines match '$regex' (exit $st)"; sed 's/^/     /' "$log" | head -20; fi
+}
+
+for cfg in "1" "3" "4 --ppn 2" "8 --ppn 4 --rails 2" "6 --ppn 4 --rails 2" "5 --ppn 2 --rails 3" "7 --ppn 3 --rails 1"; do
+  n=${cfg%% *}
+  check "correct, -n $cfg" "calls correct" "$n" -- "$RC" run -n $cfg -- "$MP" correct
+done
+
+export RAILCOLL_TIMEOUT=3
+check "sizes differ between ranks" "allgather with mismatched sizes -> " 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" mismatch
+check "bad arguments" "bad arguments rejected" 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" badargs
+check "a peer exits in the middle" "dead peer -> a peer failed" 3 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" peer-exit
+check "a deadline passes" "sleeping peer -> (deadline passed|a peer failed) after [3-5]\." 3 -- "$RC" run -n 4 --ppn 2 -- "$MP" deadline
+check "unknown algorithm in the environment" "unknown allgather algorithm 'bogus' \(from RAILCOLL_ALLGATHER_ALGO" 2 -- \
+  env RAILCOLL_ALLGATHER_ALGO=bogus "$RC" run -n 2 -- "$MP" correct
+check "no store" "cannot reach the store" 1 -- \
+  env RAILCOLL_RANK=1 RAILCOLL_SIZE=2 RAILCOLL_STORE=127.0.0.1:1 RAILCOLL_TIMEOUT=2 "$MP" nostore
+
+left=$(ls /dev/shm 2>/dev/null | grep -c '^railcoll-')
+if [ "$left" -eq 0 ]; then pass=$((pass + 1)); echo "ok   no shared-memory segments left"
+else fail=$((fail + 1)); echo "FAIL $left railcoll segments left in /dev/shm"; fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
