@@ -13,11 +13,10 @@ build: deps
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(BUILD)
 
-# A paper schedule (seed 000 Figure 4: Bruck, 9 processes, 2 ports), then the
-# verifier over every algorithm and the whole topology sweep.
+# The main job (scripts/main-job.sh): the verifier sweep, then every all-gather
+# algorithm against Open MPI on the emulated 4x4-rank, 2-rail cluster; results/.
 run: build
-	$(RAILCOLL) show allgather --algo bruck --ranks 9 --rails 2
-	$(RAILCOLL) verify --all
+	./scripts/main-job.sh
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j2

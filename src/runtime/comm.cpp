@@ -646,8 +646,12 @@ struct Comm::Impl {
                                   std::string(c.buffer.begin(), c.buffer.end()), false);
     }
     if (c.mode == Conn::Hold) {
-      held.push_back({h, c.rail, std::move(c.buffer)});
+      Held frame{h, c.rail, std::move(c.buffer)};
       c.buffer.clear();
+      // Its header came before this rank entered the call; if the call has
+      // started meanwhile, the queue of held frames was already drained.
+      if (in_call && h.seq == seq) return apply_held(frame);
+      held.push_back(std::move(frame));
       return;
     }
     part_arrived(h, *plan->incoming.at(key_of(h.sender, h.op)));
@@ -759,6 +763,20 @@ struct Comm::Impl {
     return shown ? " (still missing: " + o.str() + (shown > 6 ? ", ..." : "") + ")" : "";
   }
 
+  // A frame that arrived before its call: checked, then copied into place.
+  void apply_held(const Held& f) {
+    Conn& c = conns[conn_of[f.hdr.sender][std::max(0, f.rail)]];
+    const Op& op = check_frame(c, f.hdr, f.rail);
+    if (f.hdr.type == static_cast<uint16_t>(Frame::Data)) {
+      size_t at = 0;
+      for (auto& v : payload_iov(op, f.hdr.offset, f.hdr.length, true)) {
+        memcpy(v.iov_base, f.payload.data() + at, v.iov_len);
+        at += v.iov_len;
+      }
+    }
+    part_arrived(f.hdr, op);
+  }
+
   void run(const Plan& p, const Buffers& b) {
     if (!broken.empty()) throw RuntimeError(RAILCOLL_ERR_BROKEN, "communicator is broken: " + broken);
     for (auto& c : conns)
@@ -782,16 +800,7 @@ struct Comm::Impl {
         ++it;
         continue;
       }
-      Conn& c = conns[conn_of[it->hdr.sender][0]];
-      const Op& op = check_frame(c, it->hdr, it->rail);
-      if (it->hdr.type == static_cast<uint16_t>(Frame::Data)) {
-        size_t at = 0;
-        for (auto& v : payload_iov(op, it->hdr.offset, it->hdr.length, true)) {
-          memcpy(v.iov_base, it->payload.data() + at, v.iov_len);
-          at += v.iov_len;
-        }
-      }
-      part_arrived(it->hdr, op);
+      apply_held(*it);
       it = held.erase(it);
     }
     const auto& prog = s.programs[me];

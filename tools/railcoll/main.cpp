@@ -20,6 +20,9 @@ const char* kUsage =
     "  verify --all                        verify every algorithm over the sweep\n"
     "  verify COLL --algo A --ranks N ...  verify one case (same options as show)\n"
     "  run -n N [--ppn P] [--rails K] -- PROG ARGS   start N ranks here (pretend nodes with --ppn)\n"
+    "  bench allgather [--algo A|all|auto] [-m MIN:MAX] [-i N] [-x N] [-f] [-c] [--mpi]\n"
+    "        [--json F] [--csv F] [--plot F] [-n N] [--ppn P] [--rails K] [--local]\n"
+    "                                      OSU-style benchmark, side by side with Open MPI\n"
     "  cluster up|status|down|run|mpirun   the emulated multi-rail cluster (railcoll cluster --help)\n"
     "\n"
     "Sizes take K, M, G suffixes (powers of 1024). Exit status: 0 ok, 1 a check\n"
@@ -41,6 +44,7 @@ int main(int argc, char** argv) {
     if (cmd == "verify") return cmd_verify(args);
     if (cmd == "cluster") return cmd_cluster(args);
     if (cmd == "run") return cmd_run(args);
+    if (cmd == "bench") return cmd_bench(args);
     std::cerr << "railcoll: unknown command '" << cmd << "' (railcoll --help lists them)\n";
     return 2;
   } catch (const UsageError& e) {

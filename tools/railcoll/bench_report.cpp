@@ -1,0 +1,142 @@
+#include "bench_report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "core/schedule_io.hpp"
+
+namespace railcoll::cli {
+
+void print_table_header(std::ostream& o, const std::string& algorithm, const BenchContext& c, bool full,
+                        bool validate) {
+  o << "\n# railcoll " << "allgather" << ": " << algorithm << " (" << c.ranks << " ranks, " << c.nodes << " nodes, "
+    << c.rails << " rail" << (c.rails > 1 ? "s" : "") << "; " << c.where << (validate ? "; every byte validated" : "")
+    << ")\n";
+  o << "# Size       Avg Latency(us)   Median(us)";
+  if (full) o << "   Min Latency(us)   Max Latency(us)  Iterations";
+  o << "\n";
+}
+
+void print_table_row(std::ostream& o, const BenchRecord& r, bool full) {
+  o << std::left << std::setw(10) << r.bytes << std::right << std::fixed << std::setprecision(2) << std::setw(18)
+    << r.avg_us << std::setw(13) << r.p50_us;
+  if (full) o << std::setw(18) << r.min_us << std::setw(18) << r.max_us << std::setw(12) << r.iterations;
+  if (!r.chosen.empty()) o << "   (" << r.chosen << ")";
+  o << "\n" << std::flush;
+}
+
+double rail_bound_us(const BenchContext& c, uint64_t bytes) {
+  if (c.rail_bits_per_s <= 0 || c.nodes < 2) return 0;
+  int fewest = *std::min_element(c.ranks_per_node.begin(), c.ranks_per_node.end());
+  double node_bytes = static_cast<double>(c.ranks - fewest) * static_cast<double>(bytes);
+  return node_bytes * 8 / (c.rail_bits_per_s * c.rails) * 1e6;
+}
+
+void print_summary(std::ostream& o, const std::vector<BenchRecord>& recs, const BenchContext& c) {
+  std::map<uint64_t, std::map<std::string, const BenchRecord*>> by_size;
+  for (auto& r : recs) by_size[r.bytes][r.algorithm] = &r;
+  bool have_bound = c.rail_bits_per_s > 0 && c.nodes > 1;
+  o << "\n# Summary: allgather, " << c.ranks << " ranks on " << c.nodes << " nodes, " << c.rails << " rail"
+    << (c.rails > 1 ? "s" : "");
+  if (c.rail_bits_per_s > 0) o << " x " << c.rail_bits_per_s / 1e9 << " Gbit/s";
+  o << " (" << c.where << "); median latency in us; speed-up = baseline / auto\n";
+  o << "# Size     best railcoll              auto                          mpi:tuned     mpi:han"
+       "  auto/tuned  auto/han";
+  if (have_bound) o << "  rail bound  auto eff";
+  o << "\n";
+  auto cell = [&](const BenchRecord* r) {
+    std::ostringstream s;
+    if (r) s << std::fixed << std::setprecision(1) << r->p50_us; else s << "-";
+    return s.str();
+  };
+  for (auto& [bytes, algos] : by_size) {
+    const BenchRecord* best = nullptr;
+    for (auto& [name, r] : algos)
+      if (name.rfind("mpi:", 0) != 0 && name != "auto" && (!best || r->p50_us < best->p50_us)) best = r;
+    const BenchRecord* a = algos.count("auto") ? algos["auto"] : nullptr;
+    const BenchRecord* tuned = algos.count("mpi:tuned") ? algos["mpi:tuned"] : nullptr;
+    const BenchRecord* han = algos.count("mpi:han") ? algos["mpi:han"] : nullptr;
+    std::ostringstream b, au;
+    if (best) b << cell(best) << " " << best->algorithm;
+    if (a) au << cell(a) << " " << a->chosen;
+    auto ratio = [&](const BenchRecord* base) {
+      std::ostringstream s;
+      if (a && base && a->p50_us > 0) s << std::fixed << std::setprecision(2) << base->p50_us / a->p50_us << "x";
+      else s << "-";
+      return s.str();
+    };
+    o << std::left << std::setw(9) << bytes << std::setw(27) << (best ? b.str() : "-") << std::setw(30)
+      << (a ? au.str() : "-") << std::right << std::setw(9) << cell(tuned) << std::setw(12) << cell(han)
+      << std::setw(12) << ratio(tuned) << std::setw(10) << ratio(han);
+    if (have_bound) {
+      double bound = rail_bound_us(c, bytes);
+      o << std::setw(12) << std::fixed << std::setprecision(1) << bound << std::setw(9);
+      if (a && a->p50_us > 0) o << std::setprecision(0) << 100 * bound / a->p50_us << "%"; else o << "-";
+    }
+    o << "\n";
+  }
+  o << std::flush;
+}
+
+std::string to_json_line(const BenchRecord& r) {
+  std::ostringstream o;
+  o << std::setprecision(6) << "{\"collective\":\"" << r.collective << "\",\"algorithm\":\"" << r.algorithm << "\"";
+  if (!r.chosen.empty()) o << ",\"chosen\":\"" << r.chosen << "\"";
+  o << ",\"bytes\":" << r.bytes << ",\"ranks\":" << r.ranks << ",\"nodes\":" << r.nodes << ",\"rails\":" << r.rails
+    << ",\"avg_us\":" << r.avg_us << ",\"min_us\":" << r.min_us << ",\"max_us\":" << r.max_us
+    << ",\"p50_us\":" << r.p50_us << ",\"iterations\":" << r.iterations
+    << ",\"validated\":" << (r.validated ? "true" : "false") << "}";
+  return o.str();
+}
+
+bool from_json_line(const std::string& line, BenchRecord* r) {
+  auto str = [&](const char* key, std::string* out) {
+    std::smatch m;
+    if (std::regex_search(line, m, std::regex(std::string("\"") + key + "\":\"([^\"]*)\""))) *out = m[1];
+  };
+  auto num = [&](const char* key) -> double {
+    std::smatch m;
+    if (std::regex_search(line, m, std::regex(std::string("\"") + key + "\":([-0-9.eE+]+)"))) return std::stod(m[1]);
+    return -1;
+  };
+  if (line.find("\"collective\"") == std::string::npos) return false;
+  str("collective", &r->collective);
+  str("algorithm", &r->algorithm);
+  str("chosen", &r->chosen);
+  r->bytes = static_cast<uint64_t>(num("bytes"));
+  r->ranks = static_cast<int>(num("ranks"));
+  r->nodes = static_cast<int>(num("nodes"));
+  r->rails = static_cast<int>(num("rails"));
+  r->avg_us = num("avg_us");
+  r->min_us = num("min_us");
+  r->max_us = num("max_us");
+  r->p50_us = num("p50_us");
+  if (r->p50_us < 0) r->p50_us = r->avg_us;  // OSU-style tools report no median
+  r->iterations = static_cast<int>(std::max(0.0, num("iterations")));
+  r->validated = line.find("\"validated\":true") != std::string::npos;
+  return !r->algorithm.empty();
+}
+
+void write_json(const std::string& path, const std::vector<BenchRecord>& recs) {
+  std::ofstream f(path);
+  f << "[\n";
+  for (size_t i = 0; i < recs.size(); ++i) f << "  " << to_json_line(recs[i]) << (i + 1 < recs.size() ? ",\n" : "\n");
+  f << "]\n";
+}
+
+void write_csv(const std::string& path, const std::vector<BenchRecord>& recs) {
+  std::ofstream f(path);
+  f << "collective,algorithm,chosen,bytes,ranks,nodes,rails,avg_us,min_us,max_us,p50_us,iterations,validated\n";
+  for (auto& r : recs)
+    f << r.collective << "," << r.algorithm << "," << r.chosen << "," << r.bytes << "," << r.ranks << "," << r.nodes
+      << "," << r.rails << "," << r.avg_us << "," << r.min_us << "," << r.max_us << "," << r.p50_us << ","
+      << r.iterations << "," << (r.validated ? "true" : "false") << "\n";
+}
+
+}  // namespace railcoll::cli

@@ -1,0 +1,39 @@
+// Benchmark records and how they are shown: OSU-style tables, the summary
+// against Open MPI, JSON, CSV and the plot.
+#pragma once
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace railcoll::cli {
+
+struct BenchRecord {
+  std::string collective = "allgather", algorithm;
+  std::string chosen;  // for "auto": the algorithm the rules picked at this size
+  uint64_t bytes = 0;
+  int ranks = 0, nodes = 0, rails = 0, iterations = 0;
+  double avg_us = 0, min_us = 0, max_us = 0, p50_us = 0;
+  bool validated = false;
+};
+
+// Context of a run, for the headers and the rail bound.
+struct BenchContext {
+  int ranks = 0, nodes = 0, rails = 0, max_ppn = 0;
+  std::vector<int> ranks_per_node;
+  double rail_bits_per_s = 0;  // per rail; 0 when unknown (local runs)
+  std::string where;           // "emulated cluster" / "local, 2 pretend nodes"
+};
+
+void print_table_header(std::ostream& o, const std::string& algorithm, const BenchContext& c, bool full, bool validate);
+void print_table_row(std::ostream& o, const BenchRecord& r, bool full);
+// Per size: best railcoll algorithm, auto, mpi:tuned, mpi:han, speed-ups, rail efficiency.
+void print_summary(std::ostream& o, const std::vector<BenchRecord>& recs, const BenchContext& c);
+// Seconds a node needs at least to receive what it lacks over all its rails.
+double rail_bound_us(const BenchContext& c, uint64_t bytes);
+
+std::string to_json_line(const BenchRecord& r);
+bool from_json_line(const std::string& line, BenchRecord* r);
+void write_json(const std::string& path, const std::vector<BenchRecord>& recs);
+void write_csv(const std::string& path, const std::vector<BenchRecord>& recs);
+
+}  // namespace railcoll::cli

@@ -1,0 +1,441 @@
+// railcoll bench allgather [--algo A|all|auto] [-m MIN:MAX] [-i N] [-x N] [-f] [-c]
+//        [--mpi] [--json F] [--csv F] [--plot F] [-n N] [--ppn P] [--rails K] [--local]
+//
+// Started by a launcher (railcoll run / cluster run, mpirun, srun, torchrun env)
+// it is a worker: every rank runs the OSU-style loops through the C API and rank
+// 0 prints the tables. Started plainly it is the driver: it launches the workers
+// on the emulated cluster when one is up (else locally), runs Open MPI's
+// MPI_Allgather on the same ranks (--mpi), then prints the summary and writes
+// the JSON, CSV and plot.
+#include <railcoll/railcoll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "args.hpp"
+#include "bench_report.hpp"
+#include "commands.hpp"
+#include "core/errors.hpp"
+#include "core/registry.hpp"
+
+namespace railcoll::cli {
+
+namespace {
+
+struct BenchOptions {
+  std::string algo = "all";
+  uint64_t min = 8, max = 1 << 20;
+  int iters = 100, warmup = 10;
+  bool full = false, validate = false, mpi = false, local = false;
+  std::string json, csv, plot, records;
+  int n = 8, ppn = 4, rails = 2;
+  bool n_given = false, ppn_given = false, rails_given = false;
+  std::vector<std::string> forwarded;  // options passed on to the workers
+};
+
+const std::set<std::string> kFlags = {"f", "c", "mpi", "local", "worker"};
+const std::set<std::string> kValued = {"algo", "m", "i", "x", "json", "csv", "plot", "n", "ppn", "rails", "records"};
+
+BenchOptions parse(const std::vector<std::string>& argv) {
+  Args a(argv, kFlags, kValued);
+  if (a.positional().size() != 1 || a.positional()[0] != "allgather")
+    throw UsageError("usage: railcoll bench allgather [--algo A|all|auto] [-m MIN:MAX] [-i N] [-x N] [-f] [-c] [--mpi] "
+                     "[--json F] [--csv F] [--plot F] [-n N] [--ppn P] [--rails K] [--local]");
+  BenchOptions o;
+  o.algo = a.str("algo", "all");
+  if (o.algo != "all" && o.algo != "auto" && !find_algorithm("allgather", o.algo))
+    throw UsageError("unknown allgather algorithm '" + o.algo + "' (railcoll algos lists them)");
+  if (a.has("m")) {
+    std::string m = a.str("m");
+    auto colon = m.find(':');
+    if (colon == std::string::npos) {
+      o.max = parse_size(m, "-m");
+    } else {
+      o.min = parse_size(m.substr(0, colon), "-m");
+      o.max = parse_size(m.substr(colon + 1), "-m");
+    }
+    if (o.min > o.max) throw UsageError("-m MIN:MAX needs MIN <= MAX");
+    if (o.max > (1ull << 30)) throw UsageError("-m: at most 1 GiB per rank");
+  }
+  o.iters = static_cast<int>(a.integer("i", 100, 1, 1000000));
+  o.warmup = static_cast<int>(a.integer("x", 10, 0, 1000000));
+  o.full = a.flag("f");
+  o.validate = a.flag("c");
+  o.mpi = a.flag("mpi");
+  o.local = a.flag("local");
+  o.json = a.str("json");
+  o.csv = a.str("csv");
+  o.plot = a.str("plot");
+  o.records = a.str("records");
+  o.n_given = a.has("n");
+  o.ppn_given = a.has("ppn");
+  o.rails_given = a.has("rails");
+  o.n = static_cast<int>(a.integer("n", 8, 1, 512));
+  o.ppn = static_cast<int>(a.integer("ppn", o.n_given ? o.n : 4, 1, 512));
+  if (!o.n_given && o.ppn_given) o.n = 2 * o.ppn;
+  o.rails = static_cast<int>(a.integer("rails", 2, 1, 8));
+  for (const char* k : {"algo", "m", "i", "x"})
+    if (a.has(k)) o.forwarded.insert(o.forwarded.end(), {std::string(strlen(k) == 1 ? "-" : "--") + k, a.str(k)});
+  if (o.full) o.forwarded.push_back("-f");
+  if (o.validate) o.forwarded.push_back("-c");
+  return o;
+}
+
+bool launched_by_a_launcher() {
+  for (const char* v : {"RAILCOLL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "RANK"})
+    if (getenv(v)) return true;
+  return false;
+}
+
+std::vector<uint64_t> sizes(const BenchOptions& o) {
+  std::vector<uint64_t> v;
+  for (uint64_t s = std::max<uint64_t>(o.min, 1); s <= o.max; s *= 2) v.push_back(s);
+  if (o.min == 0) v.insert(v.begin(), 0);
+  return v;
+}
+
+double now_us() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+unsigned char pattern(int rank, int iter, size_t i) {
+  return static_cast<unsigned char>((rank * 131 + iter * 31 + i * 7 + (i >> 8)) & 0xff);
+}
+
+// ------------------------------------------------------------------ worker --
+
+int worker(const BenchOptions& o) {
+  railcoll_comm_t comm;
+  railcoll_status_t st = railcoll_comm_init(&comm);
+  if (st != RAILCOLL_OK) {
+    std::cerr << "railcoll bench: " << railcoll_strerror(st) << ": " << railcoll_last_error() << "\n";
+    return 1;
+  }
+  const int me = railcoll_comm_rank(comm), N = railcoll_comm_size(comm);
+  auto fail = [&](const std::string& what) {
+    std::cerr << "railcoll bench: rank " << me << ": " << what << ": " << railcoll_last_error() << "\n";
+    railcoll_comm_destroy(comm);
+    return 1;
+  };
+  BenchContext ctx;
+  ctx.ranks = N;
+  ctx.nodes = railcoll_comm_nodes(comm);
+  ctx.rails = railcoll_comm_rails(comm);
+  // Ranks per node, from a tiny all-gather of node leaders' local sizes.
+  {
+    std::vector<int> local(N);
+    int mine = getenv("RAILCOLL_LOCAL_SIZE") ? atoi(getenv("RAILCOLL_LOCAL_SIZE")) : 0;
+    if (railcoll_allgather(comm, &mine, local.data(), sizeof(int), nullptr) != RAILCOLL_OK) return fail("start-up");
+    int at = 0;
+    while (at < N && local[at] > 0) {
+      ctx.ranks_per_node.push_back(local[at]);
+      at += local[at];
+    }
+    if (at != N || static_cast<int>(ctx.ranks_per_node.size()) != ctx.nodes)
+      ctx.ranks_per_node.assign(ctx.nodes, N / std::max(1, ctx.nodes));
+  }
+  ctx.max_ppn = *std::max_element(ctx.ranks_per_node.begin(), ctx.ranks_per_node.end());
+  if (getenv("RAILCOLL_RAIL_RATE")) ctx.rail_bits_per_s = atof(getenv("RAILCOLL_RAIL_RATE"));
+  ctx.where = getenv("RAILCOLL_CLUSTER") ? "emulated cluster" : "local processes";
+  if (!getenv("RAILCOLL_CLUSTER") && ctx.nodes > 1) ctx.where += ", pretend nodes over loopback";
+
+  std::vector<std::string> algos;
+  if (o.algo == "all") {
+    for (auto& s : all_algorithms())
+      if (std::string(s.collective) == "allgather") algos.push_back(s.name);
+    algos.push_back("auto");
+  } else {
+    algos.push_back(o.algo);
+  }
+  std::ofstream records;
+  if (me == 0 && !o.records.empty()) {
+    records.open(o.records, std::ios::app);
+    records << "#context ranks=" << ctx.ranks << " nodes=" << ctx.nodes << " rails=" << ctx.rails
+            << " rate=" << ctx.rail_bits_per_s << " ppn=";
+    for (size_t i = 0; i < ctx.ranks_per_node.size(); ++i) records << (i ? "," : "") << ctx.ranks_per_node[i];
+    records << " where=" << ctx.where << "\n" << std::flush;
+  }
+  std::vector<BenchRecord> all;
+  for (auto& algo : algos) {
+    if (me == 0) print_table_header(std::cout, algo, ctx, o.full, o.validate);
+    for (uint64_t bytes : sizes(o)) {
+      // Fewer iterations for large messages: at most ~64 MiB gathered per size.
+      uint64_t per_call = std::max<uint64_t>(1, bytes * static_cast<uint64_t>(N));
+      int iters = static_cast<int>(std::max<uint64_t>(5, std::min<uint64_t>(o.iters, (64ull << 20) / per_call)));
+      iters = std::min(iters, o.iters);
+      int warmup = std::min(o.warmup, std::max(1, iters / 5));
+      std::vector<unsigned char> send(bytes + 1), recv(bytes * N + 1);
+      railcoll_call_opts_t opts{algo.c_str(), 0};
+      std::vector<double> lat(iters);
+      int bad = 0;
+      for (int i = -warmup; i < iters; ++i) {
+        if (o.validate) {
+          for (size_t b = 0; b < bytes; ++b) send[b] = pattern(me, i + warmup, b);
+          std::fill(recv.begin(), recv.end(), 0xEE);
+        }
+        if (i == 0 && railcoll_barrier(comm) != RAILCOLL_OK) return fail("barrier");
+        double t0 = now_us();
+        if (railcoll_allgather(comm, send.data(), recv.data(), bytes, &opts) != RAILCOLL_OK)
+          return fail(algo + " at " + std::to_string(bytes) + " B");
+        double t1 = now_us();
+        if (i >= 0) lat[i] = t1 - t0;
+        if (o.validate)
+          for (int r = 0; r < N && !bad; ++r)
+            for (size_t b = 0; b < bytes; ++b)
+              if (recv[r * bytes + b] != pattern(r, i + warmup, b)) {
+                std::cerr << "railcoll bench: rank " << me << ": " << algo << " at " << bytes << " B, call " << i
+                          << ": wrong byte " << b << " of rank " << r << "'s block\n";
+                bad = 1;
+                break;
+              }
+      }
+      // Statistics over ranks, OSU style, plus the median over iterations of the
+      // slowest rank's time (a collective is done when its last rank is).
+      std::vector<double> every(static_cast<size_t>(iters) * N);
+      std::vector<int> bads(N);
+      if (railcoll_allgather(comm, lat.data(), every.data(), iters * sizeof(double), nullptr) != RAILCOLL_OK ||
+          railcoll_allgather(comm, &bad, bads.data(), sizeof(int), nullptr) != RAILCOLL_OK)
+        return fail("collecting statistics");
+      if (me != 0) continue;
+      BenchRecord r;
+      r.algorithm = algo;
+      if (algo == "auto") r.chosen = railcoll_algorithm_for(comm, "allgather", bytes, nullptr);
+      r.bytes = bytes;
+      r.ranks = N;
+      r.nodes = ctx.nodes;
+      r.rails = ctx.rails;
+      r.iterations = iters;
+      r.min_us = 1e300;
+      std::vector<double> slowest(iters, 0);
+      for (int k = 0; k < N; ++k) {
+        double sum = 0;
+        for (int i = 0; i < iters; ++i) {
+          sum += every[k * iters + i];
+          slowest[i] = std::max(slowest[i], every[k * iters + i]);
+        }
+        double mean = sum / iters;
+        r.avg_us += mean / N;
+        r.min_us = std::min(r.min_us, mean);
+        r.max_us = std::max(r.max_us, mean);
+      }
+      std::nth_element(slowest.begin(), slowest.begin() + iters / 2, slowest.end());
+      r.p50_us = slowest[iters / 2];
+      r.validated = o.validate && std::count(bads.begin(), bads.end(), 0) == N;
+      if (o.validate && !r.validated) {
+        std::cerr << "railcoll bench: " << algo << " returned wrong bytes at " << bytes << " B\n";
+        railcoll_comm_destroy(comm);
+        return 1;
+      }
+      print_table_row(std::cout, r, o.full);
+      if (records.is_open()) records << to_json_line(r) << "\n" << std::flush;
+      all.push_back(r);
+    }
+  }
+  railcoll_comm_destroy(comm);
+  if (me == 0 && o.records.empty()) {  // run by hand under a launcher: report here
+    print_summary(std::cout, all, ctx);
+    if (!o.json.empty()) write_json(o.json, all);
+    if (!o.csv.empty()) write_csv(o.csv, all);
+  }
+  return 0;
+}
+
+// ------------------------------------------------------------------ driver --
+
+std::string self_exe() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "railcoll";
+}
+
+int run_command(const std::vector<std::string>& argv, std::string* captured = nullptr) {
+  int pipefd[2] = {-1, -1};
+  if (captured && pipe(pipefd) != 0) return 127;
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (captured) dup2(pipefd[1], 1), close(pipefd[0]), close(pipefd[1]);
+    std::vector<char*> v;
+    for (auto& s : argv) v.push_back(const_cast<char*>(s.c_str()));
+    v.push_back(nullptr);
+    execvp(v[0], v.data());
+    fprintf(stderr, "railcoll bench: cannot run %s: %s\n", v[0], strerror(errno));
+    _exit(127);
+  }
+  if (captured) {
+    close(pipefd[1]);
+    char buf[4096];
+    for (ssize_t n; (n = read(pipefd[0], buf, sizeof buf)) > 0;) captured->append(buf, static_cast<size_t>(n));
+    close(pipefd[0]);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+BenchContext read_context(const std::string& line) {
+  BenchContext c;
+  auto where = line.find(" where=");
+  std::istringstream in(line.substr(9, where == std::string::npos ? std::string::npos : where - 9));
+  for (std::string kv; in >> kv;) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+    if (k == "ranks") c.ranks = std::stoi(v);
+    if (k == "nodes") c.nodes = std::stoi(v);
+    if (k == "rails") c.rails = std::stoi(v);
+    if (k == "rate") c.rail_bits_per_s = std::stod(v);
+    if (k == "ppn") {
+      std::stringstream ss(v);
+      for (std::string x; std::getline(ss, x, ',');) c.ranks_per_node.push_back(std::stoi(x));
+    }
+  }
+  if (where != std::string::npos) c.where = line.substr(where + 7);
+  c.max_ppn = c.ranks_per_node.empty() ? 1 : *std::max_element(c.ranks_per_node.begin(), c.ranks_per_node.end());
+  return c;
+}
+
+const char* kPlotScript = R"PY(
+import json, sys
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+recs = json.load(open(sys.argv[1]))
+title = sys.argv[3] if len(sys.argv) > 3 else "allgather"
+fig, ax = plt.subplots(figsize=(10, 6.5))
+algos = []
+for r in recs:
+    if r["algorithm"] not in algos:
+        algos.append(r["algorithm"])
+for a in algos:
+    pts = sorted((r["bytes"], r.get("p50_us", r["avg_us"])) for r in recs if r["algorithm"] == a and r["bytes"] > 0)
+    if not pts:
+        continue
+    style = dict(lw=2.6, color="black") if a == "auto" else dict(lw=2.2, ls="--") if a.startswith("mpi:") else dict(lw=1.1, alpha=0.8)
+    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=a, **style)
+ax.set_xscale("log", base=2)
+ax.set_yscale("log")
+ax.set_xlabel("bytes per rank")
+ax.set_ylabel("median latency (us)")
+ax.set_title(title)
+ax.grid(True, which="both", alpha=0.3)
+ax.legend(fontsize=8, ncol=2)
+fig.tight_layout()
+fig.savefig(sys.argv[2], dpi=110)
+)PY";
+
+int driver(const BenchOptions& o) {
+  std::string self = self_exe();
+  std::string dir = self.substr(0, self.rfind('/'));
+  char tmpl[] = "/tmp/railcoll-bench-XXXXXX";
+  int fd = mkstemp(tmpl);
+  if (fd < 0) throw UsageError("cannot create a temporary file");
+  close(fd);
+  std::string records = tmpl;
+
+  bool cluster = !o.local && run_command({self, "cluster", "status"}, new std::string) == 0;
+  std::vector<std::string> worker = {self, "bench", "allgather"};
+  worker.insert(worker.end(), o.forwarded.begin(), o.forwarded.end());
+  worker.insert(worker.end(), {"--records", records});
+  std::vector<std::string> launch;
+  if (cluster) {
+    std::cout << "railcoll bench: on the emulated cluster (railcoll cluster status)\n";
+    launch = {self, "cluster", "run"};
+    if (o.rails_given) launch.insert(launch.end(), {"--rails", std::to_string(o.rails)});
+    if (o.ppn_given) launch.insert(launch.end(), {"--ppn", std::to_string(o.ppn)});
+  } else {
+    std::cout << "railcoll bench: no emulated cluster is up: " << o.n << " local processes"
+              << (o.ppn < o.n ? ", " + std::to_string(o.ppn) + " per pretend node" : "") << ", " << o.rails
+              << " loopback rail" << (o.rails > 1 ? "s" : "") << "\n";
+    launch = {self, "run", "-n", std::to_string(o.n), "--ppn", std::to_string(o.ppn), "--rails", std::to_string(o.rails)};
+  }
+  launch.push_back("--");
+  launch.insert(launch.end(), worker.begin(), worker.end());
+  std::cout << std::flush;
+  int rc = run_command(launch);
+  std::vector<BenchRecord> recs;
+  BenchContext ctx;
+  std::ifstream in(records);
+  for (std::string line; std::getline(in, line);) {
+    BenchRecord r;
+    if (line.rfind("#context", 0) == 0) ctx = read_context(line);
+    else if (from_json_line(line, &r)) recs.push_back(r);
+  }
+  unlink(records.c_str());
+  if (rc != 0) {
+    std::cerr << "railcoll bench: the benchmark ranks failed (status " << rc << ")\n";
+    return 1;
+  }
+
+  if (o.mpi) {
+    std::string mpibench = dir + "/railcoll-mpi-bench";
+    for (std::string label : {"mpi:tuned", "mpi:han"}) {
+      std::vector<std::string> args = {mpibench, "--label", label, "--rails", std::to_string(ctx.rails), "-m",
+                                       std::to_string(o.min) + ":" + std::to_string(o.max), "-i",
+                                       std::to_string(o.iters), "-x", std::to_string(o.warmup)};
+      if (o.validate) args.push_back("-c");
+      std::vector<std::string> cmd;
+      if (cluster) {
+        cmd = {self, "cluster", "mpirun"};
+        if (label == "mpi:han") cmd.push_back("--han");
+        if (o.rails_given) cmd.insert(cmd.end(), {"--rails", std::to_string(o.rails)});
+        if (o.ppn_given) cmd.insert(cmd.end(), {"--ppn", std::to_string(o.ppn)});
+        cmd.push_back("--");
+      } else {
+        cmd = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-n", std::to_string(o.n), "--mca", "btl",
+               "tcp,vader,self", "--mca", "mpi_yield_when_idle", "1"};
+        if (label == "mpi:han") cmd.insert(cmd.end(), {"--mca", "coll_han_priority", "100"});
+      }
+      cmd.insert(cmd.end(), args.begin(), args.end());
+      std::string out;
+      std::cout << "\n# Open MPI " << label << (cluster ? " on the same emulated cluster" : " on this machine (one node)")
+                << "\n" << std::flush;
+      int st = run_command(cmd, &out);
+      if (st != 0) {
+        std::cerr << "railcoll bench: " << label << " failed (status " << st << "); its output:\n" << out;
+        continue;
+      }
+      BenchContext mctx = ctx;
+      print_table_header(std::cout, label, mctx, o.full, o.validate);
+      std::istringstream lines(out);
+      for (std::string line; std::getline(lines, line);) {
+        BenchRecord r;
+        if (!from_json_line(line, &r)) continue;
+        print_table_row(std::cout, r, o.full);
+        recs.push_back(r);
+      }
+    }
+  }
+  print_summary(std::cout, recs, ctx);
+  if (!o.json.empty()) write_json(o.json, recs), std::cout << "wrote " << o.json << "\n";
+  if (!o.csv.empty()) write_csv(o.csv, recs), std::cout << "wrote " << o.csv << "\n";
+  if (!o.plot.empty()) {
+    std::string json = o.json.empty() ? o.plot + ".json" : o.json;
+    if (o.json.empty()) write_json(json, recs);
+    std::string script = "/tmp/railcoll-plot-" + std::to_string(getpid()) + ".py";
+    std::ofstream(script) << kPlotScript;
+    std::string title = "allgather, " + std::to_string(ctx.ranks) + " ranks on " + std::to_string(ctx.nodes) +
+                        " nodes, " + std::to_string(ctx.rails) + " rails (" + ctx.where + ")";
+    int st = run_command({"python3", script, json, o.plot, title});
+    unlink(script.c_str());
+    if (o.json.empty()) unlink(json.c_str());
+    if (st == 0) std::cout << "wrote " << o.plot << "\n";
+    else std::cerr << "railcoll bench: plotting failed (is matplotlib installed? make deps installs it)\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int cmd_bench(const std::vector<std::string>& argv) {
+  bool worker_mode = std::find(argv.begin(), argv.end(), "--worker") != argv.end() || launched_by_a_launcher();
+  BenchOptions o = parse(argv);
+  return worker_mode ? worker(o) : driver(o);
+}
+
+}  // namespace railcoll::cli
