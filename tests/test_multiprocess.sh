@@ -21,6 +21,26 @@ for cfg in "1" "3" "4 --ppn 2" "8 --ppn 4 --rails 2" "6 --ppn 4 --rails 2" "5 --
   check "correct, -n $cfg" "calls correct" "$n" -- "$RC" run -n $cfg -- "$MP" correct
 done
 
+# Other launchers' variables: torchrun, Hydra and Slurm style (started by hand
+# here), and a real Open MPI mpirun.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+by_hand() {  # by_hand RANKVAR SIZEVAR N extra-env... : start N ranks in the background
+  local rv=$1 sv=$2 n=$3; shift 3
+  for r in $(seq 0 $((n - 1))); do env "$rv=$r" "$sv=$n" "$@" "$MP" correct & done
+  wait
+}
+p=$(free_port)
+check "torchrun variables" "calls correct" 3 -- bash -c "$(declare -f by_hand); MP=$MP; by_hand RANK WORLD_SIZE 3 MASTER_ADDR=127.0.0.1 MASTER_PORT=$p"
+p=$(free_port)
+check "Hydra variables" "calls correct" 3 -- bash -c "$(declare -f by_hand); MP=$MP; by_hand PMI_RANK PMI_SIZE 3 RAILCOLL_STORE=127.0.0.1:$p"
+p=$(free_port)
+check "Slurm variables" "calls correct" 2 -- bash -c "$(declare -f by_hand); MP=$MP; by_hand SLURM_PROCID SLURM_NTASKS 2 RAILCOLL_STORE=127.0.0.1:$p"
+if command -v mpirun >/dev/null; then
+  p=$(free_port)
+  check "Open MPI mpirun" "calls correct" 3 -- mpirun --allow-run-as-root --oversubscribe -n 3 \
+    -x RAILCOLL_STORE=127.0.0.1:$p -x RAILCOLL_RAILS=127.0.0.1 "$MP" correct
+fi
+
 export RAILCOLL_TIMEOUT=3
 check "sizes differ between ranks" "allgather with mismatched sizes -> " 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" mismatch
 check "bad arguments" "bad arguments rejected" 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" badargs

@@ -29,7 +29,7 @@ const std::vector<AlgoSpec>& all_algorithms() {
       {"allgather", "concurrent_exchange_split", "pairwise exchange, half of each block to the pair, half to the co-pair",
        "sum_i T2(2^i m / 2), i < log2 N", "seed 002 §3.2", {}, build_concurrent_exchange_split},
       {"allgather", "smp_gather_bcast", "shm gather, Direct gather of masters to root, broadcast, shm copy-out",
-       "P m c + (ts + P m tau) + log_{k+1}M (ts + N m tau/k)", "seed 001 §6.2.1", {}, build_smp_gather_bcast},
+       "P m c + (ts + (M-1) P m tau/k) + ceil(log_{k+1}M) (ts + N m tau) + N m c", "seed 001 §6.2.1", {}, build_smp_gather_bcast},
       {"allgather", "smp_direct", "shm gather, k-port Direct among node masters, overlapped shm copy-out",
        "P m c + ceil((M-1)/k) (ts + P m tau) + (N-P) m c", "seed 001 §6.2.2", {}, build_smp_direct},
       {"allgather", "smp_bruck", "shm gather, k-port Bruck among node masters, copy-out instead of shift",

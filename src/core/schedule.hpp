@@ -1,5 +1,5 @@
 // The schedule: the intermediate representation every algorithm emits and every
-// executor (verifier, simulator, runtime) runs. See ARCHITECTURE.md, "Schedule".
+// executor (verifier, simulator, runtime) runs. See the architecture page (../shared/design/ARCHITECTURE.md), "Schedule".
 //
 // A schedule is one program per rank. Operations run in program order:
 //   put    one-sided write of local spans into spans of another rank (or of its

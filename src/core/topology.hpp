@@ -1,6 +1,6 @@
 // Topology: which node each rank lives on and how many rails every node has.
 // Nodes may hold different numbers of ranks and a node's ranks need not be
-// consecutive; every algorithm must accept every topology (ARCHITECTURE.md).
+// consecutive; every algorithm must accept every topology (the architecture page, ../shared/design/ARCHITECTURE.md).
 #pragma once
 #include <string>
 #include <vector>

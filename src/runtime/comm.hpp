@@ -1,7 +1,7 @@
 // A communicator: the processes of one job, connected by per-rail TCP sockets
 // between nodes and Unix sockets inside a node, sharing one POSIX shared-memory
 // segment per node; and the executor that runs the calling rank's program of a
-// schedule for real (ARCHITECTURE.md, "Runtime").
+// schedule for real (the architecture page, ../shared/design/ARCHITECTURE.md, "Runtime").
 #pragma once
 #include <memory>
 #include <string>

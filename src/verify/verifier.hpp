@@ -1,4 +1,4 @@
-// Symbolic executor of schedules (ARCHITECTURE.md, "Verifier").
+// Symbolic executor of schedules (the architecture page, ../shared/design/ARCHITECTURE.md, "Verifier").
 //
 // Every byte carries (origin rank, origin offset). The verifier runs all
 // programs with maximal progress (a put is delivered as soon as it is issued)

@@ -6,7 +6,8 @@
 // each other group; a pre-loop put gives every peer our own block. Any N: see
 // pairwise_exchange.hpp for how uneven groups and non-powers of two are folded.
 // Cost with sufficient network concurrency (seed 002 eq. (3)), delta = the cost
-// of initiating a message:
+// of initiating a message (the paper charges the pre-loop step delta; it posts
+// C-1 puts, so it is written delta*(C-1) here; the two agree at the paper's C = 2):
 //   T3 = delta*(C-1) + sum_{i=0}^{log2(N/C)-1} [ T(m*2^i) + delta*(C-1) ]
 // In Hockney terms each step costs ts + 2^i m tau on the critical path, and a
 // rank sends C-1 + log2(N/C)*C messages, (N/C - 1)*C*m + (C-1)*m bytes.

@@ -12,8 +12,10 @@
 //   masters over a (k+1)-nomial tree (k ports; the papers use the hardware
 //   broadcast here), then every process copies the buffer into its recv, and a
 //   node-wide synchronization ends the call.
-// Hockney, M nodes, P per node, n = N*m: T = P*m*copy + (ts + P m tau)
-//   + ceil(log_{k+1} M) * (ts + n tau / k) + n*copy.
+// Hockney, M nodes, P per node, n = N*m, c = memcpy time per byte:
+//   T = P m c + (ts + (M-1) P m tau / k) + ceil(log_{k+1} M) (ts + n tau) + n c
+// (the root node receives M-1 chunks over k rails; in a broadcast round a master
+// sends up to k whole buffers at once, so each rail carries n per round).
 #include "algos/allgather/common.hpp"
 
 namespace railcoll::allgather {
