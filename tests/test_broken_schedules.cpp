@@ -35,7 +35,9 @@ void erase_op(Schedule& s, int rank, int index) { s.programs[rank].erase(s.progr
 }  // namespace
 
 TEST(Broken, ValidSchedulesPass) {
-  for (auto& a : all_algorithms()) EXPECT_EQ(first_error(build(a.name, Topology::from_ppn(12, 3, 2))), "") << a.name;
+  Topology t = Topology::from_ppn(12, 3, 2);
+  for (auto& a : all_algorithms())
+    EXPECT_EQ(first_error(build_schedule(a.collective, a.name, t, std::vector<uint64_t>(12, 4), {})), "") << a.name;
 }
 
 TEST(Broken, MissingWaitIsARace) {
@@ -162,6 +164,14 @@ TEST(Broken, OverwriteWhilePeerReads) {
   prog.insert(prog.begin() + put + 1, copy);
   EXPECT_ERROR(s, "overwrites recv[");
   EXPECT_ERROR(s, "(reading) may still be reading it");
+}
+
+// A barrier whose last step is dropped lets a rank leave before all arrived.
+TEST(Broken, BarrierWithoutLastRound) {
+  Topology t = Topology::from_ppn(8, 1, 1);
+  Schedule s = build_schedule("barrier", "dissemination", t, std::vector<uint64_t>(8, 0), {});
+  for (auto& prog : s.programs) prog.resize(prog.size() - 2);  // drop the last put and wait
+  EXPECT_ERROR(s, "may leave the barrier before rank");
 }
 
 TEST(Broken, WaitOnSomeoneElsesCounter) {

@@ -789,6 +789,10 @@ struct Comm::Impl {
                          p.what + " needs " + std::to_string(s.shared_bytes[node]) +
                              " bytes of node-shared memory; RAILCOLL_SHM_MIB allows " +
                              std::to_string(shm->capacity >> 20) + " MiB");
+    if (s.node_counters > kMaxNodeCounters)
+      throw RuntimeError(RAILCOLL_ERR_UNSUPPORTED, p.what + " needs " + std::to_string(s.node_counters) +
+                                                       " node counters; the shared segment has " +
+                                                       std::to_string(kMaxNodeCounters));
     if (scratch.size() < s.scratch_bytes[me]) scratch.resize(s.scratch_bytes[me]);
     rank_counters.assign(std::max(1, s.rank_counters), 0);
     parts_seen.clear();

@@ -7,8 +7,10 @@
 //   buffer of node (n + (s-1)*k + j) mod M. Overlap: right after posting the
 //   first puts, every process copies its own node's blocks from the shared
 //   buffer into its recv while the network works.
-// Phase 3: every process waits for the M-1 incoming node chunks (a node counter
-//   all local processes watch) and copies them out; a final node sync.
+// Phase 3: every process copies each other node's chunk out as soon as it has
+//   arrived (one node counter per source node, watched by all local processes,
+//   in the order the chunks are sent), so copy-out overlaps the network too;
+//   a final node sync.
 // Hockney, M nodes, P per node: T = P m copy + ceil((M-1)/k) (ts + P m tau)
 //   + (N - P) m copy   (the own-node copy hides behind the network phase).
 #include "algos/allgather/common.hpp"
@@ -19,7 +21,7 @@ Schedule build_smp_direct(const Topology& t, const BlockLayout& L, const AlgoOpt
   ScheduleBuilder b("allgather", "smp_direct", t, L, o);
   const int M = t.nnodes(), k = t.rails();
   const int steps = (M - 1 + k - 1) / k;
-  enum { kGathered = 0, kArrived = 1, kDone = 2 };
+  enum { kGathered = 0, kDone = 1, kFrom = 2 };  // kFrom + q: node q's chunk is in
 
   for (int n = 0; n < M; ++n) {
     b.set_shared(n, L.total());
@@ -38,7 +40,7 @@ Schedule build_smp_direct(const Topology& t, const BlockLayout& L, const AlgoOpt
             if (dist > M - 1) break;
             int q = (n + dist) % M;
             b.put(r, s, t.leader(q), same_offset_segments(L, own, b.shared(n, 0, 0), b.shared(q, 0, 0)),
-                  b.rail_for(own_bytes, j - 1), b.node_counter(q, kArrived));
+                  b.rail_for(own_bytes, j - 1), b.node_counter(q, kFrom + n));
           }
           if (s == 1) copy_runs_out(b, L, r, 1, own);  // overlap with the network
         }
@@ -46,8 +48,11 @@ Schedule build_smp_direct(const Topology& t, const BlockLayout& L, const AlgoOpt
       } else {
         copy_runs_out(b, L, r, 1, own);
       }
-      b.wait(r, steps + 1, b.node_counter(n, kArrived), M - 1);
-      copy_runs_out(b, L, r, steps + 1, complement(t.nranks(), own));
+      for (int dist = 1; dist < M; ++dist) {  // node n - dist sent to us at step ceil(dist/k)
+        int q = (n - dist + M) % M, step = (dist + k - 1) / k;
+        b.wait(r, step, b.node_counter(n, kFrom + q), 1);
+        copy_runs_out(b, L, r, step, runs_of(t.ranks_of(q)));
+      }
     }
     node_final_sync(b, n, steps + 1, kDone);
   }

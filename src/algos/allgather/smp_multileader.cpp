@@ -7,8 +7,9 @@
 // equal shares; leader l writes share l into the shared buffer of every other
 // node, one node per step (1-port Direct on its own rail), so all rails are
 // driven by different processes at once. Every process copies its own node's
-// blocks out while the network works, waits for all shares of all other nodes
-// (a node counter), copies them out, and a node sync ends the call.
+// blocks out while the network works, then each other node's blocks as soon as
+// all their shares are in (one node counter per source node, in the order they
+// are sent), and a node sync ends the call.
 // With L < k leaders the shares are striped over the rails above the threshold.
 // Hockney: T = P m copy + (M-1) (ts + P m tau / L) + (N-P) m copy.
 #include "algos/allgather/common.hpp"
@@ -35,7 +36,7 @@ std::vector<std::pair<uint64_t, uint64_t>> share_ranges(const std::vector<std::p
 Schedule build_smp_multileader(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   ScheduleBuilder b("allgather", "smp_multileader", t, L, o);
   const int M = t.nnodes(), k = t.rails();
-  enum { kGathered = 0, kArrived = 1, kDone = 2 };
+  enum { kGathered = 0, kDone = 1, kFrom = 2 };  // kFrom + q: a share of node q is in
   auto leaders = [&](int n) { return std::min(k, t.node_size(n)); };
   std::vector<uint64_t> node_bytes(M, 0);
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> node_ranges(M);
@@ -43,12 +44,10 @@ Schedule build_smp_multileader(const Topology& t, const BlockLayout& L, const Al
     node_ranges[n] = byte_ranges(L, runs_of(t.ranks_of(n)));
     for (auto& br : node_ranges[n]) node_bytes[n] += br.second - br.first;
   }
-  // Shares every node expects: the non-empty shares of all other nodes.
+  // Non-empty shares of each node: what every other node waits for from it.
   std::vector<int> shares_of(M, 0);
   for (int n = 0; n < M; ++n)
     for (int l = 0; l < leaders(n); ++l) shares_of[n] += !share_ranges(node_ranges[n], node_bytes[n], l, leaders(n)).empty();
-  int all_shares = 0;
-  for (int s : shares_of) all_shares += s;
 
   for (int n = 0; n < M; ++n) {
     b.set_shared(n, L.total());
@@ -69,12 +68,15 @@ Schedule build_smp_multileader(const Topology& t, const BlockLayout& L, const Al
         for (auto& br : share)
           segs.push_back({b.shared(n, br.first, br.second - br.first), b.shared(q, br.first, br.second - br.first)});
         int rail = nl == k ? l : b.rail_for(len, l);
-        b.put(r, dist, t.ranks_of(q)[l % leaders(q)], std::move(segs), rail, b.node_counter(q, kArrived));
+        b.put(r, dist, t.ranks_of(q)[l % leaders(q)], std::move(segs), rail, b.node_counter(q, kFrom + n));
         if (dist == 1) copy_runs_out(b, L, r, 1, own);  // overlap with the network
       }
       if (share.empty() || M == 1) copy_runs_out(b, L, r, 1, own);
-      b.wait(r, M, b.node_counter(n, kArrived), all_shares - shares_of[n]);
-      copy_runs_out(b, L, r, M, complement(t.nranks(), own));
+      for (int dist = 1; dist < M; ++dist) {  // node n - dist sends to us at step dist
+        int q = (n - dist + M) % M;
+        b.wait(r, dist, b.node_counter(n, kFrom + q), shares_of[q]);
+        copy_runs_out(b, L, r, dist, runs_of(t.ranks_of(q)));
+      }
     }
     node_final_sync(b, n, M, kDone);
   }
