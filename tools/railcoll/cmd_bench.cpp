@@ -179,7 +179,9 @@ int worker(const BenchOptions& o) {
           for (size_t b = 0; b < bytes; ++b) send[b] = pattern(me, i + warmup, b);
           std::fill(recv.begin(), recv.end(), 0xEE);
         }
-        if (i == 0 && railcoll_barrier(comm) != RAILCOLL_OK) return fail("barrier");
+        // A barrier before every call, as railcoll-mpi-bench does: each call is
+        // timed alone, not overlapped with the previous one.
+        if (railcoll_barrier(comm) != RAILCOLL_OK) return fail("barrier");
         double t0 = now_us();
         if (railcoll_allgather(comm, send.data(), recv.data(), bytes, &opts) != RAILCOLL_OK)
           return fail(algo + " at " + std::to_string(bytes) + " B");
