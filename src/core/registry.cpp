@@ -34,11 +34,13 @@ const std::vector<AlgoSpec>& all_algorithms() {
        "P m c + ceil((M-1)/k) (ts + P m tau) + (N-P) m c", "seed 001 §6.2.2", {}, build_smp_direct},
       {"allgather", "smp_bruck", "shm gather, k-port Bruck among node masters, copy-out instead of shift",
        "P m c + ceil(log_{k+1}M) ts + (M-1)/k P m tau + (N-P) m c", "seed 001 §6.2.2", {}, build_smp_bruck},
-      {"allgather", "smp_multileader", "shm gather, one leader per rail, each sends its share of the node to all",
-       "P m c + (M-1) (ts + P m tau / min(k,P)) + (N-P) m c", "railcoll (beyond seed 001)", {},
+      {"allgather", "smp_multileader", "shm gather, every local rank sends its share of the node on rail r mod k",
+       "P m c + (M-1) (ts + P m tau / k) + (N-P) m c", "railcoll (beyond seed 001)", {},
        build_smp_multileader},
       {"barrier", "dissemination", "dissemination: log2 N rounds, rank p signals p + 2^s",
        "ceil(log2 N) ts", "Hensgen, Finkel, Manber 1988", {}, barrier::build_dissemination},
+      {"barrier", "smp", "shared-memory flags inside a node, dissemination among node leaders",
+       "2 t_flag + ceil(log2 M) ts", "seed 001 §5.1 flags, seed 004 §4", {}, barrier::build_smp},
   };
   return table;
 }

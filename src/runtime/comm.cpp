@@ -91,6 +91,7 @@ Bootstrap bootstrap_from_env() {
       throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, std::string("RAILCOLL_TIMEOUT='") + t + "' is not a number of seconds");
     b.timeout = x;
   }
+  if (env("RAILCOLL_SPIN_US")) b.spin_seconds = env_int("RAILCOLL_SPIN_US", 0) * 1e-6;
   if (env("RAILCOLL_SHM_MIB")) b.shm_bytes = static_cast<uint64_t>(std::max(1, env_int("RAILCOLL_SHM_MIB", 256))) << 20;
   return b;
 }
@@ -727,13 +728,14 @@ struct Comm::Impl {
   // Blocks until cond() holds, making progress; spins briefly, then sleeps in poll
   // (16 ranks share 2 cores here: a spinning wait steals a peer's core).
   void wait_until(const std::function<bool()>& cond, bool node_counter, const std::function<std::string()>& what) {
-    double deadline = now_seconds() + boot.timeout;
+    double start = now_seconds(), deadline = start + boot.timeout;
     for (int spin = 0;; ++spin) {
       if (cond()) return;
       progress(0);
       if (cond()) return;
-      if (spin < 20) {
-        if (spin > 4) sched_yield();
+      // Spin, yielding the core, for a short budget (RAILCOLL_SPIN_US); then sleep.
+      if (spin < 4 || now_seconds() - start < boot.spin_seconds) {
+        if (spin >= 4) sched_yield();
         continue;
       }
       std::atomic<uint32_t>* flag = node_counter ? &shm->waiting[topo.local_rank(me)] : nullptr;

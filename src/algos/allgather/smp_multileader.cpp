@@ -1,17 +1,19 @@
 // SMP multi-leader all-gather (railcoll's own, beyond the papers).
 //
 // The SMP-aware algorithms of seed 001 drive all rails from one master per node,
-// so one process (one core, one memory path) feeds k NICs. Here each node has
-// L = min(k, P) leaders: local rank l drives rail l. After the shared-memory
-// gather (step 0) the node's blocks, as one byte string, are cut into L nearly
-// equal shares; leader l writes share l into the shared buffer of every other
-// node, one node per step (1-port Direct on its own rail), so all rails are
-// driven by different processes at once. Every process copies its own node's
+// so one process (one core, one memory path) feeds k NICs. Here every local rank
+// is a leader: local rank l drives rail l mod k. After the shared-memory gather
+// (step 0) the node's blocks, as one byte string, are cut into P nearly equal
+// shares; rank l writes share l into the shared buffer of every other node, one
+// node per step (1-port Direct on its rail), so all rails are driven by different
+// processes at once and the sockets' work is spread over all cores. (Measured on
+// the emulated cluster, 4 x 4 ranks, 2 rails: one leader per rail gave 81 ms at
+// 1 MiB per rank, every rank a leader 79 ms; 19.0 vs 17.8 ms at 256 KiB.) Every process copies its own node's
 // blocks out while the network works, then each other node's blocks as soon as
 // all their shares are in (one node counter per source node, in the order they
 // are sent), and a node sync ends the call.
-// With L < k leaders the shares are striped over the rails above the threshold.
-// Hockney: T = P m copy + (M-1) (ts + P m tau / L) + (N-P) m copy.
+// With fewer ranks than rails the shares are striped over the rails above the
+// threshold. Hockney: T = P m c + (M-1) (ts + P m tau / k) + (N-P) m c.
 #include "algos/allgather/common.hpp"
 
 namespace railcoll::allgather {
@@ -37,7 +39,7 @@ Schedule build_smp_multileader(const Topology& t, const BlockLayout& L, const Al
   ScheduleBuilder b("allgather", "smp_multileader", t, L, o);
   const int M = t.nnodes(), k = t.rails();
   enum { kGathered = 0, kDone = 1, kFrom = 2 };  // kFrom + q: a share of node q is in
-  auto leaders = [&](int n) { return std::min(k, t.node_size(n)); };
+  auto leaders = [&](int n) { return t.node_size(n); };  // every local rank
   std::vector<uint64_t> node_bytes(M, 0);
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> node_ranges(M);
   for (int n = 0; n < M; ++n) {
@@ -67,7 +69,7 @@ Schedule build_smp_multileader(const Topology& t, const BlockLayout& L, const Al
         std::vector<Segment> segs;
         for (auto& br : share)
           segs.push_back({b.shared(n, br.first, br.second - br.first), b.shared(q, br.first, br.second - br.first)});
-        int rail = nl == k ? l : b.rail_for(len, l);
+        int rail = nl >= k ? l % k : b.rail_for(len, l);
         b.put(r, dist, t.ranks_of(q)[l % leaders(q)], std::move(segs), rail, b.node_counter(q, kFrom + n));
         if (dist == 1) copy_runs_out(b, L, r, 1, own);  // overlap with the network
       }

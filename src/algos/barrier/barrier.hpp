@@ -4,4 +4,5 @@
 
 namespace railcoll::barrier {
 Schedule build_dissemination(const Topology&, const BlockLayout&, const AlgoOptions&);
+Schedule build_smp(const Topology&, const BlockLayout&, const AlgoOptions&);
 }  // namespace railcoll::barrier
