@@ -177,6 +177,13 @@ struct Plan {
 
 uint64_t key_of(int sender, int op) { return (static_cast<uint64_t>(sender) << 32) | static_cast<uint32_t>(op); }
 
+// A put into this node's shared buffer from a rank of the same node is a memcpy
+// by the sender, not a message; the receiver sees at most a Notify.
+bool memcpy_put(const Topology& t, int sender, const Op& op) {
+  return op.kind == OpKind::Put && t.same_node(sender, op.peer) && !op.segs.empty() &&
+         op.segs[0].dst.region == Region::Shared;
+}
+
 }  // namespace
 
 struct Comm::Impl {
@@ -546,12 +553,6 @@ struct Comm::Impl {
 
   // A Data or Notify frame for the current call: checks it against the plan and
   // returns where its payload goes.
-  // Whether a put reaches its receiver as a Data frame (else the sender memcpy'd
-  // it into this node's shared buffer and only a Notify comes).
-  bool put_is_frame(int sender, const Op& op) const {
-    return !(topo.same_node(sender, me) && !op.segs.empty() && op.segs[0].dst.region == Region::Shared);
-  }
-
   const Op& check_frame(Conn& c, const FrameHeader& h, int rail) {
     if (h.call_sig != plan->sig) {
       std::string theirs = "a different call";
@@ -564,7 +565,7 @@ struct Comm::Impl {
                             " is not a message to this rank in " + plan->what);
     const Op& op = *it->second;
     bool data = h.type == static_cast<uint16_t>(Frame::Data);
-    if (data != (op.kind == OpKind::Put && put_is_frame(h.sender, op)))
+    if (data != (op.kind == OpKind::Put && !memcpy_put(topo, h.sender, op)))
       protocol_error(c, "frame type does not match the schedule");
     if (data) {
       bool local = topo.same_node(h.sender, me);
@@ -817,7 +818,7 @@ struct Comm::Impl {
           for (auto& sg : op.segs) memmove(resolve(sg.dst), resolve(sg.src), sg.src.length);
           break;
         case OpKind::Put:
-          if (topo.same_node(op.peer, me) && !op.segs.empty() && op.segs[0].dst.region == Region::Shared) {
+          if (memcpy_put(topo, me, op)) {
             for (auto& sg : op.segs) memcpy(resolve(sg.dst), resolve(sg.src), sg.src.length);
             signal(op.counter, static_cast<int>(i), op.peer);
           } else {
@@ -961,11 +962,9 @@ const Schedule& Comm::schedule(const std::string& collective, const std::string&
         if (op.kind != OpKind::Put && op.kind != OpKind::Signal) continue;
         if (op.counter.on_node && op.counter.owner == node) ++p->node_increments[op.counter.index];
         if (r == me) continue;
-        // A put arrives as Data, or (memcpy'd into this node's shared buffer by a
-        // local sender) as a Notify when it increments this rank's counter.
-        bool memcpy_put = op.kind == OpKind::Put && t.same_node(r, me) && !op.segs.empty() &&
-                          op.segs[0].dst.region == Region::Shared;
-        if (op.kind == OpKind::Put && op.peer == me && (!memcpy_put || !op.counter.on_node))
+        // A put arrives as Data, or, memcpy'd by a local sender, as a Notify when
+        // it increments this rank's counter (a node counter it bumps itself).
+        if (op.kind == OpKind::Put && op.peer == me && (!memcpy_put(t, r, op) || !op.counter.on_node))
           p->incoming[key_of(r, static_cast<int>(i))] = &op;
         if (op.kind == OpKind::Signal) {
           const CounterRef& c = op.counter;
