@@ -90,6 +90,7 @@ JobResult run_job(const std::vector<RankProcess>& ranks, double grace_seconds, d
       res.failure = "cannot fork rank " + std::to_string(i) + ": " + strerror(errno);
       break;
     }
+    setpgid(pid, pid);  // also here: a signal right after fork must reach the group
     pids[i] = pid;
   }
 
