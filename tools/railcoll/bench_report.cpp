@@ -8,6 +8,10 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cstring>
+#include <iostream>
 
 #include "core/schedule_io.hpp"
 
@@ -137,6 +141,73 @@ void write_csv(const std::string& path, const std::vector<BenchRecord>& recs) {
     f << r.collective << "," << r.algorithm << "," << r.chosen << "," << r.bytes << "," << r.ranks << "," << r.nodes
       << "," << r.rails << "," << r.avg_us << "," << r.min_us << "," << r.max_us << "," << r.p50_us << ","
       << r.iterations << "," << (r.validated ? "true" : "false") << "\n";
+}
+
+namespace {
+const char* kPlotScript = R"PY(
+import json, sys
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+recs = json.load(open(sys.argv[1]))
+title = sys.argv[3] if len(sys.argv) > 3 else "allgather"
+fig, ax = plt.subplots(figsize=(10, 6.5))
+algos = []
+for r in recs:
+    if r["algorithm"] not in algos:
+        algos.append(r["algorithm"])
+for a in algos:
+    pts = sorted((r["bytes"], r.get("p50_us", r["avg_us"])) for r in recs if r["algorithm"] == a and r["bytes"] > 0)
+    if not pts:
+        continue
+    style = dict(lw=2.6, color="black") if a == "auto" else dict(lw=2.2, ls="--") if a.startswith("mpi:") else dict(lw=1.1, alpha=0.8)
+    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=a, **style)
+ax.set_xscale("log", base=2)
+ax.set_yscale("log")
+ax.set_xlabel("bytes per rank")
+ax.set_ylabel("median latency (us)")
+ax.set_title(title)
+ax.grid(True, which="both", alpha=0.3)
+ax.legend(fontsize=8, ncol=2)
+fig.tight_layout()
+fig.savefig(sys.argv[2], dpi=110)
+)PY";
+}  // namespace
+
+int run_command(const std::vector<std::string>& argv, std::string* captured) {
+  int pipefd[2] = {-1, -1};
+  if (captured && pipe(pipefd) != 0) return 127;
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (captured) dup2(pipefd[1], 1), close(pipefd[0]), close(pipefd[1]);
+    std::vector<char*> v;
+    for (auto& s : argv) v.push_back(const_cast<char*>(s.c_str()));
+    v.push_back(nullptr);
+    execvp(v[0], v.data());
+    fprintf(stderr, "railcoll: cannot run %s: %s\n", v[0], strerror(errno));
+    _exit(127);
+  }
+  if (captured) {
+    close(pipefd[1]);
+    char buf[4096];
+    for (ssize_t n; (n = read(pipefd[0], buf, sizeof buf)) > 0;) captured->append(buf, static_cast<size_t>(n));
+    close(pipefd[0]);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+
+bool write_plot(const std::vector<BenchRecord>& recs, const std::string& png, const std::string& title) {
+  std::string json = png + ".json", script = "/tmp/railcoll-plot-" + std::to_string(getpid()) + ".py";
+  write_json(json, recs);
+  std::ofstream(script) << kPlotScript;
+  int st = run_command({"python3", script, json, png, title});
+  unlink(script.c_str());
+  unlink(json.c_str());
+  if (st != 0) std::cerr << "railcoll: plotting failed (is matplotlib installed? make deps installs it)\n";
+  return st == 0;
 }
 
 }  // namespace railcoll::cli

@@ -35,5 +35,9 @@ std::string to_json_line(const BenchRecord& r);
 bool from_json_line(const std::string& line, BenchRecord* r);
 void write_json(const std::string& path, const std::vector<BenchRecord>& recs);
 void write_csv(const std::string& path, const std::vector<BenchRecord>& recs);
+// A log-log PNG of median latency vs size, one line per algorithm (matplotlib).
+bool write_plot(const std::vector<BenchRecord>& recs, const std::string& png, const std::string& title);
+// Runs a command and waits; with `captured`, its standard output is collected.
+int run_command(const std::vector<std::string>& argv, std::string* captured = nullptr);
 
 }  // namespace railcoll::cli

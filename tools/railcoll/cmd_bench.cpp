@@ -256,30 +256,6 @@ std::string self_exe() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "railcoll";
 }
 
-int run_command(const std::vector<std::string>& argv, std::string* captured = nullptr) {
-  int pipefd[2] = {-1, -1};
-  if (captured && pipe(pipefd) != 0) return 127;
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (captured) dup2(pipefd[1], 1), close(pipefd[0]), close(pipefd[1]);
-    std::vector<char*> v;
-    for (auto& s : argv) v.push_back(const_cast<char*>(s.c_str()));
-    v.push_back(nullptr);
-    execvp(v[0], v.data());
-    fprintf(stderr, "railcoll bench: cannot run %s: %s\n", v[0], strerror(errno));
-    _exit(127);
-  }
-  if (captured) {
-    close(pipefd[1]);
-    char buf[4096];
-    for (ssize_t n; (n = read(pipefd[0], buf, sizeof buf)) > 0;) captured->append(buf, static_cast<size_t>(n));
-    close(pipefd[0]);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 BenchContext read_context(const std::string& line) {
   BenchContext c;
   auto where = line.find(" where=");
@@ -302,34 +278,7 @@ BenchContext read_context(const std::string& line) {
   return c;
 }
 
-const char* kPlotScript = R"PY(
-import json, sys
-import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-recs = json.load(open(sys.argv[1]))
-title = sys.argv[3] if len(sys.argv) > 3 else "allgather"
-fig, ax = plt.subplots(figsize=(10, 6.5))
-algos = []
-for r in recs:
-    if r["algorithm"] not in algos:
-        algos.append(r["algorithm"])
-for a in algos:
-    pts = sorted((r["bytes"], r.get("p50_us", r["avg_us"])) for r in recs if r["algorithm"] == a and r["bytes"] > 0)
-    if not pts:
-        continue
-    style = dict(lw=2.6, color="black") if a == "auto" else dict(lw=2.2, ls="--") if a.startswith("mpi:") else dict(lw=1.1, alpha=0.8)
-    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=a, **style)
-ax.set_xscale("log", base=2)
-ax.set_yscale("log")
-ax.set_xlabel("bytes per rank")
-ax.set_ylabel("median latency (us)")
-ax.set_title(title)
-ax.grid(True, which="both", alpha=0.3)
-ax.legend(fontsize=8, ncol=2)
-fig.tight_layout()
-fig.savefig(sys.argv[2], dpi=110)
-)PY";
+
 
 int driver(const BenchOptions& o) {
   std::string self = self_exe();
@@ -417,17 +366,9 @@ int driver(const BenchOptions& o) {
   if (!o.json.empty()) write_json(o.json, recs), std::cout << "wrote " << o.json << "\n";
   if (!o.csv.empty()) write_csv(o.csv, recs), std::cout << "wrote " << o.csv << "\n";
   if (!o.plot.empty()) {
-    std::string json = o.json.empty() ? o.plot + ".json" : o.json;
-    if (o.json.empty()) write_json(json, recs);
-    std::string script = "/tmp/railcoll-plot-" + std::to_string(getpid()) + ".py";
-    std::ofstream(script) << kPlotScript;
     std::string title = "allgather, " + std::to_string(ctx.ranks) + " ranks on " + std::to_string(ctx.nodes) +
                         " nodes, " + std::to_string(ctx.rails) + " rails (" + ctx.where + ")";
-    int st = run_command({"python3", script, json, o.plot, title});
-    unlink(script.c_str());
-    if (o.json.empty()) unlink(json.c_str());
-    if (st == 0) std::cout << "wrote " << o.plot << "\n";
-    else std::cerr << "railcoll bench: plotting failed (is matplotlib installed? make deps installs it)\n";
+    if (write_plot(recs, o.plot, title)) std::cout << "wrote " << o.plot << "\n";
   }
   return 0;
 }

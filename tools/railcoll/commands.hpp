@@ -10,4 +10,5 @@ int cmd_verify(const std::vector<std::string>& args);
 int cmd_cluster(const std::vector<std::string>& args);  // cmd_cluster.cpp
 int cmd_run(const std::vector<std::string>& args);
 int cmd_bench(const std::vector<std::string>& args);
+int cmd_sim(const std::vector<std::string>& args);
 }  // namespace railcoll::cli

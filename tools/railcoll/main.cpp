@@ -23,6 +23,9 @@ const char* kUsage =
     "  bench allgather [--algo A|all|auto] [-m MIN:MAX] [-i N] [-x N] [-f] [-c] [--mpi]\n"
     "        [--json F] [--csv F] [--plot F] [-n N] [--ppn P] [--rails K] [--local]\n"
     "                                      OSU-style benchmark, side by side with Open MPI\n"
+    "  sim allgather --preset P [--algo A|all|auto] [-m MIN:MAX] [--ranks N --ppn P --rails K]\n"
+    "                                      the same tables, simulated on a model of a machine\n"
+    "  sim presets                         list the machine models\n"
     "  cluster up|status|down|run|mpirun   the emulated multi-rail cluster (railcoll cluster --help)\n"
     "\n"
     "Sizes take K, M, G suffixes (powers of 1024). Exit status: 0 ok, 1 a check\n"
@@ -45,6 +48,7 @@ int main(int argc, char** argv) {
     if (cmd == "cluster") return cmd_cluster(args);
     if (cmd == "run") return cmd_run(args);
     if (cmd == "bench") return cmd_bench(args);
+    if (cmd == "sim") return cmd_sim(args);
     std::cerr << "railcoll: unknown command '" << cmd << "' (railcoll --help lists them)\n";
     return 2;
   } catch (const UsageError& e) {

@@ -1,0 +1,149 @@
+#include "sim/machine.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "core/errors.hpp"
+
+namespace railcoll::sim {
+
+int Machine::hops(int a, int b) const {
+  if (a == b) return 0;
+  if (topology != "fattree" || fattree_arity < 2) return 1;
+  // k-ary n-tree: nodes meet at the level of their lowest common subtree; a path
+  // goes up and down, 2*level - 1 switches.
+  int level = 1;
+  for (long span = fattree_arity; a / span != b / span; span *= fattree_arity) ++level;
+  return 2 * level - 1;
+}
+
+namespace {
+
+std::string trim(const std::string& s) {
+  size_t a = s.find_first_not_of(" \t\r"), b = s.find_last_not_of(" \t\r");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+}  // namespace
+
+Machine parse_machine(const std::string& text, const std::string& origin) {
+  Machine m;
+  std::map<std::string, std::string> kv;
+  std::istringstream in(text);
+  int lineno = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++lineno;
+    std::string where = origin + ":" + std::to_string(lineno);
+    std::string t = trim(line);
+    if (t.empty() || t[0] == '#') {
+      if (m.description.empty() && t.size() > 1 && lineno == 1) m.description = trim(t.substr(1));
+      continue;
+    }
+    auto eq = t.find('='), hash = t.find('#');
+    if (eq == std::string::npos || (hash != std::string::npos && hash < eq))
+      throw InputError(where + ": expected 'key = value  # source: ...'");
+    std::string key = trim(t.substr(0, eq));
+    std::string value = trim(t.substr(eq + 1, hash == std::string::npos ? std::string::npos : hash - eq - 1));
+    std::string comment = hash == std::string::npos ? "" : trim(t.substr(hash + 1));
+    if (comment.rfind("source:", 0) != 0)
+      throw InputError(where + ": parameter '" + key + "' has no '# source: ...' (every value needs one)");
+    if (kv.count(key)) throw InputError(where + ": parameter '" + key + "' is given twice");
+    kv[key] = value;
+    m.sources[key] = trim(comment.substr(7));
+  }
+  std::set<std::string> used;
+  auto need = [&](const std::string& key) -> const std::string& {
+    auto it = kv.find(key);
+    if (it == kv.end()) throw InputError(origin + ": missing parameter '" + key + "'");
+    used.insert(key);
+    return it->second;
+  };
+  auto number = [&](const std::string& key, double lo, double hi, bool optional = false, double dflt = 0) {
+    if (optional && !kv.count(key)) return dflt;
+    const std::string& v = need(key);
+    char* end = nullptr;
+    double x = strtod(v.c_str(), &end);
+    if (v.empty() || *end) throw InputError(origin + ": parameter '" + key + "' is not a number: '" + v + "'");
+    if (!(x >= lo && x <= hi))
+      throw InputError(origin + ": parameter '" + key + "' = " + v + " is out of range [" + std::to_string(lo) + ", " +
+                       std::to_string(hi) + "]");
+    return x;
+  };
+  auto word = [&](const std::string& key, std::set<std::string> allowed, bool optional = false,
+                  const std::string& dflt = "") {
+    if (optional && !kv.count(key)) return dflt;
+    const std::string& v = need(key);
+    if (!allowed.count(v)) {
+      std::string list;
+      for (auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      throw InputError(origin + ": parameter '" + key + "' = '" + v + "' is not one of: " + list);
+    }
+    return v;
+  };
+  m.name = need("name");
+  m.nodes = static_cast<int>(number("nodes", 1, 1 << 20));
+  m.ppn = static_cast<int>(number("ppn", 1, 4096));
+  m.rails = static_cast<int>(number("rails", 1, 64));
+  m.topology = word("topology", {"crossbar", "fattree"});
+  if (m.topology == "fattree") m.fattree_arity = static_cast<int>(number("fattree_arity", 2, 1024));
+  m.switch_ports = static_cast<int>(number("switch_ports", 2, 4096, true, 0));
+  m.wire_latency_us = number("wire_latency_us", 0, 1e6);
+  m.hop_latency_us = number("hop_latency_us", 0, 1e6, true, 0);
+  m.send_overhead_us = number("send_overhead_us", 0, 1e6);
+  m.recv_overhead_us = number("recv_overhead_us", 0, 1e6);
+  m.gap_us = number("gap_us", 0, 1e6);
+  m.link_MBps = number("link_MBps", 1e-3, 1e9);
+  m.pci_MBps = number("pci_MBps", 1e-3, 1e9);
+  m.dma_engines = static_cast<int>(number("dma_engines", 1, 1024));
+  m.copy_MBps = number("copy_MBps", 1e-3, 1e9);
+  m.membus_MBps = number("membus_MBps", 1e-3, 1e9);
+  m.flag_latency_us = number("flag_latency_us", 0, 1e6);
+  m.intranode_put = word("intranode_put", {"nic", "shm"});
+  if (m.intranode_put == "nic") m.nic_loopback_MBps = number("nic_loopback_MBps", 1e-3, 1e9);
+  m.hw_multicast = word("hw_multicast", {"yes", "no"}, true, "no") == "yes";
+  m.hw_barrier = word("hw_barrier", {"yes", "no"}, true, "no") == "yes";
+  for (auto& k : kv)
+    if (!used.count(k.first) && k.first.rfind("hw_", 0) != 0 && k.first != "fattree_arity" &&
+        k.first != "nic_loopback_MBps")
+      throw InputError(origin + ": unknown parameter '" + k.first + "'");
+  return m;
+}
+
+std::string preset_dirs_text() {
+  std::string s;
+  if (const char* e = getenv("RAILCOLL_PRESETS")) s += std::string(e) + ":";
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  std::string exe = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+  std::string dir = exe.substr(0, exe.rfind('/'));
+  s += dir + "/../../presets:" + dir + "/../share/railcoll/presets:" + RAILCOLL_SOURCE_DIR "/presets";
+  return s;
+}
+
+Machine load_machine(const std::string& name_or_path) {
+  std::vector<std::string> candidates;
+  bool is_path = name_or_path.find('/') != std::string::npos ||
+                 (name_or_path.size() > 7 && name_or_path.substr(name_or_path.size() - 7) == ".preset");
+  if (is_path) {
+    candidates.push_back(name_or_path);
+  } else {
+    std::stringstream dirs(preset_dirs_text());
+    for (std::string d; std::getline(dirs, d, ':');)
+      if (!d.empty()) candidates.push_back(d + "/" + name_or_path + ".preset");
+  }
+  for (auto& path : candidates) {
+    std::ifstream f(path);
+    if (!f) continue;
+    std::stringstream text;
+    text << f.rdbuf();
+    return parse_machine(text.str(), path);
+  }
+  throw InputError("unknown preset '" + name_or_path + "' (railcoll sim presets lists them)");
+}
+
+}  // namespace railcoll::sim

@@ -1,0 +1,131 @@
+// railcoll sim allgather --preset P [--algo A|all|auto] [-m MIN:MAX] [--ranks N --ppn P --rails K]
+//                        [--stripe-threshold B] [--json F] [--csv F] [--plot F]
+// railcoll sim presets
+//
+// Runs railcoll's own schedules in virtual time on a model of a machine
+// (src/sim/) and prints the same tables as `railcoll bench`.
+#include <chrono>
+#include <iostream>
+
+#include "args.hpp"
+#include "bench_report.hpp"
+#include "commands.hpp"
+#include "core/registry.hpp"
+#include "core/select.hpp"
+#include "sim/engine.hpp"
+
+namespace railcoll::cli {
+
+namespace {
+
+int list_presets() {
+  std::cout << "preset search path: " << sim::preset_dirs_text() << "\n";
+  for (const char* name : {"qsnet2-4x4-dual", "elan4-128", "ib-128", "elan3-64", "asciq-1024"}) {
+    try {
+      sim::Machine m = sim::load_machine(name);
+      std::cout << "  " << name << ": " << m.nodes << " nodes x " << m.ppn << ", " << m.rails << " rail"
+                << (m.rails > 1 ? "s" : "") << ", " << m.topology << " — " << m.description << "\n";
+    } catch (const std::exception& e) {
+      std::cout << "  " << name << ": " << e.what() << "\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int cmd_sim(const std::vector<std::string>& argv) {
+  std::set<std::string> valued = kTopologyOptions;
+  valued.insert({"preset", "algo", "m", "json", "csv", "plot", "stripe-threshold", "concurrency"});
+  Args a(argv, {}, valued);
+  if (a.positional().size() == 1 && a.positional()[0] == "presets") return list_presets();
+  if (a.positional().size() != 1 || a.positional()[0] != "allgather")
+    throw UsageError("usage: railcoll sim allgather --preset P [--algo A|all|auto] [-m MIN:MAX] [--ranks N --ppn P "
+                     "--rails K] [--json F] [--csv F] [--plot F]; railcoll sim presets");
+  if (!a.has("preset")) throw UsageError("--preset NAME is required (railcoll sim presets lists them)");
+  sim::Machine m = sim::load_machine(a.str("preset"));
+
+  // The machine's full size unless the topology is given.
+  Topology topo;
+  if (a.has("ranks") || a.has("nodes") || a.has("node-map")) {
+    topo = topology_from(a);
+  } else {
+    int ppn = static_cast<int>(a.integer("ppn", m.ppn, 1, 1 << 16));
+    int rails = static_cast<int>(a.integer("rails", m.rails, 1, 64));
+    topo = Topology::from_ppn(m.nodes * ppn, ppn, rails);
+  }
+  std::string algo = a.str("algo", "all");
+  std::vector<std::string> algos;
+  if (algo == "all") {
+    for (auto& s : all_algorithms())
+      if (std::string(s.collective) == "allgather") algos.push_back(s.name);
+    algos.push_back("auto");
+  } else {
+    if (algo != "auto" && !find_algorithm("allgather", algo))
+      throw UsageError("unknown allgather algorithm '" + algo + "' (railcoll algos lists them)");
+    algos.push_back(algo);
+  }
+  uint64_t lo = 8, hi = 1 << 20;
+  if (a.has("m")) {
+    std::string mm = a.str("m");
+    auto colon = mm.find(':');
+    lo = colon == std::string::npos ? 8 : parse_size(mm.substr(0, colon), "-m");
+    hi = parse_size(colon == std::string::npos ? mm : mm.substr(colon + 1), "-m");
+    if (lo > hi) throw UsageError("-m MIN:MAX needs MIN <= MAX");
+  }
+  AlgoOptions opts;
+  opts.stripe_threshold = a.size("stripe-threshold", 1024);
+  std::vector<std::string> given;
+  if (a.has("concurrency")) {
+    opts.concurrency = static_cast<int>(a.integer("concurrency", 0, 1, 1 << 16));
+    given.push_back("concurrency");
+  }
+
+  BenchContext ctx;
+  ctx.ranks = topo.nranks();
+  ctx.nodes = topo.nnodes();
+  ctx.rails = topo.rails();
+  for (int n = 0; n < topo.nnodes(); ++n) ctx.ranks_per_node.push_back(topo.node_size(n));
+  ctx.max_ppn = topo.max_node_size();
+  ctx.rail_bits_per_s = m.nic_MBps() * 8e6;
+  ctx.where = "simulated: " + m.name;
+
+  std::vector<BenchRecord> recs;
+  uint64_t events = 0;
+  double sim_seconds = 0;  // simulation only, without building the schedules
+  for (auto& name : algos) {
+    print_table_header(std::cout, name, ctx, false, false);
+    for (uint64_t bytes = std::max<uint64_t>(lo, 1); bytes <= hi; bytes *= 2) {
+      std::string chosen = name == "auto" ? select_algorithm("allgather", topo, bytes) : name;
+      Schedule s = build_schedule("allgather", chosen, topo, std::vector<uint64_t>(topo.nranks(), bytes), opts,
+                                  chosen == "concurrent_exchange" ? given : std::vector<std::string>{});
+      auto t0 = std::chrono::steady_clock::now();
+      sim::SimResult r = sim::simulate(s, m);
+      sim_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      events += r.events;
+      BenchRecord rec;
+      rec.algorithm = name;
+      if (name == "auto") rec.chosen = chosen;
+      rec.bytes = bytes;
+      rec.ranks = ctx.ranks;
+      rec.nodes = ctx.nodes;
+      rec.rails = ctx.rails;
+      rec.iterations = 1;
+      rec.avg_us = r.avg_us;
+      rec.min_us = r.min_us;
+      rec.max_us = r.max_us;
+      rec.p50_us = r.max_us;  // deterministic: the slowest rank
+      print_table_row(std::cout, rec, false);
+      recs.push_back(rec);
+    }
+  }
+  print_summary(std::cout, recs, ctx);
+  std::cout << "simulated " << events << " events in " << sim_seconds << " s ("
+            << static_cast<uint64_t>(events / std::max(sim_seconds, 1e-9)) << " events/s, schedule building not counted)\n";
+  if (a.has("json")) write_json(a.str("json"), recs);
+  if (a.has("csv")) write_csv(a.str("csv"), recs);
+  if (a.has("plot")) write_plot(recs, a.str("plot"), "allgather simulated on " + m.name);
+  return 0;
+}
+
+}  // namespace railcoll::cli
