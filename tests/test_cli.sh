@@ -40,6 +40,12 @@ expect_usage_error "give only one of --ppn, --nodes and --node-map" show allgath
 expect_usage_error "option --rails needs a value" show allgather --algo bruck --ranks 4 --rails
 expect_usage_error "unknown command 'frob'" frob
 expect_usage_error "--all takes no other arguments" verify --all --ranks 3
+expect_usage_error "unknown preset 'nope'" sim allgather --preset nope
+expect_usage_error "--preset NAME is required" sim allgather --algo bruck
+expect_usage_error "do not fit preset 'qsnet2-4x4-dual'" sim allgather --preset qsnet2-4x4-dual --ranks 64 --ppn 4 --algo bruck
+bad=$(mktemp --suffix=.preset); printf 'name = x  # source: y\nnodes = 4\n' >"$bad"
+expect_usage_error "has no '# source: ...'" sim allgather --preset "$bad"
+rm -f "$bad"
 
 # algos: one line per algorithm, and valid JSON
 n=$("$RC" algos | grep -c '^  ')
@@ -65,6 +71,10 @@ assert all(o["rail"] == "stripe" for p in s["programs"] for o in p["ops"] if o["
 
 # text show ends with the totals
 "$RC" show allgather --algo smp_bruck --nodes 4,4,5 --rails 2 --bytes 300 | tail -4 | grep -q "^totals:" && ok || bad "show totals"
+
+# sim: every algorithm on a paper machine, with the bench-style summary
+"$RC" sim allgather --preset qsnet2-4x4-dual -m 8:64K | grep -q "^# Summary: allgather, 16 ranks on 4 nodes" && ok || bad "sim on qsnet2-4x4-dual"
+"$RC" sim presets | grep -c "nodes x" | grep -q "^5$" && ok || bad "sim presets lists the five paper machines"
 
 # verify one case
 "$RC" verify allgather --algo concurrent_exchange --ranks 24 --ppn 4 --rails 2 --concurrency 3 --bytes 13 | grep -q "^ok: " && ok || bad "verify one case"

@@ -20,15 +20,7 @@ struct Event {
 class Engine {
  public:
   Engine(const Schedule& s, const Machine& m) : s_(s), m_(m), t_(s.topo), N(t_.nranks()) {
-    if (t_.nnodes() > m.nodes)
-      throw InputError(std::to_string(t_.nnodes()) + " nodes do not fit preset '" + m.name + "' (" +
-                       std::to_string(m.nodes) + " nodes)");
-    if (t_.max_node_size() > m.ppn)
-      throw InputError(std::to_string(t_.max_node_size()) + " ranks on a node do not fit preset '" + m.name + "' (" +
-                       std::to_string(m.ppn) + " per node)");
-    if (t_.rails() > m.rails)
-      throw InputError(std::to_string(t_.rails()) + " rails do not fit preset '" + m.name + "' (" +
-                       std::to_string(m.rails) + ")");
+    check_fits(t_, m);
     int k = t_.rails();
     send_port_.assign(static_cast<size_t>(t_.nnodes()) * k, 0);
     recv_port_.assign(static_cast<size_t>(t_.nnodes()) * k, 0);
@@ -207,6 +199,18 @@ class Engine {
 };
 
 }  // namespace
+
+void check_fits(const Topology& t, const Machine& m) {
+  if (t.nnodes() > m.nodes)
+    throw InputError(std::to_string(t.nnodes()) + " nodes do not fit preset '" + m.name + "' (" +
+                     std::to_string(m.nodes) + " nodes)");
+  if (t.max_node_size() > m.ppn)
+    throw InputError(std::to_string(t.max_node_size()) + " ranks on a node do not fit preset '" + m.name + "' (" +
+                     std::to_string(m.ppn) + " per node)");
+  if (t.rails() > m.rails)
+    throw InputError(std::to_string(t.rails()) + " rails do not fit preset '" + m.name + "' (" +
+                     std::to_string(m.rails) + ")");
+}
 
 SimResult simulate(const Schedule& s, const Machine& m) { return Engine(s, m).run(); }
 

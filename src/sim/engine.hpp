@@ -33,8 +33,10 @@ struct SimResult {
   uint64_t events = 0;
 };
 
-// Throws InputError when the schedule does not fit the machine (more nodes,
+// Throws InputError when the topology does not fit the machine (more nodes,
 // ranks per node or rails than it has).
+void check_fits(const Topology& t, const Machine& m);
+// Checks the fit, then runs.
 SimResult simulate(const Schedule& s, const Machine& m);
 
 }  // namespace railcoll::sim

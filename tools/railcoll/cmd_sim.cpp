@@ -54,6 +54,7 @@ int cmd_sim(const std::vector<std::string>& argv) {
     int rails = static_cast<int>(a.integer("rails", m.rails, 1, 64));
     topo = Topology::from_ppn(m.nodes * ppn, ppn, rails);
   }
+  sim::check_fits(topo, m);  // before any output: no partial table pretending to be a result
   std::string algo = a.str("algo", "all");
   std::vector<std::string> algos;
   if (algo == "all") {
