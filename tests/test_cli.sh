@@ -76,6 +76,18 @@ assert all(o["rail"] == "stripe" for p in s["programs"] for o in p["ops"] if o["
 "$RC" sim allgather --preset qsnet2-4x4-dual -m 8:64K | grep -q "^# Summary: allgather, 16 ranks on 4 nodes" && ok || bad "sim on qsnet2-4x4-dual"
 "$RC" sim presets | grep -c "nodes x" | grep -q "^5$" && ok || bad "sim presets lists the five paper machines"
 
+# sim reproduce: one JSON record per compared quantity, with the documented fields
+json=$(mktemp)
+"$RC" sim reproduce all --json "$json" >/dev/null && python3 -c '
+import json, sys
+recs = json.load(open(sys.argv[1]))
+assert len(recs) >= 10
+for r in recs:
+    assert set(["paper", "figure", "quantity", "paper_value", "sim_value", "rel_error"]) <= set(r), r
+' "$json" && ok || bad "sim reproduce --json records"
+rm -f "$json"
+expect_usage_error "unknown reproduction 'seed009'" sim reproduce seed009
+
 # verify one case
 "$RC" verify allgather --algo concurrent_exchange --ranks 24 --ppn 4 --rails 2 --concurrency 3 --bytes 13 | grep -q "^ok: " && ok || bad "verify one case"
 

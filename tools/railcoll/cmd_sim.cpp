@@ -37,6 +37,7 @@ int list_presets() {
 int cmd_sim(const std::vector<std::string>& argv) {
   std::set<std::string> valued = kTopologyOptions;
   valued.insert({"preset", "algo", "m", "json", "csv", "plot", "stripe-threshold", "concurrency"});
+  if (!argv.empty() && argv[0] == "reproduce") return cmd_reproduce({argv.begin() + 1, argv.end()});
   Args a(argv, {}, valued);
   if (a.positional().size() == 1 && a.positional()[0] == "presets") return list_presets();
   if (a.positional().size() != 1 || a.positional()[0] != "allgather")

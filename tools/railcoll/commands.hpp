@@ -11,4 +11,5 @@ int cmd_cluster(const std::vector<std::string>& args);  // cmd_cluster.cpp
 int cmd_run(const std::vector<std::string>& args);
 int cmd_bench(const std::vector<std::string>& args);
 int cmd_sim(const std::vector<std::string>& args);
+int cmd_reproduce(const std::vector<std::string>& args);  // railcoll sim reproduce
 }  // namespace railcoll::cli
