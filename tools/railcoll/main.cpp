@@ -26,6 +26,8 @@ const char* kUsage =
     "  sim allgather --preset P [--algo A|all|auto] [-m MIN:MAX] [--ranks N --ppn P --rails K]\n"
     "                                      the same tables, simulated on a model of a machine\n"
     "  sim presets                         list the machine models\n"
+    "  goal export COLL --algo A --ranks N ... [-o FILE]   a schedule as LogGOPSim GOAL text\n"
+    "  goal import FILE [--rails K] [--preset P]         read GOAL (and simulate it)\n"
     "  cluster up|status|down|run|mpirun   the emulated multi-rail cluster (railcoll cluster --help)\n"
     "\n"
     "Sizes take K, M, G suffixes (powers of 1024). Exit status: 0 ok, 1 a check\n"
@@ -49,6 +51,7 @@ int main(int argc, char** argv) {
     if (cmd == "run") return cmd_run(args);
     if (cmd == "bench") return cmd_bench(args);
     if (cmd == "sim") return cmd_sim(args);
+    if (cmd == "goal") return cmd_goal(args);
     std::cerr << "railcoll: unknown command '" << cmd << "' (railcoll --help lists them)\n";
     return 2;
   } catch (const UsageError& e) {
