@@ -26,8 +26,7 @@ std::vector<std::string> split_at_dashes(const std::vector<std::string>& argv, s
   }
   return opts;
 }
-}  // namespace
-
+// Belt and braces: the runtime unlinks its segments as soon as they are mapped.
 void remove_job_shm(const std::string& job_id) {
   glob_t g{};
   std::string pattern = "/dev/shm/railcoll-" + job_id + "-*";
@@ -55,6 +54,8 @@ std::vector<launch::RankProcess> local_job(int n, int ppn, int rails, const std:
   }
   return ranks;
 }
+
+}  // namespace
 
 int cmd_run(const std::vector<std::string>& argv) {
   std::vector<std::string> prog;
