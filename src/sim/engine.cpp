@@ -12,8 +12,8 @@ namespace {
 struct Event {
   double t;
   uint64_t seq;
-  int kind;  // 0: rank step, 1: put part delivered, 2: counter increment
-  int a, b;  // step: rank; part: put id, -; increment: counter id, -
+  int kind;  // 0: rank step, 2: counter increment
+  int a, b;  // step: rank; increment: counter id
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
@@ -41,7 +41,6 @@ class Engine {
       heap_.pop();
       ++events_;
       if (e.kind == 0) step(e.a, e.t);
-      else if (e.kind == 1) part_delivered(e.a, e.t);
       else increment(e.a, e.t);
     }
     SimResult res;
@@ -58,10 +57,6 @@ class Engine {
   }
 
  private:
-  struct Put {
-    int counter, parts_left;
-  };
-
   void push(double t, int kind, int a, int b) { heap_.push({t, seq_++, kind, a, b}); }
 
   int counter_id(const CounterRef& c) const {
@@ -111,24 +106,23 @@ class Engine {
           t += m_.send_overhead_us;
           int peer_node = t_.node_of(op.peer);
           bool to_shared_here = peer_node == node && !op.segs.empty() && op.segs[0].dst.region == Region::Shared;
-          int put = static_cast<int>(puts_.size());
           if (to_shared_here || (peer_node == node && m_.intranode_put == "shm")) {
             // A memcpy into shared memory (and, to a private buffer, out again).
             double end = copy_time(node, t, op.bytes());
             if (!to_shared_here) end = copy_time(node, end, op.bytes());
-            puts_.push_back({counter_id(op.counter), 1});
-            push(end + m_.flag_latency_us, 1, put, 0);
+            push(end + m_.flag_latency_us + m_.recv_overhead_us, 2, counter_id(op.counter), 0);
             local_done_[r] = std::max(local_done_[r], end);
             return push(std::max(end, t), 0, r, 0);  // the sender does the copy
           }
-          auto parts = s_.rail_parts(op.rail, op.bytes());
-          puts_.push_back({counter_id(op.counter), static_cast<int>(parts.size())});
-          for (auto& p : parts) {
+          // Every part's arrival is known now: the put counts when the last one
+          // is in (one event per put, not one per part).
+          double last = t;
+          for (auto& p : s_.rail_parts(op.rail, op.bytes())) {
             double left = 0;
-            double arrive = transfer(node, peer_node, p.first, t, p.second, &left);
+            last = std::max(last, transfer(node, peer_node, p.first, t, p.second, &left));
             local_done_[r] = std::max(local_done_[r], left);
-            push(arrive, 1, put, 0);
           }
+          push(last + m_.recv_overhead_us, 2, counter_id(op.counter), 0);
           return push(t, 0, r, 0);
         }
         case OpKind::Signal: {
@@ -165,10 +159,6 @@ class Engine {
     if (finish_[r] < 0) finish_[r] = std::max(t, local_done_[r]);  // returns after its puts left
   }
 
-  void part_delivered(int put, double t) {
-    if (--puts_[put].parts_left == 0) push(t + m_.recv_overhead_us, 2, puts_[put].counter, 0);
-  }
-
   void increment(int id, double t) {
     ++counters_[id];
     auto& w = waiters_[id];
@@ -195,7 +185,6 @@ class Engine {
   std::vector<int> pc_;
   std::vector<uint64_t> counters_;
   std::vector<std::vector<int>> waiters_;
-  std::vector<Put> puts_;
 };
 
 }  // namespace
