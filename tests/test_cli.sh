@@ -74,7 +74,7 @@ assert all(o["rail"] == "stripe" for p in s["programs"] for o in p["ops"] if o["
 
 # sim: every algorithm on a paper machine, with the bench-style summary
 "$RC" sim allgather --preset qsnet2-4x4-dual -m 8:64K | grep -q "^# Summary: allgather, 16 ranks on 4 nodes" && ok || bad "sim on qsnet2-4x4-dual"
-"$RC" sim presets | grep -c "nodes x" | grep -q "^5$" && ok || bad "sim presets lists the five paper machines"
+"$RC" sim presets | grep -c "nodes x" | grep -q "^6$" && ok || bad "sim presets lists the five paper machines and the testbed"
 
 # sim reproduce: one JSON record per compared quantity, with the documented fields
 json=$(mktemp)

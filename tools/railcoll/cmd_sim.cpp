@@ -20,7 +20,7 @@ namespace {
 
 int list_presets() {
   std::cout << "preset search path: " << sim::preset_dirs_text() << "\n";
-  for (const char* name : {"qsnet2-4x4-dual", "elan4-128", "ib-128", "elan3-64", "asciq-1024"}) {
+  for (const char* name : {"qsnet2-4x4-dual", "elan4-128", "ib-128", "elan3-64", "asciq-1024", "testbed"}) {
     try {
       sim::Machine m = sim::load_machine(name);
       std::cout << "  " << name << ": " << m.nodes << " nodes x " << m.ppn << ", " << m.rails << " rail"

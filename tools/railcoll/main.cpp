@@ -28,6 +28,8 @@ const char* kUsage =
     "  sim presets                         list the machine models\n"
     "  goal export COLL --algo A --ranks N ... [-o FILE]   a schedule as LogGOPSim GOAL text\n"
     "  goal import FILE [--rails K] [--preset P]         read GOAL (and simulate it)\n"
+    "  calibrate [-o presets/testbed.preset] [--quick] [--local]   measure this cluster into a preset\n"
+    "  calibrate --compare SIM.json BENCH.json                       simulated vs measured: error, fastest\n"
     "  cluster up|status|down|run|mpirun   the emulated multi-rail cluster (railcoll cluster --help)\n"
     "\n"
     "Sizes take K, M, G suffixes (powers of 1024). Exit status: 0 ok, 1 a check\n"
@@ -52,6 +54,7 @@ int main(int argc, char** argv) {
     if (cmd == "bench") return cmd_bench(args);
     if (cmd == "sim") return cmd_sim(args);
     if (cmd == "goal") return cmd_goal(args);
+    if (cmd == "calibrate") return cmd_calibrate(args);
     std::cerr << "railcoll: unknown command '" << cmd << "' (railcoll --help lists them)\n";
     return 2;
   } catch (const UsageError& e) {

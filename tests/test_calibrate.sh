@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# railcoll calibrate: a quick calibration on a small emulated cluster gives a
+# preset the simulator accepts, and --compare computes the error and the
+# fastest-algorithm agreement of two hand-made record files. Needs root (the
+# cluster); skipped otherwise. Takes ~5 s.
+#   usage: test_calibrate.sh BUILD_BIN_DIR   (the directory with railcoll)
+set -u
+BIN=${1:?usage: test_calibrate.sh BUILD_BIN_DIR}
+if [ "$(id -u)" -ne 0 ]; then
+  echo "skipped: needs root"
+  echo "0 passed, 0 failed"
+  exit 0
+fi
+BIN=$(cd "$BIN" && pwd) || exit 1
+RC="$BIN/railcoll"
+pass=0 fail=0
+tmp=$(mktemp -d)
+# Whatever fails, the cluster goes down and the temp files go.
+trap '"$RC" cluster down >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+
+ok() { pass=$((pass + 1)); echo "ok: $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# expect STATUS NAME CMD...: CMD exits with STATUS (stdout in $tmp/out, stderr in $tmp/err).
+expect() {
+  local want=$1 name=$2
+  shift 2
+  timeout 120 "$@" >"$tmp/out" 2>"$tmp/err"
+  local st=$?
+  if [ "$st" -eq "$want" ]; then ok "$name"; else bad "$name: exit $st, expected $want: $(tail -c 600 "$tmp/err" | tr '\n' ' ')"; fi
+  return $((st != want))
+}
+# has NAME PATTERN: the last command's stdout matches the extended regex.
+has() {
+  if grep -Eq -- "$2" "$tmp/out"; then ok "$1"; else bad "$1: no /$2/ in: $(tail -c 600 "$tmp/out" | tr '\n' ' ')"; fi
+}
+
+# ---- calibration on a small cluster
+expect 0 "down before starting (idempotent)" "$RC" cluster down
+if expect 0 "up --nodes 2 --ppn 2 --rails 2" "$RC" cluster up --nodes 2 --ppn 2 --rails 2 --rate 1gbit; then
+  expect 0 "calibrate --quick -o $tmp/x.preset" "$RC" calibrate --quick -o "$tmp/x.preset"
+  has "says it ran on the cluster" "on the emulated cluster"
+  has "prints the preset path" "wrote $tmp/x.preset"
+  for key in name nodes ppn rails topology wire_latency_us hop_latency_us send_overhead_us recv_overhead_us gap_us \
+    link_MBps pci_MBps dma_engines copy_MBps membus_MBps flag_latency_us intranode_put; do
+    grep -Eq "^$key = [^ ]+ +# source: " "$tmp/x.preset" || bad "preset has no '$key = ...  # source:' line"
+  done
+  grep -Eq '^nodes = 2 ' "$tmp/x.preset" && grep -Eq '^ppn = 2 ' "$tmp/x.preset" && grep -Eq '^rails = 2 ' "$tmp/x.preset" &&
+    ok "shape 2 nodes x 2 ranks, 2 rails" || bad "shape: $(grep -E '^(nodes|ppn|rails) ' "$tmp/x.preset" | tr '\n' ' ')"
+  expect 0 "the simulator accepts the preset" "$RC" sim allgather --preset "$tmp/x.preset" --algo direct -m 8:8
+  expect 2 "--nodes-from-cluster with --local is refused" "$RC" calibrate --local --nodes-from-cluster -o "$tmp/y.preset"
+  expect 0 "down" "$RC" cluster down
+fi
+
+# ---- --compare on hand-made records: errors 25%, 20%, 50%, 100% -> median 37.5%;
+# fastest: direct at 8 B in both, direct vs bruck at 16 B -> 1 of 2 sizes. auto and
+# Open MPI records are ignored.
+rec() { echo "  {\"collective\":\"allgather\",\"algorithm\":\"$1\",\"bytes\":$2,\"ranks\":4,\"nodes\":2,\"rails\":2,\"avg_us\":$3,\"min_us\":$3,\"max_us\":$3,\"p50_us\":$3,\"iterations\":1,\"validated\":false}${4-}"; }
+{ echo "["; rec direct 8 10 ,; rec bruck 8 20 ,; rec direct 16 30 ,; rec bruck 16 40 ,; rec auto 16 1 ,; rec mpi:tuned 8 1; echo "]"; } >"$tmp/sim.json"
+{ echo "["; rec direct 8 8 ,; rec bruck 8 25 ,; rec direct 16 60 ,; rec bruck 16 20 ,; rec auto 16 99; echo "]"; } >"$tmp/bench.json"
+expect 0 "--compare" "$RC" calibrate --compare "$tmp/sim.json" "$tmp/bench.json"
+has "median error 37.5% over 4 pairs" "^median absolute relative error: 37.5% over 4 "
+has "same fastest algorithm at 1 of 2 sizes" "^same fastest algorithm: 1 of 2 sizes \(50%\)"
+expect 2 "--compare with one file is refused" "$RC" calibrate --compare "$tmp/sim.json"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

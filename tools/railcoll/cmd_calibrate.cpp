@@ -1,0 +1,525 @@
+// railcoll calibrate [--nodes-from-cluster] [-o FILE] [--local] [--quick] [-n N] [--ppn P] [--rails K]
+// railcoll calibrate --compare SIM.json BENCH.json
+//
+// Measures the LogP-style parameters of the simulator's machine model
+// (src/sim/machine.hpp) on the emulated cluster (or, when none is up, on local
+// processes) and writes them as the `testbed` preset, every value with the
+// measurement it came from. Like `railcoll bench`, the command launches itself:
+// the driver runs small jobs of `railcoll calibrate --worker --test T`, whose
+// rank 0 appends "key value..." lines to a records file. The ranks use only the
+// public C API. docs/calibration.md explains each measurement and its limits.
+#include <railcoll/railcoll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "args.hpp"
+#include "bench_report.hpp"
+#include "commands.hpp"
+
+namespace railcoll::cli {
+
+namespace {
+
+struct Options {
+  std::string out = "presets/testbed.preset", test, records;
+  bool local = false, quick = false, from_cluster = false;
+  int rail = -1;  // worker: measure this rail alone
+  int n = 8, ppn = 4, rails = 2;
+};
+
+double now_us() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double cpu_us() {  // the whole process: the runtime's work is done in the caller's thread
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// ------------------------------------------------------------------ worker --
+
+struct Worker {
+  railcoll_comm_t comm = nullptr;
+  int me = 0, N = 1;
+  std::ofstream rec;
+
+  void check(railcoll_status_t st, const std::string& what) {
+    if (st != RAILCOLL_OK) throw std::runtime_error(what + ": " + railcoll_last_error());
+  }
+  // Every rank's value; a collective "allreduce" built from the all-gather.
+  std::vector<double> gather(double x) {
+    std::vector<double> all(N);
+    check(railcoll_allgather(comm, &x, all.data(), sizeof x, nullptr), "collecting results");
+    return all;
+  }
+  double slowest(double x) {
+    auto v = gather(x);
+    return *std::max_element(v.begin(), v.end());
+  }
+  void put(const std::string& line) {
+    if (me == 0) rec << line << "\n" << std::flush;
+  }
+};
+
+// 2 ranks on 2 nodes: all-gather "direct" = one message each way per call.
+void test_p2p(Worker& w, bool quick) {
+  std::vector<uint64_t> sizes = {0, 8, 64, 512, 4096, 32768, 262144, 524288, 1 << 20, 2 << 20, 4 << 20};
+  if (quick) sizes = {0, 8, 64, 524288, 1 << 20, 2 << 20};
+  railcoll_call_opts_t direct{"direct", 0};
+  std::vector<unsigned char> send(4 << 20), recv(8 << 20);
+  for (uint64_t m : sizes) {
+    int trials = quick ? 5 : (m >= (1 << 20) ? 11 : 31);
+    std::vector<double> t;
+    for (int i = -2; i < trials; ++i) {  // 2 warm-up calls
+      w.check(railcoll_barrier(w.comm), "barrier");
+      double t0 = now_us();
+      w.check(railcoll_allgather(w.comm, send.data(), recv.data(), m, &direct), "direct all-gather");
+      double dt = w.slowest(now_us() - t0);  // a collective ends with its last rank
+      if (i >= 0) t.push_back(dt);
+    }
+    std::ostringstream l;
+    l << "p2p " << m << " " << median(t);
+    w.put(l.str());
+  }
+  // Back-to-back 8-byte calls: wall time and CPU time per call. The CPU time is
+  // what the hosts spend per message (one send and one receive per rank per call).
+  const int calls = quick ? 100 : 400;
+  std::vector<double> wall, cpu;
+  for (int i = 0; i < (quick ? 3 : 9); ++i) {
+    w.check(railcoll_barrier(w.comm), "barrier");
+    double t0 = now_us(), c0 = cpu_us();
+    for (int c = 0; c < calls; ++c)
+      w.check(railcoll_allgather(w.comm, send.data(), recv.data(), 8, &direct), "direct all-gather");
+    double dt = (now_us() - t0) / calls, dc = (cpu_us() - c0) / calls;
+    wall.push_back(w.slowest(dt));
+    auto cs = w.gather(dc);
+    cpu.push_back((cs[0] + cs[1]) / 2);
+  }
+  w.put("loop_wall " + std::to_string(median(wall)));
+  w.put("loop_cpu " + std::to_string(median(cpu)));
+}
+
+// The whole cluster: its shape, one process's memcpy rate, the aggregate rate of
+// node 0's processes copying at once, and of every process copying at once.
+void test_node(Worker& w, bool quick) {
+  int mine = getenv("RAILCOLL_LOCAL_SIZE") ? atoi(getenv("RAILCOLL_LOCAL_SIZE")) : 1;
+  auto locals = w.gather(mine);
+  int ppn0 = static_cast<int>(locals[0]);  // ranks are node-major: node 0 is ranks 0..ppn0-1
+  int ppn_max = static_cast<int>(*std::max_element(locals.begin(), locals.end()));
+  std::ostringstream shape;
+  shape << "shape " << railcoll_comm_nodes(w.comm) << " " << ppn_max << " " << railcoll_comm_rails(w.comm) << " "
+        << w.N << " " << (getenv("RAILCOLL_RAIL_RATE") ? getenv("RAILCOLL_RAIL_RATE") : "0");
+  w.put(shape.str());
+  // 16 MiB: the largest buffer a benchmarked all-gather touches (16 ranks x 1 MiB).
+  const size_t bytes = 16 << 20;
+  const int reps = quick ? 2 : 4;
+  std::vector<char> src(bytes, 1), dst(bytes, 2);
+  auto copy_round = [&](bool active) {  // returns this rank's busy time
+    w.check(railcoll_barrier(w.comm), "barrier");
+    double t0 = now_us();
+    if (active)
+      for (int r = 0; r < reps; ++r) {
+        memcpy(dst.data(), src.data(), bytes);
+        src[r] ^= dst[bytes - 1 - r];  // keep the copies from being optimised away
+      }
+    return active ? now_us() - t0 : 0.0;
+  };
+  std::vector<double> one, node, all;
+  for (int i = 0; i < (quick ? 3 : 7); ++i) {
+    one.push_back(bytes * reps / w.slowest(copy_round(w.me == 0)));
+    node.push_back(double(bytes) * reps * ppn0 / w.slowest(copy_round(w.me < ppn0)));
+    all.push_back(double(bytes) * reps * w.N / w.slowest(copy_round(true)));
+  }
+  w.put("copy " + std::to_string(median(one)));
+  w.put("membus_node " + std::to_string(median(node)));
+  w.put("membus_all " + std::to_string(median(all)));
+}
+
+// 2 ranks of one node: back-to-back SMP barriers. The SMP barrier is two flag
+// hops (arrive, release: src/algos/barrier/smp.cpp), so a flag is half a barrier.
+void test_flag(Worker& w, bool quick) {
+  const int calls = quick ? 200 : 1000;
+  std::vector<double> t;
+  for (int i = 0; i < (quick ? 3 : 9); ++i) {
+    w.check(railcoll_barrier(w.comm), "barrier");
+    double t0 = now_us();
+    for (int c = 0; c < calls; ++c) w.check(railcoll_barrier(w.comm), "barrier");
+    t.push_back(w.slowest((now_us() - t0) / calls));
+  }
+  w.put("barrier " + std::to_string(median(t)));
+}
+
+int worker(const Options& o) {
+  // One rail alone: keep only the o.rail-th entry of the launcher's rail list.
+  if (o.rail >= 0 && getenv("RAILCOLL_RAILS")) {
+    std::stringstream ss(getenv("RAILCOLL_RAILS"));
+    std::vector<std::string> list;
+    for (std::string x; std::getline(ss, x, ',');) list.push_back(x);
+    if (o.rail >= static_cast<int>(list.size())) {
+      std::cerr << "railcoll calibrate: no rail " << o.rail << " in RAILCOLL_RAILS\n";
+      return 1;
+    }
+    setenv("RAILCOLL_RAILS", list[o.rail].c_str(), 1);
+  }
+  setenv("RAILCOLL_BARRIER_ALGO", "smp", 1);  // the barrier the flag test models
+  Worker w;
+  if (railcoll_comm_init(&w.comm) != RAILCOLL_OK) {
+    std::cerr << "railcoll calibrate: " << railcoll_last_error() << "\n";
+    return 1;
+  }
+  w.me = railcoll_comm_rank(w.comm);
+  w.N = railcoll_comm_size(w.comm);
+  if (w.me == 0) w.rec.open(o.records, std::ios::app);
+  int rc = 0;
+  try {
+    if (o.test == "p2p") test_p2p(w, o.quick);
+    else if (o.test == "node") test_node(w, o.quick);
+    else if (o.test == "flag") test_flag(w, o.quick);
+    else throw std::runtime_error("unknown test '" + o.test + "'");
+  } catch (const std::exception& e) {
+    std::cerr << "railcoll calibrate: rank " << w.me << ": " << e.what() << "\n";
+    rc = 1;
+  }
+  railcoll_comm_destroy(w.comm);
+  return rc;
+}
+
+// ------------------------------------------------------------------ driver --
+
+std::string self_exe() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "railcoll";
+}
+
+// Runs one worker job and returns its records ("key" -> values, in order).
+std::multimap<std::string, std::vector<double>> run_job(const Options& o, bool cluster, const std::string& test,
+                                                          const std::vector<std::string>& cluster_args,
+                                                          const std::vector<std::string>& local_args, int rail = -1) {
+  std::string self = self_exe();
+  char tmpl[] = "/tmp/railcoll-calibrate-XXXXXX";
+  int fd = mkstemp(tmpl);
+  if (fd < 0) throw std::runtime_error("cannot create a temporary file");
+  close(fd);
+  std::vector<std::string> cmd = {self};
+  if (cluster) cmd.insert(cmd.end(), {"cluster", "run"});
+  else cmd.push_back("run");
+  const auto& extra = cluster ? cluster_args : local_args;
+  cmd.insert(cmd.end(), extra.begin(), extra.end());
+  cmd.insert(cmd.end(), {"--", self, "calibrate", "--worker", "--test", test, "--records", tmpl});
+  if (rail >= 0) cmd.insert(cmd.end(), {"--rail", std::to_string(rail)});
+  if (o.quick) cmd.push_back("--quick");
+  std::string out;
+  int rc = run_command(cmd, &out);
+  std::multimap<std::string, std::vector<double>> recs;
+  std::ifstream in(tmpl);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream l(line);
+    std::string key;
+    l >> key;
+    std::vector<double> v;
+    for (double x; l >> x;) v.push_back(x);
+    recs.emplace(key, v);
+  }
+  unlink(tmpl);
+  if (rc != 0) {
+    std::cerr << out;
+    throw std::runtime_error("the " + test + " job failed (status " + std::to_string(rc) + ")");
+  }
+  return recs;
+}
+
+struct Fit {
+  double a = 0, b = 0;  // time(m) = a + m / b: a in us, b in bytes/us = MB/s
+};
+
+// a: median time of the sizes <= 64 B; b: least-squares slope over sizes >= 512 KiB
+// (well above the token bucket's 128 KiB burst, which a smaller message passes at memory speed).
+Fit fit(const std::vector<std::pair<double, double>>& pts) {
+  Fit f;
+  std::vector<double> small;
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  int n = 0;
+  for (auto& p : pts) {
+    if (p.first <= 64) small.push_back(p.second);
+    if (p.first >= 524288) {
+      sx += p.first, sy += p.second, sxx += p.first * p.first, sxy += p.first * p.second, ++n;
+    }
+  }
+  f.a = median(small);
+  double slope = n >= 2 ? (n * sxy - sx * sy) / (n * sxx - sx * sx) : 0;
+  f.b = slope > 0 ? 1 / slope : 0;
+  return f;
+}
+
+std::string fmt(double x, int prec = 3) {
+  std::ostringstream o;
+  o << std::setprecision(prec) << std::fixed << x;
+  std::string s = o.str();
+  while (s.find('.') != std::string::npos && (s.back() == '0' || s.back() == '.')) {
+    bool dot = s.back() == '.';
+    s.pop_back();
+    if (dot) break;
+  }
+  return s;
+}
+
+int driver(const Options& o) {
+  std::string self = self_exe();
+  std::string status_text;  // captured only to keep it off the screen
+  bool cluster = !o.local && run_command({self, "cluster", "status"}, &status_text) == 0;
+  if (o.from_cluster && !cluster) throw UsageError("--nodes-from-cluster: no healthy emulated cluster is up");
+  std::string where;
+  if (cluster) {
+    where = "the emulated cluster (railcoll cluster run)";
+    std::cout << "railcoll calibrate: on " << where << "\n";
+  } else {
+    where = "local processes (railcoll run, pretend nodes over loopback)";
+    std::cout << "railcoll calibrate: no emulated cluster is up: local processes, " << o.n << " ranks, " << o.ppn
+              << " per pretend node, " << o.rails << " loopback rails\n";
+  }
+  auto S = [](int x) { return std::to_string(x); };
+
+  std::cout << "measuring the cluster's shape and memory copies (" << (cluster ? "every rank" : S(o.n) + " ranks")
+            << ") ...\n" << std::flush;
+  auto node = run_job(o, cluster, "node", {}, {"-n", S(o.n), "--ppn", S(o.ppn), "--rails", S(o.rails)});
+  auto get = [](const std::multimap<std::string, std::vector<double>>& r, const std::string& k) {
+    auto it = r.find(k);
+    if (it == r.end() || it->second.empty()) throw std::runtime_error("no '" + k + "' result from the workers");
+    return it->second;
+  };
+  auto shape = get(node, "shape");
+  int nodes = static_cast<int>(shape[0]), ppn = static_cast<int>(shape[1]), rails = static_cast<int>(shape[2]);
+  double rate_bps = shape.size() > 4 ? shape[4] : 0;
+  double copy = get(node, "copy")[0], membus = get(node, "membus_node")[0], membus_all = get(node, "membus_all")[0];
+
+  std::cout << "measuring a shared-memory flag (2 ranks of one node, SMP barriers) ...\n" << std::flush;
+  auto flag_rec = run_job(o, cluster, "flag", {"--layout", "2", "--rails", "1"}, {"-n", "2", "--rails", "1"});
+  double barrier = get(flag_rec, "barrier")[0], flag = barrier / 2;
+
+  // Per rail: 2 ranks on 2 nodes, the worker keeping only that rail.
+  std::vector<Fit> fits;
+  std::vector<double> loop_wall, loop_cpu;
+  std::vector<std::vector<std::pair<double, double>>> curves;
+  for (int r = 0; r <= rails; ++r) {  // r == rails: all rails at once (striped), for the table only
+    bool all = r == rails;
+    std::cout << "measuring point-to-point on " << (all ? "all " + S(rails) + " rails (striped)" : "rail " + S(r))
+              << " (2 ranks on 2 nodes, direct all-gather, 0 B - " << (o.quick ? "2" : "4") << " MiB) ...\n"
+              << std::flush;
+    // Several jobs: the two processes land on one core or on two, which changes
+    // small-message times by 2-3x (docs/calibration.md); the median over jobs is kept.
+    std::map<double, std::vector<double>> per_size;
+    for (int job = 0; job < (o.quick ? 1 : 3); ++job) {
+      auto p = run_job(o, cluster, "p2p", {"--layout", "1,1", "--rails", S(rails)},
+                       {"-n", "2", "--ppn", "1", "--rails", S(rails)}, all ? -1 : r);
+      for (auto it = p.lower_bound("p2p"); it != p.upper_bound("p2p"); ++it)
+        per_size[it->second[0]].push_back(it->second[1]);
+      if (!all) loop_wall.push_back(get(p, "loop_wall")[0]), loop_cpu.push_back(get(p, "loop_cpu")[0]);
+    }
+    std::vector<std::pair<double, double>> pts;
+    for (auto& [m, t] : per_size) pts.push_back({m, median(t)});
+    curves.push_back(pts);
+    fits.push_back(fit(pts));
+  }
+
+  // Derivations (docs/calibration.md). The model of one such call is
+  // copy(m) + o_s + L + m/bw + o_r: the fitted slope also contains the local copy.
+  std::vector<double> per_rail_a, per_rail_bw;
+  for (int r = 0; r < rails; ++r) {
+    per_rail_a.push_back(fits[r].a);
+    double inv = 1 / fits[r].b - 1 / copy;
+    per_rail_bw.push_back(inv > 0 ? 1 / inv : fits[r].b);
+  }
+  double a = median(per_rail_a), bw = median(per_rail_bw);
+  double host = median(loop_cpu);  // CPU per call per rank = o_s + o_r
+  double o_s = host / 2, o_r = host / 2;
+  double wire = std::max(0.0, a - o_s - o_r);
+
+  // The table.
+  std::cout << "\n# measured on " << where << ": " << nodes << " nodes x " << ppn << " ranks, " << rails << " rail"
+            << (rails > 1 ? "s" : "") << (rate_bps > 0 ? " at " + fmt(rate_bps / 1e6, 0) + " Mbit/s" : "") << "\n";
+  std::cout << "# point-to-point (2 ranks, direct all-gather, median of the slowest rank per call), us\n";
+  std::cout << std::left << std::setw(10) << "bytes";
+  for (int r = 0; r <= rails; ++r) std::cout << std::right << std::setw(14) << (r == rails ? "all rails" : "rail " + S(r));
+  std::cout << "\n";
+  for (size_t i = 0; i < curves[0].size(); ++i) {
+    std::cout << std::left << std::setw(10) << static_cast<uint64_t>(curves[0][i].first);
+    for (auto& c : curves) std::cout << std::right << std::setw(14) << (i < c.size() ? fmt(c[i].second, 2) : "-");
+    std::cout << "\n";
+  }
+  std::cout << std::left << std::setw(10) << "fit a us";
+  for (auto& f : fits) std::cout << std::right << std::setw(14) << fmt(f.a, 2);
+  std::cout << "\n" << std::left << std::setw(10) << "fit MB/s";
+  for (auto& f : fits) std::cout << std::right << std::setw(14) << fmt(f.b, 1);
+  std::cout << "\n\n";
+  std::cout << "8-byte calls back to back: " << fmt(median(loop_wall), 2) << " us per call, " << fmt(host, 2)
+            << " us CPU per call per rank\n";
+  std::cout << "memcpy 16 MiB: one process " << fmt(copy, 0) << " MB/s; node 0's " << ppn << " at once "
+            << fmt(membus, 0) << " MB/s; all " << static_cast<int>(shape[3]) << " ranks at once " << fmt(membus_all, 0)
+            << " MB/s (" << fmt(membus_all / nodes, 0) << " per node)\n";
+  std::cout << "SMP barrier, 2 ranks of one node: " << fmt(barrier, 2) << " us\n\n";
+
+  // The preset, in the format of src/sim/machine.cpp.
+  char date[32];
+  time_t t = time(nullptr);
+  strftime(date, sizeof date, "%Y-%m-%d", localtime(&t));
+  std::string src = std::string("source: measured by railcoll calibrate on ") + date + ": ";
+  std::string p2p = "2-rank direct all-gather between 2 nodes, 0 B-" + std::string(o.quick ? "2" : "4") +
+                    " MiB, median of the slowest rank over " + (o.quick ? "5" : "11-31") +
+                    " barrier-separated calls, median over " + (o.quick ? "1 job" : "3 jobs");
+  std::vector<std::pair<std::string, std::string>> kv = {
+      {"name = testbed", "source: railcoll calibrate"},
+      {"nodes = " + S(nodes), src + "the calibration job's communicator (railcoll_comm_nodes)"},
+      {"ppn = " + S(ppn), src + "RAILCOLL_LOCAL_SIZE of the calibration job's ranks"},
+      {"rails = " + S(rails), src + "railcoll_comm_rails of the calibration job"},
+      {"topology = crossbar", src + "not measured: one bridge per rail (docs/cluster.md)"},
+      {"wire_latency_us = " + fmt(wire), src + "fit intercept a = " + fmt(a, 2) + " us (median of the 0-64 B times, " +
+                                              p2p + ", median over rails) minus (send_overhead_us + recv_overhead_us)"},
+      {"hop_latency_us = 0", src + "not measured: one switch (bridge) per rail"},
+      {"send_overhead_us = " + fmt(o_s), src + "half the process CPU time per call per rank of 8-byte 2-rank direct "
+                                               "all-gathers back to back (" + fmt(host, 2) +
+                                               " us = one send + one receive; even split assumed)"},
+      {"recv_overhead_us = " + fmt(o_r), src + "the other half of the same CPU time per call (even split assumed)"},
+      {"gap_us = " + fmt(o_s), src + "assumed equal to send_overhead_us: the NIC is the sending CPU's TCP stack, so "
+                                     "a rail takes the next message when the last send call is done"},
+      {"link_MBps = " + fmt(bw, 1), src + "1 / (fitted slope - 1/copy_MBps): least squares over 512 KiB-" +
+                                        (o.quick ? "2" : "4") + " MiB, " + p2p + ", median over rails; fitted b = " +
+                                        fmt(median([&] { std::vector<double> v; for (int r = 0; r < rails; ++r) v.push_back(fits[r].b); return v; }()), 1) +
+                                        " MB/s"},
+      {"pci_MBps = " + fmt(bw, 1), src + "not measured separately: equal to link_MBps"},
+      {"dma_engines = 1", src + "not measured: one TCP socket per peer and rail, no DMA engine"},
+      {"copy_MBps = " + fmt(copy, 0), src + "memcpy of 16 MiB buffers by one process, median of trials"},
+      {"membus_MBps = " + fmt(membus, 0), src + "aggregate memcpy rate of node 0's " + S(ppn) +
+                                              " processes copying 16 MiB at once, median of trials"},
+      {"flag_latency_us = " + fmt(flag), src + "half a 2-rank SMP barrier on one node (" + fmt(barrier, 2) +
+                                             " us, back-to-back barriers; the barrier is two flag hops)"},
+      {"intranode_put = shm", src + "not measured: the runtime copies through shared memory inside a node"},
+  };
+  std::ostringstream text;
+  text << "# testbed: " << where << ", " << nodes << " nodes x " << ppn << " ranks, " << rails << " rails"
+       << (rate_bps > 0 ? " at " + fmt(rate_bps / 1e6, 0) + " Mbit/s" : "") << ", measured by railcoll calibrate on "
+       << date << (o.quick ? " (--quick)" : "") << "\n";
+  for (auto& [line, source] : kv) text << line << "    # " << source << "\n";
+  std::ofstream f(o.out);
+  if (!(f << text.str())) throw std::runtime_error("cannot write " + o.out);
+  f.close();
+  std::cout << "preset parameters:\n";
+  for (auto& [line, source] : kv) std::cout << "  " << line << "\n";
+  std::cout << "wrote " << o.out << "\n";
+  return 0;
+}
+
+// ----------------------------------------------------------------- compare --
+
+std::vector<BenchRecord> read_records(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("cannot read '" + path + "'");
+  std::vector<BenchRecord> v;
+  for (std::string line; std::getline(in, line);) {
+    BenchRecord r;
+    if (from_json_line(line, &r)) v.push_back(r);
+  }
+  if (v.empty()) throw UsageError("'" + path + "' has no records");
+  return v;
+}
+
+// Median |sim - bench| / bench over every (algorithm, size) in both files, and
+// the share of sizes where both have the same fastest algorithm. "auto" (a copy
+// of the algorithm it chose) and Open MPI records are left out.
+int compare(const std::string& sim_path, const std::string& bench_path) {
+  std::map<std::pair<uint64_t, std::string>, double> sim, bench;
+  auto load = [](const std::string& p, std::map<std::pair<uint64_t, std::string>, double>* m) {
+    for (auto& r : read_records(p))
+      if (r.algorithm != "auto" && r.algorithm.rfind("mpi:", 0) != 0 && r.p50_us > 0) (*m)[{r.bytes, r.algorithm}] = r.p50_us;
+  };
+  load(sim_path, &sim);
+  load(bench_path, &bench);
+  std::vector<double> errs;
+  std::map<uint64_t, std::pair<std::string, double>> best_sim, best_bench;
+  std::map<uint64_t, std::vector<double>> size_errs;
+  for (auto& [key, b] : bench) {
+    auto it = sim.find(key);
+    if (it == sim.end()) continue;
+    double e = std::fabs(it->second - b) / b;
+    errs.push_back(e);
+    size_errs[key.first].push_back(e);
+    auto upd = [&](std::map<uint64_t, std::pair<std::string, double>>& best, double t) {
+      auto bi = best.find(key.first);
+      if (bi == best.end() || t < bi->second.second) best[key.first] = {key.second, t};
+    };
+    upd(best_sim, it->second);
+    upd(best_bench, b);
+  }
+  if (errs.empty()) throw UsageError("no (algorithm, size) is in both files");
+  std::cout << std::left << std::setw(10) << "bytes" << std::setw(28) << "fastest simulated" << std::setw(28)
+            << "fastest measured" << "median error\n";
+  int agree = 0;
+  for (auto& [bytes, s] : best_sim) {
+    bool same = s.first == best_bench[bytes].first;
+    agree += same;
+    std::cout << std::left << std::setw(10) << bytes << std::setw(28) << s.first << std::setw(28)
+              << best_bench[bytes].first + (same ? "" : " *") << fmt(100 * median(size_errs[bytes]), 1) << "%\n";
+  }
+  std::cout << "median absolute relative error: " << fmt(100 * median(errs), 1) << "% over " << errs.size()
+            << " (algorithm, size) pairs\n";
+  std::cout << "same fastest algorithm: " << agree << " of " << best_sim.size() << " sizes ("
+            << fmt(100.0 * agree / best_sim.size(), 1) << "%)\n";
+  return 0;
+}
+
+}  // namespace
+
+int cmd_calibrate(const std::vector<std::string>& argv) {
+  Args a(argv, {"nodes-from-cluster", "local", "quick", "worker", "compare"},
+         {"o", "test", "records", "rail", "n", "ppn", "rails"});
+  const char* usage =
+      "usage: railcoll calibrate [--nodes-from-cluster] [-o FILE] [--local] [--quick] [-n N] [--ppn P] [--rails K]; "
+      "railcoll calibrate --compare SIM.json BENCH.json";
+  if (a.flag("compare")) {
+    if (a.positional().size() != 2) throw UsageError(usage);
+    return compare(a.positional()[0], a.positional()[1]);
+  }
+  if (!a.positional().empty()) throw UsageError(usage);
+  Options o;
+  o.out = a.str("o", o.out);
+  o.local = a.flag("local");
+  o.quick = a.flag("quick");
+  o.from_cluster = a.flag("nodes-from-cluster");
+  if (o.local && o.from_cluster) throw UsageError("give only one of --local and --nodes-from-cluster");
+  o.n = static_cast<int>(a.integer("n", 8, 2, 512));
+  o.ppn = static_cast<int>(a.integer("ppn", 4, 1, 512));
+  o.rails = static_cast<int>(a.integer("rails", 2, 1, 8));
+  if (a.flag("worker")) {
+    o.test = a.str("test");
+    o.records = a.str("records");
+    o.rail = static_cast<int>(a.integer("rail", -1, 0, 63));
+    return worker(o);
+  }
+  try {
+    return driver(o);
+  } catch (const std::runtime_error& e) {
+    if (dynamic_cast<const UsageError*>(&e)) throw;
+    std::cerr << "railcoll calibrate: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace railcoll::cli
