@@ -145,3 +145,27 @@ TEST(Sim, FatTreeHops) {
   EXPECT_EQ(m.hops(0, 4), 3);   // up one level and down
   EXPECT_EQ(m.hops(0, 16), 5);  // two levels
 }
+
+// Cores as a contended resource: with one core for the whole machine the host
+// work of all ranks (copies, overheads, wake-ups) queues, so a collective takes
+// longer than with a core per process; a wake-up cost is paid by a rank that
+// slept in a wait.
+TEST(Sim, CpuContention) {
+  Machine free = test_machine();
+  Machine one = free, waking = free;
+  one.cores = 1;
+  one.cores_machine_wide = true;
+  waking = one;
+  waking.wakeup_us = 100;
+  Topology t = Topology::from_ppn(8, 4, 2);
+  Schedule s = allgather("smp_direct", t, 4096);
+  double f = simulate(s, free).max_us, o = simulate(s, one).max_us, w = simulate(s, waking).max_us;
+  EXPECT_GT(o, f);
+  EXPECT_GE(w, o + 100);  // at least one wake-up on the critical path
+  // Without contention the keys change nothing: cores >= ranks per pool.
+  Machine plenty = free;
+  plenty.cores = 8;
+  plenty.cores_machine_wide = true;
+  plenty.wakeup_us = 100;
+  EXPECT_DOUBLE_EQ(simulate(s, plenty).max_us, f);
+}

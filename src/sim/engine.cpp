@@ -12,8 +12,8 @@ namespace {
 struct Event {
   double t;
   uint64_t seq;
-  int kind;  // 0: rank step, 2: counter increment
-  int a, b;  // step: rank; increment: counter id
+  int kind;  // 0: rank step, 1: put arrived (receive work), 2: counter increment
+  int a, b;  // step: rank; arrived: counter id, receiving node; increment: counter id
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
@@ -25,6 +25,12 @@ class Engine {
     send_port_.assign(static_cast<size_t>(t_.nnodes()) * k, 0);
     recv_port_.assign(static_cast<size_t>(t_.nnodes()) * k, 0);
     membus_.assign(t_.nnodes(), 0);
+    // One pool of cores per node, or one for the machine; contention matters only
+    // when a pool has fewer cores than the processes it serves.
+    int cores = m.cores > 0 ? m.cores : m.ppn;
+    int pools = m.cores_machine_wide ? 1 : t_.nnodes();
+    cores_.assign(pools, std::vector<double>(cores, 0));
+    contended_ = m.cores > 0 && (m.cores_machine_wide ? cores < N : cores < t_.max_node_size());
     pc_.assign(N, 0);
     local_done_.assign(N, 0);
     finish_.assign(N, -1);
@@ -41,6 +47,7 @@ class Engine {
       heap_.pop();
       ++events_;
       if (e.kind == 0) step(e.a, e.t);
+      else if (e.kind == 1) push(cpu(e.b, e.t, m_.recv_overhead_us), 2, e.a, 0);
       else increment(e.a, e.t);
     }
     SimResult res;
@@ -64,9 +71,19 @@ class Engine {
                      : c.owner * std::max(1, s_.rank_counters) + c.index;
   }
 
+  // `d` us of host work on `node` from t: it waits for the first free core of
+  // its pool (the work is requested in time order). Without contention, t + d.
+  double cpu(int node, double t, double d) {
+    if (!contended_) return t + d;
+    auto& pool = cores_[m_.cores_machine_wide ? 0 : node];
+    auto core = std::min_element(pool.begin(), pool.end());
+    *core = std::max(*core, t) + d;
+    return *core;
+  }
+
   // A node's copy of `bytes`, starting at t; returns when it ends.
   double copy_time(int node, double t, uint64_t bytes) {
-    double alone = t + bytes / m_.copy_MBps;
+    double alone = cpu(node, t, bytes / m_.copy_MBps);
     membus_[node] = std::max(membus_[node], t) + bytes / m_.membus_MBps;
     return std::max(alone, membus_[node]);
   }
@@ -103,14 +120,14 @@ class Engine {
         }
         case OpKind::Put: {
           ++pc_[r];
-          t += m_.send_overhead_us;
+          t = cpu(node, t, m_.send_overhead_us);
           int peer_node = t_.node_of(op.peer);
           bool to_shared_here = peer_node == node && !op.segs.empty() && op.segs[0].dst.region == Region::Shared;
           if (to_shared_here || (peer_node == node && m_.intranode_put == "shm")) {
             // A memcpy into shared memory (and, to a private buffer, out again).
             double end = copy_time(node, t, op.bytes());
             if (!to_shared_here) end = copy_time(node, end, op.bytes());
-            push(end + m_.flag_latency_us + m_.recv_overhead_us, 2, counter_id(op.counter), 0);
+            arrive(end + m_.flag_latency_us, peer_node, counter_id(op.counter));
             local_done_[r] = std::max(local_done_[r], end);
             return push(std::max(end, t), 0, r, 0);  // the sender does the copy
           }
@@ -122,7 +139,7 @@ class Engine {
             last = std::max(last, transfer(node, peer_node, p.first, t, p.second, &left));
             local_done_[r] = std::max(local_done_[r], left);
           }
-          push(last + m_.recv_overhead_us, 2, counter_id(op.counter), 0);
+          arrive(last, peer_node, counter_id(op.counter));
           return push(t, 0, r, 0);
         }
         case OpKind::Signal: {
@@ -133,9 +150,8 @@ class Engine {
             push(t + m_.flag_latency_us, 2, counter_id(c), 0);
           } else {
             double left = 0;
-            t += m_.send_overhead_us;
-            double arrive = transfer(node, target_node, 0, t, 0, &left);
-            push(arrive + m_.recv_overhead_us, 2, counter_id(c), 0);
+            t = cpu(node, t, m_.send_overhead_us);
+            arrive(transfer(node, target_node, 0, t, 0, &left), target_node, counter_id(c));
             return push(t, 0, r, 0);
           }
           break;
@@ -159,6 +175,14 @@ class Engine {
     if (finish_[r] < 0) finish_[r] = std::max(t, local_done_[r]);  // returns after its puts left
   }
 
+  // A put or signal has arrived at `node` at t: its receive overhead is host
+  // work there (an event of its own only when cores are contended, so that the
+  // work is claimed in time order; otherwise one event per put).
+  void arrive(double t, int node, int counter) {
+    if (contended_) push(t, 1, counter, node);
+    else push(t + m_.recv_overhead_us, 2, counter, 0);
+  }
+
   void increment(int id, double t) {
     ++counters_[id];
     auto& w = waiters_[id];
@@ -168,7 +192,8 @@ class Engine {
       if (counters_[id] >= op.value) {
         w[i] = w.back();
         w.pop_back();
-        push(t, 0, r, 0);
+        // A process that slept in its wait needs a core to wake up on.
+        push(contended_ ? cpu(t_.node_of(r), t, m_.wakeup_us) : t, 0, r, 0);
       } else {
         ++i;
       }
@@ -183,6 +208,8 @@ class Engine {
   uint64_t seq_ = 0, events_ = 0;
   std::vector<double> send_port_, recv_port_, membus_, local_done_, finish_;
   std::vector<int> pc_;
+  std::vector<std::vector<double>> cores_;
+  bool contended_ = false;
   std::vector<uint64_t> counters_;
   std::vector<std::vector<int>> waiters_;
 };

@@ -105,6 +105,9 @@ Machine parse_machine(const std::string& text, const std::string& origin) {
   m.flag_latency_us = number("flag_latency_us", 0, 1e6);
   m.intranode_put = word("intranode_put", {"nic", "shm"});
   if (m.intranode_put == "nic") m.nic_loopback_MBps = number("nic_loopback_MBps", 1e-3, 1e9);
+  m.cores = static_cast<int>(number("cores", 1, 1 << 20, true, 0));
+  m.cores_machine_wide = word("cores_shared_by", {"node", "machine"}, true, "node") == "machine";
+  m.wakeup_us = number("wakeup_us", 0, 1e6, true, 0);
   m.hw_multicast = word("hw_multicast", {"yes", "no"}, true, "no") == "yes";
   m.hw_barrier = word("hw_barrier", {"yes", "no"}, true, "no") == "yes";
   for (auto& k : kv)

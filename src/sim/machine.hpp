@@ -27,6 +27,12 @@ struct Machine {
   std::string intranode_put = "shm";  // nic (RDMA loopback) | shm
   double nic_loopback_MBps = 0;
   bool hw_multicast = false, hw_barrier = false;
+  // CPU contention (optional; by default every process has a core): host work
+  // (copies, send and receive overheads, wake-ups) queues for `cores` cores,
+  // per node or shared by the whole machine (an emulated cluster on one host).
+  int cores = 0;                     // 0: ppn per node
+  bool cores_machine_wide = false;   // cores_shared_by = machine
+  double wakeup_us = 0;              // CPU time to wake a process blocked in a wait
   std::map<std::string, std::string> sources;  // key -> "# source:" text
 
   double nic_MBps() const { return link_MBps < pci_MBps ? link_MBps : pci_MBps; }

@@ -9,6 +9,8 @@
 // rank 0 appends "key value..." lines to a records file. The ranks use only the
 // public C API. docs/calibration.md explains each measurement and its limits.
 #include <railcoll/railcoll.h>
+#include <sched.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -282,6 +284,39 @@ std::string fmt(double x, int prec = 3) {
   return s;
 }
 
+// Wake-up cost of a process blocked in a wait: two processes pinned to one core
+// bounce a byte through pipes; each round trip wakes each of them once.
+double measure_wakeup_us(bool quick) {
+  std::vector<double> trials;
+  for (int trial = 0; trial < (quick ? 1 : 3); ++trial) {
+    int a[2], b[2];
+    if (pipe(a) != 0 || pipe(b) != 0) return 0;
+    const int rounds = quick ? 2000 : 20000;
+    pid_t pid = fork();
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    sched_setaffinity(0, sizeof one, &one);  // in both processes: they share core 0
+    char c = 0;
+    if (pid == 0) {
+      for (int i = 0; i < rounds; ++i)
+        if (read(a[0], &c, 1) != 1 || write(b[1], &c, 1) != 1) _exit(1);
+      _exit(0);
+    }
+    double t0 = now_us();
+    for (int i = 0; i < rounds; ++i)
+      if (write(a[1], &c, 1) != 1 || read(b[0], &c, 1) != 1) break;
+    trials.push_back((now_us() - t0) / rounds / 2);
+    waitpid(pid, nullptr, 0);
+    for (int fd : {a[0], a[1], b[0], b[1]}) close(fd);
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    for (int i = 0; i < CPU_SETSIZE; ++i) CPU_SET(i, &all);
+    sched_setaffinity(0, sizeof all, &all);
+  }
+  return median(trials);
+}
+
 int driver(const Options& o) {
   std::string self = self_exe();
   std::string status_text;  // captured only to keep it off the screen
@@ -385,6 +420,7 @@ int driver(const Options& o) {
   std::string p2p = "2-rank direct all-gather between 2 nodes, 0 B-" + std::string(o.quick ? "2" : "4") +
                     " MiB, median of the slowest rank over " + (o.quick ? "5" : "11-31") +
                     " barrier-separated calls, median over " + (o.quick ? "1 job" : "3 jobs");
+  double wakeup = measure_wakeup_us(o.quick);
   std::vector<std::pair<std::string, std::string>> kv = {
       {"name = testbed", "source: railcoll calibrate"},
       {"nodes = " + S(nodes), src + "the calibration job's communicator (railcoll_comm_nodes)"},
@@ -412,6 +448,10 @@ int driver(const Options& o) {
       {"flag_latency_us = " + fmt(flag), src + "half a 2-rank SMP barrier on one node (" + fmt(barrier, 2) +
                                              " us, back-to-back barriers; the barrier is two flag hops)"},
       {"intranode_put = shm", src + "not measured: the runtime copies through shared memory inside a node"},
+      {"cores = " + S(static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN))), src + "online processors of the host (sysconf)"},
+      {"cores_shared_by = machine", src + "every emulated node (a namespace, or a pretend node) runs on this one host"},
+      {"wakeup_us = " + fmt(wakeup), src + "half the round trip of a 1-byte pipe ping-pong between two processes pinned "
+                                           "to one core (each round trip wakes each once), median of trials"},
   };
   std::ostringstream text;
   text << "# testbed: " << where << ", " << nodes << " nodes x " << ppn << " ranks, " << rails << " rails"
