@@ -169,3 +169,13 @@ TEST(Sim, CpuContention) {
   plenty.wakeup_us = 100;
   EXPECT_DOUBLE_EQ(simulate(s, plenty).max_us, f);
 }
+
+// A TCP stack's per-byte work on both ends, by hand: the one-message case of
+// OneMessageByHand with 1 ns per byte adds 8 us before the bytes reach the port
+// and 8 us after they arrive: 17.5 + 16 = 33.5 us.
+TEST(Sim, KernelWorkPerByte) {
+  Machine m = test_machine();
+  m.kernel_ns_per_byte = 1;
+  Schedule s = allgather("direct", Topology::from_ppn(2, 1, 1), 8000);
+  EXPECT_DOUBLE_EQ(simulate(s, m).max_us, 33.5);
+}

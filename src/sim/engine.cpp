@@ -47,7 +47,8 @@ class Engine {
       heap_.pop();
       ++events_;
       if (e.kind == 0) step(e.a, e.t);
-      else if (e.kind == 1) push(cpu(e.b, e.t, m_.recv_overhead_us), 2, e.a, 0);
+      else if (e.kind == 1)  // receive overhead and kernel work on the receiving node's cores
+        push(cpu(arrive_node_[e.b], e.t, m_.recv_overhead_us + recv_kernel_[e.b]), 2, e.a, 0);
       else increment(e.a, e.t);
     }
     SimResult res;
@@ -127,19 +128,22 @@ class Engine {
             // A memcpy into shared memory (and, to a private buffer, out again).
             double end = copy_time(node, t, op.bytes());
             if (!to_shared_here) end = copy_time(node, end, op.bytes());
-            arrive(end + m_.flag_latency_us, peer_node, counter_id(op.counter));
+            arrive(end + m_.flag_latency_us, peer_node, counter_id(op.counter), 0);
             local_done_[r] = std::max(local_done_[r], end);
             return push(std::max(end, t), 0, r, 0);  // the sender does the copy
           }
           // Every part's arrival is known now: the put counts when the last one
           // is in (one event per put, not one per part).
-          double last = t;
+          // A TCP stack copies every byte on both ends (kernel_ns_per_byte; 0 for RDMA).
+          double kernel = op.bytes() * m_.kernel_ns_per_byte * 1e-3;
+          double sent = kernel > 0 ? cpu(node, t, kernel) : t;
+          double last = sent;
           for (auto& p : s_.rail_parts(op.rail, op.bytes())) {
             double left = 0;
-            last = std::max(last, transfer(node, peer_node, p.first, t, p.second, &left));
+            last = std::max(last, transfer(node, peer_node, p.first, sent, p.second, &left));
             local_done_[r] = std::max(local_done_[r], left);
           }
-          arrive(last, peer_node, counter_id(op.counter));
+          arrive(last, peer_node, counter_id(op.counter), kernel);
           return push(t, 0, r, 0);
         }
         case OpKind::Signal: {
@@ -151,7 +155,7 @@ class Engine {
           } else {
             double left = 0;
             t = cpu(node, t, m_.send_overhead_us);
-            arrive(transfer(node, target_node, 0, t, 0, &left), target_node, counter_id(c));
+            arrive(transfer(node, target_node, 0, t, 0, &left), target_node, counter_id(c), 0);
             return push(t, 0, r, 0);
           }
           break;
@@ -178,9 +182,14 @@ class Engine {
   // A put or signal has arrived at `node` at t: its receive overhead is host
   // work there (an event of its own only when cores are contended, so that the
   // work is claimed in time order; otherwise one event per put).
-  void arrive(double t, int node, int counter) {
-    if (contended_) push(t, 1, counter, node);
-    else push(t + m_.recv_overhead_us, 2, counter, 0);
+  void arrive(double t, int node, int counter, double kernel_us) {
+    if (contended_) {
+      recv_kernel_.push_back(kernel_us);
+      arrive_node_.push_back(node);
+      push(t, 1, counter, static_cast<int>(recv_kernel_.size()) - 1);
+    } else {
+      push(t + m_.recv_overhead_us + kernel_us, 2, counter, 0);
+    }
   }
 
   void increment(int id, double t) {
@@ -209,6 +218,8 @@ class Engine {
   std::vector<double> send_port_, recv_port_, membus_, local_done_, finish_;
   std::vector<int> pc_;
   std::vector<std::vector<double>> cores_;
+  std::vector<double> recv_kernel_;  // per arrival event: receive-side kernel work
+  std::vector<int> arrive_node_;
   bool contended_ = false;
   std::vector<uint64_t> counters_;
   std::vector<std::vector<int>> waiters_;

@@ -108,6 +108,7 @@ Machine parse_machine(const std::string& text, const std::string& origin) {
   m.cores = static_cast<int>(number("cores", 1, 1 << 20, true, 0));
   m.cores_machine_wide = word("cores_shared_by", {"node", "machine"}, true, "node") == "machine";
   m.wakeup_us = number("wakeup_us", 0, 1e6, true, 0);
+  m.kernel_ns_per_byte = number("kernel_ns_per_byte", 0, 1e6, true, 0);
   m.hw_multicast = word("hw_multicast", {"yes", "no"}, true, "no") == "yes";
   m.hw_barrier = word("hw_barrier", {"yes", "no"}, true, "no") == "yes";
   for (auto& k : kv)

@@ -33,6 +33,7 @@ struct Machine {
   int cores = 0;                     // 0: ppn per node
   bool cores_machine_wide = false;   // cores_shared_by = machine
   double wakeup_us = 0;              // CPU time to wake a process blocked in a wait
+  double kernel_ns_per_byte = 0;     // host CPU per byte on each end (a TCP stack); 0 for RDMA NICs
   std::map<std::string, std::string> sources;  // key -> "# source:" text
 
   double nic_MBps() const { return link_MBps < pci_MBps ? link_MBps : pci_MBps; }

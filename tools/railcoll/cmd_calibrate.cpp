@@ -9,7 +9,10 @@
 // rank 0 appends "key value..." lines to a records file. The ranks use only the
 // public C API. docs/calibration.md explains each measurement and its limits.
 #include <railcoll/railcoll.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sched.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -317,6 +320,46 @@ double measure_wakeup_us(bool quick) {
   return median(trials);
 }
 
+// Host CPU per byte of the TCP stack on each end: one loopback stream between
+// two processes keeps both busy for the whole transfer, so time / bytes is the
+// cost per byte per end (the veths of the cluster use the same stack).
+double measure_kernel_ns_per_byte(bool quick) {
+  std::vector<double> trials;
+  const size_t total = quick ? (64u << 20) : (512u << 20), chunk = 1 << 20;
+  std::vector<char> buf(chunk);
+  for (int trial = 0; trial < (quick ? 1 : 3); ++trial) {
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t n = sizeof a;
+    if (l < 0 || bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(l, 1) != 0 ||
+        getsockname(l, reinterpret_cast<sockaddr*>(&a), &n) != 0)
+      return 0;
+    pid_t pid = fork();
+    if (pid == 0) {
+      int s = socket(AF_INET, SOCK_STREAM, 0);
+      if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) _exit(1);
+      for (size_t done = 0; done < total;) {
+        ssize_t w = write(s, buf.data(), chunk);
+        if (w <= 0) break;
+        done += static_cast<size_t>(w);
+      }
+      _exit(0);
+    }
+    int c = accept(l, nullptr, nullptr);
+    double t0 = now_us();
+    size_t got = 0;
+    for (ssize_t r; c >= 0 && (r = read(c, buf.data(), chunk)) > 0;) got += static_cast<size_t>(r);
+    double us = now_us() - t0;
+    waitpid(pid, nullptr, 0);
+    if (c >= 0) close(c);
+    close(l);
+    if (got > 0) trials.push_back(us * 1e3 / static_cast<double>(got));
+  }
+  return trials.empty() ? 0 : median(trials);
+}
+
 int driver(const Options& o) {
   std::string self = self_exe();
   std::string status_text;  // captured only to keep it off the screen
@@ -420,7 +463,7 @@ int driver(const Options& o) {
   std::string p2p = "2-rank direct all-gather between 2 nodes, 0 B-" + std::string(o.quick ? "2" : "4") +
                     " MiB, median of the slowest rank over " + (o.quick ? "5" : "11-31") +
                     " barrier-separated calls, median over " + (o.quick ? "1 job" : "3 jobs");
-  double wakeup = measure_wakeup_us(o.quick);
+  double wakeup = measure_wakeup_us(o.quick), kernel = measure_kernel_ns_per_byte(o.quick);
   std::vector<std::pair<std::string, std::string>> kv = {
       {"name = testbed", "source: railcoll calibrate"},
       {"nodes = " + S(nodes), src + "the calibration job's communicator (railcoll_comm_nodes)"},
@@ -452,6 +495,8 @@ int driver(const Options& o) {
       {"cores_shared_by = machine", src + "every emulated node (a namespace, or a pretend node) runs on this one host"},
       {"wakeup_us = " + fmt(wakeup), src + "half the round trip of a 1-byte pipe ping-pong between two processes pinned "
                                            "to one core (each round trip wakes each once), median of trials"},
+      {"kernel_ns_per_byte = " + fmt(kernel), src + "a loopback TCP stream between two processes: transfer time / "
+                                                    "bytes (both ends busy throughout), median of trials"},
   };
   std::ostringstream text;
   text << "# testbed: " << where << ", " << nodes << " nodes x " << ppn << " ranks, " << rails << " rails"
