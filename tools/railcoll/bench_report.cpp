@@ -199,6 +199,12 @@ int run_command(const std::vector<std::string>& argv, std::string* captured) {
 }
 
 
+std::string self_exe() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "railcoll";
+}
+
 bool write_plot(const std::vector<BenchRecord>& recs, const std::string& png, const std::string& title) {
   std::string json = png + ".json", script = "/tmp/railcoll-plot-" + std::to_string(getpid()) + ".py";
   write_json(json, recs);

@@ -37,6 +37,8 @@ void write_json(const std::string& path, const std::vector<BenchRecord>& recs);
 void write_csv(const std::string& path, const std::vector<BenchRecord>& recs);
 // A log-log PNG of median latency vs size, one line per algorithm (matplotlib).
 bool write_plot(const std::vector<BenchRecord>& recs, const std::string& png, const std::string& title);
+// The path of the running railcoll binary (drivers start their workers with it).
+std::string self_exe();
 // Runs a command and waits; with `captured`, its standard output is collected.
 int run_command(const std::vector<std::string>& argv, std::string* captured = nullptr);
 

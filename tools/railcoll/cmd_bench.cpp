@@ -250,11 +250,6 @@ int worker(const BenchOptions& o) {
 
 // ------------------------------------------------------------------ driver --
 
-std::string self_exe() {
-  char buf[4096];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "railcoll";
-}
 
 BenchContext read_context(const std::string& line) {
   BenchContext c;

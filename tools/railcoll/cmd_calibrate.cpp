@@ -209,11 +209,6 @@ int worker(const Options& o) {
 
 // ------------------------------------------------------------------ driver --
 
-std::string self_exe() {
-  char buf[4096];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "railcoll";
-}
 
 // Runs one worker job and returns its records ("key" -> values, in order).
 std::multimap<std::string, std::vector<double>> run_job(const Options& o, bool cluster, const std::string& test,
