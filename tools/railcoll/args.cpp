@@ -92,6 +92,15 @@ uint64_t Args::size(const std::string& name, uint64_t dflt) const {
   return has(name) ? parse_size(str(name), "--" + name) : dflt;
 }
 
+void size_range(const Args& a, uint64_t* lo, uint64_t* hi) {
+  if (!a.has("m")) return;
+  std::string m = a.str("m");
+  auto colon = m.find(':');
+  if (colon != std::string::npos) *lo = parse_size(m.substr(0, colon), "-m");
+  *hi = parse_size(colon == std::string::npos ? m : m.substr(colon + 1), "-m");
+  if (*lo > *hi) throw UsageError("-m MIN:MAX needs MIN <= MAX");
+}
+
 std::vector<int> parse_int_list(const std::string& text, const std::string& what) {
   std::vector<int> out;
   size_t start = 0;

@@ -36,6 +36,8 @@ class Args {
 
 // Parses "4K", "1MiB", "17": bytes. Throws UsageError naming `what`.
 uint64_t parse_size(const std::string& text, const std::string& what);
+// -m MIN:MAX (or -m MAX): sizes in bytes; MIN defaults to `lo`, MAX to `hi`.
+void size_range(const Args& a, uint64_t* lo, uint64_t* hi);
 std::vector<int> parse_int_list(const std::string& text, const std::string& what);
 
 // --ranks N [--ppn P | --nodes 4,4,5 | --node-map 0,1,0,1] [--rails K]

@@ -51,18 +51,8 @@ BenchOptions parse(const std::vector<std::string>& argv) {
   o.algo = a.str("algo", "all");
   if (o.algo != "all" && o.algo != "auto" && !find_algorithm("allgather", o.algo))
     throw UsageError("unknown allgather algorithm '" + o.algo + "' (railcoll algos lists them)");
-  if (a.has("m")) {
-    std::string m = a.str("m");
-    auto colon = m.find(':');
-    if (colon == std::string::npos) {
-      o.max = parse_size(m, "-m");
-    } else {
-      o.min = parse_size(m.substr(0, colon), "-m");
-      o.max = parse_size(m.substr(colon + 1), "-m");
-    }
-    if (o.min > o.max) throw UsageError("-m MIN:MAX needs MIN <= MAX");
-    if (o.max > (1ull << 30)) throw UsageError("-m: at most 1 GiB per rank");
-  }
+  size_range(a, &o.min, &o.max);
+  if (o.max > (1ull << 30)) throw UsageError("-m: at most 1 GiB per rank");
   o.iters = static_cast<int>(a.integer("i", 100, 1, 1000000));
   o.warmup = static_cast<int>(a.integer("x", 10, 0, 1000000));
   o.full = a.flag("f");

@@ -68,13 +68,7 @@ int cmd_sim(const std::vector<std::string>& argv) {
     algos.push_back(algo);
   }
   uint64_t lo = 8, hi = 1 << 20;
-  if (a.has("m")) {
-    std::string mm = a.str("m");
-    auto colon = mm.find(':');
-    lo = colon == std::string::npos ? 8 : parse_size(mm.substr(0, colon), "-m");
-    hi = parse_size(colon == std::string::npos ? mm : mm.substr(colon + 1), "-m");
-    if (lo > hi) throw UsageError("-m MIN:MAX needs MIN <= MAX");
-  }
+  size_range(a, &lo, &hi);
   AlgoOptions opts;
   opts.stripe_threshold = a.size("stripe-threshold", 1024);
   std::vector<std::string> given;
