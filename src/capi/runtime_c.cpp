@@ -44,8 +44,7 @@ railcoll_status_t run(railcoll_comm* c, const std::string& coll, const void* sen
   for (auto n : counts) largest = std::max(largest, n);
   std::string algo = choose(c, coll, largest, opts);
   c->last_algorithm = algo;
-  const railcoll::Schedule& s = c->comm->schedule(coll, algo, counts, {});
-  c->comm->execute(s, {send, recv});
+  c->comm->run(coll, algo, counts, {}, {send, recv});
   return RAILCOLL_OK;
 }
 

@@ -938,8 +938,8 @@ const Topology& Comm::topo() const { return impl_->topo; }
 int Comm::rails() const { return impl_->topo.rails(); }
 double Comm::timeout() const { return impl_->boot.timeout; }
 
-const Schedule& Comm::schedule(const std::string& collective, const std::string& algorithm,
-                               const std::vector<uint64_t>& counts, const AlgoOptions& opts) {
+void Comm::run(const std::string& collective, const std::string& algorithm, const std::vector<uint64_t>& counts,
+               const AlgoOptions& opts, const Buffers& b) {
   std::ostringstream key;
   key << collective << "/" << algorithm << "/" << opts.stripe_threshold << "/" << opts.concurrency;
   for (auto c : counts) key << "," << c;
@@ -976,13 +976,8 @@ const Schedule& Comm::schedule(const std::string& collective, const std::string&
     }
     slot = std::move(p);
   }
-  return slot->sched;
+  impl_->run(*slot, b);
 }
 
-void Comm::execute(const Schedule& s, const Buffers& b) {
-  for (auto& kv : impl_->plans)
-    if (&kv.second->sched == &s) return impl_->run(*kv.second, b);
-  throw RuntimeError(RAILCOLL_ERR_INTERNAL, "execute: schedule was not made by Comm::schedule");
-}
 
 }  // namespace railcoll::rt

@@ -42,16 +42,15 @@ class Comm {
   int rails() const;
   double timeout() const;
 
-  // Runs `s` (built for this communicator's topology) with these buffers.
-  // Throws RuntimeError; after a failure the communicator is broken.
+  // Runs one collective call: the schedule for (collective, algorithm, sizes)
+  // is built once and cached. Throws RuntimeError (or InputError for a bad
+  // request); after a failure in the call the communicator is broken.
   struct Buffers {
     const void* send = nullptr;
     void* recv = nullptr;
   };
-  void execute(const Schedule& s, const Buffers& b);
-  // The schedule for a call, cached per (collective, algorithm, sizes).
-  const Schedule& schedule(const std::string& collective, const std::string& algorithm,
-                           const std::vector<uint64_t>& counts, const AlgoOptions& opts);
+  void run(const std::string& collective, const std::string& algorithm, const std::vector<uint64_t>& counts,
+           const AlgoOptions& opts, const Buffers& b);
 
   struct Impl;
 
