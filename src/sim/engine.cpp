@@ -48,7 +48,7 @@ class Engine {
       ++events_;
       if (e.kind == 0) step(e.a, e.t);
       else if (e.kind == 1)  // receive overhead and kernel work on the receiving node's cores
-        push(cpu(arrive_node_[e.b], e.t, m_.recv_overhead_us + recv_kernel_[e.b]), 2, e.a, 0);
+        push(cpu(arrivals_[e.b].node, e.t, m_.recv_overhead_us + arrivals_[e.b].kernel_us), 2, e.a, 0);
       else increment(e.a, e.t);
     }
     SimResult res;
@@ -184,9 +184,8 @@ class Engine {
   // work is claimed in time order; otherwise one event per put).
   void arrive(double t, int node, int counter, double kernel_us) {
     if (contended_) {
-      recv_kernel_.push_back(kernel_us);
-      arrive_node_.push_back(node);
-      push(t, 1, counter, static_cast<int>(recv_kernel_.size()) - 1);
+      arrivals_.push_back({node, kernel_us});
+      push(t, 1, counter, static_cast<int>(arrivals_.size()) - 1);
     } else {
       push(t + m_.recv_overhead_us + kernel_us, 2, counter, 0);
     }
@@ -218,8 +217,11 @@ class Engine {
   std::vector<double> send_port_, recv_port_, membus_, local_done_, finish_;
   std::vector<int> pc_;
   std::vector<std::vector<double>> cores_;
-  std::vector<double> recv_kernel_;  // per arrival event: receive-side kernel work
-  std::vector<int> arrive_node_;
+  struct Arrival {
+    int node;          // where the receive work runs
+    double kernel_us;  // its kernel share of the bytes
+  };
+  std::vector<Arrival> arrivals_;  // per arrival event
   bool contended_ = false;
   std::vector<uint64_t> counters_;
   std::vector<std::vector<int>> waiters_;
