@@ -205,6 +205,33 @@ std::string self_exe() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "railcoll";
 }
 
+bool cluster_is_up() {
+  std::string ignored;
+  return run_command({self_exe(), "cluster", "status"}, &ignored) == 0;
+}
+
+int run_workers(bool cluster, const std::vector<std::string>& cluster_args,
+                const std::vector<std::string>& local_args, std::vector<std::string> worker,
+                std::vector<std::string>* records, std::string* output) {
+  char tmpl[] = "/tmp/railcoll-records-XXXXXX";
+  int fd = mkstemp(tmpl);
+  if (fd < 0) throw std::runtime_error("cannot create a temporary file in /tmp");
+  close(fd);
+  std::vector<std::string> cmd = {self_exe()};
+  if (cluster) cmd.insert(cmd.end(), {"cluster", "run"});
+  else cmd.push_back("run");
+  const auto& extra = cluster ? cluster_args : local_args;
+  cmd.insert(cmd.end(), extra.begin(), extra.end());
+  cmd.push_back("--");
+  cmd.insert(cmd.end(), worker.begin(), worker.end());
+  cmd.insert(cmd.end(), {"--records", tmpl});
+  int rc = run_command(cmd, output);
+  std::ifstream in(tmpl);
+  for (std::string line; std::getline(in, line);) records->push_back(line);
+  unlink(tmpl);
+  return rc;
+}
+
 bool write_plot(const std::vector<BenchRecord>& recs, const std::string& png, const std::string& title) {
   std::string json = png + ".json", script = "/tmp/railcoll-plot-" + std::to_string(getpid()) + ".py";
   write_json(json, recs);

@@ -39,6 +39,15 @@ void write_csv(const std::string& path, const std::vector<BenchRecord>& recs);
 bool write_plot(const std::vector<BenchRecord>& recs, const std::string& png, const std::string& title);
 // The path of the running railcoll binary (drivers start their workers with it).
 std::string self_exe();
+// Whether an emulated cluster is up (`railcoll cluster status` exits 0).
+bool cluster_is_up();
+// Starts `worker` (a railcoll command line) as the ranks of a job: under
+// `railcoll cluster run CLUSTER_ARGS --` or `railcoll run LOCAL_ARGS --`, with
+// `--records FILE` appended; returns the job's exit status and the lines the
+// workers wrote to FILE. `output` (may be null: inherit stdout) gets the output.
+int run_workers(bool cluster, const std::vector<std::string>& cluster_args,
+                const std::vector<std::string>& local_args, std::vector<std::string> worker,
+                std::vector<std::string>* records, std::string* output = nullptr);
 // Runs a command and waits; with `captured`, its standard output is collected.
 int run_command(const std::vector<std::string>& argv, std::string* captured = nullptr);
 

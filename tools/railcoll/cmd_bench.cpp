@@ -268,41 +268,29 @@ BenchContext read_context(const std::string& line) {
 int driver(const BenchOptions& o) {
   std::string self = self_exe();
   std::string dir = self.substr(0, self.rfind('/'));
-  char tmpl[] = "/tmp/railcoll-bench-XXXXXX";
-  int fd = mkstemp(tmpl);
-  if (fd < 0) throw UsageError("cannot create a temporary file");
-  close(fd);
-  std::string records = tmpl;
-
-  bool cluster = !o.local && run_command({self, "cluster", "status"}, new std::string) == 0;
+  bool cluster = !o.local && cluster_is_up();
   std::vector<std::string> worker = {self, "bench", "allgather"};
   worker.insert(worker.end(), o.forwarded.begin(), o.forwarded.end());
-  worker.insert(worker.end(), {"--records", records});
-  std::vector<std::string> launch;
-  if (cluster) {
+  std::vector<std::string> cluster_args, local_args = {"-n", std::to_string(o.n), "--ppn", std::to_string(o.ppn),
+                                                       "--rails", std::to_string(o.rails)};
+  if (o.rails_given) cluster_args.insert(cluster_args.end(), {"--rails", std::to_string(o.rails)});
+  if (o.ppn_given) cluster_args.insert(cluster_args.end(), {"--ppn", std::to_string(o.ppn)});
+  if (cluster)
     std::cout << "railcoll bench: on the emulated cluster (railcoll cluster status)\n";
-    launch = {self, "cluster", "run"};
-    if (o.rails_given) launch.insert(launch.end(), {"--rails", std::to_string(o.rails)});
-    if (o.ppn_given) launch.insert(launch.end(), {"--ppn", std::to_string(o.ppn)});
-  } else {
+  else
     std::cout << "railcoll bench: no emulated cluster is up: " << o.n << " local processes"
               << (o.ppn < o.n ? ", " + std::to_string(o.ppn) + " per pretend node" : "") << ", " << o.rails
               << " loopback rail" << (o.rails > 1 ? "s" : "") << "\n";
-    launch = {self, "run", "-n", std::to_string(o.n), "--ppn", std::to_string(o.ppn), "--rails", std::to_string(o.rails)};
-  }
-  launch.push_back("--");
-  launch.insert(launch.end(), worker.begin(), worker.end());
   std::cout << std::flush;
-  int rc = run_command(launch);
+  std::vector<std::string> lines;
+  int rc = run_workers(cluster, cluster_args, local_args, worker, &lines);
   std::vector<BenchRecord> recs;
   BenchContext ctx;
-  std::ifstream in(records);
-  for (std::string line; std::getline(in, line);) {
+  for (auto& line : lines) {
     BenchRecord r;
     if (line.rfind("#context", 0) == 0) ctx = read_context(line);
     else if (from_json_line(line, &r)) recs.push_back(r);
   }
-  unlink(records.c_str());
   if (rc != 0) {
     std::cerr << "railcoll bench: the benchmark ranks failed (status " << rc << ")\n";
     return 1;

@@ -214,24 +214,14 @@ int worker(const Options& o) {
 std::multimap<std::string, std::vector<double>> run_job(const Options& o, bool cluster, const std::string& test,
                                                           const std::vector<std::string>& cluster_args,
                                                           const std::vector<std::string>& local_args, int rail = -1) {
-  std::string self = self_exe();
-  char tmpl[] = "/tmp/railcoll-calibrate-XXXXXX";
-  int fd = mkstemp(tmpl);
-  if (fd < 0) throw std::runtime_error("cannot create a temporary file");
-  close(fd);
-  std::vector<std::string> cmd = {self};
-  if (cluster) cmd.insert(cmd.end(), {"cluster", "run"});
-  else cmd.push_back("run");
-  const auto& extra = cluster ? cluster_args : local_args;
-  cmd.insert(cmd.end(), extra.begin(), extra.end());
-  cmd.insert(cmd.end(), {"--", self, "calibrate", "--worker", "--test", test, "--records", tmpl});
-  if (rail >= 0) cmd.insert(cmd.end(), {"--rail", std::to_string(rail)});
-  if (o.quick) cmd.push_back("--quick");
+  std::vector<std::string> worker = {self_exe(), "calibrate", "--worker", "--test", test};
+  if (rail >= 0) worker.insert(worker.end(), {"--rail", std::to_string(rail)});
+  if (o.quick) worker.push_back("--quick");
   std::string out;
-  int rc = run_command(cmd, &out);
+  std::vector<std::string> lines;
+  int rc = run_workers(cluster, cluster_args, local_args, worker, &lines, &out);
   std::multimap<std::string, std::vector<double>> recs;
-  std::ifstream in(tmpl);
-  for (std::string line; std::getline(in, line);) {
+  for (const std::string& line : lines) {
     std::istringstream l(line);
     std::string key;
     l >> key;
@@ -239,7 +229,6 @@ std::multimap<std::string, std::vector<double>> run_job(const Options& o, bool c
     for (double x; l >> x;) v.push_back(x);
     recs.emplace(key, v);
   }
-  unlink(tmpl);
   if (rc != 0) {
     std::cerr << out;
     throw std::runtime_error("the " + test + " job failed (status " + std::to_string(rc) + ")");
@@ -357,8 +346,7 @@ double measure_kernel_ns_per_byte(bool quick) {
 
 int driver(const Options& o) {
   std::string self = self_exe();
-  std::string status_text;  // captured only to keep it off the screen
-  bool cluster = !o.local && run_command({self, "cluster", "status"}, &status_text) == 0;
+  bool cluster = !o.local && cluster_is_up();
   if (o.from_cluster && !cluster) throw UsageError("--nodes-from-cluster: no healthy emulated cluster is up");
   std::string where;
   if (cluster) {
