@@ -212,7 +212,6 @@ struct Comm::Impl {
   std::unordered_set<uint64_t> arrived;           // (sender, op) complete in this call
   std::deque<Held> held;
   std::string broken;  // non-empty: the reason the communicator is unusable
-  int broken_code = 0;
   std::map<std::string, std::unique_ptr<Plan>> plans;
 
   // ------------------------------------------------------------ set-up
@@ -413,7 +412,7 @@ struct Comm::Impl {
   // deadline; an abort received from a peer is not passed on (its sender told all).
   [[noreturn]] void fail(int code, const std::string& msg, bool tell_peers = true) {
     bool first = broken.empty();
-    if (first) broken = msg, broken_code = code;
+    if (first) broken = msg;
     if (first && tell_peers) {
       for (auto& c : conns) {
         if (c.closed) continue;
