@@ -13,7 +13,7 @@ extern "C" {
 #endif
 
 #define RAILCOLL_VERSION_MAJOR 0
-#define RAILCOLL_VERSION_MINOR 1
+#define RAILCOLL_VERSION_MINOR 2
 
 typedef enum {
   RAILCOLL_OK = 0,
@@ -72,6 +72,23 @@ railcoll_status_t railcoll_allgather(railcoll_comm_t comm, const void* sendbuf, 
 railcoll_status_t railcoll_allgatherv(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
                                       const size_t* counts, const railcoll_call_opts_t* opts);
 railcoll_status_t railcoll_barrier(railcoll_comm_t comm);
+
+/* The root's `bytes` of buf are copied into buf on every other rank. Every rank
+ * passes the same bytes and root. */
+railcoll_status_t railcoll_bcast(railcoll_comm_t comm, void* buf, size_t bytes, int root,
+                                 const railcoll_call_opts_t* opts);
+/* Every rank contributes `bytes` from sendbuf; the root's recvbuf (size * bytes)
+ * receives them in rank order (recvbuf is ignored elsewhere and may be NULL). */
+railcoll_status_t railcoll_gather(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t bytes,
+                                  int root, const railcoll_call_opts_t* opts);
+
+typedef enum { RAILCOLL_INT32 = 1, RAILCOLL_INT64 = 2, RAILCOLL_FLOAT = 3, RAILCOLL_DOUBLE = 4 } railcoll_datatype_t;
+typedef enum { RAILCOLL_SUM = 0, RAILCOLL_MIN = 1, RAILCOLL_MAX = 2 } railcoll_op_t;
+/* recvbuf[i] = op over all ranks of sendbuf[i], for `count` elements of `type`.
+ * With RAILCOLL_IN_PLACE, recvbuf holds the input and sendbuf is ignored.
+ * Floating-point sums depend on the algorithm's order of combination (as in MPI). */
+railcoll_status_t railcoll_allreduce(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                                     railcoll_datatype_t type, railcoll_op_t op, const railcoll_call_opts_t* opts);
 /* The algorithm a call of `collective` with `bytes` per rank would use. */
 const char* railcoll_algorithm_for(railcoll_comm_t comm, const char* collective, size_t bytes,
                                    const railcoll_call_opts_t* opts);

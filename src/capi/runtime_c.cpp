@@ -39,12 +39,25 @@ std::string choose(railcoll_comm* c, const std::string& coll, uint64_t bytes, co
 }
 
 railcoll_status_t run(railcoll_comm* c, const std::string& coll, const void* send, void* recv,
-                      std::vector<uint64_t> counts, const railcoll_call_opts_t* opts) {
+                      std::vector<uint64_t> counts, const railcoll_call_opts_t* opts,
+                      const railcoll::AlgoOptions& args = {}) {
   uint64_t largest = 0;
   for (auto n : counts) largest = std::max(largest, n);
   std::string algo = choose(c, coll, largest, opts);
   c->last_algorithm = algo;
-  c->comm->run(coll, algo, counts, {}, {send, recv});
+  c->comm->run(coll, algo, counts, args, {send, recv});
+  return RAILCOLL_OK;
+}
+
+bool overlap(const void* a, size_t alen, const void* b, size_t blen) {
+  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return alen && blen && x < y + blen && y < x + alen;
+}
+
+railcoll_status_t check_root(railcoll_comm_t comm, int root) {
+  if (root < 0 || root >= comm->comm->size())
+    return fail(RAILCOLL_ERR_ARG, "root " + std::to_string(root) + " is out of range (" +
+                                      std::to_string(comm->comm->size()) + " ranks)");
   return RAILCOLL_OK;
 }
 
@@ -64,10 +77,8 @@ railcoll_status_t gather_call(railcoll_comm_t comm, const void* sendbuf, void* r
   if (in_place) {  // the runtime reads the send block while it writes recv: copy it out
     own.assign(static_cast<char*>(recvbuf) + displ, static_cast<char*>(recvbuf) + displ + counts[me]);
     sendbuf = own.data();
-  } else if (counts[me] > 0 && total > 0) {
-    auto s = reinterpret_cast<uintptr_t>(sendbuf), r = reinterpret_cast<uintptr_t>(recvbuf);
-    if (s < r + total && r < s + counts[me])
-      return fail(RAILCOLL_ERR_ARG, "sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
+  } else if (overlap(sendbuf, counts[me], recvbuf, total)) {
+    return fail(RAILCOLL_ERR_ARG, "sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
   }
   return run(comm, "allgather", sendbuf, recvbuf, std::move(counts), opts);
 }
@@ -120,6 +131,81 @@ railcoll_status_t railcoll_barrier(railcoll_comm_t comm) {
   return guarded([&]() -> railcoll_status_t {
     if (!comm || !comm->comm) return fail(RAILCOLL_ERR_ARG, "communicator is NULL");
     return run(comm, "barrier", nullptr, nullptr, std::vector<uint64_t>(comm->comm->size(), 0), nullptr);
+  });
+}
+
+railcoll_status_t railcoll_bcast(railcoll_comm_t comm, void* buf, size_t bytes, int root,
+                                 const railcoll_call_opts_t* opts) {
+  return guarded([&]() -> railcoll_status_t {
+    if (!comm || !comm->comm) return fail(RAILCOLL_ERR_ARG, "communicator is NULL");
+    if (railcoll_status_t st = check_root(comm, root)) return st;
+    if (bytes > 0 && !buf) return fail(RAILCOLL_ERR_ARG, "buf is NULL with a non-zero size");
+    railcoll::AlgoOptions args;
+    args.root = root;
+    bool at_root = comm->comm->rank() == root;
+    return run(comm, "bcast", at_root ? buf : nullptr, at_root ? nullptr : buf,
+               std::vector<uint64_t>(comm->comm->size(), bytes), opts, args);
+  });
+}
+
+railcoll_status_t railcoll_gather(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t bytes,
+                                  int root, const railcoll_call_opts_t* opts) {
+  return guarded([&]() -> railcoll_status_t {
+    if (!comm || !comm->comm) return fail(RAILCOLL_ERR_ARG, "communicator is NULL");
+    if (railcoll_status_t st = check_root(comm, root)) return st;
+    int me = comm->comm->rank(), n = comm->comm->size();
+    bool at_root = me == root, in_place = opts && (opts->flags & RAILCOLL_IN_PLACE);
+    uint64_t total = static_cast<uint64_t>(n) * bytes;
+    if (at_root && total > 0 && !recvbuf) return fail(RAILCOLL_ERR_ARG, "recvbuf is NULL at the root with a non-zero size");
+    if (bytes > 0 && !sendbuf && !(in_place && at_root))
+      return fail(RAILCOLL_ERR_ARG, "sendbuf is NULL with a non-zero size");
+    std::vector<char> own;
+    if (in_place && at_root) {  // the root's block is already in place; the schedule reads it from send
+      own.assign(static_cast<char*>(recvbuf) + me * bytes, static_cast<char*>(recvbuf) + (me + 1) * bytes);
+      sendbuf = own.data();
+    } else if (at_root && overlap(sendbuf, bytes, recvbuf, total)) {
+      return fail(RAILCOLL_ERR_ARG, "sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
+    }
+    railcoll::AlgoOptions args;
+    args.root = root;
+    return run(comm, "gather", sendbuf, at_root ? recvbuf : nullptr, std::vector<uint64_t>(n, bytes), opts, args);
+  });
+}
+
+railcoll_status_t railcoll_allreduce(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                                     railcoll_datatype_t type, railcoll_op_t op, const railcoll_call_opts_t* opts) {
+  return guarded([&]() -> railcoll_status_t {
+    using railcoll::DataType;
+    using railcoll::ReduceOp;
+    if (!comm || !comm->comm) return fail(RAILCOLL_ERR_ARG, "communicator is NULL");
+    railcoll::AlgoOptions args;
+    switch (type) {
+      case RAILCOLL_INT32: args.dtype = DataType::Int32; break;
+      case RAILCOLL_INT64: args.dtype = DataType::Int64; break;
+      case RAILCOLL_FLOAT: args.dtype = DataType::Float32; break;
+      case RAILCOLL_DOUBLE: args.dtype = DataType::Float64; break;
+      default: return fail(RAILCOLL_ERR_ARG, "allreduce: unknown data type " + std::to_string(static_cast<int>(type)));
+    }
+    switch (op) {
+      case RAILCOLL_SUM: args.redop = ReduceOp::Sum; break;
+      case RAILCOLL_MIN: args.redop = ReduceOp::Min; break;
+      case RAILCOLL_MAX: args.redop = ReduceOp::Max; break;
+      default: return fail(RAILCOLL_ERR_ARG, "allreduce: unknown operation " + std::to_string(static_cast<int>(op)));
+    }
+    size_t elem = railcoll::dtype_size(args.dtype);
+    if (count > railcoll::kMaxBytesPerRank / elem) return fail(RAILCOLL_ERR_ARG, "allreduce: count is too large");
+    uint64_t bytes = count * elem;
+    bool in_place = opts && (opts->flags & RAILCOLL_IN_PLACE);
+    if (bytes > 0 && !recvbuf) return fail(RAILCOLL_ERR_ARG, "recvbuf is NULL with a non-zero count");
+    if (bytes > 0 && !sendbuf && !in_place) return fail(RAILCOLL_ERR_ARG, "sendbuf is NULL with a non-zero count");
+    std::vector<char> input;
+    if (in_place) {  // schedules read send after writing recv: keep the input apart
+      input.assign(static_cast<char*>(recvbuf), static_cast<char*>(recvbuf) + bytes);
+      sendbuf = input.data();
+    } else if (overlap(sendbuf, bytes, recvbuf, bytes)) {
+      return fail(RAILCOLL_ERR_ARG, "sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
+    }
+    return run(comm, "allreduce", sendbuf, recvbuf, std::vector<uint64_t>(comm->comm->size(), bytes), opts, args);
   });
 }
 

@@ -58,6 +58,30 @@ const AlgoSpec* find_algorithm(const std::string& collective, const std::string&
   return nullptr;
 }
 
+namespace {
+
+// The arguments of rooted and reducing collectives: the errors every rank must
+// report alike (the sizes are checked against each other by the caller).
+void check_call_args(const std::string& collective, const Topology& topo, const std::vector<uint64_t>& counts,
+                     const AlgoOptions& opts) {
+  const int N = topo.nranks();
+  if ((collective == "bcast" || collective == "gather") && (opts.root < 0 || opts.root >= N))
+    throw InputError("root " + std::to_string(opts.root) + " is out of range (" + std::to_string(N) + " ranks)");
+  bool equal = std::all_of(counts.begin(), counts.end(), [&](uint64_t c) { return c == counts[0]; });
+  if ((collective == "bcast" || collective == "allreduce") && !equal)
+    throw InputError(collective + " needs the same byte count on every rank");
+  if (collective == "allreduce") {
+    if (opts.dtype == DataType::Byte)
+      throw InputError("allreduce needs a data type (int32, int64, float or double)");
+    size_t e = dtype_size(opts.dtype);
+    if (!counts.empty() && counts[0] % e != 0)
+      throw InputError("allreduce of " + std::string(dtype_name(opts.dtype)) + ": " + std::to_string(counts[0]) +
+                       " bytes is not a whole number of " + std::to_string(e) + "-byte elements");
+  }
+}
+
+}  // namespace
+
 Schedule build_schedule(const std::string& collective, const std::string& algorithm, const Topology& topo,
                         const std::vector<uint64_t>& counts, const AlgoOptions& opts,
                         const std::vector<std::string>& given_options) {
@@ -80,6 +104,7 @@ Schedule build_schedule(const std::string& collective, const std::string& algori
     total += c;
     if (total > kMaxTotalBytes) throw InputError("total bytes (ranks x bytes) is above the limit of 2^48");
   }
+  check_call_args(collective, topo, counts, opts);
   if (opts.concurrency < 0) throw InputError("concurrency must be at least 1");
   if (opts.stripe_threshold == 0) throw InputError("stripe threshold must be at least 1 byte");
   return spec->build(topo, BlockLayout(counts), opts);

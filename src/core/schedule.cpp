@@ -19,11 +19,53 @@ const char* op_name(OpKind k) {
   switch (k) {
     case OpKind::Put: return "put";
     case OpKind::Copy: return "copy";
+    case OpKind::Reduce: return "reduce";
     case OpKind::Signal: return "signal";
     case OpKind::Wait: return "wait";
     case OpKind::Flush: return "flush";
   }
   return "?";
+}
+
+const char* dtype_name(DataType t) {
+  switch (t) {
+    case DataType::Byte: return "byte";
+    case DataType::Int32: return "int32";
+    case DataType::Int64: return "int64";
+    case DataType::Float32: return "float";
+    case DataType::Float64: return "double";
+  }
+  return "?";
+}
+
+const char* redop_name(ReduceOp o) {
+  switch (o) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Min: return "min";
+    case ReduceOp::Max: return "max";
+  }
+  return "?";
+}
+
+size_t dtype_size(DataType t) {
+  switch (t) {
+    case DataType::Byte: return 1;
+    case DataType::Int32: case DataType::Float32: return 4;
+    case DataType::Int64: case DataType::Float64: return 8;
+  }
+  return 1;
+}
+
+bool parse_dtype(const std::string& s, DataType* out) {
+  for (DataType t : {DataType::Byte, DataType::Int32, DataType::Int64, DataType::Float32, DataType::Float64})
+    if (s == dtype_name(t)) return *out = t, true;
+  return false;
+}
+
+bool parse_redop(const std::string& s, ReduceOp* out) {
+  for (ReduceOp o : {ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max})
+    if (s == redop_name(o)) return *out = o, true;
+  return false;
 }
 
 uint64_t Op::bytes() const {
@@ -63,7 +105,8 @@ ScheduleStats Schedule::stats() const {
     std::vector<uint64_t> rail(k, 0);
     for (const Op& op : programs[r]) {
       st.last_step = std::max(st.last_step, op.step);
-      if (op.kind == OpKind::Copy) st.shm_bytes += op.bytes();
+      if (op.kind == OpKind::Copy || op.kind == OpKind::Reduce) st.shm_bytes += op.bytes();
+      if (op.kind == OpKind::Reduce) st.reduce_bytes += op.bytes();
       if (op.kind != OpKind::Put) continue;
       put_steps.insert(op.step);
       ++msgs;
@@ -103,15 +146,38 @@ uint64_t BlockLayout::cyclic_bytes(int first, int nblocks) const {
   return range_bytes(first, N) + range_bytes(0, last - N);
 }
 
+void collective_region_sizes(const std::string& collective, const BlockLayout& layout, int root,
+                             std::vector<uint64_t>* send, std::vector<uint64_t>* recv) {
+  const int N = layout.n();
+  if (collective == "bcast") {
+    send->assign(N, 0);
+    recv->assign(N, layout.count[root]);
+    (*send)[root] = layout.count[root];
+    (*recv)[root] = 0;
+  } else if (collective == "gather") {
+    *send = layout.count;
+    recv->assign(N, 0);
+    (*recv)[root] = layout.total();
+  } else if (collective == "allreduce") {
+    *send = layout.count;
+    *recv = layout.count;
+  } else {
+    *send = layout.count;
+    recv->assign(N, layout.total());
+  }
+}
+
 ScheduleBuilder::ScheduleBuilder(std::string collective, std::string algorithm, const Topology& topo,
                                  const BlockLayout& layout, const AlgoOptions& opts) {
   s_.collective = std::move(collective);
   s_.algorithm = std::move(algorithm);
   s_.topo = topo;
   s_.stripe_threshold = opts.stripe_threshold;
+  s_.root = opts.root;
+  s_.dtype = opts.dtype;
+  s_.redop = opts.redop;
   int N = topo.nranks();
-  s_.send_bytes = layout.count;
-  s_.recv_bytes.assign(N, layout.total());
+  collective_region_sizes(s_.collective, layout, opts.root, &s_.send_bytes, &s_.recv_bytes);
   s_.scratch_bytes.assign(N, 0);
   s_.shared_bytes.assign(topo.nnodes(), 0);
   s_.programs.assign(N, {});
@@ -158,9 +224,10 @@ std::vector<Segment> normalize(std::vector<Segment> segs) {
 }  // namespace
 
 void ScheduleBuilder::put(int rank, int step, int peer, std::vector<Segment> segs, int rail,
-                          CounterRef notify) {
+                          CounterRef notify, HwAssist hw) {
   Op op;
   op.kind = OpKind::Put;
+  op.hw = hw;
   op.step = step;
   op.peer = peer;
   op.rail = rail;
@@ -169,15 +236,16 @@ void ScheduleBuilder::put(int rank, int step, int peer, std::vector<Segment> seg
   s_.programs[rank].push_back(std::move(op));
 }
 
-void ScheduleBuilder::copy(int rank, int step, std::vector<Segment> segs) {
+void ScheduleBuilder::local_op(OpKind kind, int rank, int step, std::vector<Segment> segs) {
   segs = normalize(std::move(segs));
   if (segs.empty()) return;
   Op op;
-  op.kind = OpKind::Copy;
+  op.kind = kind;
   op.step = step;
   op.segs = std::move(segs);
   s_.programs[rank].push_back(std::move(op));
 }
+
 
 void ScheduleBuilder::signal(int rank, int step, CounterRef c) {
   Op op;

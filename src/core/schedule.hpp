@@ -7,6 +7,9 @@
 //          non-blocking: the program goes on at once (seed 000 §6.4 elan_doput)
 //   copy   local memcpy between spans this rank can address (own regions, own
 //          node's shared buffer)
+//   reduce like copy, but combines: dst[i] = dst[i] (op) src[i], element-wise in
+//          the schedule's data type (allreduce; the reduction operator of
+//          seed 003 §2 and seed 004 §4)
 //   signal increment a counter (same node: a shared-memory flag; else a 0-byte put)
 //   wait   block until a local counter reaches a value (the only blocking op)
 //   flush  block until this rank's earlier puts no longer read their sources
@@ -98,15 +101,35 @@ class SegList {
 
 constexpr int kStripe = -1;  // put.rail: split evenly over all rails
 
-enum class OpKind : uint8_t { Put, Copy, Signal, Wait, Flush };
+enum class OpKind : uint8_t { Put, Copy, Reduce, Signal, Wait, Flush };
 const char* op_name(OpKind k);
+
+// Element types and operators of reductions (allreduce). Byte: no reduction.
+enum class DataType : uint8_t { Byte, Int32, Int64, Float32, Float64 };
+enum class ReduceOp : uint8_t { Sum, Min, Max };
+const char* dtype_name(DataType t);
+const char* redop_name(ReduceOp o);
+size_t dtype_size(DataType t);
+bool parse_dtype(const std::string& s, DataType* out);
+bool parse_redop(const std::string& s, ReduceOp* out);
+
+// Network hardware a put may use instead of point-to-point messages (Quadrics,
+// seed 004 §3; seed 003 §3). The verifier and the runtime treat such puts as
+// ordinary puts; the simulator charges them as the hardware does:
+//   Multicast  consecutive puts of one rank flagged so, with the same source, are
+//              one injection replicated by the switches (hardware broadcast)
+//   Combine    0-byte puts to one rank whose acknowledgements the switches combine
+//              (the test-and-set of the hardware barrier): no per-message cost
+//              at the receiver
+enum class HwAssist : uint8_t { None, Multicast, Combine };
 
 struct Op {
   OpKind kind = OpKind::Wait;
   int32_t step = 0;
   int32_t peer = -1;   // put: the rank that receives the message
   int32_t rail = 0;    // put: rail index or kStripe
-  SegList segs;  // put, copy: one message / one memcpy batch
+  HwAssist hw = HwAssist::None;  // put: network hardware it relies on
+  SegList segs;  // put, copy, reduce: one message / one memcpy batch
   CounterRef counter;  // put: notified; signal: incremented; wait: awaited
   uint64_t value = 0;  // wait: the value to reach
   uint64_t bytes() const;
@@ -119,7 +142,8 @@ struct ScheduleStats {
   uint64_t messages = 0;       // puts (a striped put counts once)
   uint64_t max_messages_per_rank = 0;
   uint64_t net_bytes = 0;      // bytes of puts between nodes
-  uint64_t shm_bytes = 0;      // bytes of puts inside a node plus copies
+  uint64_t shm_bytes = 0;      // bytes of puts inside a node plus copies and reduces
+  uint64_t reduce_bytes = 0;   // bytes combined by reduce operations
   uint64_t max_net_bytes_sent_per_rank = 0;
   uint64_t max_net_bytes_recv_per_node = 0;
   std::vector<uint64_t> rail_bytes;  // per rail, over all ranks, after striping
@@ -131,6 +155,9 @@ struct Schedule {
   std::string algorithm;
   Topology topo;
   uint64_t stripe_threshold = 1024;
+  int root = 0;                         // bcast, gather
+  DataType dtype = DataType::Byte;      // allreduce
+  ReduceOp redop = ReduceOp::Sum;       // allreduce
   std::vector<uint64_t> send_bytes;     // per rank
   std::vector<uint64_t> recv_bytes;     // per rank
   std::vector<uint64_t> scratch_bytes;  // per rank
@@ -158,10 +185,22 @@ struct BlockLayout {
 };
 
 // Options an algorithm may take. 0 means "the algorithm's default".
+// The call's own arguments (root, data type, operator) travel with them.
 struct AlgoOptions {
   uint64_t stripe_threshold = 1024;
   int concurrency = 0;  // concurrent_exchange: C
+  int root = 0;                     // bcast, gather
+  DataType dtype = DataType::Byte;  // allreduce
+  ReduceOp redop = ReduceOp::Sum;   // allreduce
 };
+
+// Region sizes of a collective, given the per-rank byte counts:
+//   allgather, barrier: send = count[r], recv = sum of counts on every rank
+//   gather:             send = count[r], recv = sum at the root, 0 elsewhere
+//   bcast:              send = count[root] at the root, recv = count[root] elsewhere
+//   allreduce:          send = recv = count[r] (equal on every rank)
+void collective_region_sizes(const std::string& collective, const BlockLayout& layout, int root,
+                             std::vector<uint64_t>* send, std::vector<uint64_t>* recv);
 
 // Helper that algorithms use to write programs.
 class ScheduleBuilder {
@@ -187,8 +226,10 @@ class ScheduleBuilder {
   // a step goes on rail j mod k; above the threshold it is striped over all rails.
   int rail_for(uint64_t length, int port) const;
 
-  void put(int rank, int step, int peer, std::vector<Segment> segs, int rail, CounterRef notify);
-  void copy(int rank, int step, std::vector<Segment> segs);
+  void put(int rank, int step, int peer, std::vector<Segment> segs, int rail, CounterRef notify,
+           HwAssist hw = HwAssist::None);
+  void copy(int rank, int step, std::vector<Segment> segs) { local_op(OpKind::Copy, rank, step, std::move(segs)); }
+  void reduce(int rank, int step, std::vector<Segment> segs) { local_op(OpKind::Reduce, rank, step, std::move(segs)); }
   void signal(int rank, int step, CounterRef c);
   void wait(int rank, int step, CounterRef c, uint64_t value);
   void flush(int rank, int step);
@@ -196,6 +237,7 @@ class ScheduleBuilder {
   Schedule finish() { return std::move(s_); }
 
  private:
+  void local_op(OpKind kind, int rank, int step, std::vector<Segment> segs);
   Schedule s_;
 };
 

@@ -23,6 +23,17 @@ std::string counter_text(const CounterRef& c) {
 
 std::string rail_text(int rail) { return rail == kStripe ? "stripe" : "rail " + std::to_string(rail); }
 
+const char* hw_text(HwAssist hw) {
+  return hw == HwAssist::Multicast ? "multicast" : hw == HwAssist::Combine ? "combine" : "";
+}
+
+// "allreduce of float, sum, root 0": the call's arguments that are not sizes.
+std::string call_args_text(const Schedule& s) {
+  if (s.collective == "allreduce") return std::string(", ") + dtype_name(s.dtype) + " " + redop_name(s.redop);
+  if (s.collective == "bcast" || s.collective == "gather") return ", root " + std::to_string(s.root);
+  return "";
+}
+
 void span_json(std::ostream& o, const Span& sp) {
   o << "{\"region\":\"" << region_name(sp.region) << "\",\"owner\":" << sp.owner << ",\"offset\":" << sp.offset
     << ",\"length\":" << sp.length << "}";
@@ -52,7 +63,7 @@ std::string human_bytes(uint64_t b) {
 
 void print_schedule_text(std::ostream& out, const Schedule& s) {
   const Topology& t = s.topo;
-  out << schedule_title(s) << ", striping above " << human_bytes(s.stripe_threshold) << "\n";
+  out << schedule_title(s) << call_args_text(s) << ", striping above " << human_bytes(s.stripe_threshold) << "\n";
   out << "spans: region[begin,end) of the rank itself; rN. / nN. = of rank / node N\n";
   for (int r = 0; r < t.nranks(); ++r) {
     out << "rank " << r << " (node " << t.node_of(r) << ", local " << t.local_rank(r) << ")\n";
@@ -73,8 +84,10 @@ void print_schedule_text(std::ostream& out, const Schedule& s) {
             out << (i ? ", " : "") << span_text(op.segs[i].src, r, node) << " -> "
                 << span_text(op.segs[i].dst, r, node);
           out << "  notify " << counter_text(op.counter);
+          if (op.hw != HwAssist::None) out << "  (hardware " << hw_text(op.hw) << ")";
           break;
         case OpKind::Copy:
+        case OpKind::Reduce:
           out << std::setw(22) << human_bytes(op.bytes());
           for (size_t i = 0; i < op.segs.size(); ++i)
             out << (i ? ", " : "") << span_text(op.segs[i].src, r, node) << " -> "
@@ -100,7 +113,9 @@ void print_stats_text(std::ostream& out, const Schedule& s) {
   for (size_t i = 0; i < st.rail_bytes.size(); ++i)
     out << (i ? "," : "") << " rail " << i << " " << human_bytes(st.rail_bytes[i]) << " / "
         << human_bytes(st.max_rail_bytes_per_rank[i]);
-  out << "\n  shared memory and local copies: " << human_bytes(st.shm_bytes) << "\n";
+  out << "\n  shared memory and local copies: " << human_bytes(st.shm_bytes);
+  if (st.reduce_bytes) out << " (" << human_bytes(st.reduce_bytes) << " of them reduced)";
+  out << "\n";
 }
 
 void print_schedule_json(std::ostream& o, const Schedule& s) {
@@ -109,7 +124,8 @@ void print_schedule_json(std::ostream& o, const Schedule& s) {
   for (int r = 0; r < t.nranks(); ++r) node_of.push_back(t.node_of(r));
   o << "{\"collective\":\"" << s.collective << "\",\"algorithm\":\"" << s.algorithm << "\",\"ranks\":" << t.nranks()
     << ",\"nodes\":" << t.nnodes() << ",\"rails\":" << t.rails() << ",\"stripe_threshold\":" << s.stripe_threshold
-    << ",\"node_of\":";
+    << ",\"root\":" << s.root << ",\"dtype\":\"" << dtype_name(s.dtype) << "\",\"op\":\"" << redop_name(s.redop)
+    << "\",\"node_of\":";
   json_array(o, node_of);
   o << ",\"send_bytes\":";
   json_array(o, s.send_bytes);
@@ -122,9 +138,10 @@ void print_schedule_json(std::ostream& o, const Schedule& s) {
       if (op.kind == OpKind::Put) {
         o << ",\"dst\":" << op.peer << ",\"bytes\":" << op.bytes() << ",\"rail\":";
         if (op.rail == kStripe) o << "\"stripe\""; else o << op.rail;
+        if (op.hw != HwAssist::None) o << ",\"hw\":\"" << hw_text(op.hw) << "\"";
       }
-      if (op.kind == OpKind::Copy) o << ",\"bytes\":" << op.bytes();
-      if (op.kind != OpKind::Flush && op.kind != OpKind::Copy)
+      if (op.kind == OpKind::Copy || op.kind == OpKind::Reduce) o << ",\"bytes\":" << op.bytes();
+      if (op.kind != OpKind::Flush && op.kind != OpKind::Copy && op.kind != OpKind::Reduce)
         o << ",\"counter\":\"" << counter_text(op.counter) << "\"";
       if (op.kind == OpKind::Wait) o << ",\"value\":" << op.value;
       if (!op.segs.empty()) {

@@ -20,6 +20,7 @@
 
 #include "core/registry.hpp"
 #include "railcoll/railcoll.h"
+#include "runtime/reduce.hpp"
 #include "runtime/store.hpp"
 #include "runtime/wire.hpp"
 
@@ -816,6 +817,9 @@ struct Comm::Impl {
         case OpKind::Copy:
           for (auto& sg : op.segs) memmove(resolve(sg.dst), resolve(sg.src), sg.src.length);
           break;
+        case OpKind::Reduce:
+          for (auto& sg : op.segs) reduce_into(s.dtype, s.redop, resolve(sg.dst), resolve(sg.src), sg.src.length);
+          break;
         case OpKind::Put:
           if (memcpy_put(topo, me, op)) {
             for (auto& sg : op.segs) memcpy(resolve(sg.dst), resolve(sg.src), sg.src.length);
@@ -940,7 +944,8 @@ double Comm::timeout() const { return impl_->boot.timeout; }
 void Comm::run(const std::string& collective, const std::string& algorithm, const std::vector<uint64_t>& counts,
                const AlgoOptions& opts, const Buffers& b) {
   std::ostringstream key;
-  key << collective << "/" << algorithm << "/" << opts.stripe_threshold << "/" << opts.concurrency;
+  key << collective << "/" << algorithm << "/" << opts.stripe_threshold << "/" << opts.concurrency << "/root "
+      << opts.root << "/" << dtype_name(opts.dtype) << "/" << redop_name(opts.redop);
   for (auto c : counts) key << "," << c;
   if (impl_->plans.size() >= 256 && !impl_->plans.count(key.str())) impl_->plans.clear();  // bounded cache
   auto& slot = impl_->plans[key.str()];

@@ -113,9 +113,11 @@ class Engine {
       const Op& op = prog[pc_[r]];
       int node = t_.node_of(r);
       switch (op.kind) {
-        case OpKind::Copy: {
+        case OpKind::Copy:
+        case OpKind::Reduce: {
           ++pc_[r];
-          double end = copy_time(node, t, op.bytes());
+          // A reduce streams three buffers (two in, one out) where a copy streams two.
+          double end = copy_time(node, t, op.kind == OpKind::Reduce ? op.bytes() * 3 / 2 : op.bytes());
           if (end > t) return push(end, 0, r, 0);
           break;
         }

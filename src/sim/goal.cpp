@@ -179,6 +179,7 @@ std::string to_goal(const Schedule& s) {
           break;
         }
         case OpKind::Copy:
+        case OpKind::Reduce:  // both are local computation in GOAL (calc)
           front = {add({'c', -1, op.bytes(), {}}, front)};
           break;
         case OpKind::Wait: {

@@ -61,6 +61,8 @@ std::string SweepCase::label() const {
   for (auto c : counts) uniform &= c == counts[0];
   s += uniform ? std::to_string(counts[0]) : "variable";
   if (opts.concurrency) s += ", concurrency " + std::to_string(opts.concurrency);
+  if (collective == "bcast" || collective == "gather") s += ", root " + std::to_string(opts.root);
+  if (collective == "allreduce") s += std::string(", ") + dtype_name(opts.dtype) + " " + redop_name(opts.redop);
   return s;
 }
 
@@ -76,6 +78,15 @@ std::vector<SweepCase> sweep_cases(const std::string& collective, const std::str
     c.algorithm = algorithm;
     c.topo = layout(lay, N, k);
     c.counts = sizes(size, N);
+    if (collective == "bcast" || collective == "gather") c.opts.root = (index * 5) % N;  // roots other than 0
+    if ((collective == "bcast" || collective == "allreduce") && size == kSizes - 1)
+      c.counts.assign(N, 13);  // no per-rank sizes: one count for every rank
+    if (collective == "allreduce") {  // counts in elements of every type
+      const DataType types[] = {DataType::Int32, DataType::Int64, DataType::Float32, DataType::Float64};
+      c.opts.dtype = types[index % 4];
+      c.opts.redop = static_cast<ReduceOp>(index % 3);
+      for (auto& n : c.counts) n *= dtype_size(c.opts.dtype);
+    }
     if (takes_c && index % 3 != 0) {
       c.opts.concurrency = 1 + index % 5;
       c.given = {"concurrency"};

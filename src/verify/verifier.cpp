@@ -28,12 +28,15 @@ struct PutRec {
   std::vector<std::pair<int32_t, int32_t>> grants;  // (rank, seq) of waits that learned of it
 };
 
+constexpr int kCombined = -3;  // Piece::origin of a reduction's result
+
 struct Piece {
   uint64_t end;
-  int32_t origin;        // -1: never written
+  int32_t origin;        // -1: never written; kCombined: see combo
   uint64_t origin_off;   // of the byte at the piece's start
   int32_t writer;        // access index, kNoWrite or kInitialWrite
   std::vector<int32_t> readers;
+  int32_t combo = -1;    // origin kCombined: the set of ranks whose elements at origin_off were reduced
 };
 
 class Bytes {
@@ -169,17 +172,22 @@ class Verifier {
           bool at_peer = op.counter.on_node ? op.counter.owner == t_.node_of(op.peer) : op.counter.owner == op.peer;
           if (!at_peer) op_error(r, oi, "notifies a counter that is not on the receiving side");
         }
-        if (op.kind == OpKind::Put || op.kind == OpKind::Copy) {
+        if (op.kind == OpKind::Reduce && s_.dtype == DataType::Byte)
+          op_error(r, oi, "reduces in a schedule without a data type");
+        if (op.kind == OpKind::Put || op.kind == OpKind::Copy || op.kind == OpKind::Reduce) {
+          bool local = op.kind != OpKind::Put;
           for (auto& sg : op.segs) {
             if (sg.src.length != sg.dst.length) op_error(r, oi, "segment source and destination differ in length");
+            if (op.kind == OpKind::Reduce && sg.src.length % dtype_size(s_.dtype) != 0)
+              op_error(r, oi, "reduces a span that is not a whole number of elements");
             if (!span_ok(r, oi, sg.src, "source") || !span_ok(r, oi, sg.dst, "destination")) continue;
             if (!local_to(r, sg.src)) op_error(r, oi, "source " + range(sg.src.region, sg.src.owner, sg.src.offset, sg.src.offset + sg.src.length) + " is not addressable by this rank");
-            bool dst_ok = op.kind == OpKind::Copy ? local_to(r, sg.dst)
+            bool dst_ok = local ? local_to(r, sg.dst)
                           : sg.dst.region == Region::Shared ? sg.dst.owner == t_.node_of(op.peer)
                                                             : sg.dst.owner == op.peer;
-            if (!dst_ok) op_error(r, oi, "destination " + range(sg.dst.region, sg.dst.owner, sg.dst.offset, sg.dst.offset + sg.dst.length) + " is not at the " + (op.kind == OpKind::Copy ? "rank itself" : "receiving rank"));
+            if (!dst_ok) op_error(r, oi, "destination " + range(sg.dst.region, sg.dst.owner, sg.dst.offset, sg.dst.offset + sg.dst.length) + " is not at the " + (local ? "rank itself" : "receiving rank"));
             if (sg.dst.region == Region::Send) op_error(r, oi, "writes into a send buffer, which is read-only");
-            if (op.kind == OpKind::Copy && sg.src.region == sg.dst.region && sg.src.owner == sg.dst.owner &&
+            if (local && sg.src.region == sg.dst.region && sg.src.owner == sg.dst.owner &&
                 sg.src.offset < sg.dst.offset + sg.dst.length && sg.dst.offset < sg.src.offset + sg.src.length)
               op_error(r, oi, "copies between overlapping spans");
           }
@@ -288,11 +296,69 @@ class Verifier {
     std::vector<std::pair<uint64_t, Piece>> pieces;
     uint64_t at = sp.offset;
     for (const Piece& c : content) {
-      Piece p{at + c.end, c.origin, c.origin_off, ai, {}};
+      Piece p{at + c.end, c.origin, c.origin_off, ai, {}, c.combo};
       pieces.push_back({at, p});
       at += c.end;
     }
     target.replace(sp.offset, sp.offset + sp.length, std::move(pieces));
+  }
+
+  // ---- reductions: a value is the reduction over a set of ranks' elements ----
+  using RankSet = std::vector<uint64_t>;  // bit per rank
+  RankSet contributors(const Piece& p) const {
+    if (p.origin == kCombined) return sets_[p.combo];
+    RankSet s((N + 63) / 64, 0);
+    if (p.origin >= 0) s[p.origin / 64] |= 1ull << (p.origin % 64);
+    return s;
+  }
+  int intern(const RankSet& s) {
+    auto it = set_ids_.find(s);
+    if (it != set_ids_.end()) return it->second;
+    sets_.push_back(s);
+    return set_ids_[s] = static_cast<int>(sets_.size()) - 1;
+  }
+  static std::string set_text(const RankSet& s) {
+    std::string out;
+    for (size_t w = 0; w < s.size(); ++w)
+      for (int b = 0; b < 64; ++b)
+        if (s[w] >> b & 1) out += (out.empty() ? "" : ",") + std::to_string(w * 64 + b);
+    return "{" + out + "}";
+  }
+  // dst (op) src, piece by piece (piece lengths in .end): the elements must be
+  // the same ones (same origin offset) and no rank may be counted twice.
+  std::vector<Piece> combine(int r, int oi, const std::vector<Piece>& dst, const std::vector<Piece>& src) {
+    std::vector<Piece> out;
+    size_t i = 0, j = 0;
+    uint64_t di = 0, sj = 0;  // bytes consumed of dst[i], src[j]
+    bool reported = false;
+    while (i < dst.size() && j < src.size()) {
+      const Piece &a = dst[i], &b = src[j];
+      uint64_t len = std::min(a.end - di, b.end - sj);
+      Piece p{len, kCombined, a.origin_off + di, a.writer, {}, -1};
+      if (a.origin == -1 || b.origin == -1) {
+        p.origin = -1;  // read() has reported it
+      } else if (a.origin_off + di != b.origin_off + sj) {
+        if (!reported)
+          op_error(r, oi, "combines elements at offset " + std::to_string(a.origin_off + di) + " with elements at offset " +
+                              std::to_string(b.origin_off + sj));
+        reported = true;
+      } else {
+        RankSet x = contributors(a), y = contributors(b), u(x.size());
+        bool twice = false;
+        for (size_t w = 0; w < x.size(); ++w) twice |= (x[w] & y[w]) != 0, u[w] = x[w] | y[w];
+        if (twice && !reported) {
+          op_error(r, oi, "combines " + set_text(x) + " with " + set_text(y) + ": a rank's contribution counted twice");
+          reported = true;
+        }
+        p.combo = intern(u);
+      }
+      out.push_back(p);
+      di += len;
+      sj += len;
+      if (di == a.end) ++i, di = 0;
+      if (sj == b.end) ++j, sj = 0;
+    }
+    return out;
   }
 
   void increment(int r, const CounterRef& c, int put) {
@@ -318,6 +384,15 @@ class Verifier {
           if (in.put >= 0) puts_[in.put].grants.push_back({r, seq});
         }
         waits_.push_back({r, seq, oi, id, op.value});
+      } else if (op.kind == OpKind::Reduce) {
+        int seq = tick(r);
+        int ai = static_cast<int>(acc_.size());
+        acc_.push_back({Access::Sync, r, seq, -1, oi});
+        for (auto& sg : op.segs) {
+          auto in = read(r, oi, sg.src, ai);
+          auto acc = read(r, oi, sg.dst, ai);
+          write(r, oi, sg.dst, combine(r, oi, acc, in), ai);
+        }
       } else if (op.kind == OpKind::Put || op.kind == OpKind::Copy) {
         int seq = tick(r);
         int put = -1;
@@ -433,12 +508,27 @@ class Verifier {
           }
       return;
     }
-    if (s_.collective != "allgather") {
+    if (s_.collective == "allreduce") {
+      check_reduced();
+      return;
+    }
+    std::vector<int> targets;  // ranks whose recv must hold the blocks
+    if (s_.collective == "allgather") {
+      for (int r = 0; r < N; ++r) targets.push_back(r);
+    } else if (s_.collective == "gather") {
+      targets.push_back(s_.root);
+    } else if (s_.collective == "bcast") {
+      for (int r = 0; r < N; ++r)
+        if (r != s_.root) targets.push_back(r);
+    } else {
       error("no expected result is defined for collective '" + s_.collective + "'");
       return;
     }
-    BlockLayout L(s_.send_bytes);
-    for (int r = 0; r < N; ++r) {
+    // bcast: every target receives the root's send as one block.
+    std::vector<uint64_t> counts = s_.send_bytes;
+    if (s_.collective == "bcast") counts.assign(N, 0), counts[s_.root] = s_.send_bytes[s_.root];
+    BlockLayout L(counts);
+    for (int r : targets) {
       if (s_.recv_bytes[r] != L.total()) {
         error("rank " + std::to_string(r) + " recv is " + std::to_string(s_.recv_bytes[r]) + " bytes, expected " +
               std::to_string(L.total()));
@@ -451,15 +541,41 @@ class Verifier {
         int o = static_cast<int>(std::upper_bound(L.displ.begin(), L.displ.end(), at) - L.displ.begin()) - 1;
         uint64_t off = at - L.displ[o];
         if (p.origin != o || p.origin_off != off || p.end > L.displ[o + 1]) {
-          std::string got = p.origin < 0 ? "bytes never written"
-                                         : "bytes [" + std::to_string(p.origin_off) + "," +
-                                               std::to_string(p.origin_off + (p.end - at)) + ") of rank " +
-                                               std::to_string(p.origin);
-          error("rank " + std::to_string(r) + " ends with " + got + " at recv[" + std::to_string(at) + "," +
-                std::to_string(p.end) + "); expected bytes from offset " + std::to_string(off) + " of rank " +
+          error("rank " + std::to_string(r) + " ends with " + content_text(at, p) + " at recv[" + std::to_string(at) +
+                "," + std::to_string(p.end) + "); expected bytes from offset " + std::to_string(off) + " of rank " +
                 std::to_string(o));
           reported = true;
         }
+      });
+    }
+  }
+
+  std::string content_text(uint64_t at, const Piece& p) const {
+    std::string range = "[" + std::to_string(p.origin_off) + "," + std::to_string(p.origin_off + (p.end - at)) + ")";
+    if (p.origin == -1) return "bytes never written";
+    if (p.origin == kCombined) return "the reduction over ranks " + set_text(sets_[p.combo]) + " of elements " + range;
+    return "bytes " + range + " of rank " + std::to_string(p.origin);
+  }
+
+  // allreduce: every rank's recv holds, at every offset, the reduction over all
+  // ranks of their send elements at that offset, each rank counted once.
+  void check_reduced() {
+    RankSet everyone((N + 63) / 64, 0);
+    for (int x = 0; x < N; ++x) everyone[x / 64] |= 1ull << (x % 64);
+    for (int r = 0; r < N; ++r) {
+      if (s_.recv_bytes[r] != s_.send_bytes[r]) {
+        error("rank " + std::to_string(r) + " recv is " + std::to_string(s_.recv_bytes[r]) + " bytes, expected " +
+              std::to_string(s_.send_bytes[r]));
+        continue;
+      }
+      bool reported = false;
+      recv_[r].all([&](uint64_t at, Piece& p) {
+        if (reported || ((p.origin >= 0 || p.origin == kCombined) && p.origin_off == at && contributors(p) == everyone))
+          return;
+        error("rank " + std::to_string(r) + " ends with " + content_text(at, p) + " at recv[" + std::to_string(at) +
+              "," + std::to_string(p.end) + "); expected the reduction over all " + std::to_string(N) +
+              " ranks of elements from offset " + std::to_string(at));
+        reported = true;
       });
     }
   }
@@ -478,6 +594,8 @@ class Verifier {
   std::vector<std::vector<Incr>> counters_;
   std::vector<uint64_t> values_;
   std::vector<WaitRec> waits_;
+  std::vector<RankSet> sets_;
+  std::map<RankSet, int> set_ids_;
 };
 
 }  // namespace
