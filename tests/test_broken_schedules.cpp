@@ -37,7 +37,7 @@ void erase_op(Schedule& s, int rank, int index) { s.programs[rank].erase(s.progr
 TEST(Broken, ValidSchedulesPass) {
   Topology t = Topology::from_ppn(12, 3, 2);
   for (auto& a : all_algorithms())
-    EXPECT_EQ(first_error(build_schedule(a.collective, a.name, t, std::vector<uint64_t>(12, 4), {})), "") << a.name;
+    EXPECT_EQ(first_error(build_schedule(a.collective, a.name, t, std::vector<uint64_t>(12, 4), call_defaults(a.collective))), "") << a.name;
 }
 
 TEST(Broken, MissingWaitIsARace) {

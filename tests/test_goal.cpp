@@ -103,7 +103,7 @@ TEST(Goal, RoundTripIsAFixpoint) {
     for (auto& t : topos)
       for (uint64_t bytes : {0, 5, 2000}) {
         SCOPED_TRACE(std::string(spec.collective) + "/" + spec.name + " " + t.describe() + " " + std::to_string(bytes));
-        Schedule s = build_schedule(spec.collective, spec.name, t, std::vector<uint64_t>(t.nranks(), bytes), AlgoOptions{});
+        Schedule s = build_schedule(spec.collective, spec.name, t, std::vector<uint64_t>(t.nranks(), bytes * 4), call_defaults(spec.collective));
         std::string g1 = to_goal(s);
         EXPECT_EQ(body(g1), body(to_goal(from_goal(g1, t.rails()))));
       }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "algos/allgather/allgather.hpp"
+#include "algos/allreduce/allreduce.hpp"
 #include "algos/barrier/barrier.hpp"
 #include "core/errors.hpp"
 
@@ -41,6 +42,17 @@ const std::vector<AlgoSpec>& all_algorithms() {
        "ceil(log2 N) ts", "Hensgen, Finkel, Manber 1988", {}, barrier::build_dissemination},
       {"barrier", "smp", "shared-memory flags inside a node, dissemination among node leaders",
        "2 t_flag + ceil(log2 M) ts", "seed 001 §5.1 flags, seed 004 §4", {}, barrier::build_smp},
+      // allreduce
+      {"allreduce", "recursive_doubling", "log2 N exchanges of the whole vector, both partners combine",
+       "ceil(log2 N) (ts + m tau + m gamma)", "seed 002 §3 pairwise exchange, combining", {},
+       allreduce::build_recursive_doubling},
+      {"allreduce", "ring", "ring reduce-scatter then ring all-gather, N chunks",
+       "2 (N-1) (ts + m/N tau) + (N-1)/N m gamma", "Patarasuk and Yuan 2009", {}, allreduce::build_ring},
+      {"allreduce", "rabenseifner", "reduce-scatter by recursive halving, all-gather by recursive doubling",
+       "2 log2 N ts + 2 (N-1)/N m tau + (N-1)/N m gamma", "Rabenseifner 2004", {}, allreduce::build_rabenseifner},
+      {"allreduce", "smp", "shm reduce-scatter in the node, one leader per slice across nodes, shm copy-out",
+       "2 m c + (P-1)/P m gamma + ceil(log2 M) (ts + m/P tau + m/P gamma)", "seed 003 §2, seed 004 §4, seed 001 §5.1",
+       {}, allreduce::build_smp},
   };
   return table;
 }
@@ -81,6 +93,12 @@ void check_call_args(const std::string& collective, const Topology& topo, const 
 }
 
 }  // namespace
+
+AlgoOptions call_defaults(const std::string& collective) {
+  AlgoOptions o;
+  if (collective == "allreduce") o.dtype = DataType::Float32;
+  return o;
+}
 
 Schedule build_schedule(const std::string& collective, const std::string& algorithm, const Topology& topo,
                         const std::vector<uint64_t>& counts, const AlgoOptions& opts,

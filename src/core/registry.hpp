@@ -31,6 +31,10 @@ Schedule build_schedule(const std::string& collective, const std::string& algori
                         const Topology& topo, const std::vector<uint64_t>& counts,
                         const AlgoOptions& opts, const std::vector<std::string>& given_options = {});
 
+// Call arguments that make every algorithm of `collective` buildable when the
+// caller has none of its own (tests, `railcoll show`): allreduce of float sums.
+AlgoOptions call_defaults(const std::string& collective);
+
 // Largest bytes per rank accepted, and largest total (N x bytes).
 constexpr uint64_t kMaxBytesPerRank = 1ull << 40;
 constexpr uint64_t kMaxTotalBytes = 1ull << 48;

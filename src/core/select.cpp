@@ -9,6 +9,13 @@ namespace railcoll {
 // large ones want every rail driven at once (one leader per rail).
 std::string select_algorithm(const std::string& collective, const Topology& t, uint64_t bytes) {
   if (collective == "barrier") return t.nnodes() < t.nranks() ? "smp" : "dissemination";
+  if (collective == "allreduce") {
+    // Ranks that share a node combine in shared memory first; one rank per node
+    // wants latency (recursive doubling) for short vectors and bandwidth
+    // (reduce-scatter + all-gather) for long ones.
+    if (t.nnodes() < t.nranks()) return "smp";
+    return bytes <= 16 * 1024 ? "recursive_doubling" : "rabenseifner";
+  }
   if (t.nranks() == 1 || t.nnodes() == 1) return "smp_direct";
   uint64_t node_bytes = bytes * static_cast<uint64_t>(t.max_node_size());
   if (node_bytes <= 8 * 1024) return "smp_gather_bcast";
@@ -19,7 +26,8 @@ std::string select_algorithm(const std::string& collective, const Topology& t, u
 std::string selection_rules() {
   return "allgather: one node -> smp_direct; bytes per node <= 8 KiB -> smp_gather_bcast; <= 16 KiB -> "
          "smp_bruck; else smp_multileader\n"
-         "barrier: several ranks per node -> smp; else dissemination\n";
+         "barrier: several ranks per node -> smp; else dissemination\n"
+         "allreduce: several ranks per node -> smp; else <= 16 KiB -> recursive_doubling, else rabenseifner\n";
 }
 
 }  // namespace railcoll

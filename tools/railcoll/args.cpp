@@ -8,7 +8,7 @@
 namespace railcoll::cli {
 
 const std::set<std::string> kTopologyOptions = {"ranks", "ppn", "nodes", "node-map", "rails"};
-const std::set<std::string> kScheduleOptions = {"algo", "bytes", "stripe-threshold", "concurrency"};
+const std::set<std::string> kScheduleOptions = {"algo", "bytes", "stripe-threshold", "concurrency", "root", "dtype", "op"};
 
 Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& flags,
            const std::set<std::string>& valued) {
@@ -159,6 +159,12 @@ ScheduleRequest schedule_request(const Args& a, const std::string& collective) {
   uint64_t bytes = a.size("bytes", 1);
   if (bytes > kMaxBytesPerRank) throw UsageError("--bytes " + a.str("bytes") + " is absurdly large (limit 1 TiB)");
   r.counts.assign(r.topo.nranks(), bytes);
+  r.opts = call_defaults(collective);
+  r.opts.root = static_cast<int>(a.integer("root", 0, 0, r.topo.nranks() - 1));
+  if (a.has("dtype") && !parse_dtype(a.str("dtype"), &r.opts.dtype))
+    throw UsageError("--dtype must be int32, int64, float or double, not '" + a.str("dtype") + "'");
+  if (a.has("op") && !parse_redop(a.str("op"), &r.opts.redop))
+    throw UsageError("--op must be sum, min or max, not '" + a.str("op") + "'");
   r.opts.stripe_threshold = a.size("stripe-threshold", 1024);
   if (a.has("concurrency")) {
     r.opts.concurrency = static_cast<int>(a.integer("concurrency", 0, 1, 1 << 16));

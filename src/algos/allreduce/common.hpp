@@ -1,0 +1,59 @@
+// Pieces shared by the allreduce builders.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "core/schedule.hpp"
+
+namespace railcoll::allreduce {
+
+// Any number of units (ranks, or nodes) run a power-of-two algorithm: the first
+// 2*rem units pair up, the even one of each pair hands its data to the odd one
+// and sits out, and gets the result back at the end (Rabenseifner 2004; MPICH's
+// non-power-of-two allreduce).
+struct Fold {
+  explicit Fold(int units);
+  int p2 = 1;   // largest power of two <= units
+  int rem = 0;  // units - p2
+  int log2 = 0;
+  // The index among the p2 participants, or -1 for a unit that sits out.
+  int participant(int unit) const;
+  int unit_of(int participant) const { return participant < rem ? 2 * participant + 1 : participant + rem; }
+};
+
+// Element boundaries of `parts` nearly equal chunks of the vector (bytes).
+struct Chunks {
+  Chunks(uint64_t bytes, size_t elem, int parts);
+  uint64_t begin(int c) const { return (elems * c / parts) * elem; }
+  uint64_t size(int c) const { return begin(c + 1) - begin(c); }
+  uint64_t elems;
+  size_t elem;
+  int parts;
+};
+
+// A unit of a recursive-doubling allreduce: the rank that acts for it and the
+// span it reduces in place (the same length for every unit).
+struct Unit {
+  int rank;
+  Span acc;
+};
+// Where unit u receives the data of exchange `slot` (acc's length).
+using SlotFn = std::function<Span(int unit, int slot)>;
+constexpr int kRecursiveDoublingSlots = 32;  // slot 0: the fold; 1 + s: exchange step s
+
+// The even unit of each of the first rem pairs hands its acc to the odd one's
+// slot and the odd one combines it (step `step`, counter `counter` of the odd one).
+void fold_in(ScheduleBuilder& b, const Fold& f, const std::vector<Unit>& units, const SlotFn& slot, int step,
+             int rail, int counter);
+// The odd unit of each pair writes the result into the even one's acc.
+void fold_out(ScheduleBuilder& b, const Fold& f, const std::vector<Unit>& units, int step, int rail, int counter);
+
+// Recursive doubling over units (seed 002 §3's pairwise exchange, combining
+// instead of concatenating): log2 p2 steps, the whole vector each step, both
+// partners compute a (op) b from the same operands, so every unit ends with
+// the same bits. Uses rank counters counter0 .. counter0 + log2 p2 + 1 and
+// steps step0 .. returned step - 1.
+int recursive_doubling(ScheduleBuilder& b, const std::vector<Unit>& units, const SlotFn& slot, int step0,
+                       int rail, int counter0);
+
+}  // namespace railcoll::allreduce

@@ -1,0 +1,26 @@
+// Recursive-doubling allreduce: every rank copies its vector into recv, then in
+// step s = 0..log2(p2)-1 exchanges the whole vector with rank (p XOR 2^s) and
+// combines; ranks beyond the largest power of two p2 fold in before and get the
+// result after (common.hpp, Fold). Latency-optimal, for short vectors.
+// Hockney: T = (ceil(log2 N) + 2 [N not a power of two]) (ts + m tau + m gamma)
+//          (m: vector bytes, gamma: combine time per byte)
+#include "algos/allreduce/allreduce.hpp"
+#include "algos/allreduce/common.hpp"
+
+namespace railcoll::allreduce {
+
+Schedule build_recursive_doubling(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
+  ScheduleBuilder b("allreduce", "recursive_doubling", t, L, o);
+  const int N = t.nranks();
+  const uint64_t m = L.count[0];
+  std::vector<Unit> units;
+  for (int r = 0; r < N; ++r) {
+    b.copy(r, 0, {{b.send(r, 0, m), b.recv(r, 0, m)}});
+    units.push_back({r, b.recv(r, 0, m)});
+    b.set_scratch(r, m * (Fold(N).log2 + 1));
+  }
+  recursive_doubling(b, units, [&](int u, int slot) { return b.scratch(u, slot * m, m); }, 0, b.rail_for(m, 0), 0);
+  return b.finish();
+}
+
+}  // namespace railcoll::allreduce

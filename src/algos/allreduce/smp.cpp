@@ -1,0 +1,81 @@
+// SMP allreduce: node-level reduction in shared memory, leaders across nodes,
+// node-level broadcast (the hierarchical reductions of seed 003 §2 and seed 004
+// §4; the shared-memory phases of seed 001 §5.1), with one leader per slice:
+//   1. every local rank copies its vector into its staging area of the node's
+//      shared buffer;
+//   2. the P local ranks of the node each combine one slice of all P staging
+//      areas into staging area 0 (a shared-memory reduce-scatter);
+//   3. local rank j (j < L, L the smallest node size) runs a recursive-doubling
+//      allreduce of slice j of staging area 0 with local rank j of every other
+//      node, on rail j mod k: L leaders drive the rails at once;
+//   4. every local rank copies staging area 0 into its recv.
+// Hockney: T = m c + (P-1)/P m gamma + (ceil(log2 M) + 2 [M not 2^x]) (ts + m/L tau + m/L gamma) + m c
+//          (P ranks per node, M nodes, c: shm copy time per byte)
+#include "algos/allgather/common.hpp"
+#include "algos/allreduce/allreduce.hpp"
+#include "algos/allreduce/common.hpp"
+
+namespace railcoll::allreduce {
+
+Schedule build_smp(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
+  ScheduleBuilder b("allreduce", "smp", t, L, o);
+  const int M = t.nnodes();
+  const uint64_t m = L.count[0];
+  const size_t elem = dtype_size(o.dtype);
+  if (m == 0) return b.finish();  // nothing to combine, nothing to wait for
+  int leaders = t.node_size(0);
+  for (int n = 0; n < M; ++n) leaders = std::min(leaders, t.node_size(n));
+  Chunks leader_slices(m, elem, leaders);
+  Fold f(M);
+  // Shared buffer of a node: P staging areas, then one receive slot per
+  // recursive-doubling exchange (fold + log2 M steps).
+  auto staging = [&](int n, int i, uint64_t off, uint64_t len) { return b.shared(n, i * m + off, len); };
+  enum { kStaged = 0, kCombined = 1, kReduced = 2, kDone = 3 };
+  for (int n = 0; n < M; ++n) {
+    const int P = t.node_size(n);
+    b.set_shared(n, (P + 1 + f.log2) * m);
+    const auto& ranks = t.ranks_of(n);
+    for (int i = 0; i < P; ++i) {  // 1. stage
+      b.copy(ranks[i], 0, {{b.send(ranks[i], 0, m), staging(n, i, 0, m)}});
+      b.signal(ranks[i], 0, b.node_counter(n, kStaged));
+    }
+    Chunks node_slices(m, elem, P);
+    for (int i = 0; i < P; ++i) {  // 2. combine slice i of every staging area into area 0
+      int r = ranks[i];
+      uint64_t at = node_slices.begin(i), len = node_slices.size(i);
+      b.wait(r, 1, b.node_counter(n, kStaged), P);
+      std::vector<Segment> segs;
+      for (int j = 1; j < P; ++j) segs.push_back({staging(n, j, at, len), staging(n, 0, at, len)});
+      for (auto& sg : segs) b.reduce(r, 1, {sg});  // one reduce per area: they combine into the same bytes
+      b.signal(r, 1, b.node_counter(n, kCombined));
+    }
+  }
+  int step = 2;
+  for (int j = 0; j < leaders; ++j) {  // 3. leaders across nodes, one slice each
+    uint64_t at = leader_slices.begin(j), len = leader_slices.size(j);
+    std::vector<Unit> units;
+    for (int n = 0; n < M; ++n) {
+      int r = t.ranks_of(n)[j];
+      b.wait(r, 2, b.node_counter(n, kCombined), t.node_size(n));
+      units.push_back({r, staging(n, 0, at, len)});
+    }
+    int rail = leaders >= t.rails() ? j % t.rails() : b.rail_for(len, j);
+    SlotFn slot = [&](int n, int s) { return b.shared(n, (t.node_size(n) + s) * m + at, len); };
+    step = recursive_doubling(b, units, slot, 2, rail, 0);
+    for (int n = 0; n < M; ++n) {
+      int r = t.ranks_of(n)[j];
+      b.flush(r, step);  // the NIC may still read the slice it sent last
+      b.signal(r, step, b.node_counter(n, kReduced));
+    }
+  }
+  for (int n = 0; n < M; ++n) {  // 4. copy out, then nobody leaves while a peer still reads the buffer
+    for (int r : t.ranks_of(n)) {
+      b.wait(r, step, b.node_counter(n, kReduced), leaders);
+      b.copy(r, step, {{staging(n, 0, 0, m), b.recv(r, 0, m)}});
+    }
+    allgather::node_final_sync(b, n, step + 1, kDone);
+  }
+  return b.finish();
+}
+
+}  // namespace railcoll::allreduce

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Multi-process tests of bcast, gather, allreduce and every barrier: every
+# algorithm, roots other than 0, uneven nodes, 1-3 rails, locally (pretend nodes)
+# and, as root, on the emulated cluster; then bad arguments and counts that
+# differ between ranks, each an error on every rank within the deadline.
+set -u
+RC=${1:?railcoll}; MP=${2:?mp_more_collectives}
+pass=0 fail=0
+log=$(mktemp); marks=$(mktemp -d)
+cluster_used=0
+cleanup() {
+  [ "$cluster_used" = 1 ] && "$RC" cluster down >/dev/null 2>&1
+  rm -rf "$log" "$marks"
+}
+trap cleanup EXIT
+check() {  # check "description" regex count -- command...
+  local what=$1 regex=$2 want=$3; shift 4
+  timeout 600 "$@" >"$log" 2>&1; local st=$?
+  local got; got=$(grep -cE "$regex" "$log")
+  if [ "$got" -eq "$want" ]; then pass=$((pass + 1)); echo "ok   $what"
+  else fail=$((fail + 1)); echo "FAIL $what: $got of $want lines match '$regex' (exit $st)"; sed 's/^/     /' "$log" | head -20; fi
+}
+
+for cfg in "1" "3" "8 --ppn 4 --rails 2" "6 --ppn 4 --rails 2" "5 --ppn 2 --rails 3"; do
+  n=${cfg%% *}
+  check "correct, -n $cfg" "calls correct" "$n" -- "$RC" run -n $cfg -- "$MP" correct "$marks/l${n}"
+done
+export RAILCOLL_TIMEOUT=3
+check "bad arguments" "bad arguments rejected" 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" badargs
+check "allreduce counts differ between ranks" "allreduce with mismatched counts -> " 4 -- \
+  "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" mismatch allreduce
+check "bcast counts differ between ranks" "bcast with mismatched counts -> " 4 -- \
+  "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" mismatch bcast
+unset RAILCOLL_TIMEOUT
+
+# The emulated cluster is shared with the other cluster tests: one user at a time.
+if [ "$(id -u)" = 0 ]; then
+  exec 9>/tmp/railcoll-cluster.lock
+  flock 9
+  cluster_used=1
+  "$RC" cluster down >/dev/null 2>&1
+  if "$RC" cluster up --nodes 4 --ppn 2 --rails 3 --rate 1gbit >"$log" 2>&1; then
+    check "cluster: correct, 4 nodes x 2, 3 rails" "calls correct" 8 -- "$RC" cluster run -- "$MP" correct "$marks/c1"
+    check "cluster: correct, uneven 1,3,2,2, 2 rails" "calls correct" 8 -- \
+      "$RC" cluster run --layout 1,3,2,2 --rails 2 -- "$MP" correct "$marks/c2"
+    check "cluster: allreduce counts differ" "allreduce with mismatched counts -> " 8 -- \
+      env RAILCOLL_TIMEOUT=5 "$RC" cluster run -- "$MP" mismatch allreduce
+  else
+    fail=$((fail + 1)); echo "FAIL cluster up"; cat "$log"
+  fi
+  "$RC" cluster down >/dev/null 2>&1
+  flock -u 9
+else
+  echo "skipped the emulated cluster: needs root"
+fi
+left=$(ls /dev/shm 2>/dev/null | grep -c '^railcoll-')
+if [ "$left" -eq 0 ]; then pass=$((pass + 1)); echo "ok   no shared-memory segments left"
+else fail=$((fail + 1)); echo "FAIL $left railcoll segments left in /dev/shm"; fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
