@@ -19,11 +19,12 @@ namespace railcoll::cli {
 
 void print_table_header(std::ostream& o, const std::string& algorithm, const BenchContext& c, bool full,
                         bool validate) {
-  o << "\n# railcoll " << "allgather" << ": " << algorithm << " (" << c.ranks << " ranks, " << c.nodes << " nodes, "
+  o << "\n# railcoll " << c.collective << ": " << algorithm << " (" << c.ranks << " ranks, " << c.nodes << " nodes, "
     << c.rails << " rail" << (c.rails > 1 ? "s" : "") << "; " << c.where << (validate ? "; every byte validated" : "")
     << ")\n";
   o << "# Size       Avg Latency(us)   Median(us)";
   if (full) o << "   Min Latency(us)   Max Latency(us)  Iterations";
+  o << "      p90(us)      p99(us)";
   o << "\n";
 }
 
@@ -31,6 +32,7 @@ void print_table_row(std::ostream& o, const BenchRecord& r, bool full) {
   o << std::left << std::setw(10) << r.bytes << std::right << std::fixed << std::setprecision(2) << std::setw(18)
     << r.avg_us << std::setw(13) << r.p50_us;
   if (full) o << std::setw(18) << r.min_us << std::setw(18) << r.max_us << std::setw(12) << r.iterations;
+  if (r.p99_us >= 0) o << std::setw(13) << r.p90_us << std::setw(13) << r.p99_us;
   if (!r.chosen.empty()) o << "   (" << r.chosen << ")";
   o << "\n" << std::flush;
 }
@@ -38,15 +40,30 @@ void print_table_row(std::ostream& o, const BenchRecord& r, bool full) {
 double rail_bound_us(const BenchContext& c, uint64_t bytes) {
   if (c.rail_bits_per_s <= 0 || c.nodes < 2) return 0;
   int fewest = *std::min_element(c.ranks_per_node.begin(), c.ranks_per_node.end());
-  double node_bytes = static_cast<double>(c.ranks - fewest) * static_cast<double>(bytes);
+  double m = static_cast<double>(bytes), node_bytes = 0;
+  if (c.collective == "allgather" || c.collective == "gather")
+    node_bytes = static_cast<double>(c.ranks - fewest) * m;  // what the node (or root's node) lacks
+  else if (c.collective == "bcast")
+    node_bytes = m;  // every other node must receive the message once
+  else if (c.collective == "allreduce")
+    node_bytes = 2.0 * (c.nodes - 1) / c.nodes * m;  // reduce-scatter + all-gather across nodes
   return node_bytes * 8 / (c.rail_bits_per_s * c.rails) * 1e6;
+}
+
+void set_percentiles(BenchRecord* r, std::vector<double> slowest_us) {
+  if (slowest_us.empty()) return;
+  std::sort(slowest_us.begin(), slowest_us.end());
+  auto at = [&](double q) { return slowest_us[std::min(slowest_us.size() - 1, static_cast<size_t>(q * slowest_us.size()))]; };
+  r->p50_us = at(0.5);
+  r->p90_us = at(0.9);
+  r->p99_us = at(0.99);
 }
 
 void print_summary(std::ostream& o, const std::vector<BenchRecord>& recs, const BenchContext& c) {
   std::map<uint64_t, std::map<std::string, const BenchRecord*>> by_size;
   for (auto& r : recs) by_size[r.bytes][r.algorithm] = &r;
   bool have_bound = c.rail_bits_per_s > 0 && c.nodes > 1;
-  o << "\n# Summary: allgather, " << c.ranks << " ranks on " << c.nodes << " nodes, " << c.rails << " rail"
+  o << "\n# Summary: " << c.collective << ", " << c.ranks << " ranks on " << c.nodes << " nodes, " << c.rails << " rail"
     << (c.rails > 1 ? "s" : "");
   if (c.rail_bits_per_s > 0) o << " x " << c.rail_bits_per_s / 1e9 << " Gbit/s";
   o << " (" << c.where << "); median latency in us; speed-up = baseline / auto\n";
@@ -94,8 +111,15 @@ std::string to_json_line(const BenchRecord& r) {
   if (!r.chosen.empty()) o << ",\"chosen\":\"" << r.chosen << "\"";
   o << ",\"bytes\":" << r.bytes << ",\"ranks\":" << r.ranks << ",\"nodes\":" << r.nodes << ",\"rails\":" << r.rails
     << ",\"avg_us\":" << r.avg_us << ",\"min_us\":" << r.min_us << ",\"max_us\":" << r.max_us
-    << ",\"p50_us\":" << r.p50_us << ",\"iterations\":" << r.iterations
-    << ",\"validated\":" << (r.validated ? "true" : "false") << "}";
+    << ",\"p50_us\":" << r.p50_us;
+  if (r.p99_us >= 0) o << ",\"p90_us\":" << r.p90_us << ",\"p99_us\":" << r.p99_us;
+  o << ",\"iterations\":" << r.iterations << ",\"validated\":" << (r.validated ? "true" : "false");
+  if (!r.samples_us.empty()) {
+    o << ",\"samples_us\":[";
+    for (size_t i = 0; i < r.samples_us.size(); ++i) o << (i ? "," : "") << r.samples_us[i];
+    o << "]";
+  }
+  o << "}";
   return o.str();
 }
 
@@ -122,7 +146,14 @@ bool from_json_line(const std::string& line, BenchRecord* r) {
   r->max_us = num("max_us");
   r->p50_us = num("p50_us");
   if (r->p50_us < 0) r->p50_us = r->avg_us;  // OSU-style tools report no median
+  r->p90_us = num("p90_us");
+  r->p99_us = num("p99_us");
   r->iterations = static_cast<int>(std::max(0.0, num("iterations")));
+  auto samples = line.find("\"samples_us\":[");
+  if (samples != std::string::npos) {
+    std::istringstream in(line.substr(samples + 14, line.find(']', samples) - samples - 14));
+    for (std::string x; std::getline(in, x, ',');) r->samples_us.push_back(std::stod(x));
+  }
   r->validated = line.find("\"validated\":true") != std::string::npos;
   return !r->algorithm.empty();
 }
@@ -136,11 +167,12 @@ void write_json(const std::string& path, const std::vector<BenchRecord>& recs) {
 
 void write_csv(const std::string& path, const std::vector<BenchRecord>& recs) {
   std::ofstream f(path);
-  f << "collective,algorithm,chosen,bytes,ranks,nodes,rails,avg_us,min_us,max_us,p50_us,iterations,validated\n";
+  f << "collective,algorithm,chosen,bytes,ranks,nodes,rails,avg_us,min_us,max_us,p50_us,p90_us,p99_us,iterations,"
+       "validated\n";
   for (auto& r : recs)
     f << r.collective << "," << r.algorithm << "," << r.chosen << "," << r.bytes << "," << r.ranks << "," << r.nodes
       << "," << r.rails << "," << r.avg_us << "," << r.min_us << "," << r.max_us << "," << r.p50_us << ","
-      << r.iterations << "," << (r.validated ? "true" : "false") << "\n";
+      << r.p90_us << "," << r.p99_us << "," << r.iterations << "," << (r.validated ? "true" : "false") << "\n";
 }
 
 namespace {
@@ -152,6 +184,25 @@ import matplotlib.pyplot as plt
 recs = json.load(open(sys.argv[1]))
 title = sys.argv[3] if len(sys.argv) > 3 else "allgather"
 fig, ax = plt.subplots(figsize=(10, 6.5))
+sampled = [r for r in recs if r.get("samples_us")]
+if sampled:  # latency distributions (barrier): one histogram per algorithm, log-spaced bins
+    import math
+    lo = max(0.1, min(min(r["samples_us"]) for r in sampled))
+    hi = max(max(r["samples_us"]) for r in sampled)
+    bins = [lo * (hi / lo) ** (i / 60) for i in range(61)] if hi > lo else 20
+    for r in sampled:
+        label = "%s (p50 %.0f, p99 %.0f us)" % (r["algorithm"], r["p50_us"], r.get("p99_us", -1))
+        ax.hist(r["samples_us"], bins=bins, histtype="step", lw=1.6, label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("latency of one call, slowest rank (us)")
+    ax.set_ylabel("calls")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(sys.argv[2], dpi=110)
+    sys.exit(0)
 algos = []
 for r in recs:
     if r["algorithm"] not in algos:

@@ -13,11 +13,17 @@ struct BenchRecord {
   uint64_t bytes = 0;
   int ranks = 0, nodes = 0, rails = 0, iterations = 0;
   double avg_us = 0, min_us = 0, max_us = 0, p50_us = 0;
+  double p90_us = -1, p99_us = -1;  // percentiles of the slowest rank's time; -1: not reported
   bool validated = false;
+  std::vector<double> samples_us;  // the slowest rank's time of every call (barrier histograms)
 };
+
+// The slowest rank's time of every call -> p50, p90, p99 of the record.
+void set_percentiles(BenchRecord* r, std::vector<double> slowest_us);
 
 // Context of a run, for the headers and the rail bound.
 struct BenchContext {
+  std::string collective = "allgather";
   int ranks = 0, nodes = 0, rails = 0, max_ppn = 0;
   std::vector<int> ranks_per_node;
   double rail_bits_per_s = 0;  // per rail; 0 when unknown (local runs)
@@ -35,7 +41,8 @@ std::string to_json_line(const BenchRecord& r);
 bool from_json_line(const std::string& line, BenchRecord* r);
 void write_json(const std::string& path, const std::vector<BenchRecord>& recs);
 void write_csv(const std::string& path, const std::vector<BenchRecord>& recs);
-// A log-log PNG of median latency vs size, one line per algorithm (matplotlib).
+// A log-log PNG of median latency vs size, one line per algorithm (matplotlib);
+// for records with samples (barrier), a histogram of the per-call latencies.
 bool write_plot(const std::vector<BenchRecord>& recs, const std::string& png, const std::string& title);
 // The path of the running railcoll binary (drivers start their workers with it).
 std::string self_exe();

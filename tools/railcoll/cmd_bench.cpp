@@ -29,6 +29,7 @@ namespace railcoll::cli {
 namespace {
 
 struct BenchOptions {
+  std::string collective = "allgather";
   std::string algo = "all";
   uint64_t min = 8, max = 1 << 20;
   int iters = 100, warmup = 10;
@@ -44,17 +45,22 @@ const std::set<std::string> kValued = {"algo", "m", "i", "x", "json", "csv", "pl
 
 BenchOptions parse(const std::vector<std::string>& argv) {
   Args a(argv, kFlags, kValued);
-  if (a.positional().size() != 1 || a.positional()[0] != "allgather")
-    throw UsageError("usage: railcoll bench allgather [--algo A|all|auto] [-m MIN:MAX] [-i N] [-x N] [-f] [-c] [--mpi] "
-                     "[--json F] [--csv F] [--plot F] [-n N] [--ppn P] [--rails K] [--local]");
+  const std::set<std::string> benchable = {"allgather", "bcast", "gather", "allreduce", "barrier"};
+  if (a.positional().size() != 1 || !benchable.count(a.positional()[0]))
+    throw UsageError("usage: railcoll bench allgather|bcast|gather|allreduce|barrier [--algo A|all|auto] "
+                     "[-m MIN:MAX] [-i N] [-x N] [-f] [-c] [--mpi] [--json F] [--csv F] [--plot F] [-n N] [--ppn P] "
+                     "[--rails K] [--local]");
   BenchOptions o;
+  o.collective = a.positional()[0];
   o.algo = a.str("algo", "all");
-  if (o.algo != "all" && o.algo != "auto" && !find_algorithm("allgather", o.algo))
-    throw UsageError("unknown allgather algorithm '" + o.algo + "' (railcoll algos lists them)");
+  if (o.algo != "all" && o.algo != "auto" && !find_algorithm(o.collective, o.algo))
+    throw UsageError("unknown " + o.collective + " algorithm '" + o.algo + "' (railcoll algos lists them)");
   size_range(a, &o.min, &o.max);
   if (o.max > (1ull << 30)) throw UsageError("-m: at most 1 GiB per rank");
-  o.iters = static_cast<int>(a.integer("i", 100, 1, 1000000));
-  o.warmup = static_cast<int>(a.integer("x", 10, 0, 1000000));
+  if (o.collective == "barrier") o.min = o.max = 0;
+  // A barrier's latency distribution needs many consecutive calls (seed 004 §5).
+  o.iters = static_cast<int>(a.integer("i", o.collective == "barrier" ? 10000 : 100, 1, 1000000));
+  o.warmup = static_cast<int>(a.integer("x", o.collective == "barrier" ? 100 : 10, 0, 1000000));
   o.full = a.flag("f");
   o.validate = a.flag("c");
   o.mpi = a.flag("mpi");
@@ -85,7 +91,10 @@ bool launched_by_a_launcher() {
 
 std::vector<uint64_t> sizes(const BenchOptions& o) {
   std::vector<uint64_t> v;
-  for (uint64_t s = std::max<uint64_t>(o.min, 1); s <= o.max; s *= 2) v.push_back(s);
+  if (o.collective == "barrier") return {0};
+  // allreduce sums floats: whole 4-byte elements
+  uint64_t first = o.collective == "allreduce" ? std::max<uint64_t>(o.min, 4) : std::max<uint64_t>(o.min, 1);
+  for (uint64_t s = first; s <= o.max; s *= 2) v.push_back(o.collective == "allreduce" ? (s + 3) / 4 * 4 : s);
   if (o.min == 0) v.insert(v.begin(), 0);
   return v;
 }
@@ -97,6 +106,63 @@ double now_us() {
 unsigned char pattern(int rank, int iter, size_t i) {
   return static_cast<unsigned char>((rank * 131 + iter * 31 + i * 7 + (i >> 8)) & 0xff);
 }
+
+// Rank r's float element i in call c: small integers, so that sums are exact in
+// any order and a validated allreduce is checked exactly.
+float element(int rank, size_t i, int call) { return static_cast<float>((rank * 37 + i * 11 + call) % 1000) - 400; }
+
+// One call of the benchmarked collective: its buffers, the call, and the check
+// of every byte (-c). bcast and gather use root 0, allreduce sums floats.
+class BenchCall {
+ public:
+  BenchCall(std::string coll, uint64_t bytes, int me, int n) : coll_(std::move(coll)), bytes_(bytes), me_(me), n_(n) {
+    bool gathers = coll_ == "allgather" || coll_ == "gather";
+    send_.assign(bytes + 4, 0);
+    recv_.assign(gathers ? bytes * n + 1 : bytes + 4, 0xEE);
+  }
+  void prepare(int call) {
+    if (coll_ == "allreduce") {
+      for (size_t i = 0; i < bytes_ / 4; ++i) reinterpret_cast<float*>(send_.data())[i] = element(me_, i, call);
+    } else {
+      for (size_t b = 0; b < bytes_; ++b) send_[b] = pattern(coll_ == "bcast" ? 0 : me_, call, b);
+    }
+    std::fill(recv_.begin(), recv_.end(), 0xEE);
+    if (coll_ == "bcast" && me_ == 0) std::copy(send_.begin(), send_.begin() + bytes_, recv_.begin());
+  }
+  railcoll_status_t run(railcoll_comm_t comm, const railcoll_call_opts_t* opts) {
+    if (coll_ == "allgather") return railcoll_allgather(comm, send_.data(), recv_.data(), bytes_, opts);
+    if (coll_ == "gather") return railcoll_gather(comm, send_.data(), recv_.data(), bytes_, 0, opts);
+    if (coll_ == "bcast") return railcoll_bcast(comm, recv_.data(), bytes_, 0, opts);
+    if (coll_ == "allreduce")
+      return railcoll_allreduce(comm, send_.data(), recv_.data(), bytes_ / 4, RAILCOLL_FLOAT, RAILCOLL_SUM, opts);
+    return railcoll_barrier(comm);
+  }
+  // "" when the result is right, else what is wrong.
+  std::string check(int call) const {
+    if (coll_ == "allgather" || (coll_ == "gather" && me_ == 0)) {
+      for (int r = 0; r < n_; ++r)
+        for (size_t b = 0; b < bytes_; ++b)
+          if (recv_[r * bytes_ + b] != pattern(r, call, b))
+            return "wrong byte " + std::to_string(b) + " of rank " + std::to_string(r) + "'s block";
+    } else if (coll_ == "bcast") {
+      for (size_t b = 0; b < bytes_; ++b)
+        if (recv_[b] != pattern(0, call, b)) return "wrong byte " + std::to_string(b);
+    } else if (coll_ == "allreduce") {
+      for (size_t i = 0; i < bytes_ / 4; ++i) {
+        float want = 0;
+        for (int r = 0; r < n_; ++r) want += element(r, i, call);
+        if (reinterpret_cast<const float*>(recv_.data())[i] != want) return "wrong sum at element " + std::to_string(i);
+      }
+    }
+    return "";
+  }
+
+ private:
+  std::string coll_;
+  uint64_t bytes_;
+  int me_, n_;
+  std::vector<unsigned char> send_, recv_;
+};
 
 // ------------------------------------------------------------------ worker --
 
@@ -114,6 +180,7 @@ int worker(const BenchOptions& o) {
     return 1;
   };
   BenchContext ctx;
+  ctx.collective = o.collective;
   ctx.ranks = N;
   ctx.nodes = railcoll_comm_nodes(comm);
   ctx.rails = railcoll_comm_rails(comm);
@@ -138,7 +205,7 @@ int worker(const BenchOptions& o) {
   std::vector<std::string> algos;
   if (o.algo == "all") {
     for (auto& s : all_algorithms())
-      if (std::string(s.collective) == "allgather") algos.push_back(s.name);
+      if (s.collective == o.collective) algos.push_back(s.name);
     algos.push_back("auto");
   } else {
     algos.push_back(o.algo);
@@ -146,7 +213,7 @@ int worker(const BenchOptions& o) {
   std::ofstream records;
   if (me == 0 && !o.records.empty()) {
     records.open(o.records, std::ios::app);
-    records << "#context ranks=" << ctx.ranks << " nodes=" << ctx.nodes << " rails=" << ctx.rails
+    records << "#context collective=" << ctx.collective << " ranks=" << ctx.ranks << " nodes=" << ctx.nodes << " rails=" << ctx.rails
             << " rate=" << ctx.rail_bits_per_s << " ppn=";
     for (size_t i = 0; i < ctx.ranks_per_node.size(); ++i) records << (i ? "," : "") << ctx.ranks_per_node[i];
     records << " where=" << ctx.where << "\n" << std::flush;
@@ -160,33 +227,33 @@ int worker(const BenchOptions& o) {
       int iters = static_cast<int>(std::max<uint64_t>(5, std::min<uint64_t>(o.iters, (64ull << 20) / per_call)));
       iters = std::min(iters, o.iters);
       int warmup = std::min(o.warmup, std::max(1, iters / 5));
-      std::vector<unsigned char> send(bytes + 1), recv(bytes * N + 1);
+      BenchCall call(o.collective, bytes, me, N);
       railcoll_call_opts_t opts{algo.c_str(), 0};
       std::vector<double> lat(iters);
       int bad = 0;
+      bool consecutive = o.collective == "barrier";
+      if (consecutive) {  // the same algorithm for the barrier that is measured and the ones around it
+        setenv("RAILCOLL_BARRIER_ALGO", algo.c_str(), 1);
+        if (algo == "auto") unsetenv("RAILCOLL_BARRIER_ALGO");
+      }
       for (int i = -warmup; i < iters; ++i) {
-        if (o.validate) {
-          for (size_t b = 0; b < bytes; ++b) send[b] = pattern(me, i + warmup, b);
-          std::fill(recv.begin(), recv.end(), 0xEE);
-        }
+        if (o.validate) call.prepare(i + warmup);
         // A barrier before every call, as railcoll-mpi-bench does: each call is
-        // timed alone, not overlapped with the previous one.
-        if (railcoll_barrier(comm) != RAILCOLL_OK) return fail("barrier");
+        // timed alone, not overlapped with the previous one. Barriers themselves
+        // are timed back to back, as seed 004's distributions are.
+        if (!consecutive && railcoll_barrier(comm) != RAILCOLL_OK) return fail("barrier");
         double t0 = now_us();
-        if (railcoll_allgather(comm, send.data(), recv.data(), bytes, &opts) != RAILCOLL_OK)
-          return fail(algo + " at " + std::to_string(bytes) + " B");
+        if (call.run(comm, &opts) != RAILCOLL_OK) return fail(algo + " at " + std::to_string(bytes) + " B");
         double t1 = now_us();
         if (i >= 0) lat[i] = t1 - t0;
-        if (o.validate)
-          for (int r = 0; r < N && !bad; ++r)
-            for (size_t b = 0; b < bytes; ++b)
-              if (recv[r * bytes + b] != pattern(r, i + warmup, b)) {
-                std::cerr << "railcoll bench: rank " << me << ": " << algo << " at " << bytes << " B, call " << i
-                          << ": wrong byte " << b << " of rank " << r << "'s block\n";
-                bad = 1;
-                break;
-              }
+        std::string wrong = o.validate && !bad ? call.check(i + warmup) : "";
+        if (!wrong.empty()) {
+          std::cerr << "railcoll bench: rank " << me << ": " << algo << " at " << bytes << " B, call " << i << ": "
+                    << wrong << "\n";
+          bad = 1;
+        }
       }
+      if (consecutive) unsetenv("RAILCOLL_BARRIER_ALGO");
       // Statistics over ranks, OSU style, plus the median over iterations of the
       // slowest rank's time (a collective is done when its last rank is).
       std::vector<double> every(static_cast<size_t>(iters) * N);
@@ -197,7 +264,8 @@ int worker(const BenchOptions& o) {
       if (me != 0) continue;
       BenchRecord r;
       r.algorithm = algo;
-      if (algo == "auto") r.chosen = railcoll_algorithm_for(comm, "allgather", bytes, nullptr);
+      if (algo == "auto") r.chosen = railcoll_algorithm_for(comm, o.collective.c_str(), bytes, nullptr);
+      r.collective = o.collective;
       r.bytes = bytes;
       r.ranks = N;
       r.nodes = ctx.nodes;
@@ -216,8 +284,8 @@ int worker(const BenchOptions& o) {
         r.min_us = std::min(r.min_us, mean);
         r.max_us = std::max(r.max_us, mean);
       }
-      std::nth_element(slowest.begin(), slowest.begin() + iters / 2, slowest.end());
-      r.p50_us = slowest[iters / 2];
+      if (consecutive) r.samples_us = slowest;
+      set_percentiles(&r, slowest);
       r.validated = o.validate && std::count(bads.begin(), bads.end(), 0) == N;
       if (o.validate && !r.validated) {
         std::cerr << "railcoll bench: " << algo << " returned wrong bytes at " << bytes << " B\n";
@@ -249,6 +317,7 @@ BenchContext read_context(const std::string& line) {
     auto eq = kv.find('=');
     if (eq == std::string::npos) continue;
     std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+    if (k == "collective") c.collective = v;
     if (k == "ranks") c.ranks = std::stoi(v);
     if (k == "nodes") c.nodes = std::stoi(v);
     if (k == "rails") c.rails = std::stoi(v);
@@ -269,7 +338,7 @@ int driver(const BenchOptions& o) {
   std::string self = self_exe();
   std::string dir = self.substr(0, self.rfind('/'));
   bool cluster = !o.local && cluster_is_up();
-  std::vector<std::string> worker = {self, "bench", "allgather"};
+  std::vector<std::string> worker = {self, "bench", o.collective};
   worker.insert(worker.end(), o.forwarded.begin(), o.forwarded.end());
   std::vector<std::string> cluster_args, local_args = {"-n", std::to_string(o.n), "--ppn", std::to_string(o.ppn),
                                                        "--rails", std::to_string(o.rails)};
@@ -299,9 +368,11 @@ int driver(const BenchOptions& o) {
   if (o.mpi) {
     std::string mpibench = dir + "/railcoll-mpi-bench";
     for (std::string label : {"mpi:tuned", "mpi:han"}) {
-      std::vector<std::string> args = {mpibench, "--label", label, "--rails", std::to_string(ctx.rails), "-m",
-                                       std::to_string(o.min) + ":" + std::to_string(o.max), "-i",
-                                       std::to_string(o.iters), "-x", std::to_string(o.warmup)};
+      std::vector<std::string> args = {mpibench, "--coll", o.collective, "--label", label, "--rails",
+                                       std::to_string(ctx.rails), "-i", std::to_string(o.iters), "-x",
+                                       std::to_string(o.warmup)};
+      if (o.collective == "barrier") args.push_back("--samples");
+      else args.insert(args.end(), {"-m", std::to_string(std::max<uint64_t>(o.min, 1)) + ":" + std::to_string(o.max)});
       if (o.validate) args.push_back("-c");
       std::vector<std::string> cmd;
       if (cluster) {
@@ -339,7 +410,7 @@ int driver(const BenchOptions& o) {
   if (!o.json.empty()) write_json(o.json, recs), std::cout << "wrote " << o.json << "\n";
   if (!o.csv.empty()) write_csv(o.csv, recs), std::cout << "wrote " << o.csv << "\n";
   if (!o.plot.empty()) {
-    std::string title = "allgather, " + std::to_string(ctx.ranks) + " ranks on " + std::to_string(ctx.nodes) +
+    std::string title = o.collective + ", " + std::to_string(ctx.ranks) + " ranks on " + std::to_string(ctx.nodes) +
                         " nodes, " + std::to_string(ctx.rails) + " rails (" + ctx.where + ")";
     if (write_plot(recs, o.plot, title)) std::cout << "wrote " << o.plot << "\n";
   }
