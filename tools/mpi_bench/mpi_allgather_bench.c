@@ -1,15 +1,23 @@
-/* railcoll-mpi-bench: an OSU-style MPI_Allgather benchmark, the Open MPI
- * baseline railcoll is compared with on the emulated cluster
- * (`railcoll cluster mpirun -- railcoll-mpi-bench ...`, docs/cluster.md).
+/* railcoll-mpi-bench: an OSU-style benchmark of Open MPI's MPI_Allgather,
+ * MPI_Bcast, MPI_Gather, MPI_Allreduce and MPI_Barrier, the baseline railcoll
+ * is compared with (`railcoll bench --mpi`, and on the emulated cluster
+ * `railcoll cluster mpirun -- railcoll-mpi-bench ...`, docs/cluster.md).
  *
- * Timing follows osu_allgather: for each size, every call is preceded by an
- * MPI_Barrier and timed alone with MPI_Wtime; each rank averages its calls;
- * avg/min/max are the mean/min/max of those per-rank averages, in us.
+ * Timing follows the OSU benchmarks: for each size, every call is preceded by
+ * an MPI_Barrier and timed alone with MPI_Wtime. --coll barrier instead times
+ * consecutive MPI_Barrier calls with nothing in between. Each rank averages
+ * its calls; avg/min/max are the mean/min/max of those per-rank averages, in
+ * us. p50/p90/p99 are percentiles over calls of the slowest rank's time (a
+ * call is done when its last rank is; railcoll bench reports the same).
  *
- * Output: one JSON object per size on stdout, from rank 0:
- * {"collective":"allgather","algorithm":LABEL,"bytes":B,"ranks":N,"nodes":M,
- *  "rails":K,"avg_us":X,"min_us":X,"max_us":X,"p50_us":X,"iterations":N,"validated":true|false}
- *  (p50_us: the median over calls of the slowest rank's time)
+ * Output: one JSON object per size on stdout, from rank 0 (one for barrier):
+ * {"collective":NAME,"algorithm":LABEL,"bytes":B,"ranks":N,"nodes":M,"rails":K,
+ *  "avg_us":X,"min_us":X,"max_us":X,"p50_us":X,"p90_us":X,"p99_us":X,
+ *  "iterations":N,"validated":true|false[,"samples_us":[X,...]]}
+ * bytes: per rank for allgather and gather, the message for bcast, the vector
+ * for allreduce (a multiple of 4: bytes/4 floats), 0 for barrier.
+ * samples_us (--samples): the slowest rank's time of every timed call, in
+ * call order.
  *
  * Exit status: 0 ok, 1 a validation error or out of memory, 2 bad usage. */
 #include <mpi.h>
@@ -18,30 +26,53 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Large sizes run fewer calls: at most kCapBytes gathered per rank per size
- * (but at least kMinLargeIters calls, and never more than -i). --full turns
- * this off. With 16 ranks: 1 MiB per rank -> 16 calls instead of 100. */
+/* Large sizes run fewer calls: at most kCapBytes received by the busiest rank
+ * per size (but at least kMinLargeIters calls, and never more than -i).
+ * --full turns this off. Allgather with 16 ranks: 1 MiB per rank -> 16 calls
+ * instead of 100. */
 static const uint64_t kCapBytes = 256ull << 20;
 static const int kMinLargeIters = 10;
 
+typedef enum { COLL_ALLGATHER, COLL_BCAST, COLL_GATHER, COLL_ALLREDUCE, COLL_BARRIER, COLL_COUNT } Collective;
+static const char* const kCollectiveNames[COLL_COUNT] = {"allgather", "bcast", "gather", "allreduce", "barrier"};
+
+/* Defaults of -i and -x: barrier calls are short, so many more of them. */
+static const int kDefaultIters = 100, kDefaultBarrierIters = 10000;
+static const int kDefaultWarmup = 10, kDefaultBarrierWarmup = 100;
+
 typedef struct {
+  Collective coll;
   uint64_t min_bytes, max_bytes;
-  int iters, warmup, check, full, rails;
+  int iters, warmup; /* 0 and -1 until set by -i / -x or the collective's default */
+  int check, full, samples, rails;
   const char* label;
 } Options;
 
 static void usage(FILE* f) {
   fprintf(f,
-          "usage: railcoll-mpi-bench [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-c] [--full]\n"
-          "                          [--label NAME] [--rails K]\n"
-          "  -m MIN:MAX    bytes per rank, powers of two from MIN to MAX (default 8:1048576)\n"
-          "  -i ITERS      timed calls per size (default 100; large sizes run fewer, at most\n"
-          "                256 MiB gathered per rank per size but at least 10, unless --full)\n"
-          "  -x WARMUP     untimed calls first (default 10; fewer when -i was reduced)\n"
-          "  -c            validate every byte of every call\n"
+          "usage: railcoll-mpi-bench [--coll NAME] [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-c] [--full]\n"
+          "                          [--samples] [--label NAME] [--rails K]\n"
+          "  --coll NAME   the collective (default allgather):\n"
+          "                  allgather  MPI_Allgather of MIN..MAX bytes from every rank\n"
+          "                  bcast      MPI_Bcast of MIN..MAX bytes from rank 0\n"
+          "                  gather     MPI_Gather of MIN..MAX bytes from every rank to rank 0\n"
+          "                  allreduce  MPI_Allreduce, MPI_SUM of bytes/4 floats (sizes rounded\n"
+          "                             up to a multiple of 4 bytes)\n"
+          "                  barrier    MPI_Barrier: one record with bytes 0; -m is ignored\n"
+          "  -m MIN:MAX    sizes in bytes, powers of two from MIN to MAX (default 8:1048576)\n"
+          "  -i ITERS      timed calls per size (default 100, barrier 10000; large sizes run\n"
+          "                fewer, at most 256 MiB received by a rank per size but at least 10,\n"
+          "                unless --full)\n"
+          "  -x WARMUP     untimed calls first (default 10, barrier 100; fewer when large\n"
+          "                sizes run fewer calls)\n"
+          "  -c            validate every call: byte patterns, exact float sums for allreduce\n"
+          "  --full        run -i and -x calls at every size\n"
+          "  --samples     add \"samples_us\": the slowest rank's time of every timed call\n"
           "  --label NAME  the \"algorithm\" field, e.g. mpi:tuned or mpi:han (default mpi)\n"
           "  --rails K     rails in use, copied to the output (default: the count in\n"
-          "                RAILCOLL_RAILS, else 1)\n");
+          "                RAILCOLL_RAILS, else 1)\n"
+          "Timing: an MPI_Barrier before every timed call, except for barrier, whose calls\n"
+          "are timed back to back.\n");
 }
 
 /* Parses a whole unsigned number; returns 0 on success. */
@@ -64,6 +95,15 @@ static int parse_range(const char* s, Options* o) {
   return colon[1] ? parse_u64(colon + 1, &o->max_bytes) : 0;
 }
 
+static int parse_collective(const char* s, Collective* out) {
+  for (int c = 0; c < COLL_COUNT; ++c)
+    if (!strcmp(s, kCollectiveNames[c])) {
+      *out = (Collective)c;
+      return 0;
+    }
+  return -1;
+}
+
 static int default_rails(void) {
   const char* r = getenv("RAILCOLL_RAILS");
   int n = 1;
@@ -75,15 +115,18 @@ static int default_rails(void) {
 /* Returns NULL on success or the error message. */
 static const char* parse_options(int argc, char** argv, Options* o) {
   static char msg[256];
-  *o = (Options){8, 1048576, 100, 10, 0, 0, default_rails(), "mpi"};
+  *o = (Options){.coll = COLL_ALLGATHER, .min_bytes = 8, .max_bytes = 1048576, .iters = 0, .warmup = -1,
+                 .rails = default_rails(), .label = "mpi"};
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : NULL;
     uint64_t x = 0;
     if (!strcmp(a, "-c")) { o->check = 1; continue; }
     if (!strcmp(a, "--full")) { o->full = 1; continue; }
+    if (!strcmp(a, "--samples")) { o->samples = 1; continue; }
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) return "help";
-    if (strcmp(a, "-m") && strcmp(a, "-i") && strcmp(a, "-x") && strcmp(a, "--label") && strcmp(a, "--rails")) {
+    if (strcmp(a, "--coll") && strcmp(a, "-m") && strcmp(a, "-i") && strcmp(a, "-x") && strcmp(a, "--label") &&
+        strcmp(a, "--rails")) {
       snprintf(msg, sizeof msg, "unknown option '%s' (-h lists them)", a);
       return msg;
     }
@@ -93,6 +136,13 @@ static const char* parse_options(int argc, char** argv, Options* o) {
     }
     ++i;
     if (!strcmp(a, "--label")) { o->label = v; continue; }
+    if (!strcmp(a, "--coll")) {
+      if (parse_collective(v, &o->coll)) {
+        snprintf(msg, sizeof msg, "--coll expects allgather, bcast, gather, allreduce or barrier, got '%s'", v);
+        return msg;
+      }
+      continue;
+    }
     if (!strcmp(a, "-m")) {
       if (parse_range(v, o) || o->min_bytes < 1 || o->min_bytes > o->max_bytes || o->max_bytes > (1ull << 30)) {
         snprintf(msg, sizeof msg, "-m expects MIN:MAX bytes with 1 <= MIN <= MAX <= 1073741824, got '%s'", v);
@@ -109,7 +159,28 @@ static const char* parse_options(int argc, char** argv, Options* o) {
     else if (x > 64) return "--rails must be between 1 and 64";
     else o->rails = (int)x;
   }
+  int barrier = o->coll == COLL_BARRIER;
+  if (o->iters == 0) o->iters = barrier ? kDefaultBarrierIters : kDefaultIters;
+  if (o->warmup < 0) o->warmup = barrier ? kDefaultBarrierWarmup : kDefaultWarmup;
   return NULL;
+}
+
+/* The bytes one call moves for a size of the -m range: allreduce rounds up
+ * to whole floats, barrier moves none. */
+static uint64_t message_bytes(Collective coll, uint64_t size) {
+  if (coll == COLL_ALLREDUCE) return (size + 3) & ~(uint64_t)3;
+  return coll == COLL_BARRIER ? 0 : size;
+}
+
+/* The receive buffer rank `me` needs for messages of `bytes` (bcast works in
+ * place in the send buffer). */
+static uint64_t recv_bytes(Collective coll, uint64_t bytes, int me, int nranks) {
+  switch (coll) {
+    case COLL_ALLGATHER: return bytes * (uint64_t)nranks;
+    case COLL_GATHER: return me == 0 ? bytes * (uint64_t)nranks : 0;
+    case COLL_ALLREDUCE: return bytes;
+    default: return 0;
+  }
 }
 
 /* The byte that rank `rank` sends at index j in call `call`: differs with
@@ -122,27 +193,98 @@ static inline unsigned char pattern(int rank, uint32_t call, uint64_t j) {
   return (unsigned char)(x ^ (x >> 8));
 }
 
+/* The float that rank `rank` adds at index i in call `call`: a small integer
+ * (-400..599), so every sum over ranks is exact whatever the order. */
+static inline float summand(int rank, uint32_t call, uint64_t i) {
+  return (float)((int)(((uint64_t)rank * 37 + i * 11 + call) % 1000) - 400);
+}
+
 static void fill(unsigned char* buf, uint64_t n, int rank, uint32_t call) {
   for (uint64_t j = 0; j < n; ++j) buf[j] = pattern(rank, call, j);
 }
 
-/* Counts wrong bytes in recv; reports the first one on stderr. */
-static uint64_t verify(const unsigned char* recv, uint64_t bytes, int nranks, int me, uint32_t call) {
+typedef struct {
+  unsigned char* send; /* also bcast's buffer */
+  unsigned char* recv; /* unused by bcast and barrier, and by gather off the root */
+  int me, nranks;
+} Buffers;
+
+/* Before a validated call: the send data of call `call`, and the receive
+ * buffer (bcast's everywhere but the root) cleared to 0xFF, NaN as floats. */
+static void prepare_buffers(Collective coll, const Buffers* b, uint64_t bytes, uint32_t call) {
+  switch (coll) {
+    case COLL_ALLGATHER:
+    case COLL_GATHER: fill(b->send, bytes, b->me, call); break;
+    case COLL_BCAST:
+      if (b->me == 0) fill(b->send, bytes, 0, call);
+      else memset(b->send, 0xFF, bytes);
+      break;
+    case COLL_ALLREDUCE:
+      for (uint64_t i = 0; i < bytes / 4; ++i) ((float*)b->send)[i] = summand(b->me, call, i);
+      break;
+    default: break;
+  }
+  memset(b->recv, 0xFF, recv_bytes(coll, bytes, b->me, b->nranks));
+}
+
+static void call_collective(Collective coll, const Buffers* b, uint64_t bytes) {
+  int count = (int)bytes; /* bytes <= 1 GiB */
+  switch (coll) {
+    case COLL_ALLGATHER: MPI_Allgather(b->send, count, MPI_BYTE, b->recv, count, MPI_BYTE, MPI_COMM_WORLD); break;
+    case COLL_BCAST: MPI_Bcast(b->send, count, MPI_BYTE, 0, MPI_COMM_WORLD); break;
+    case COLL_GATHER: MPI_Gather(b->send, count, MPI_BYTE, b->recv, count, MPI_BYTE, 0, MPI_COMM_WORLD); break;
+    case COLL_ALLREDUCE: MPI_Allreduce(b->send, b->recv, count / 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+    case COLL_BARRIER: MPI_Barrier(MPI_COMM_WORLD); break;
+    default: break;
+  }
+}
+
+/* Counts wrong bytes in `blocks` consecutive blocks of `bytes`, block src
+ * holding rank src's pattern; reports the first one on stderr. */
+static uint64_t wrong_bytes(Collective coll, const unsigned char* buf, uint64_t bytes, int blocks, int me,
+                            uint32_t call) {
   uint64_t wrong = 0;
-  for (int src = 0; src < nranks; ++src) {
-    const unsigned char* part = recv + (uint64_t)src * bytes;
+  for (int src = 0; src < blocks; ++src) {
+    const unsigned char* part = buf + (uint64_t)src * bytes;
     for (uint64_t j = 0; j < bytes; ++j) {
       unsigned char want = pattern(src, call, j);
       if (part[j] == want) continue;
       if (!wrong)
         fprintf(stderr,
-                "railcoll-mpi-bench: rank %d, %llu bytes per rank, call %u: byte %llu from rank %d is 0x%02x, "
+                "railcoll-mpi-bench: %s of %llu bytes, rank %d, call %u: byte %llu from rank %d is 0x%02x, "
                 "expected 0x%02x\n",
-                me, (unsigned long long)bytes, call, (unsigned long long)j, src, part[j], want);
+                kCollectiveNames[coll], (unsigned long long)bytes, me, call, (unsigned long long)j, src, part[j],
+                want);
       ++wrong;
     }
   }
   return wrong;
+}
+
+/* Counts wrong floats in an allreduce result; reports the first one. */
+static uint64_t wrong_sums(const float* sums, uint64_t count, int nranks, int me, uint32_t call) {
+  uint64_t wrong = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    float want = 0;
+    for (int r = 0; r < nranks; ++r) want += summand(r, call, i);
+    if (sums[i] == want) continue;
+    if (!wrong)
+      fprintf(stderr, "railcoll-mpi-bench: allreduce of %llu floats, rank %d, call %u: float %llu is %g, expected %g\n",
+              (unsigned long long)count, me, call, (unsigned long long)i, sums[i], want);
+    ++wrong;
+  }
+  return wrong;
+}
+
+/* After a validated call: the wrong bytes (floats for allreduce) this rank holds. */
+static uint64_t count_wrong(Collective coll, const Buffers* b, uint64_t bytes, uint32_t call) {
+  switch (coll) {
+    case COLL_ALLGATHER: return wrong_bytes(coll, b->recv, bytes, b->nranks, b->me, call);
+    case COLL_GATHER: return b->me == 0 ? wrong_bytes(coll, b->recv, bytes, b->nranks, b->me, call) : 0;
+    case COLL_BCAST: return wrong_bytes(coll, b->send, bytes, 1, b->me, call);
+    case COLL_ALLREDUCE: return wrong_sums((const float*)b->recv, bytes / 4, b->nranks, b->me, call);
+    default: return 0;
+  }
 }
 
 static void print_json_string(const char* s) {
@@ -167,8 +309,10 @@ static int count_nodes(void) {
   return leaders;
 }
 
+/* Timed and warm-up calls for one size, after the kCapBytes limit. */
 static void calls_for(const Options* o, uint64_t bytes, int nranks, int* iters, int* warmup) {
-  uint64_t per_call = bytes * (uint64_t)nranks;
+  /* What the busiest rank (gather's root) receives per call; 0 for barrier. */
+  uint64_t per_call = o->coll == COLL_ALLGATHER || o->coll == COLL_GATHER ? bytes * (uint64_t)nranks : bytes;
   *iters = o->iters;
   *warmup = o->warmup;
   if (o->full || per_call * (uint64_t)o->iters <= kCapBytes) return;
@@ -180,49 +324,94 @@ static void calls_for(const Options* o, uint64_t bytes, int nranks, int* iters, 
 }
 
 typedef struct {
-  double seconds;  /* sum over timed calls */
-  uint64_t wrong;  /* bytes that failed validation */
+  double seconds;  /* mean over timed calls */
+  uint64_t wrong;  /* bytes (floats for allreduce) that failed validation */
   int iters;
   double* each;    /* seconds of every timed call (malloc'd) */
 } SizeResult;
+
+static SizeResult run_size(const Options* o, const Buffers* b, uint64_t bytes, uint32_t* call) {
+  SizeResult r = {0, 0, 0, NULL};
+  int iters, warmup;
+  calls_for(o, bytes, b->nranks, &iters, &warmup);
+  r.iters = iters;
+  r.each = calloc((size_t)iters, sizeof(double));
+  for (int i = 0; i < warmup + iters; ++i, ++*call) {
+    if (o->check) prepare_buffers(o->coll, b, bytes, *call);
+    if (o->coll != COLL_BARRIER) MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    call_collective(o->coll, b, bytes);
+    double t1 = MPI_Wtime();
+    if (i >= warmup) r.seconds += t1 - t0, r.each[i - warmup] = t1 - t0;
+    if (o->check && !r.wrong) r.wrong = count_wrong(o->coll, b, bytes, *call);
+  }
+  r.seconds /= iters;
+  return r;
+}
+
+typedef struct {
+  double avg_us, min_us, max_us;    /* over ranks of each rank's mean */
+  double p50_us, p90_us, p99_us;    /* over calls of the slowest rank's time */
+  const double* slowest_s;          /* the slowest rank's time of each call, NULL without --samples */
+  int iters, validated;
+} SizeStats;
 
 static int cmp_double(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
   return x < y ? -1 : x > y;
 }
 
-static SizeResult run_size(const Options* o, uint64_t bytes, unsigned char* send, unsigned char* recv, int me,
-                           int nranks, uint32_t* call) {
-  SizeResult r = {0, 0, 0, NULL};
-  int iters, warmup;
-  calls_for(o, bytes, nranks, &iters, &warmup);
-  r.iters = iters;
-  r.each = calloc((size_t)iters, sizeof(double));
-  for (int i = 0; i < warmup + iters; ++i, ++*call) {
-    if (o->check) {
-      fill(send, bytes, me, *call);
-      memset(recv, 0, bytes * (uint64_t)nranks);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    MPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
-    double t1 = MPI_Wtime();
-    if (i >= warmup) r.seconds += t1 - t0, r.each[i - warmup] = t1 - t0;
-    if (o->check && !r.wrong) r.wrong = verify(recv, bytes, nranks, me, *call);
-  }
-  r.seconds /= iters;
-  return r;
+/* Element floor(q * n) of sorted[0..n), as railcoll bench computes it. */
+static double percentile(const double* sorted, int n, double q) {
+  int k = (int)(q * n);
+  return sorted[k < n ? k : n - 1];
 }
 
-static void report(const Options* o, uint64_t bytes, int nranks, int nodes, double avg_us, double min_us,
-                   double max_us, double p50_us, int iters, int validated) {
-  printf("{\"collective\":\"allgather\",\"algorithm\":");
+static void report(const Options* o, uint64_t bytes, int nranks, int nodes, const SizeStats* s) {
+  printf("{\"collective\":\"%s\",\"algorithm\":", kCollectiveNames[o->coll]);
   print_json_string(o->label);
   printf(",\"bytes\":%llu,\"ranks\":%d,\"nodes\":%d,\"rails\":%d,\"avg_us\":%.2f,\"min_us\":%.2f,\"max_us\":%.2f,"
-         "\"p50_us\":%.2f,\"iterations\":%d,\"validated\":%s}\n",
-         (unsigned long long)bytes, nranks, nodes, o->rails, avg_us, min_us, max_us, p50_us, iters,
-         validated ? "true" : "false");
+         "\"p50_us\":%.2f,\"p90_us\":%.2f,\"p99_us\":%.2f,\"iterations\":%d,\"validated\":%s",
+         (unsigned long long)bytes, nranks, nodes, o->rails, s->avg_us, s->min_us, s->max_us, s->p50_us, s->p90_us,
+         s->p99_us, s->iters, s->validated ? "true" : "false");
+  if (s->slowest_s) {
+    printf(",\"samples_us\":[");
+    for (int i = 0; i < s->iters; ++i) printf("%s%.2f", i ? "," : "", s->slowest_s[i] * 1e6);
+    putchar(']');
+  }
+  printf("}\n");
   fflush(stdout);
+}
+
+/* Combines every rank's result for one size, prints the record from rank 0;
+ * returns the exit status so far (1 if a rank saw a wrong byte). */
+static int summarize(const Options* o, uint64_t bytes, int me, int nranks, int nodes, const SizeResult* r) {
+  double us = r->seconds * 1e6, min_us = 0, max_us = 0, sum_us = 0;
+  unsigned long long wrong = r->wrong, all_wrong = 0;
+  MPI_Reduce(&us, &min_us, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&us, &max_us, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&us, &sum_us, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Allreduce(&wrong, &all_wrong, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  double* slowest = calloc((size_t)r->iters, sizeof(double));
+  double* sorted = calloc((size_t)r->iters, sizeof(double));
+  MPI_Reduce(r->each, slowest, r->iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  if (me == 0) {
+    memcpy(sorted, slowest, (size_t)r->iters * sizeof(double));
+    qsort(sorted, (size_t)r->iters, sizeof(double), cmp_double);
+    SizeStats s = {sum_us / nranks, min_us, max_us,
+                   percentile(sorted, r->iters, 0.50) * 1e6, percentile(sorted, r->iters, 0.90) * 1e6,
+                   percentile(sorted, r->iters, 0.99) * 1e6, o->samples ? slowest : NULL,
+                   r->iters, o->check && !all_wrong};
+    report(o, bytes, nranks, nodes, &s);
+    if (all_wrong)
+      fprintf(stderr, "railcoll-mpi-bench: validation FAILED: %s of %llu bytes: %llu wrong %s in the first bad "
+                      "call of each rank (each rank's first one is reported on stderr)\n",
+              kCollectiveNames[o->coll], (unsigned long long)bytes, all_wrong,
+              o->coll == COLL_ALLREDUCE ? "float(s)" : "byte(s)");
+  }
+  free(slowest);
+  free(sorted);
+  return all_wrong ? 1 : 0;
 }
 
 int main(int argc, char** argv) {
@@ -239,49 +428,34 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return help ? 0 : 2;
   }
-  unsigned char* send = malloc(o.max_bytes);
-  unsigned char* recv = malloc(o.max_bytes * (uint64_t)nranks);
-  int no_memory = !send || !recv, any_no_memory = 0;
+  uint64_t max_message = message_bytes(o.coll, o.max_bytes);
+  uint64_t max_recv = recv_bytes(o.coll, max_message, me, nranks);
+  Buffers b = {malloc(max_message ? max_message : 1), malloc(max_recv ? max_recv : 1), me, nranks};
+  int no_memory = !b.send || !b.recv, any_no_memory = 0;
   MPI_Allreduce(&no_memory, &any_no_memory, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (any_no_memory) {
     if (me == 0)
-      fprintf(stderr, "railcoll-mpi-bench: out of memory for %llu bytes per rank\n", (unsigned long long)o.max_bytes);
+      fprintf(stderr, "railcoll-mpi-bench: out of memory for %s of %llu bytes\n", kCollectiveNames[o.coll],
+              (unsigned long long)max_message);
     MPI_Finalize();
     return 1;
   }
-  fill(send, o.max_bytes, me, 0);
-  memset(recv, 0, o.max_bytes * (uint64_t)nranks);
+  /* Defined contents for the calls that -c does not prepare (small integers,
+   * not NaNs or denormals, for allreduce). */
+  prepare_buffers(o.coll, &b, max_message, 0);
   int nodes = count_nodes(), status = 0;
   uint32_t call = 1;
-  for (uint64_t bytes = o.min_bytes; bytes <= o.max_bytes && !status; bytes *= 2) {
-    SizeResult r = run_size(&o, bytes, send, recv, me, nranks, &call);
-    double us = r.seconds * 1e6, min_us = 0, max_us = 0, sum_us = 0;
-    unsigned long long wrong = r.wrong, all_wrong = 0;
-    MPI_Reduce(&us, &min_us, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&us, &max_us, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&us, &sum_us, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Allreduce(&wrong, &all_wrong, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-    /* The median over calls of the slowest rank's time: a call is done when its
-     * last rank is (railcoll bench reports the same). */
-    double* slowest = calloc((size_t)r.iters, sizeof(double));
-    MPI_Reduce(r.each, slowest, r.iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    qsort(slowest, (size_t)r.iters, sizeof(double), cmp_double);
-    double p50_us = slowest[r.iters / 2] * 1e6;
-    free(slowest);
+  uint64_t previous = UINT64_MAX;
+  for (uint64_t size = o.min_bytes; size <= o.max_bytes && !status; size *= 2) {
+    uint64_t bytes = message_bytes(o.coll, size);
+    if (bytes == previous) continue; /* allreduce: 1 and 2 round up to 4; barrier: one record */
+    previous = bytes;
+    SizeResult r = run_size(&o, &b, bytes, &call);
+    status = summarize(&o, bytes, me, nranks, nodes, &r);
     free(r.each);
-    if (me == 0)
-      report(&o, bytes, nranks, nodes, sum_us / nranks, min_us, max_us, p50_us, r.iters, o.check && !all_wrong);
-    if (all_wrong) {
-      if (me == 0)
-        fprintf(stderr, "railcoll-mpi-bench: validation FAILED at %llu bytes per rank: %llu wrong byte(s) in the "
-                        "first bad call of each rank (each rank's first wrong byte is reported on stderr)\n",
-                (unsigned long long)bytes, all_wrong);
-      status = 1;
-    }
-    if (bytes > UINT64_MAX / 2) break;
   }
-  free(send);
-  free(recv);
+  free(b.send);
+  free(b.recv);
   MPI_Finalize();
   return status;
 }

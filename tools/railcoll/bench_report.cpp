@@ -61,7 +61,8 @@ void set_percentiles(BenchRecord* r, std::vector<double> slowest_us) {
 
 void print_summary(std::ostream& o, const std::vector<BenchRecord>& recs, const BenchContext& c) {
   std::map<uint64_t, std::map<std::string, const BenchRecord*>> by_size;
-  for (auto& r : recs) by_size[r.bytes][r.algorithm] = &r;
+  for (auto& r : recs)
+    if (r.background.empty()) by_size[r.bytes][r.algorithm] = &r;  // loaded runs have their own table
   bool have_bound = c.rail_bits_per_s > 0 && c.nodes > 1;
   o << "\n# Summary: " << c.collective << ", " << c.ranks << " ranks on " << c.nodes << " nodes, " << c.rails << " rail"
     << (c.rails > 1 ? "s" : "");
@@ -105,10 +106,28 @@ void print_summary(std::ostream& o, const std::vector<BenchRecord>& recs, const 
   o << std::flush;
 }
 
+void print_background_summary(std::ostream& o, const std::vector<BenchRecord>& quiet,
+                              const std::vector<BenchRecord>& loaded, const BenchContext& c, const std::string& pattern) {
+  o << "\n# Background traffic: " << c.collective << " quiet vs under " << pattern << " traffic on every rail ("
+    << c.ranks << " ranks on " << c.nodes << " nodes); latency in us; slowdown = loaded / quiet\n";
+  o << "# Algorithm              Size       quiet p50   loaded p50  slowdown   quiet p99   loaded p99  slowdown\n";
+  for (auto& q : quiet)
+    for (auto& l : loaded) {
+      if (l.algorithm != q.algorithm || l.bytes != q.bytes) continue;
+      auto ratio = [](double a, double b) { return b > 0 ? a / b : 0; };
+      o << std::left << std::setw(25) << q.algorithm << std::setw(8) << q.bytes << std::right << std::fixed
+        << std::setprecision(1) << std::setw(12) << q.p50_us << std::setw(13) << l.p50_us << std::setw(9)
+        << ratio(l.p50_us, q.p50_us) << "x" << std::setw(12) << q.p99_us << std::setw(13) << l.p99_us << std::setw(9)
+        << ratio(l.p99_us, q.p99_us) << "x\n";
+    }
+  o << std::flush;
+}
+
 std::string to_json_line(const BenchRecord& r) {
   std::ostringstream o;
   o << std::setprecision(6) << "{\"collective\":\"" << r.collective << "\",\"algorithm\":\"" << r.algorithm << "\"";
   if (!r.chosen.empty()) o << ",\"chosen\":\"" << r.chosen << "\"";
+  if (!r.background.empty()) o << ",\"background\":\"" << r.background << "\"";
   o << ",\"bytes\":" << r.bytes << ",\"ranks\":" << r.ranks << ",\"nodes\":" << r.nodes << ",\"rails\":" << r.rails
     << ",\"avg_us\":" << r.avg_us << ",\"min_us\":" << r.min_us << ",\"max_us\":" << r.max_us
     << ",\"p50_us\":" << r.p50_us;
@@ -137,6 +156,7 @@ bool from_json_line(const std::string& line, BenchRecord* r) {
   str("collective", &r->collective);
   str("algorithm", &r->algorithm);
   str("chosen", &r->chosen);
+  str("background", &r->background);
   r->bytes = static_cast<uint64_t>(num("bytes"));
   r->ranks = static_cast<int>(num("ranks"));
   r->nodes = static_cast<int>(num("nodes"));
@@ -182,6 +202,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 recs = json.load(open(sys.argv[1]))
+for r in recs:  # runs under background traffic are lines of their own
+    if r.get("background"):
+        r["algorithm"] += " + " + r["background"] + " traffic"
 title = sys.argv[3] if len(sys.argv) > 3 else "allgather"
 fig, ax = plt.subplots(figsize=(10, 6.5))
 sampled = [r for r in recs if r.get("samples_us")]

@@ -16,6 +16,7 @@ struct BenchRecord {
   double p90_us = -1, p99_us = -1;  // percentiles of the slowest rank's time; -1: not reported
   bool validated = false;
   std::vector<double> samples_us;  // the slowest rank's time of every call (barrier histograms)
+  std::string background;          // traffic pattern during the measurement, "" when quiet
 };
 
 // The slowest rank's time of every call -> p50, p90, p99 of the record.
@@ -34,6 +35,9 @@ void print_table_header(std::ostream& o, const std::string& algorithm, const Ben
 void print_table_row(std::ostream& o, const BenchRecord& r, bool full);
 // Per size: best railcoll algorithm, auto, mpi:tuned, mpi:han, speed-ups, rail efficiency.
 void print_summary(std::ostream& o, const std::vector<BenchRecord>& recs, const BenchContext& c);
+// Quiet vs loaded, per algorithm and size: p50 and p99 side by side, slowdowns.
+void print_background_summary(std::ostream& o, const std::vector<BenchRecord>& quiet,
+                              const std::vector<BenchRecord>& loaded, const BenchContext& c, const std::string& pattern);
 // Seconds a node needs at least to receive what it lacks over all its rails.
 double rail_bound_us(const BenchContext& c, uint64_t bytes);
 

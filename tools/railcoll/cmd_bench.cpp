@@ -8,6 +8,8 @@
 // MPI_Allgather on the same ranks (--mpi), then prints the summary and writes
 // the JSON, CSV and plot.
 #include <railcoll/railcoll.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,13 +37,15 @@ struct BenchOptions {
   int iters = 100, warmup = 10;
   bool full = false, validate = false, mpi = false, local = false;
   std::string json, csv, plot, records;
+  std::string background;  // traffic pattern while measuring again (cluster only)
   int n = 8, ppn = 4, rails = 2;
   bool n_given = false, ppn_given = false, rails_given = false;
   std::vector<std::string> forwarded;  // options passed on to the workers
 };
 
 const std::set<std::string> kFlags = {"f", "c", "mpi", "local", "worker"};
-const std::set<std::string> kValued = {"algo", "m", "i", "x", "json", "csv", "plot", "n", "ppn", "rails", "records"};
+const std::set<std::string> kValued = {"algo", "m",   "i",   "x",    "json",    "csv",
+                                       "plot", "n", "ppn", "rails", "records", "background"};
 
 BenchOptions parse(const std::vector<std::string>& argv) {
   Args a(argv, kFlags, kValued);
@@ -69,6 +73,9 @@ BenchOptions parse(const std::vector<std::string>& argv) {
   o.csv = a.str("csv");
   o.plot = a.str("plot");
   o.records = a.str("records");
+  o.background = a.str("background");
+  if (!o.background.empty() && o.background != "complement" && o.background != "uniform" && o.background != "hotspot")
+    throw UsageError("--background must be complement, uniform or hotspot");
   o.n_given = a.has("n");
   o.ppn_given = a.has("ppn");
   o.rails_given = a.has("rails");
@@ -334,6 +341,54 @@ BenchContext read_context(const std::string& line) {
 
 
 
+// The records of a worker run: its context line and one JSON line per size.
+std::vector<BenchRecord> parse_records(const std::vector<std::string>& lines, BenchContext* ctx) {
+  std::vector<BenchRecord> recs;
+  for (auto& line : lines) {
+    BenchRecord r;
+    if (line.rfind("#context", 0) == 0) *ctx = read_context(line);
+    else if (from_json_line(line, &r)) recs.push_back(r);
+  }
+  return recs;
+}
+
+// Runs the workers again while `railcoll traffic` loads every rail from every
+// node (seed 004 §5); the traffic job is stopped however the run ends.
+int run_under_background(const BenchOptions& o, const std::vector<std::string>& cluster_args,
+                         const std::vector<std::string>& local_args, const std::vector<std::string>& worker,
+                         std::vector<BenchRecord>* loaded) {
+  std::string self = self_exe();
+  std::vector<std::string> traffic = {self, "cluster", "run", "--ppn", "1"};
+  if (o.rails_given) traffic.insert(traffic.end(), {"--rails", std::to_string(o.rails)});
+  traffic.insert(traffic.end(), {"--", self, "traffic", "--pattern", o.background, "--seconds", "1800"});
+  std::cout << "\n# the same run under " << o.background << " background traffic on every rail\n" << std::flush;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    std::vector<char*> v;
+    for (auto& a : traffic) v.push_back(const_cast<char*>(a.c_str()));
+    v.push_back(nullptr);
+    execv(v[0], v.data());
+    _exit(127);
+  }
+  sleep(2);  // the generators connect and ramp up
+  std::vector<std::string> lines;
+  int rc = run_workers(true, cluster_args, local_args, worker, &lines);
+  kill(pid, SIGTERM);
+  int status = 0;
+  for (int i = 0; i < 100 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(100000);
+  if (waitpid(pid, &status, WNOHANG) == 0) kill(pid, SIGKILL), waitpid(pid, &status, 0);
+  if (rc != 0) {
+    std::cerr << "railcoll bench: the benchmark ranks failed under background traffic (status " << rc << ")\n";
+    return 1;
+  }
+  BenchContext ignored;
+  *loaded = parse_records(lines, &ignored);
+  for (auto& r : *loaded) r.background = o.background;
+  return 0;
+}
+
 int driver(const BenchOptions& o) {
   std::string self = self_exe();
   std::string dir = self.substr(0, self.rfind('/'));
@@ -353,16 +408,21 @@ int driver(const BenchOptions& o) {
   std::cout << std::flush;
   std::vector<std::string> lines;
   int rc = run_workers(cluster, cluster_args, local_args, worker, &lines);
-  std::vector<BenchRecord> recs;
   BenchContext ctx;
-  for (auto& line : lines) {
-    BenchRecord r;
-    if (line.rfind("#context", 0) == 0) ctx = read_context(line);
-    else if (from_json_line(line, &r)) recs.push_back(r);
-  }
+  std::vector<BenchRecord> recs = parse_records(lines, &ctx);
   if (rc != 0) {
     std::cerr << "railcoll bench: the benchmark ranks failed (status " << rc << ")\n";
     return 1;
+  }
+  if (!o.background.empty()) {
+    if (!cluster) {
+      std::cerr << "railcoll bench: --background needs the emulated cluster (railcoll cluster up)\n";
+      return 2;
+    }
+    std::vector<BenchRecord> loaded;
+    if (run_under_background(o, cluster_args, local_args, worker, &loaded) != 0) return 1;
+    print_background_summary(std::cout, recs, loaded, ctx, o.background);
+    recs.insert(recs.end(), loaded.begin(), loaded.end());
   }
 
   if (o.mpi) {

@@ -14,4 +14,5 @@ int cmd_sim(const std::vector<std::string>& args);
 int cmd_reproduce(const std::vector<std::string>& args);  // railcoll sim reproduce
 int cmd_goal(const std::vector<std::string>& args);       // cmd_goal.cpp
 int cmd_calibrate(const std::vector<std::string>& args);  // cmd_calibrate.cpp
+int cmd_traffic(const std::vector<std::string>& args);    // cmd_traffic.cpp: background load
 }  // namespace railcoll::cli

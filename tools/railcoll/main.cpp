@@ -20,8 +20,9 @@ const char* kUsage =
     "  verify --all                        verify every algorithm over the sweep\n"
     "  verify COLL --algo A --ranks N ...  verify one case (same options as show)\n"
     "  run -n N [--ppn P] [--rails K] -- PROG ARGS   start N ranks here (pretend nodes with --ppn)\n"
-    "  bench allgather [--algo A|all|auto] [-m MIN:MAX] [-i N] [-x N] [-f] [-c] [--mpi]\n"
-    "        [--json F] [--csv F] [--plot F] [-n N] [--ppn P] [--rails K] [--local]\n"
+    "  bench allgather|bcast|gather|allreduce|barrier [--algo A|all|auto] [-m MIN:MAX] [-i N] [-x N]\n"
+    "        [-f] [-c] [--mpi] [--background complement|uniform|hotspot] [--json F] [--csv F] [--plot F]\n"
+    "        [-n N] [--ppn P] [--rails K] [--local]\n"
     "                                      OSU-style benchmark, side by side with Open MPI\n"
     "  sim allgather --preset P [--algo A|all|auto] [-m MIN:MAX] [--ranks N --ppn P --rails K]\n"
     "                                      the same tables, simulated on a model of a machine\n"
@@ -31,6 +32,7 @@ const char* kUsage =
     "  calibrate [-o presets/testbed.preset] [--quick] [--local]   measure this cluster into a preset\n"
     "  calibrate --compare SIM.json BENCH.json                       simulated vs measured: error, fastest\n"
     "  cluster up|status|down|run|mpirun   the emulated multi-rail cluster (railcoll cluster --help)\n"
+    "  traffic --pattern complement|uniform|hotspot [--seconds T]   background load (one rank per node)\n"
     "\n"
     "Sizes take K, M, G suffixes (powers of 1024). Exit status: 0 ok, 1 a check\n"
     "failed, 2 bad usage.\n";
@@ -55,6 +57,7 @@ int main(int argc, char** argv) {
     if (cmd == "sim") return cmd_sim(args);
     if (cmd == "goal") return cmd_goal(args);
     if (cmd == "calibrate") return cmd_calibrate(args);
+    if (cmd == "traffic") return cmd_traffic(args);
     std::cerr << "railcoll: unknown command '" << cmd << "' (railcoll --help lists them)\n";
     return 2;
   } catch (const UsageError& e) {
