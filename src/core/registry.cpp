@@ -53,6 +53,9 @@ const std::vector<AlgoSpec>& all_algorithms() {
       {"allreduce", "smp", "shm reduce-scatter in the node, one leader per slice across nodes, shm copy-out",
        "2 m c + (P-1)/P m gamma + ceil(log2 M) (ts + m/P tau + m/P gamma)", "seed 003 §2, seed 004 §4, seed 001 §5.1",
        {}, allreduce::build_smp},
+      {"allreduce", "smp_leader", "one leader per node combines the node in shm, leaders allreduce, results sent out",
+       "m c + (P-1) m gamma + ceil(log2 M) (ts + m tau + m gamma) + (P-1) (ts_shm + m c)", "seed 004 §4", {},
+       allreduce::build_smp_leader},
   };
   return table;
 }

@@ -7,4 +7,5 @@ Schedule build_recursive_doubling(const Topology&, const BlockLayout&, const Alg
 Schedule build_ring(const Topology&, const BlockLayout&, const AlgoOptions&);
 Schedule build_rabenseifner(const Topology&, const BlockLayout&, const AlgoOptions&);
 Schedule build_smp(const Topology&, const BlockLayout&, const AlgoOptions&);
+Schedule build_smp_leader(const Topology&, const BlockLayout&, const AlgoOptions&);
 }  // namespace railcoll::allreduce
