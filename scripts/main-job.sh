@@ -1,25 +1,35 @@
 #!/usr/bin/env bash
 # `make run`: the project's main job. Brings up the default emulated cluster
-# (4 nodes x 4 ranks, 2 rails x 1 Gbit/s), benchmarks every all-gather algorithm
-# and Open MPI's MPI_Allgather (tuned and HAN) on it from 8 B to 1 MiB per rank,
-# validating every byte, prints the summary, writes results/ and takes the
-# cluster down again. Without root it uses the local launcher instead.
+# (4 nodes x 4 ranks, 2 rails x 1 Gbit/s) and benchmarks, against Open MPI
+# (tuned and HAN) on the same ranks, with every result validated:
+#   every all-gather algorithm from 8 B to 1 MiB per rank,
+#   every barrier over 10,000 back-to-back calls, quiet and under uniform
+#   background traffic (seed 004 §5),
+#   every broadcast and allreduce from 8 B (4 B) to 1 MiB;
+# prints the summaries, writes results/<collective>.{json,csv,png,txt} and takes
+# the cluster down again. Without root it uses the local launcher instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RC=build/bin/railcoll
 mkdir -p results
-out=(--json results/allgather.json --csv results/allgather.csv --plot results/allgather.png)
+out() { echo --json "results/$1.json" --csv "results/$1.csv" --plot "results/$1.png"; }
 
 "$RC" show allgather --algo bruck --ranks 9 --rails 2 | tail -4
 "$RC" verify --all | tail -1
 
+where=()
 if [ "$(id -u)" = 0 ]; then
   "$RC" cluster down >/dev/null 2>&1 || true
   trap '"$RC" cluster down >/dev/null 2>&1 || true' EXIT
   "$RC" cluster up --nodes 4 --ppn 4 --rails 2 --rate 1gbit
-  "$RC" bench allgather --algo all -m 8:1M -c --mpi "${out[@]}" | tee results/allgather.txt
+  background=(--background uniform)
 else
   echo "make run: not root, so no emulated cluster (network namespaces need root);"
   echo "          running 8 local processes in 2 pretend nodes with 2 loopback rails instead"
-  "$RC" bench allgather --algo all -m 8:1M -c --mpi --local -n 8 --ppn 4 --rails 2 "${out[@]}" | tee results/allgather.txt
+  where=(--local -n 8 --ppn 4 --rails 2)
+  background=()
 fi
+"$RC" bench allgather --algo all -m 8:1M -c --mpi "${where[@]}" $(out allgather) | tee results/allgather.txt
+"$RC" bench barrier --algo all -c --mpi "${background[@]}" "${where[@]}" $(out barrier) | tee results/barrier.txt
+"$RC" bench bcast --algo all -m 8:1M -c --mpi "${where[@]}" $(out bcast) | tee results/bcast.txt
+"$RC" bench allreduce --algo all -m 4:1M -c --mpi "${where[@]}" $(out allreduce) | tee results/allreduce.txt
