@@ -8,7 +8,7 @@
 namespace railcoll::cli {
 
 const std::set<std::string> kTopologyOptions = {"ranks", "ppn", "nodes", "node-map", "rails"};
-const std::set<std::string> kScheduleOptions = {"algo", "bytes", "stripe-threshold", "concurrency"};
+const std::set<std::string> kScheduleOptions = {"algo", "bytes", "stripe-threshold", "concurrency", "root"};
 
 Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& flags,
            const std::set<std::string>& valued) {
@@ -160,6 +160,7 @@ ScheduleRequest schedule_request(const Args& a, const std::string& collective) {
   if (bytes > kMaxBytesPerRank) throw UsageError("--bytes " + a.str("bytes") + " is absurdly large (limit 1 TiB)");
   r.counts.assign(r.topo.nranks(), bytes);
   r.opts.stripe_threshold = a.size("stripe-threshold", 1024);
+  r.opts.root = static_cast<int>(a.integer("root", 0, 0, 1 << 16));  // bcast, gather: checked against N when built
   if (a.has("concurrency")) {
     r.opts.concurrency = static_cast<int>(a.integer("concurrency", 0, 1, 1 << 16));
     r.given.push_back("concurrency");
