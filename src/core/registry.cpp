@@ -54,7 +54,7 @@ const std::vector<AlgoSpec>& all_algorithms() {
        "(ceil(log2 N) + N-1) ts + 2 (N-1)/N m tau", "van de Geijn; MPICH long bcast", {},
        bcast::build_scatter_allgather},
       {"bcast", "pipelined_chain", "chain over the ranks (node-major), message in C chunks, chunk c on rail c mod k",
-       "(N-2+C) (ts + m/C tau), C = sqrt((N-2) m / 4 KiB)", "seed 000 §5 striping; pipelined chain", {},
+       "(N-2+C) (ts + m/C tau), C = sqrt((N-2) m / 2 KiB)", "seed 000 §5 striping; pipelined chain", {},
        bcast::build_pipelined_chain},
       {"bcast", "smp", "node leaders receive into shared memory, forward at once (tree or chunked chain), shm copy-out",
        "C=1: R (ts + m tau) + 2 m c; C>1: (M-2+C) (ts + m/C tau/k) + m/C c", "seed 004 §4.2, seed 001 §5.1", {},

@@ -10,11 +10,12 @@
 // chunks. Chunk c goes on rail c mod k (consecutive chunks on different rails),
 // or is striped over all rails above the threshold; one counter per chunk,
 // because chunks on different rails may overtake each other.
-// Chunk rule (trees.hpp pipeline_chunks): C = floor(sqrt((N-2) m / 4 KiB)),
-// clamped to 1..64: the C that minimises the cost below with ts/tau = 4 KiB.
-// Hockney, C chunks: T = (N - 2 + C) (ts + m/C tau)   (tau/k with striping)
-//   -> about m tau + 2 sqrt((N-2) m tau ts) at the best C: the bandwidth term of
-//   a single message, which no tree has, plus a fill that grows with sqrt(N).
+// Chunk rule (trees.hpp pipeline_chunks): C = floor(sqrt((N-2) m / (k 2 KiB))),
+// clamped to 1..64: the C that minimises the cost below with ts/tau = 2 KiB.
+// Hockney, C chunks, each hop on all k rails:
+//   T = (N - 2 + C) (ts + m/(C k) tau)
+//   -> about m tau/k + 2 sqrt((N-2) m tau ts / k) at the best C: the rails'
+//   bandwidth, which no tree reaches, plus a fill that grows with sqrt(N).
 #include "algos/bcast/bcast.hpp"
 #include "algos/common/trees.hpp"
 
@@ -28,7 +29,7 @@ Schedule build_pipelined_chain(const Topology& t, const BlockLayout& L, const Al
   for (int d = 0; d < M; ++d)
     for (int r : t.ranks_of((t.node_of(root) + d) % M))
       if (r != root) chain.push_back(r);
-  const int C = trees::pipeline_chunks(m, N - 1);
+  const int C = trees::pipeline_chunks(m, N - 1, t.rails());
   for (int i = 0; i < N; ++i) {
     int p = chain[i];
     for (int c = 0; c < C; ++c) {

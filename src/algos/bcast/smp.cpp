@@ -3,8 +3,10 @@
 // processes copy from there", "a FIFO like scheme that tries to overlap the
 // broadcast with the copies").
 //
-// The message is cut into C chunks (C = 1 for short messages; the chunk rule of
-// pipelined_chain with the M-1 hops between nodes). Across nodes, node leaders
+// The message is cut into C chunks: the chunk rule of pipelined_chain for the
+// M-1 hops between nodes, or C = 1 where that chain's cost (trees.hpp
+// pipeline_cost, ts/tau = 2 KiB) is not below the tree's R (ts + m tau): short
+// messages, and many nodes at medium sizes. Across nodes, node leaders
 // receive each chunk over the network straight into their node's shared buffer
 // (on a node of one rank: into the leader's recv, no copy) and forward it as
 // soon as it is in:
@@ -34,7 +36,11 @@ Schedule build_smp(const Topology& t, const BlockLayout& L, const AlgoOptions& o
   ScheduleBuilder b("bcast", "smp", t, L, o);
   const int M = t.nnodes(), k = t.rails(), root = o.root, R = t.node_of(root);
   const uint64_t m = L.count[root];
-  const int C = trees::pipeline_chunks(m, M - 1);
+  // Chunks for a chain of nodes; one chunk (the tree) where the model says the
+  // chain's M-2 extra hops cost more than the tree's repeated sends.
+  int C = trees::pipeline_chunks(m, M - 1, k);
+  const int rounds = trees::ceil_log(k + 1, M);
+  if (C > 1 && trees::pipeline_cost(m, M - 1, k, C) >= rounds * (trees::kLatencyBytes + static_cast<double>(m))) C = 1;
   enum { kDone = 0, kChunk = 1 };  // kChunk + c: chunk c is in the node's landing buffer
   auto node_at = [&](int u) { return (u + R) % M; };
   // The children of relative node u: (child, step of chunk 0, port).

@@ -46,10 +46,14 @@ int knomial_round_received(int v, int k) {
   return round;
 }
 
-int pipeline_chunks(uint64_t bytes, int hops) {
+int pipeline_chunks(uint64_t bytes, int hops, int rails) {
   if (hops <= 1 || bytes == 0) return 1;
-  double best = std::sqrt(static_cast<double>(hops - 1) * static_cast<double>(bytes) / kLatencyBytes);
+  double best = std::sqrt(static_cast<double>(hops - 1) * static_cast<double>(bytes) / (rails * kLatencyBytes));
   return static_cast<int>(std::clamp<double>(std::floor(best), 1, std::min<double>(kMaxChunks, bytes)));
+}
+
+double pipeline_cost(uint64_t bytes, int hops, int rails, int chunks) {
+  return (hops - 1 + chunks) * (kLatencyBytes + static_cast<double>(bytes) / (static_cast<double>(chunks) * rails));
 }
 
 }  // namespace railcoll::trees

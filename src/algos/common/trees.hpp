@@ -45,14 +45,16 @@ std::vector<KnomialEdge> knomial_children(int v, int n, int k);
 int knomial_round_received(int v, int k);
 
 // Pipelines (pipelined_chain, smp bcast): a message of `bytes` crossing `hops`
-// forwarding hops costs (hops - 1 + C) (ts + bytes/C tau) in C chunks, least at
-// C = sqrt((hops - 1) bytes tau / ts). railcoll takes ts/tau = kLatencyBytes
-// (the emulated cluster's calibrated rails: about 16 us at 115 MB/s, 1.8 KB;
-// QsNetII: 1.7 us at 900 MB/s, 1.5 KB; rounded up to 4 KiB so chunks stay
-// large where the sending CPU's per-message work is what costs) and caps C.
-constexpr uint64_t kLatencyBytes = 4096;
+// forwarding hops in C chunks, each hop using all `rails` (a chunk striped, or
+// consecutive chunks on different rails), costs (hops - 1 + C) (ts + bytes/(C k) tau),
+// least at C = sqrt((hops - 1) bytes / (k ts/tau)). railcoll takes ts/tau =
+// kLatencyBytes (the emulated cluster's calibrated rails, presets/testbed.preset:
+// about 16 us at 115 MB/s, 1.8 KB; QsNetII: 1.7 us at 900 MB/s, 1.5 KB) and caps C.
+constexpr uint64_t kLatencyBytes = 2048;
 constexpr int kMaxChunks = 64;
-int pipeline_chunks(uint64_t bytes, int hops);
+int pipeline_chunks(uint64_t bytes, int hops, int rails);
+// The same model's cost, in units of tau (bytes): (hops - 1 + C) (kLatencyBytes + bytes/(C k)).
+double pipeline_cost(uint64_t bytes, int hops, int rails, int chunks);
 // Chunk c of `chunks` even chunks of a message: [chunk_begin(c), chunk_begin(c+1)).
 inline uint64_t chunk_begin(uint64_t bytes, int chunks, int c) {
   return bytes / chunks * c + bytes % chunks * c / chunks;
