@@ -29,13 +29,12 @@ Schedule build_smp(const Topology& t, const BlockLayout& L, const AlgoOptions& o
   const int M = t.nnodes(), k = t.rails(), root = o.root, R = t.node_of(root);
   const int steps = (M - 1 + k - 1) / k;
   enum { kGathered = 0, kDone = 1 };  // node counters; rank counter 0 of the root: nodes arrived
+  // Each node's blocks packed in rank order: where a rank's block goes in its node's buffer.
+  std::vector<uint64_t> packed(t.nranks(), 0), node_bytes(M, 0);
+  for (int r = 0; r < t.nranks(); ++r) packed[r] = node_bytes[t.node_of(r)], node_bytes[t.node_of(r)] += L.count[r];
   for (int n = 0; n < M; ++n) {
     const auto& ranks = t.ranks_of(n);
     const int u = (n - R + M) % M, size = t.node_size(n);
-    // The node's blocks packed in rank order: where each rank's block goes.
-    std::vector<uint64_t> packed(t.nranks(), 0);
-    uint64_t node_bytes = 0;
-    for (int r : ranks) packed[r] = node_bytes, node_bytes += L.count[r];
     const auto runs = allgather::runs_of(ranks);
     auto node_segments = [&](Span src, Span dst) {
       std::vector<Segment> segs;
@@ -46,7 +45,7 @@ Schedule build_smp(const Topology& t, const BlockLayout& L, const AlgoOptions& o
       return segs;
     };
     if (size > 1) {
-      b.set_shared(n, node_bytes);
+      b.set_shared(n, node_bytes[n]);
       allgather::shm_gather(b, L, n, 0, kGathered, [&](int r) { return packed[r]; });
     }
     if (n == R) {
@@ -58,7 +57,7 @@ Schedule build_smp(const Topology& t, const BlockLayout& L, const AlgoOptions& o
       const int leader = t.leader(n);
       Span src = size > 1 ? b.shared(n, 0, 0) : b.send(leader, 0, 0);
       if (size > 1) b.wait(leader, 0, b.node_counter(n, kGathered), size);
-      b.put(leader, 1 + (u - 1) / k, root, node_segments(src, b.recv(root, 0, 0)), b.rail_for(node_bytes, (u - 1) % k),
+      b.put(leader, 1 + (u - 1) / k, root, node_segments(src, b.recv(root, 0, 0)), b.rail_for(node_bytes[n], (u - 1) % k),
             b.rank_counter(root, 0));
     }
     if (size > 1) allgather::node_final_sync(b, n, std::max(steps, 1), kDone);
