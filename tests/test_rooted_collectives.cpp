@@ -263,3 +263,20 @@ TEST(Selection, NeverHardwareAndSubstitutesExist) {
   EXPECT_EQ(select_algorithm("bcast", Topology::from_ppn(64, 1, 1), 1 << 20), "scatter_allgather");
   EXPECT_EQ(select_algorithm("bcast", Topology::from_ppn(16, 4, 2), 1 << 20), "smp");
 }
+
+// The sweep's sizes (at most 1500 B) keep smp broadcasting with one chunk down
+// its tree of nodes; its chunked chain of nodes needs long messages. Verify the
+// chain on the sweep's kinds of layout: uneven, non-consecutive, any root.
+TEST(Bcast, SmpChainVerifiesOnManyLayouts) {
+  std::vector<Topology> layouts = {Topology::from_ppn(13, 3, 2), Topology::from_ppn(9, 1, 1),
+                                   Topology::from_node_sizes({3, 1, 4, 2, 5, 3}, 3),
+                                   Topology::from_node_map({0, 1, 2, 0, 1, 2, 3, 3, 0, 4}, 2)};
+  for (const Topology& t : layouts)
+    for (int root : {0, t.nranks() / 2, t.nranks() - 1})
+      for (uint64_t m : {200 * 1024ull, 1000 * 1000ull + 7}) {
+        Schedule s = build("bcast", "smp", t, m, root);
+        EXPECT_GT(s.stats().messages, static_cast<uint64_t>(t.nnodes() - 1)) << t.describe() << " is not chunked";
+        VerifyResult v = verify_schedule(s);
+        EXPECT_TRUE(v.ok()) << (v.ok() ? "" : v.errors[0]);
+      }
+}
