@@ -179,3 +179,64 @@ TEST(Broken, WaitOnSomeoneElsesCounter) {
   s.programs[1][find_op(s, 1, OpKind::Wait)].counter.owner = 2;
   EXPECT_ERROR(s, "waits on a counter of another rank or node");
 }
+
+namespace {
+Schedule build_rooted(const std::string& coll, const std::string& algo, const Topology& t, uint64_t bytes, int root) {
+  AlgoOptions o;
+  o.root = root;
+  return build_schedule(coll, algo, t, std::vector<uint64_t>(t.nranks(), bytes), o);
+}
+}  // namespace
+
+// A broadcast that never sends one rank its copy: the root's last binomial put
+// (to relative rank 1) and that rank's wait are gone.
+TEST(Broken, BcastMissingARank) {
+  Schedule s = build_rooted("bcast", "binomial", Topology::from_ppn(8, 1, 2), 64, 3);
+  erase_op(s, 3, find_op(s, 3, OpKind::Put, 2));
+  erase_op(s, 4, find_op(s, 4, OpKind::Wait));
+  EXPECT_ERROR(s, "rank 4 ends with bytes never written at recv[0,64); expected bytes from offset 0 of rank 3");
+}
+
+// A pipelined broadcast that writes one chunk over another: two puts of one
+// rank write the same bytes with nothing ordering them.
+TEST(Broken, BcastChunkAtWrongOffset) {
+  AlgoOptions o;
+  o.stripe_threshold = 1 << 30;
+  Schedule s = build_schedule("bcast", "pipelined_chain", Topology::from_ppn(12, 1, 2),
+                              std::vector<uint64_t>(12, 64 * 1024), o);
+  Op& last = s.programs[10][find_op(s, 10, OpKind::Put, 1)];  // rank 10 -> 11, chunk 1
+  last.segs[0].dst.offset = 0;  // over chunk 0
+  EXPECT_ERROR(s, "rank 10 op #3 (step 11: put -> 11, rail 1, 5461 B): writes recv[0,5461) of rank 11 while");
+  EXPECT_ERROR(s, "may still be writing it");
+}
+
+// An SMP broadcast whose ranks leave without the node sync: the next call could
+// overwrite the shared buffer while a neighbour still copies out of it.
+TEST(Broken, BcastSmpWithoutFinalSync) {
+  Schedule s = build_rooted("bcast", "smp", Topology::from_ppn(8, 4, 2), 100, 1);
+  for (auto& prog : s.programs)  // drop the sync: flush, signal, wait at the end
+    if (prog.size() >= 3 && prog[prog.size() - 3].kind == OpKind::Flush) prog.resize(prog.size() - 3);
+  EXPECT_ERROR(s, "returns while");
+  EXPECT_ERROR(s, "may still read shared[");
+}
+
+// A gather missing one rank's block: rank 0's put is gone and the root waits
+// for one arrival fewer.
+TEST(Broken, GatherMissingABlock) {
+  Schedule s = build_rooted("gather", "direct", Topology::from_ppn(4, 1, 2), 4, 2);
+  erase_op(s, 0, find_op(s, 0, OpKind::Put));
+  s.programs[2][find_op(s, 2, OpKind::Wait)].value = 2;
+  EXPECT_ERROR(s, "rank 2 ends with bytes never written at recv[0,4); expected bytes from offset 0 of rank 0");
+}
+
+// A gather tree whose inner rank forwards its subtree before its children's
+// blocks are in.
+TEST(Broken, GatherTreeForwardsBeforeChildren) {
+  Schedule s = build_rooted("gather", "tree", Topology::from_ppn(8, 1, 1), 4, 0);
+  erase_op(s, 4, find_op(s, 4, OpKind::Wait));  // rank 4 collects ranks 5..7
+  std::string e = first_error(s);
+  EXPECT_NE(e.find("rank 4 op #"), std::string::npos) << e;
+  EXPECT_TRUE(e.find("before anything is written there") != std::string::npos ||
+              e.find("may still be writing it") != std::string::npos)
+      << e;
+}

@@ -1,5 +1,7 @@
 // The communicator part of the C API over rt::Comm.
+#include <cstdio>
 #include <cstring>
+#include <set>
 #include <memory>
 #include <new>
 #include <string>
@@ -14,6 +16,7 @@
 struct railcoll_comm {
   std::unique_ptr<railcoll::rt::Comm> comm;
   std::string last_algorithm;
+  std::set<std::string> warned_hardware;  // hardware algorithms already reported as substituted
 };
 
 namespace {
@@ -35,7 +38,11 @@ std::string choose(railcoll_comm* c, const std::string& coll, uint64_t bytes, co
   if (!railcoll::find_algorithm(coll, name))
     throw railcoll::InputError("unknown " + coll + " algorithm '" + name + "' (from " + from +
                                "; railcoll algos lists them)");
-  return name;
+  std::string software = railcoll::software_equivalent(coll, name);
+  if (software != name && c->warned_hardware.insert(coll + "/" + name).second && c->comm->rank() == 0)
+    fprintf(stderr, "railcoll: %s/%s needs network hardware this cluster lacks; running %s/%s instead\n",
+            coll.c_str(), name.c_str(), coll.c_str(), software.c_str());
+  return software;
 }
 
 railcoll_status_t run(railcoll_comm* c, const std::string& coll, const void* send, void* recv,

@@ -5,6 +5,8 @@
 #include "algos/allgather/allgather.hpp"
 #include "algos/allreduce/allreduce.hpp"
 #include "algos/barrier/barrier.hpp"
+#include "algos/bcast/bcast.hpp"
+#include "algos/gather/gather.hpp"
 #include "core/errors.hpp"
 
 namespace railcoll {
@@ -42,6 +44,31 @@ const std::vector<AlgoSpec>& all_algorithms() {
        "ceil(log2 N) ts", "Hensgen, Finkel, Manber 1988", {}, barrier::build_dissemination},
       {"barrier", "smp", "shared-memory flags inside a node, dissemination among node leaders",
        "2 t_flag + ceil(log2 M) ts", "seed 001 §5.1 flags, seed 004 §4", {}, barrier::build_smp},
+      {"barrier", "tree", "balanced 4-ary tree: 'ready' up to rank 0, 'go' down the same tree (elan_gsync)",
+       "2 ceil(log4 N) ts", "seed 004 §4.1 Fig. 6, seed 003 §4.3", {}, barrier::build_tree},
+      {"barrier", "hw_combining", "hardware barrier: readies combined by the switches, one multicast 'go'",
+       "2 ts (hardware); 2 (N-1) messages as plain puts", "seed 004 §4.1 Fig. 7, seed 003 §4.3", {},
+       barrier::build_hw_combining},
+      {"bcast", "binomial", "binomial tree from the root, step s on rail s mod k",
+       "ceil(log2 N) (ts + m tau)", "seed 004 §2.3.2, seed 003 §4.2", {}, bcast::build_binomial},
+      {"bcast", "scatter_allgather", "binomial scatter of N chunks, then ring all-gather of the chunks (van de Geijn)",
+       "(ceil(log2 N) + N-1) ts + 2 (N-1)/N m tau", "van de Geijn; MPICH long bcast", {},
+       bcast::build_scatter_allgather},
+      {"bcast", "pipelined_chain", "chain over the ranks (node-major), message in C chunks, chunk c on rail c mod k",
+       "(N-2+C) (ts + m/C tau), C = sqrt((N-2) m / 2 KiB)", "seed 000 §5 striping; pipelined chain", {},
+       bcast::build_pipelined_chain},
+      {"bcast", "smp", "node leaders receive into shared memory, forward at once (tree or chunked chain), shm copy-out",
+       "C=1: R (ts + m tau) + 2 m c; C>1: (M-2+C) (ts + m/C tau/k) + m/C c", "seed 004 §4.2, seed 001 §5.1", {},
+       bcast::build_smp},
+      {"bcast", "hw_multicast", "hardware multicast: one flagged put per destination, one injection",
+       "ts + m tau (hardware); (N-1) (ts + m tau) as plain puts", "seed 004 §4.2, seed 003 §4.1", {},
+       bcast::build_hw_multicast},
+      {"gather", "tree", "binomial gather to the root, subtrees collected in scratch",
+       "ceil(log2 N) ts + (N-1) m tau", "seed 001 §2 (elan_gather)", {}, gather::build_tree},
+      {"gather", "direct", "k-port Direct: every rank puts its block into the root's recv, port (v-1) mod k",
+       "ceil((N-1)/k) (ts + m tau)", "seed 000 §6.1, seed 001 §2", {}, gather::build_direct},
+      {"gather", "smp", "shm gather per node, leaders put node blocks to the root, root copies out",
+       "P m c + ceil((M-1)/k) (ts + P m tau) + P m c", "seed 001 §5.1, §6.2.1", {}, gather::build_smp},
       // allreduce
       {"allreduce", "recursive_doubling", "log2 N exchanges of the whole vector, both partners combine",
        "ceil(log2 N) (ts + m tau + m gamma)", "seed 002 §3 pairwise exchange, combining", {},

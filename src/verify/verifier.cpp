@@ -605,7 +605,9 @@ std::string schedule_title(const Schedule& s) {
   o << s.collective << "/" << s.algorithm << " [" << s.topo.describe() << "; ";
   bool uniform = std::all_of(s.send_bytes.begin(), s.send_bytes.end(),
                              [&](uint64_t b) { return b == s.send_bytes[0]; });
-  if (uniform && !s.send_bytes.empty())
+  if (s.collective == "bcast" && s.root >= 0 && s.root < static_cast<int>(s.send_bytes.size()))
+    o << s.send_bytes[s.root] << " B from root " << s.root;  // only the root sends
+  else if (uniform && !s.send_bytes.empty())
     o << s.send_bytes[0] << " B per rank";
   else
     o << "variable bytes per rank";

@@ -44,7 +44,7 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& what
 Topology topology_from(const Args& a);
 extern const std::set<std::string> kTopologyOptions;
 
-// The common schedule options: --bytes, --stripe-threshold, --concurrency.
+// The common schedule options: --bytes, --stripe-threshold, --concurrency, --root.
 struct ScheduleRequest {
   std::string collective, algorithm;
   Topology topo;

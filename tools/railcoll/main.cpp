@@ -15,7 +15,7 @@ const char* kUsage =
     "commands:\n"
     "  algos [--json]                      list collectives and algorithms\n"
     "  show COLL --algo A --ranks N [--ppn P | --nodes 4,4,5 | --node-map 0,1,0,1]\n"
-    "       [--rails K] [--bytes B] [--stripe-threshold B] [--concurrency C] [--json]\n"
+    "       [--rails K] [--bytes B] [--stripe-threshold B] [--concurrency C] [--root R] [--json]\n"
     "                                      print the schedule of an algorithm\n"
     "  verify --all                        verify every algorithm over the sweep\n"
     "  verify COLL --algo A --ranks N ...  verify one case (same options as show)\n"

@@ -17,6 +17,7 @@
 // (the root node receives M-1 chunks over k rails; in a broadcast round a master
 // sends up to k whole buffers at once, so each rail carries n per round).
 #include "algos/allgather/common.hpp"
+#include "algos/common/trees.hpp"
 
 namespace railcoll::allgather {
 
@@ -24,9 +25,7 @@ Schedule build_smp_gather_bcast(const Topology& t, const BlockLayout& L, const A
   ScheduleBuilder b("allgather", "smp_gather_bcast", t, L, o);
   const int M = t.nnodes(), k = t.rails(), root = t.node_of(0);
   enum { kGathered = 0, kAtRoot = 1, kBcast = 2, kDone = 3 };
-  int rounds = 0;
-  for (long reach = 1; reach < M; reach *= (k + 1)) ++rounds;
-  const int copy_out_step = 2 + rounds;
+  const int copy_out_step = 2 + trees::ceil_log(k + 1, M);
 
   for (int n = 0; n < M; ++n) {
     b.set_shared(n, L.total());
@@ -45,16 +44,10 @@ Schedule build_smp_gather_bcast(const Topology& t, const BlockLayout& L, const A
       b.wait(master, 1, b.node_counter(n, kAtRoot), M - 1);
     }
     // (k+1)-nomial tree: in round t the nodes below (k+1)^t send to v + j*(k+1)^t.
-    long reach = 1;
-    for (int round = 0; round < rounds; ++round, reach *= (k + 1)) {
-      if (v >= reach) continue;
-      for (int j = 1; j <= k; ++j) {
-        long cv = v + j * reach;
-        if (cv >= M) break;
-        int c = static_cast<int>((cv + root) % M);
-        b.put(master, 2 + round, t.leader(c), {{b.shared(n, 0, L.total()), b.shared(c, 0, L.total())}},
-              b.rail_for(L.total(), j - 1), b.node_counter(c, kBcast));
-      }
+    for (auto& e : trees::knomial_children(v, M, k)) {
+      int c = (e.child + root) % M;
+      b.put(master, 2 + e.round, t.leader(c), {{b.shared(n, 0, L.total()), b.shared(c, 0, L.total())}},
+            b.rail_for(L.total(), e.port), b.node_counter(c, kBcast));
     }
     for (int r : t.ranks_of(n)) {
       if (r != master) {

@@ -1,0 +1,92 @@
+// SMP-aware broadcast (seed 001 §5.1 shm broadcast inside a node; seed 004 §4.2:
+// the hardware broadcast lands in one shared-memory area per node "and then the
+// processes copy from there", "a FIFO like scheme that tries to overlap the
+// broadcast with the copies").
+//
+// The message is cut into C chunks: the chunk rule of pipelined_chain for the
+// M-1 hops between nodes, or C = 1 where that chain's cost (trees.hpp
+// pipeline_cost, ts/tau = 2 KiB) is not below the tree's R (ts + m tau): short
+// messages, and many nodes at medium sizes. Across nodes, node leaders
+// receive each chunk over the network straight into their node's shared buffer
+// (on a node of one rank: into the leader's recv, no copy) and forward it as
+// soon as it is in:
+//   C = 1: a (k+1)-nomial tree of nodes rooted at the root's node, k children
+//          per round, one per rail (the k-port broadcast of seed 001 §6.2.1);
+//          fewest rounds, for latency.
+//   C > 1: a chain of nodes, each chunk striped over all rails (rail c mod k
+//          below the threshold): every node's rails carry the message once, the
+//          rail bound, where a tree would send it several times from one node.
+// The root puts from its send buffer, then copies each chunk into its own node's
+// shared buffer and sets the chunk's flag. Inside every node, each rank waits
+// for chunk c (one node counter per chunk, set by the arriving put or the
+// root's flag) and copies it out while the next chunks arrive and are
+// forwarded; a node sync ends the call (seed 001 §6.2.2).
+// Hockney, M nodes, R = ceil(log_{k+1} M), c = memcpy time per byte:
+//   C = 1: T = m c + R (ts + m tau) + m c
+//   C > 1: T = (M - 2 + C) (ts + m/C tau/k) + m/C c   (the last chunk's copy)
+#include <algorithm>
+
+#include "algos/allgather/common.hpp"
+#include "algos/bcast/bcast.hpp"
+#include "algos/common/trees.hpp"
+
+namespace railcoll::bcast {
+
+Schedule build_smp(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
+  ScheduleBuilder b("bcast", "smp", t, L, o);
+  const int M = t.nnodes(), k = t.rails(), root = o.root, R = t.node_of(root);
+  const uint64_t m = L.count[root];
+  // Chunks for a chain of nodes; one chunk (the tree) where the model says the
+  // chain's M-2 extra hops cost more than the tree's repeated sends.
+  int C = trees::pipeline_chunks(m, M - 1, k);
+  const int rounds = trees::ceil_log(k + 1, M);
+  if (C > 1 && trees::pipeline_cost(m, M - 1, k, C) >= rounds * (trees::kLatencyBytes + static_cast<double>(m))) C = 1;
+  enum { kDone = 0, kChunk = 1 };  // kChunk + c: chunk c is in the node's landing buffer
+  auto node_at = [&](int u) { return (u + R) % M; };
+  // The children of relative node u: (child, step of chunk 0, port).
+  auto children = [&](int u) {
+    std::vector<trees::KnomialEdge> out;
+    if (C == 1) return trees::knomial_children(u, M, k);
+    if (u + 1 < M) out.push_back({u + 1, u, 0});
+    return out;
+  };
+  // The step at which chunk c is in the buffer of relative node u.
+  auto arrival = [&](int u, int c) {
+    if (C == 1) return u == 0 ? 0 : trees::knomial_round_received(u, k);
+    return std::max(u - 1, 0) + c;
+  };
+  auto landing = [&](int n, uint64_t off, uint64_t len) {
+    return t.node_size(n) > 1 ? b.shared(n, off, len) : b.recv(t.leader(n), off, len);
+  };
+
+  for (int n = 0; n < M; ++n) {
+    const int u = (n - R + M) % M, sender = n == R ? root : t.leader(n);
+    const bool shm = t.node_size(n) > 1;
+    if (shm) b.set_shared(n, m);
+    for (int c = 0; c < C; ++c) {
+      uint64_t off = trees::chunk_begin(m, C, c), len = trees::chunk_begin(m, C, c + 1) - off;
+      CounterRef in = b.node_counter(n, kChunk + c);
+      if (n != R) b.wait(sender, arrival(u, c), in, 1);
+      Span src = n == R ? b.send(root, off, len) : landing(n, off, len);
+      for (auto& e : children(u)) {
+        int cn = node_at(e.child), step = C == 1 ? e.round : e.round + c;
+        b.put(sender, step, t.leader(cn), {{src, landing(cn, off, len)}}, b.rail_for(len, C == 1 ? e.port : c),
+              b.node_counter(cn, kChunk + c));
+      }
+      if (!shm) continue;
+      if (n == R) {
+        b.copy(root, arrival(u, c), {{src, b.shared(n, off, len)}});
+        b.signal(root, arrival(u, c), in);
+      }
+      for (int r : t.ranks_of(n)) {
+        if (r == root) continue;
+        if (r != sender) b.wait(r, arrival(u, c), in, 1);
+        b.copy(r, arrival(u, c), {{b.shared(n, off, len), b.recv(r, off, len)}});
+      }
+    }
+    if (shm) allgather::node_final_sync(b, n, arrival(u, C - 1), kDone);
+  }
+  return b.finish();
+}
+
+}  // namespace railcoll::bcast
