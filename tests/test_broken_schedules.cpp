@@ -240,3 +240,38 @@ TEST(Broken, GatherTreeForwardsBeforeChildren) {
               e.find("may still be writing it") != std::string::npos)
       << e;
 }
+
+namespace {
+Schedule build_allreduce(const std::string& algo, const Topology& t, uint64_t bytes) {
+  AlgoOptions o;
+  o.dtype = DataType::Int32;
+  return build_schedule("allreduce", algo, t, std::vector<uint64_t>(t.nranks(), bytes), o);
+}
+}  // namespace
+
+// A rank that combines the same partner data twice would double its share of the sum.
+TEST(Broken, AllreduceCountsARankTwice) {
+  Schedule s = build_allreduce("recursive_doubling", Topology::from_ppn(4, 1, 1), 16);
+  int i = find_op(s, 1, OpKind::Reduce);
+  s.programs[1].insert(s.programs[1].begin() + i + 1, s.programs[1][i]);
+  EXPECT_ERROR(s, "rank 1 op #");
+  EXPECT_ERROR(s, "a rank's contribution counted twice");
+}
+
+// A missing combine leaves a rank with a partial result.
+TEST(Broken, AllreduceMissingACombine) {
+  Schedule s = build_allreduce("recursive_doubling", Topology::from_ppn(4, 1, 1), 16);
+  erase_op(s, 2, find_op(s, 2, OpKind::Reduce, 1));
+  EXPECT_ERROR(s, "expected the reduction over all 4 ranks of elements from offset 0");
+}
+
+// Combining element i of one vector with element j of another is wrong even if
+// every rank is counted once.
+TEST(Broken, AllreduceCombinesDifferentElements) {
+  Schedule s = build_allreduce("recursive_doubling", Topology::from_ppn(2, 1, 1), 16);
+  Op& r = s.programs[0][find_op(s, 0, OpKind::Reduce)];
+  r.segs[0].src.offset += 4;
+  r.segs[0].src.length -= 4;
+  r.segs[0].dst.length -= 4;
+  EXPECT_ERROR(s, "combines elements at offset 0 with elements at offset 4");
+}

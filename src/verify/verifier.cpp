@@ -337,12 +337,12 @@ class Verifier {
       Piece p{len, kCombined, a.origin_off + di, a.writer, {}, -1};
       if (a.origin == -1 || b.origin == -1) {
         p.origin = -1;  // read() has reported it
-      } else if (a.origin_off + di != b.origin_off + sj) {
-        if (!reported)
-          op_error(r, oi, "combines elements at offset " + std::to_string(a.origin_off + di) + " with elements at offset " +
-                              std::to_string(b.origin_off + sj));
-        reported = true;
       } else {
+        if (a.origin_off + di != b.origin_off + sj && !reported) {
+          op_error(r, oi, "combines elements at offset " + std::to_string(a.origin_off + di) +
+                              " with elements at offset " + std::to_string(b.origin_off + sj));
+          reported = true;
+        }
         RankSet x = contributors(a), y = contributors(b), u(x.size());
         bool twice = false;
         for (size_t w = 0; w < x.size(); ++w) twice |= (x[w] & y[w]) != 0, u[w] = x[w] | y[w];
