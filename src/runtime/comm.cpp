@@ -111,6 +111,10 @@ struct NodeShm {
   uint64_t capacity;
   std::atomic<uint64_t> counters[kMaxNodeCounters];
   std::atomic<uint32_t> waiting[kMaxLocalRanks];
+  // The call each local rank is in: data a local peer leaves in shared memory
+  // carries no frame header, so ranks of a node compare their calls here.
+  std::atomic<uint64_t> call_seq[kMaxLocalRanks];
+  std::atomic<uint64_t> call_sig[kMaxLocalRanks];
 };
 static_assert(sizeof(NodeShm) <= kShmHeader, "shm header");
 
@@ -755,6 +759,18 @@ struct Comm::Impl {
   }
 
   // ------------------------------------------------------------ a call
+  // Local ranks whose increments this rank has just waited for are in this call:
+  // any of them with another signature passed other sizes or another algorithm.
+  void check_local_calls(const Plan& p) {
+    const auto& ranks = topo.ranks_of(node);
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      if (ranks[i] == me || shm->call_seq[i].load(std::memory_order_acquire) != seq) continue;
+      if (shm->call_sig[i].load(std::memory_order_relaxed) != p.sig)
+        fail(RAILCOLL_ERR_MISMATCH, "local rank " + std::to_string(ranks[i]) + " is in a different call than this rank (" +
+                                        p.what + "): the ranks disagree on the collective, its algorithm or its sizes");
+    }
+  }
+
   // The ranks whose messages for counter cref have not all arrived yet.
   std::string missing_senders(const CounterRef& cref) {
     std::ostringstream o;
@@ -810,6 +826,9 @@ struct Comm::Impl {
       apply_held(*it);
       it = held.erase(it);
     }
+    int local = topo.local_rank(me);
+    shm->call_sig[local].store(p.sig, std::memory_order_relaxed);
+    shm->call_seq[local].store(seq, std::memory_order_release);
     const auto& prog = s.programs[me];
     for (size_t i = 0; i < prog.size(); ++i) {
       const Op& op = prog[i];
@@ -846,6 +865,7 @@ struct Comm::Impl {
                        (c.on_node ? "node" : "rank") + " counter " + std::to_string(c.index) + " to reach " +
                        std::to_string(op.value) + missing_senders(c);
               });
+          if (c.on_node) check_local_calls(p);
           break;
         }
         case OpKind::Flush:
