@@ -41,7 +41,8 @@ Schedule build_smp(const Topology& t, const BlockLayout& L, const AlgoOptions& o
   int C = trees::pipeline_chunks(m, M - 1, k);
   const int rounds = trees::ceil_log(k + 1, M);
   if (C > 1 && trees::pipeline_cost(m, M - 1, k, C) >= rounds * (trees::kLatencyBytes + static_cast<double>(m))) C = 1;
-  enum { kDone = 0, kChunk = 1 };  // kChunk + c: chunk c is in the node's landing buffer
+  enum { kDone = 0, kChunk = 1 };
+  constexpr int kCopyBatches = 4;  // kChunk + c: chunk c is in the node's landing buffer
   auto node_at = [&](int u) { return (u + R) % M; };
   // The children of relative node u: (child, step of chunk 0, port).
   auto children = [&](int u) {
@@ -78,10 +79,20 @@ Schedule build_smp(const Topology& t, const BlockLayout& L, const AlgoOptions& o
         b.copy(root, arrival(u, c), {{src, b.shared(n, off, len)}});
         b.signal(root, arrival(u, c), in);
       }
+      // Ranks that only copy out take the chunks in a few batches: on a node with
+      // more processes than cores every wait is a wake-up, and waking for each
+      // of up to 64 chunks cost more than the overlap won (docs/results.md).
+      const int per_batch = (C + kCopyBatches - 1) / kCopyBatches;
+      const bool batch_end = (c + 1) % per_batch == 0 || c == C - 1;
+      const uint64_t batch_off = trees::chunk_begin(m, C, c - c % per_batch);
       for (int r : t.ranks_of(n)) {
         if (r == root) continue;
-        if (r != sender) b.wait(r, arrival(u, c), in, 1);
-        b.copy(r, arrival(u, c), {{b.shared(n, off, len), b.recv(r, off, len)}});
+        if (r == sender) {
+          b.copy(r, arrival(u, c), {{b.shared(n, off, len), b.recv(r, off, len)}});
+        } else if (batch_end) {  // every chunk's own flag: each comes by its own put
+          for (int d = c - c % per_batch; d <= c; ++d) b.wait(r, arrival(u, c), b.node_counter(n, kChunk + d), 1);
+          b.copy(r, arrival(u, c), {{b.shared(n, batch_off, off + len - batch_off), b.recv(r, batch_off, off + len - batch_off)}});
+        }
       }
     }
     if (shm) allgather::node_final_sync(b, n, arrival(u, C - 1), kDone);
