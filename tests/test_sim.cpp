@@ -305,3 +305,36 @@ TEST(Sim, TopologyKeysChecked) {
             std::string::npos);
   EXPECT_EQ(msg(tree + "fattree_arity = 4   # source: x\nrouting = dmodk   # source: x\n"), "no error");
 }
+
+// Shared cores, by hand. One core for the whole machine, three ranks on three
+// nodes: rank 0 puts 1000 B to rank 1, rank 1 waits, rank 2 has nothing to do.
+// At t = 0 all three are runnable, so rank 0's 1 us send overhead takes 3 us (a
+// third of the core); the bytes arrive at 3 + 2 + 1.25 = 6.25; rank 0 has ended
+// (its bus read done at 4.25) and rank 2 too, so rank 1's 0.5 us receive work
+// runs alone: 6.75. Asleep in its wait (no spinning), rank 1 then needs its
+// 10 us wake-up: 16.75. Spinning instead, it is the only runnable process and
+// notices within half a turn of 2 us: 7.75.
+TEST(Sim, SharedCoresAndSpinningWaits) {
+  Machine m = test_machine();
+  m.cores = 1;
+  m.cores_machine_wide = true;
+  m.wakeup_us = 10;
+  Schedule s = flows(Topology::from_ppn(3, 1, 1), {{0, 1, 1000}});
+  EXPECT_DOUBLE_EQ(simulate(s, m).finish_us[1], 16.75);
+  m.spin_us = 1000;
+  m.spin_turn_us = 2;
+  EXPECT_DOUBLE_EQ(simulate(s, m).finish_us[1], 7.75);
+  // A spin budget shorter than the wait: asleep again by the time the bytes come.
+  m.spin_us = 5;
+  EXPECT_DOUBLE_EQ(simulate(s, m).finish_us[1], 16.75);
+}
+
+// A put to a rank of the same node through a local socket: the kernel copies on
+// both ends, no link. 8000 B at 1 ns per byte per end: issued at 1, copied in
+// until 9, received (0.5 us) and copied out (8 us) until 17.5.
+TEST(Sim, LocalSocketPut) {
+  Machine m = test_machine();
+  m.intranode_put = "socket";
+  m.socket_ns_per_byte = 1;
+  EXPECT_DOUBLE_EQ(simulate(flows(Topology::from_ppn(2, 2, 1), {{0, 1, 8000}}), m).finish_us[1], 17.5);
+}

@@ -97,17 +97,17 @@ class Engine {
       : s_(s), m_(m), o_(o), t_(s.topo), N(t_.nranks()), net_(m, t_.nnodes(), t_.rails()), random_(o.seed) {
     check_fits(t_, m);
     check_options(o);
-    membus_.assign(t_.nnodes(), 0);
+    membus_.assign(m.membus_machine_wide ? 1 : t_.nnodes(), 0);
     // One pool of cores per node, or one for the machine; contention matters only
     // when a pool has fewer cores than the processes it serves.
-    int cores = m.cores > 0 ? m.cores : m.ppn;
+    cores_ = m.cores > 0 ? m.cores : m.ppn;
     int pools = m.cores_machine_wide ? 1 : t_.nnodes();
-    cores_.assign(pools, std::vector<double>(cores, 0));
-    contended_ = m.cores > 0 && (m.cores_machine_wide ? cores < N : cores < t_.max_node_size());
+    contended_ = m.cores > 0 && (m.cores_machine_wide ? cores_ < N : cores_ < t_.max_node_size());
     active_.assign(pools, 0);
     spinning_.assign(pools, 0);
     for (int r = 0; r < N; ++r) ++active_[pool(t_.node_of(r))];
     wait_.assign(N, {});
+    busy_.assign(N, 0);
     pc_.assign(N, 0);
     local_done_.assign(N, 0);
     finish_.assign(N, -1);
@@ -126,12 +126,12 @@ class Engine {
       Event e = heap_.top();
       heap_.pop();
       ++events_;
-      const double t = e.t;
+      const double t = now_ = e.t;
       switch (e.kind) {
         case kStep: step(e.a, t); break;
         case kReceive: {  // receive overhead and kernel work on the receiving node's cores
           const Arrival& x = arrivals_[e.b];
-          push(cpu(x.node, t, m_.recv_overhead_us + x.kernel_us), kIncrement, e.a, 0);
+          push(cpu(x.rank, t, m_.recv_overhead_us + x.kernel_us), kIncrement, e.a, 0);
           break;
         }
         case kIncrement: increment(e.a, t); break;
@@ -161,24 +161,30 @@ class Engine {
                      : c.owner * std::max(1, s_.rank_counters) + c.index;
   }
 
-  // `d` us of host work on `node` from t: it waits for the first free core of
-  // its pool (the work is requested in time order). Without contention, t + d.
-  double cpu(int node, double t, double d) {
+  // `d` us of host work of rank r from t. With more runnable processes in its
+  // pool than cores (working or spinning in a wait: both are runnable), the
+  // scheduler shares the cores fairly, so the work runs at cores/runnable of a
+  // core; and a process does one thing at a time, so its receive work and its
+  // own work queue behind each other. Without contention, t + d.
+  double cpu(int r, double t, double d) {
     if (!contended_) return t + d;
-    auto& p = cores_[pool(node)];
-    auto core = std::min_element(p.begin(), p.end());
-    *core = std::max(*core, t) + d;
-    return *core;
+    expire_spins(now_);
+    int p = pool(t_.node_of(r));
+    double start = std::max(t, busy_[r]);
+    busy_[r] = start + d * std::max(1.0, static_cast<double>(active_[p] + spinning_[p]) / cores_);
+    return busy_[r];
   }
 
-  // A node's copy of `bytes`, starting at t; returns when it ends.
-  double copy_time(int node, double t, uint64_t bytes) {
-    double alone = cpu(node, t, bytes / m_.copy_MBps);
-    membus_[node] = std::max(membus_[node], t) + bytes / m_.membus_MBps;
-    return std::max(alone, membus_[node]);
+  // Rank r's copy of `bytes` on `node`, starting at t; returns when it ends.
+  double copy_time(int r, int node, double t, uint64_t bytes) {
+    double alone = cpu(r, t, bytes / m_.copy_MBps);
+    double& bus = membus_[m_.membus_machine_wide ? 0 : node];
+    bus = std::max(bus, t) + bytes / m_.membus_MBps;
+    return std::max(alone, bus);
   }
 
   void step(int r, double t) {
+    if (contended_ && busy_[r] > t) return push(busy_[r], kStep, r, 0);  // still receiving
     const auto& prog = s_.programs[r];
     const int node = t_.node_of(r);
     while (pc_[r] < static_cast<int>(prog.size())) {
@@ -186,7 +192,7 @@ class Engine {
       switch (op.kind) {
         case OpKind::Copy: {
           ++pc_[r];
-          double end = copy_time(node, t, op.bytes());
+          double end = copy_time(r, node, t, op.bytes());
           if (end > t) return push(end, kStep, r, 0);
           break;
         }
@@ -209,8 +215,9 @@ class Engine {
             push(t + m_.flag_latency_us, kIncrement, counter_id(c), 0);
             break;
           }
-          t = cpu(node, t, m_.send_overhead_us);
-          arrive(net_.transfer(node, target_node, 0, t, 0).arrive, target_node, counter_id(c), 0);
+          t = cpu(r, t, m_.send_overhead_us);
+          arrive(net_.transfer(node, target_node, 0, t, 0).arrive, c.on_node ? t_.leader(c.owner) : c.owner,
+                 counter_id(c), 0);
           return push(t, kStep, r, 0);
         }
         case OpKind::Wait: {
@@ -241,23 +248,32 @@ class Engine {
 
   // Issues put `op` of rank r at t; returns when the rank may go on.
   double put(int r, int node, const Op& op, double t) {
-    t = cpu(node, t, m_.send_overhead_us);
+    t = cpu(r, t, m_.send_overhead_us);
     const uint64_t bytes = op.bytes();
     int peer_node = t_.node_of(op.peer);
     bool to_shared_here = peer_node == node && !op.segs.empty() && op.segs[0].dst.region == Region::Shared;
     if (to_shared_here || (peer_node == node && m_.intranode_put == "shm")) {
       // A memcpy into shared memory (and, to a private buffer, out again).
-      double end = copy_time(node, t, bytes);
-      if (!to_shared_here) end = copy_time(node, end, bytes);
-      arrive(end + m_.flag_latency_us, peer_node, counter_id(op.counter), 0);
+      double end = copy_time(r, node, t, bytes);
+      if (!to_shared_here) end = copy_time(r, node, end, bytes);
+      arrive(end + m_.flag_latency_us, op.peer, counter_id(op.counter), 0);
       local_done_[r] = std::max(local_done_[r], end);
       return std::max(end, t);  // the sender does the copy
+    }
+    if (peer_node == node && m_.intranode_put == "socket") {
+      // A local socket: the kernel copies the bytes in on the sender's side and
+      // out on the receiver's (after its receive overhead), no link between.
+      double per_end = bytes * m_.socket_ns_per_byte * 1e-3;
+      double sent = cpu(r, t, per_end);
+      arrive(sent, op.peer, counter_id(op.counter), per_end);
+      local_done_[r] = std::max(local_done_[r], sent);
+      return sent;
     }
     // Every part's arrival is known now: the put counts when the last one is in
     // (one event per put, not one per part). A TCP stack copies every byte on
     // both ends (kernel_ns_per_byte; 0 for RDMA).
     double kernel = bytes * m_.kernel_ns_per_byte * 1e-3;
-    double sent = kernel > 0 ? cpu(node, t, kernel) : t;
+    double sent = kernel > 0 ? cpu(r, t, kernel) : t;
     double last = sent;
     const int k = t_.rails();
     auto part = [&](int rail, uint64_t b) {
@@ -270,16 +286,16 @@ class Engine {
     } else {  // even striping, the first bytes % k parts one byte longer (Schedule::rail_parts)
       for (int i = 0; i < k; ++i) part(i, bytes / k + (static_cast<uint64_t>(i) < bytes % k));
     }
-    arrive(last, peer_node, counter_id(op.counter), kernel);
+    arrive(last, op.peer, counter_id(op.counter), kernel);
     return t;
   }
 
-  // A put or signal has arrived at `node` at t: its receive overhead is host
-  // work there (an event of its own only when cores are contended, so that the
-  // work is claimed in time order; otherwise one event per put).
-  void arrive(double t, int node, int counter, double kernel_us) {
+  // A put or signal for rank `to` has arrived at t: its receive overhead is
+  // that rank's work (an event of its own only when cores are contended, so that
+  // the work is claimed in time order; otherwise one event per put).
+  void arrive(double t, int to, int counter, double kernel_us) {
     if (contended_) {
-      arrivals_.push_back({node, kernel_us});
+      arrivals_.push_back({to, kernel_us});
       push(t, kReceive, counter, static_cast<int>(arrivals_.size()) - 1);
     } else {
       push(t + m_.recv_overhead_us + kernel_us, kIncrement, counter, 0);
@@ -348,12 +364,12 @@ class Engine {
     w.waiting = false;
     ++active_[p];
     // A process that slept in its wait needs a core to wake up on.
-    if (w.sleeping) return cpu(node, t, m_.wakeup_us);
+    if (w.sleeping) return cpu(r, t, m_.wakeup_us);
     // A spinning one notices at its next turn: the runnable processes share the
     // cores round robin, one spin (poll + yield) each; half a round on average.
     --spinning_[p];
-    double per_core = static_cast<double>(active_[p] + spinning_[p]) / cores_[p].size();
-    return cpu(node, t + 0.5 * m_.spin_turn_us * std::max(1.0, per_core), 0);
+    double per_core = static_cast<double>(active_[p] + spinning_[p]) / cores_;
+    return t + 0.5 * m_.spin_turn_us * std::max(1.0, per_core);
   }
 
   // ---- background traffic (docs/simulator.md, "Background traffic")
@@ -396,12 +412,14 @@ class Engine {
   int finished_ = 0;
   std::vector<double> membus_, local_done_, finish_;
   std::vector<int> pc_;
-  std::vector<std::vector<double>> cores_;
+  int cores_ = 0;     // per pool
+  std::vector<double> busy_;  // per rank: its host work is done until then (contended cores only)
+  double now_ = 0;    // the time of the event being handled
   std::vector<int> active_, spinning_;  // per pool: running processes, spinning waiters
   std::vector<WaitState> wait_;
   std::deque<SpinEnd> spin_ends_;
   struct Arrival {
-    int node;          // where the receive work runs
+    int rank;          // whose receive work it is
     double kernel_us;  // its kernel share of the bytes
   };
   std::vector<Arrival> arrivals_;  // per arrival event

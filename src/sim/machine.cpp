@@ -126,8 +126,10 @@ Machine parse_machine(const std::string& text, const std::string& origin) {
   m.dma_startup_us = number("dma_startup_us", 0, 1e6, true, 0);
   m.copy_MBps = number("copy_MBps", 1e-3, 1e9);
   m.membus_MBps = number("membus_MBps", 1e-3, 1e9);
+  m.membus_machine_wide = word("membus_shared_by", {"node", "machine"}, true, "node") == "machine";
   m.flag_latency_us = number("flag_latency_us", 0, 1e6);
-  m.intranode_put = word("intranode_put", {"nic", "shm"});
+  m.intranode_put = word("intranode_put", {"nic", "shm", "socket"});
+  if (m.intranode_put == "socket") m.socket_ns_per_byte = number("socket_ns_per_byte", 0, 1e6);
   m.cores = static_cast<int>(number("cores", 1, 1 << 20, true, 0));
   m.cores_machine_wide = word("cores_shared_by", {"node", "machine"}, true, "node") == "machine";
   m.wakeup_us = number("wakeup_us", 0, 1e6, true, 0);

@@ -29,8 +29,12 @@ struct Machine {
   double dma_startup_us = 0;     // engine time per DMA that moves no data (descriptor, first read, completion)
   double copy_MBps = 0;          // memcpy of one process
   double membus_MBps = 0;        // memory bandwidth of a node, shared by its copies
+  bool membus_machine_wide = false;  // membus_shared_by = machine: one memory for all nodes (an emulated cluster)
   double flag_latency_us = 0;    // a shared-memory flag from one process to another
-  std::string intranode_put = "shm";  // nic (RDMA loopback: crosses the NIC's bus twice) | shm
+  // nic (RDMA loopback: crosses the NIC's bus twice) | shm (copied in and out of
+  // shared memory) | socket (a local socket: the kernel copies on both ends)
+  std::string intranode_put = "shm";
+  double socket_ns_per_byte = 0;     // intranode_put = socket: host CPU per byte on each end
   bool hw_multicast = false, hw_barrier = false;  // hooks: read, not yet used by any schedule
   // CPU contention (optional; by default every process has a core): host work
   // (copies, send and receive overheads, wake-ups) queues for `cores` cores,
