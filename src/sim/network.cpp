@@ -42,28 +42,34 @@ Network::Network(const Machine& m, int nodes, int rails) : m_(m), nodes_(nodes),
 namespace {
 
 // A request for a resource: its bytes are ready at `ready` and keep it `busy`.
-// Returns when it starts.
-inline double reserve(Network::Queue& q, double ready, double busy) {
+// Returns when it ends (and sets *start). A request for a busy resource uses
+// what is left of its hole after `ready` first and the time after `free` for the
+// rest: the resource loses no capacity to requests made out of time order.
+inline double reserve(Network::Queue& q, double ready, double busy, double* start) {
   if (ready < q.free) {
-    double start = std::max(ready, q.hole_from);
-    if (start + busy <= q.hole_to) {
-      q.hole_from = start + busy;
-      return start;
+    *start = std::max(ready, q.hole_from);
+    double in_hole = std::max(0.0, q.hole_to - *start);
+    if (busy <= in_hole) {
+      q.hole_from = *start + busy;
+      return q.hole_from;
     }
-    start = q.free;
-    q.free += busy;
-    return start;
+    if (in_hole <= 0) *start = q.free;
+    q.hole_from = q.hole_to;  // the hole is used up
+    q.free += busy - in_hole;
+    return q.free;
   }
   q.hole_from = q.free;
   q.hole_to = ready;
+  *start = ready;
   q.free = ready + busy;
-  return ready;
+  return q.free;
 }
 
 // One stage of the pipeline: the bytes cross `q`, `latency` after the previous stage.
 inline void stage(Network::Head& h, Network::Queue& q, double busy, double latency) {
-  double start = reserve(q, h.start + latency, busy);
-  h.end = std::max(start + busy, h.end + latency);
+  double start;
+  double end = reserve(q, h.start + latency, busy, &start);
+  h.end = std::max(end, h.end + latency);
   h.start = start;
 }
 

@@ -8,8 +8,8 @@
 // the up and down links of a fat tree, the receiver's link, the receiver's bus (a
 // DMA write). Each resource is busy for bytes / its own rate per transfer, in
 // the order the transfers are handed to the network (a transfer whose bytes
-// reach a resource later than it falls idle leaves a hole there, which a later
-// request that fits may use); a transfer's bytes leave a stage no earlier than
+// reach a resource later than it falls idle leaves a hole there, which later
+// requests use first); a transfer's bytes leave a stage no earlier than
 // they arrived from the previous one (cut-through), so the slowest stage sets the
 // rate and a busy stage delays everything behind it. Nothing here is random.
 #pragma once
