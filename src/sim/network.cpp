@@ -53,9 +53,9 @@ inline double reserve(Network::Queue& q, double ready, double busy, double* star
       q.hole_from = *start + busy;
       return q.hole_from;
     }
-    if (in_hole <= 0) *start = q.free;
     q.hole_from = q.hole_to;  // the hole is used up
     q.free += busy - in_hole;
+    *start = q.free - busy;  // downstream, as if it had run in one piece
     return q.free;
   }
   q.hole_from = q.free;
