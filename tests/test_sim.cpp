@@ -340,3 +340,12 @@ TEST(Sim, LocalSocketPut) {
   m.socket_ns_per_byte = 1;
   EXPECT_DOUBLE_EQ(simulate(flows(Topology::from_ppn(2, 2, 1), {{0, 1, 8000}}), m).finish_us[1], 17.5);
 }
+
+// An operation the machine model does not know (a newer schedule format, say)
+// is refused up front with an input error, not half simulated.
+TEST(Sim, RefusesOperationsItDoesNotModel) {
+  Machine m = test_machine();
+  Schedule s = flows(Topology::from_ppn(2, 1, 1), {{0, 1, 8}});
+  s.programs[0][0].kind = static_cast<OpKind>(42);
+  EXPECT_THROW(simulate(s, m), InputError);
+}

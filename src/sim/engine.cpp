@@ -95,7 +95,6 @@ class Engine {
  public:
   Engine(const Schedule& s, const Machine& m, const SimOptions& o)
       : s_(s), m_(m), o_(o), t_(s.topo), N(t_.nranks()), net_(m, t_.nnodes(), t_.rails()), random_(o.seed) {
-    check_fits(t_, m);
     check_options(o);
     membus_.assign(m.membus_machine_wide ? 1 : t_.nnodes(), 0);
     // One pool of cores per node, or one for the machine; contention matters only
@@ -236,7 +235,7 @@ class Engine {
           break;
         }
         default:
-          throw InputError(std::string("the simulator does not model the '") + op_name(op.kind) + "' operation yet");
+          throw std::logic_error("check_runs let an unknown operation through");
       }
     }
     if (finish_[r] < 0) {
@@ -452,6 +451,28 @@ void check_options(const SimOptions& o) {
     throw InputError("background messages need at least 1 byte");
 }
 
-SimResult simulate(const Schedule& s, const Machine& m, const SimOptions& o) { return Engine(s, m, o).run(); }
+void check_runs(const Schedule& s, const Machine& m) {
+  check_fits(s.topo, m);
+  for (const auto& prog : s.programs)
+    for (const Op& op : prog)
+      switch (op.kind) {
+        case OpKind::Put:
+        case OpKind::Copy:
+        case OpKind::Signal:
+        case OpKind::Wait:
+        case OpKind::Flush:
+          break;
+        default:  // e.g. an operation of a newer schedule format
+          throw InputError(s.collective + "/" + s.algorithm + " uses a '" + op_name(op.kind) +
+                           "' operation, which the simulator does not model; preset '" + m.name + "' cannot run it");
+      }
+  // Hook: once schedules mark operations for the hardware broadcast or barrier,
+  // a machine without hw_multicast / hw_barrier cannot run them; refuse here.
+}
+
+SimResult simulate(const Schedule& s, const Machine& m, const SimOptions& o) {
+  check_runs(s, m);
+  return Engine(s, m, o).run();
+}
 
 }  // namespace railcoll::sim

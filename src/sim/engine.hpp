@@ -50,6 +50,8 @@ struct SimResult {
 // Throws InputError when the topology does not fit the machine (more nodes,
 // ranks per node or rails than it has) or the options make no sense.
 void check_fits(const Topology& t, const Machine& m);
+// The fit, and every operation of the schedule one the machine model can run.
+void check_runs(const Schedule& s, const Machine& m);
 void check_options(const SimOptions& o);
 // Checks the fit, then runs.
 SimResult simulate(const Schedule& s, const Machine& m, const SimOptions& o = {});
