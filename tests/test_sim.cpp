@@ -35,6 +35,16 @@ intranode_put = shm   # source: test
 
 Machine test_machine() { return parse_machine(kTestPreset, "test.preset"); }
 
+// The error parsing `text` as bad.preset gives, or "no error".
+std::string msg(const std::string& text) {
+  try {
+    parse_machine(text, "bad.preset");
+  } catch (const InputError& e) {
+    return std::string(e.what());
+  }
+  return std::string("no error");
+}
+
 // A hand-made schedule: each (sender, receiver, bytes) is a put on rail 0 issued
 // back to back by the sender; every receiver waits for all of its puts.
 struct Flow {
@@ -129,14 +139,6 @@ TEST(Sim, MachineLimits) {
 }
 
 TEST(Sim, PresetErrorsNameTheField) {
-  auto msg = [](const std::string& text) {
-    try {
-      parse_machine(text, "bad.preset");
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   std::string good = kTestPreset;
   auto without = [&](const std::string& key) {
     std::string out, line;
@@ -285,14 +287,6 @@ TEST(Sim, BackgroundTraffic) {
 }
 
 TEST(Sim, TopologyKeysChecked) {
-  auto msg = [](const std::string& text) {
-    try {
-      parse_machine(text, "t.preset");
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   std::string good = kTestPreset;
   EXPECT_NE(msg(good + "routing = dmodk   # source: x\n").find("'routing' is only used with topology = fattree"),
             std::string::npos);
