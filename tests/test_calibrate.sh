@@ -42,7 +42,8 @@ if expect 0 "up --nodes 2 --ppn 2 --rails 2" "$RC" cluster up --nodes 2 --ppn 2 
   has "says it ran on the cluster" "on the emulated cluster"
   has "prints the preset path" "wrote $tmp/x.preset"
   for key in name nodes ppn rails topology wire_latency_us hop_latency_us send_overhead_us recv_overhead_us gap_us \
-    link_MBps pci_MBps dma_engines copy_MBps membus_MBps flag_latency_us intranode_put; do
+    link_MBps pci_MBps pci_duplex dma_engines copy_MBps membus_MBps membus_shared_by flag_latency_us intranode_put \
+    socket_ns_per_byte cores cores_shared_by wakeup_us kernel_ns_per_byte spin_us spin_turn_us; do
     grep -Eq "^$key = [^ ]+ +# source: " "$tmp/x.preset" || bad "preset has no '$key = ...  # source:' line"
   done
   grep -Eq '^nodes = 2 ' "$tmp/x.preset" && grep -Eq '^ppn = 2 ' "$tmp/x.preset" && grep -Eq '^rails = 2 ' "$tmp/x.preset" &&
@@ -62,6 +63,11 @@ expect 0 "--compare" "$RC" calibrate --compare "$tmp/sim.json" "$tmp/bench.json"
 has "median error 37.5% over 4 pairs" "^median absolute relative error: 37.5% over 4 "
 has "same fastest algorithm at 1 of 2 sizes" "^same fastest algorithm: 1 of 2 sizes \(50%\)"
 expect 2 "--compare with one file is refused" "$RC" calibrate --compare "$tmp/sim.json"
+# Two measured runs: a pair's measurement is their median (here the mean): direct
+# at 8 B (8+12)/2 = 10 -> 0%; the others as above, 20%, 50%, 100% -> median 35%.
+{ echo "["; rec direct 8 12 ,; rec bruck 8 25 ,; rec direct 16 60 ,; rec bruck 16 20; echo "]"; } >"$tmp/bench2.json"
+expect 0 "--compare with two measured runs" "$RC" calibrate --compare "$tmp/sim.json" "$tmp/bench.json" "$tmp/bench2.json"
+has "median of the runs per pair: 35%" "^median absolute relative error: 35% over 4 "
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

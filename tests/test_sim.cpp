@@ -35,6 +35,35 @@ intranode_put = shm   # source: test
 
 Machine test_machine() { return parse_machine(kTestPreset, "test.preset"); }
 
+// The error parsing `text` as bad.preset gives, or "no error".
+std::string msg(const std::string& text) {
+  try {
+    parse_machine(text, "bad.preset");
+  } catch (const InputError& e) {
+    return std::string(e.what());
+  }
+  return std::string("no error");
+}
+
+// A hand-made schedule: each (sender, receiver, bytes) is a put on rail 0 issued
+// back to back by the sender; every receiver waits for all of its puts.
+struct Flow {
+  int from, to;
+  uint64_t bytes;
+};
+Schedule flows(const Topology& t, const std::vector<Flow>& fs) {
+  BlockLayout L(std::vector<uint64_t>(t.nranks(), 1 << 20));
+  ScheduleBuilder b("test", "flows", t, L, AlgoOptions{});
+  std::vector<int> incoming(t.nranks(), 0);
+  for (auto& f : fs) {
+    b.put(f.from, 0, f.to, {{b.send(f.from, 0, f.bytes), b.recv(f.to, 0, f.bytes)}}, 0, b.rank_counter(f.to, 0));
+    ++incoming[f.to];
+  }
+  for (int r = 0; r < t.nranks(); ++r)
+    if (incoming[r]) b.wait(r, 0, b.rank_counter(r, 0), incoming[r]);
+  return b.finish();
+}
+
 Schedule allgather(const std::string& algo, const Topology& t, uint64_t bytes, uint64_t stripe = 1024) {
   AlgoOptions o;
   o.stripe_threshold = stripe;
@@ -110,14 +139,6 @@ TEST(Sim, MachineLimits) {
 }
 
 TEST(Sim, PresetErrorsNameTheField) {
-  auto msg = [](const std::string& text) {
-    try {
-      parse_machine(text, "bad.preset");
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   std::string good = kTestPreset;
   auto without = [&](const std::string& key) {
     std::string out, line;
@@ -178,4 +199,147 @@ TEST(Sim, KernelWorkPerByte) {
   m.kernel_ns_per_byte = 1;
   Schedule s = allgather("direct", Topology::from_ppn(2, 1, 1), 8000);
   EXPECT_DOUBLE_EQ(simulate(s, m).max_us, 33.5);
+}
+
+// A half-duplex bus carries a NIC's sends and receives one after the other. Two
+// ranks on two nodes exchange 8000 B (OneMessageByHand with a full-duplex bus:
+// 17.5 us). Rank 0's put is handed over first: its bus reads 5..15, rank 1's bus
+// takes its write 7..17. Rank 1's read (ready at 5) uses the 2 us still free
+// before that write and the 8 us after it: done at 25, as if the two shared the
+// bus. Its bytes reach rank 0 at 27 (the link and wire are not the limit; rank
+// 0's bus has been free since 15): counted at 27.5.
+TEST(Sim, HalfDuplexBusByHand) {
+  Machine m = test_machine();
+  Schedule s = allgather("direct", Topology::from_ppn(2, 1, 1), 8000);
+  EXPECT_DOUBLE_EQ(simulate(s, m).max_us, 17.5);
+  m.pci_half_duplex = true;
+  EXPECT_DOUBLE_EQ(simulate(s, m).max_us, 27.5);
+}
+
+// DMA engines overlap each other's start-up. Rank 0 puts 1000 B to ranks 1 and 2
+// back to back (issued at 1 and 2); a DMA spends 5 us before its bytes move.
+// One engine: A ready at 6, bus 6..7.25, link 6..7 -> out at 7.25, arrives
+// 7.25 + 2 + 0.5 = 9.75; B waits for the engine: ready 12.25, out at 13.5,
+// arrives 16. Two engines: B ready at 7, behind A on the bus: 7.25..8.5,
+// arrives 8.5 + 2 + 0.5 = 11.
+TEST(Sim, DmaEnginesOverlapStartUp) {
+  Machine m = test_machine();
+  m.dma_startup_us = 5;
+  Schedule s = flows(Topology::from_ppn(3, 1, 1), {{0, 1, 1000}, {0, 2, 1000}});
+  m.dma_engines = 1;
+  EXPECT_DOUBLE_EQ(simulate(s, m).max_us, 16.0);
+  m.dma_engines = 2;
+  EXPECT_DOUBLE_EQ(simulate(s, m).max_us, 11.0);
+}
+
+// A NIC loopback crosses its bus twice: at half duplex the intra-node put takes
+// twice the bus time of a remote one.
+TEST(Sim, LoopbackCrossesTheBusTwice) {
+  Machine m = test_machine();
+  m.intranode_put = "nic";
+  m.pci_half_duplex = true;
+  m.wire_latency_us = 0;
+  // One put of 80000 B from rank 0 to rank 1 on the same node: issued at 1,
+  // read 1..101, written back 101..201, counted at 201.5.
+  EXPECT_DOUBLE_EQ(simulate(flows(Topology::from_ppn(2, 2, 1), {{0, 1, 80000}}), m).max_us, 201.5);
+}
+
+// Link contention in a 4-ary 2-tree (16 nodes): nodes 0 and 1 share their leaf
+// switch. With static d-mod-k routing, flows to nodes 4 and 8 both leave on up
+// port 0 and share that link; flows to 4 and 9 do not; adaptive routing moves the
+// second flow to a free up link.
+TEST(Sim, FatTreeLinkContention) {
+  Machine m = test_machine();
+  m.topology = "fattree";
+  m.fattree_arity = 4;
+  m.link_MBps = 800;  // the up link is as fast as the bus: two flows on it take twice as long
+  Topology t = Topology::from_ppn(16, 1, 1);
+  Schedule collide = flows(t, {{0, 4, 100000}, {1, 8, 100000}});
+  Schedule apart = flows(t, {{0, 4, 100000}, {1, 9, 100000}});
+  m.adaptive_up = false;
+  double shared = simulate(collide, m).max_us, separate = simulate(apart, m).max_us;
+  EXPECT_GT(shared, separate + 100);  // the second flow waits ~125 us for the link
+  m.adaptive_up = true;
+  EXPECT_DOUBLE_EQ(simulate(collide, m).max_us, separate);
+}
+
+// Background traffic slows a collective that needs the same links, is
+// deterministic for a seed, and stops with the collective.
+TEST(Sim, BackgroundTraffic) {
+  Machine m = test_machine();
+  m.topology = "fattree";
+  m.fattree_arity = 4;
+  Schedule s = allgather("direct", Topology::from_ppn(16, 1, 1), 16384);
+  SimResult quiet = simulate(s, m);
+  EXPECT_EQ(quiet.background_messages, 0u);
+  for (const char* pattern : {"complement", "uniform", "hotspot"}) {
+    SimOptions o;
+    o.background = pattern;
+    o.seed = 7;
+    SimResult a = simulate(s, m, o), b = simulate(s, m, o);
+    EXPECT_GT(a.max_us, quiet.max_us * 1.2) << pattern;
+    EXPECT_EQ(a.finish_us, b.finish_us) << pattern;
+    EXPECT_GT(a.background_messages, 16u) << pattern;
+  }
+  SimOptions bad;
+  bad.background = "storm";
+  EXPECT_THROW(simulate(s, m, bad), InputError);
+}
+
+TEST(Sim, TopologyKeysChecked) {
+  std::string good = kTestPreset;
+  EXPECT_NE(msg(good + "routing = dmodk   # source: x\n").find("'routing' is only used with topology = fattree"),
+            std::string::npos);
+  EXPECT_NE(msg(good + "switch_ports = 8   # source: x\n").find("'nodes' = 16 does not fit one crossbar"),
+            std::string::npos);
+  std::string tree = good;
+  tree.replace(tree.find("topology = crossbar"), 19, "topology = fattree");
+  EXPECT_NE(msg(tree + "fattree_arity = 5   # source: x\nswitch_ports = 8   # source: x\n")
+                .find("needs switches of at least 10 ports"),
+            std::string::npos);
+  EXPECT_NE(msg(good + "pci_duplex = both   # source: x\n").find("'pci_duplex' = 'both' is not one of: full, half"),
+            std::string::npos);
+  EXPECT_EQ(msg(tree + "fattree_arity = 4   # source: x\nrouting = dmodk   # source: x\n"), "no error");
+}
+
+// Shared cores, by hand. One core for the whole machine, three ranks on three
+// nodes: rank 0 puts 1000 B to rank 1, rank 1 waits, rank 2 has nothing to do.
+// At t = 0 all three are runnable, so rank 0's 1 us send overhead takes 3 us (a
+// third of the core); the bytes arrive at 3 + 2 + 1.25 = 6.25; rank 0 has ended
+// (its bus read done at 4.25) and rank 2 too, so rank 1's 0.5 us receive work
+// runs alone: 6.75. Asleep in its wait (no spinning), rank 1 then needs its
+// 10 us wake-up: 16.75. Spinning instead, it is the only runnable process and
+// notices within half a turn of 2 us: 7.75.
+TEST(Sim, SharedCoresAndSpinningWaits) {
+  Machine m = test_machine();
+  m.cores = 1;
+  m.cores_machine_wide = true;
+  m.wakeup_us = 10;
+  Schedule s = flows(Topology::from_ppn(3, 1, 1), {{0, 1, 1000}});
+  EXPECT_DOUBLE_EQ(simulate(s, m).finish_us[1], 16.75);
+  m.spin_us = 1000;
+  m.spin_turn_us = 2;
+  EXPECT_DOUBLE_EQ(simulate(s, m).finish_us[1], 7.75);
+  // A spin budget shorter than the wait: asleep again by the time the bytes come.
+  m.spin_us = 5;
+  EXPECT_DOUBLE_EQ(simulate(s, m).finish_us[1], 16.75);
+}
+
+// A put to a rank of the same node through a local socket: the kernel copies on
+// both ends, no link. 8000 B at 1 ns per byte per end: issued at 1, copied in
+// until 9, received (0.5 us) and copied out (8 us) until 17.5.
+TEST(Sim, LocalSocketPut) {
+  Machine m = test_machine();
+  m.intranode_put = "socket";
+  m.socket_ns_per_byte = 1;
+  EXPECT_DOUBLE_EQ(simulate(flows(Topology::from_ppn(2, 2, 1), {{0, 1, 8000}}), m).finish_us[1], 17.5);
+}
+
+// An operation the machine model does not know (a newer schedule format, say)
+// is refused up front with an input error, not half simulated.
+TEST(Sim, RefusesOperationsItDoesNotModel) {
+  Machine m = test_machine();
+  Schedule s = flows(Topology::from_ppn(2, 1, 1), {{0, 1, 8}});
+  s.programs[0][0].kind = static_cast<OpKind>(42);
+  EXPECT_THROW(simulate(s, m), InputError);
 }

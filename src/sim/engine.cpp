@@ -1,36 +1,112 @@
 #include "sim/engine.hpp"
 
 #include <algorithm>
-#include <queue>
+#include <cstring>
+#include <deque>
 
 #include "core/errors.hpp"
+#include "sim/network.hpp"
 
 namespace railcoll::sim {
 
+const char* const kBackgroundPatterns = "none, complement, uniform, hotspot";
+
 namespace {
+
+enum Kind : int {
+  kStep,        // a: rank
+  kReceive,     // a: counter, b: arrival record (receive work on the receiving node's cores)
+  kIncrement,   // a: counter
+  kBackground,  // a: generator (one of its messages has arrived)
+};
 
 struct Event {
   double t;
-  uint64_t seq;
-  int kind;  // 0: rank step, 1: put arrived (receive work), 2: counter increment
-  int a, b;  // step: rank; arrived: counter id, receiving node; increment: counter id
-  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+  int kind, a, b;
 };
+
+// The event queue: a radix heap (Ahuja, Mehlhorn, Orlin and Tarjan 1990) on the
+// bits of the time, which sort like the time for times >= 0. Simulated time
+// never goes back (every event is pushed at or after the one being handled), so
+// a push is an append and each event moves down a few of the 65 buckets before
+// it is popped: far cheaper than a binary heap, the simulator's former hot spot.
+// Events of the same time come out in the order they were pushed (every bucket
+// keeps insertion order), so runs are deterministic.
+class EventQueue {
+ public:
+  bool empty() const { return size_ == 0; }
+  // The earliest event; the queue must not be empty.
+  const Event& top() {
+    if (head_ == buckets_[0].size()) refill();
+    return buckets_[0][head_];
+  }
+  void pop() {
+    top();
+    --size_;
+    if (++head_ == buckets_[0].size()) {
+      buckets_[0].clear();
+      head_ = 0;
+    }
+  }
+  void push(const Event& e) {
+    uint64_t k = key(e.t);
+    if (k < last_) throw std::logic_error("simulator: an event was scheduled in the past");
+    buckets_[bucket(k, last_)].push_back(e);
+    ++size_;
+  }
+
+ private:
+  static uint64_t key(double t) {
+    t += 0.0;  // -0 -> +0
+    uint64_t k;
+    std::memcpy(&k, &t, sizeof k);
+    return k;
+  }
+  static int bucket(uint64_t k, uint64_t last) { return k == last ? 0 : 64 - __builtin_clzll(k ^ last); }
+  // Bucket 0 (events at last_) is used up: the smallest non-empty bucket's
+  // earliest time becomes last_, and its events spread over lower buckets.
+  void refill() {
+    buckets_[0].clear();
+    head_ = 0;
+    int i = 1;
+    while (buckets_[i].empty()) ++i;
+    auto& from = buckets_[i];
+    uint64_t m = key(from[0].t);
+    for (auto& e : from) m = std::min(m, key(e.t));
+    last_ = m;
+    for (auto& e : from) buckets_[bucket(key(e.t), m)].push_back(e);
+    from.clear();
+  }
+
+  std::vector<Event> buckets_[65];
+  size_t head_ = 0, size_ = 0;
+  uint64_t last_ = 0;
+};
+
+// splitmix64: the same background destinations on every platform for a seed.
+uint64_t next_random(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
 
 class Engine {
  public:
-  Engine(const Schedule& s, const Machine& m) : s_(s), m_(m), t_(s.topo), N(t_.nranks()) {
-    check_fits(t_, m);
-    int k = t_.rails();
-    send_port_.assign(static_cast<size_t>(t_.nnodes()) * k, 0);
-    recv_port_.assign(static_cast<size_t>(t_.nnodes()) * k, 0);
-    membus_.assign(t_.nnodes(), 0);
+  Engine(const Schedule& s, const Machine& m, const SimOptions& o)
+      : s_(s), m_(m), o_(o), t_(s.topo), N(t_.nranks()), net_(m, t_.nnodes(), t_.rails()), random_(o.seed) {
+    check_options(o);
+    membus_.assign(m.membus_machine_wide ? 1 : t_.nnodes(), 0);
     // One pool of cores per node, or one for the machine; contention matters only
     // when a pool has fewer cores than the processes it serves.
-    int cores = m.cores > 0 ? m.cores : m.ppn;
+    cores_ = m.cores > 0 ? m.cores : m.ppn;
     int pools = m.cores_machine_wide ? 1 : t_.nnodes();
-    cores_.assign(pools, std::vector<double>(cores, 0));
-    contended_ = m.cores > 0 && (m.cores_machine_wide ? cores < N : cores < t_.max_node_size());
+    contended_ = m.cores > 0 && (m.cores_machine_wide ? cores_ < N : cores_ < t_.max_node_size());
+    active_.assign(pools, 0);
+    spinning_.assign(pools, 0);
+    for (int r = 0; r < N; ++r) ++active_[pool(t_.node_of(r))];
+    wait_.assign(N, {});
+    busy_.assign(N, 0);
     pc_.assign(N, 0);
     local_done_.assign(N, 0);
     finish_.assign(N, -1);
@@ -38,22 +114,33 @@ class Engine {
                          static_cast<size_t>(t_.nnodes()) * std::max(1, s.node_counters),
                      0);
     waiters_.assign(counters_.size(), {});
+    add_generators();
   }
 
   SimResult run() {
-    for (int r = 0; r < N; ++r) push(0, 0, r, 0);
-    while (!heap_.empty()) {
+    for (int r = 0; r < N; ++r) push(0, kStep, r, 0);
+    for (size_t g = 0; g < generators_.size(); ++g)
+      for (int e = 0; e < m_.dma_engines; ++e) background_send(static_cast<int>(g), 0);
+    while (!heap_.empty() && finished_ < N) {
       Event e = heap_.top();
       heap_.pop();
       ++events_;
-      if (e.kind == 0) step(e.a, e.t);
-      else if (e.kind == 1)  // receive overhead and kernel work on the receiving node's cores
-        push(cpu(arrivals_[e.b].node, e.t, m_.recv_overhead_us + arrivals_[e.b].kernel_us), 2, e.a, 0);
-      else increment(e.a, e.t);
+      const double t = now_ = e.t;
+      switch (e.kind) {
+        case kStep: step(e.a, t); break;
+        case kReceive: {  // receive overhead and kernel work on the receiving node's cores
+          const Arrival& x = arrivals_[e.b];
+          push(cpu(x.rank, t, m_.recv_overhead_us + x.kernel_us), kIncrement, e.a, 0);
+          break;
+        }
+        case kIncrement: increment(e.a, t); break;
+        case kBackground: background_send(e.a, t); break;
+      }
     }
     SimResult res;
     res.finish_us = finish_;
     res.events = events_;
+    res.background_messages = background_messages_;
     res.min_us = 1e300;
     for (int r = 0; r < N; ++r) {
       if (finish_[r] < 0) throw std::logic_error("simulation stalled: rank " + std::to_string(r) + " never finished");
@@ -65,107 +152,80 @@ class Engine {
   }
 
  private:
-  void push(double t, int kind, int a, int b) { heap_.push({t, seq_++, kind, a, b}); }
+  void push(double t, int kind, int a, int b) { heap_.push({t, kind, a, b}); }
+  int pool(int node) const { return m_.cores_machine_wide ? 0 : node; }
 
   int counter_id(const CounterRef& c) const {
     return c.on_node ? N * std::max(1, s_.rank_counters) + c.owner * std::max(1, s_.node_counters) + c.index
                      : c.owner * std::max(1, s_.rank_counters) + c.index;
   }
 
-  // `d` us of host work on `node` from t: it waits for the first free core of
-  // its pool (the work is requested in time order). Without contention, t + d.
-  double cpu(int node, double t, double d) {
+  // `d` us of host work of rank r from t. With more runnable processes in its
+  // pool than cores (working or spinning in a wait: both are runnable), the
+  // scheduler shares the cores fairly, so the work runs at cores/runnable of a
+  // core; and a process does one thing at a time, so its receive work and its
+  // own work queue behind each other. Without contention, t + d.
+  double cpu(int r, double t, double d) {
     if (!contended_) return t + d;
-    auto& pool = cores_[m_.cores_machine_wide ? 0 : node];
-    auto core = std::min_element(pool.begin(), pool.end());
-    *core = std::max(*core, t) + d;
-    return *core;
+    expire_spins(now_);
+    int p = pool(t_.node_of(r));
+    double start = std::max(t, busy_[r]);
+    busy_[r] = start + d * std::max(1.0, static_cast<double>(active_[p] + spinning_[p]) / cores_);
+    return busy_[r];
   }
 
-  // A node's copy of `bytes`, starting at t; returns when it ends.
-  double copy_time(int node, double t, uint64_t bytes) {
-    double alone = cpu(node, t, bytes / m_.copy_MBps);
-    membus_[node] = std::max(membus_[node], t) + bytes / m_.membus_MBps;
-    return std::max(alone, membus_[node]);
-  }
-
-  // One part of a put from node a to node b on `rail`; returns its arrival time
-  // and sets *left (when it has left the sending port).
-  double transfer(int a, int b, int rail, double t, uint64_t bytes, double* left) {
-    int k = t_.rails();
-    bool loop = a == b;
-    double bw = loop ? m_.nic_loopback_MBps : m_.nic_MBps();
-    double& sp = send_port_[static_cast<size_t>(a) * k + rail];
-    double start = std::max(t, sp);
-    double wire = bytes / bw;
-    sp = start + std::max(m_.gap_us, wire);
-    *left = start + wire;
-    double& rp = recv_port_[static_cast<size_t>(b) * k + rail];
-    double lat = m_.wire_latency_us + m_.hop_latency_us * std::max(0, m_.hops(a, b) - 1);
-    double arrive = std::max(start + lat + wire, rp + wire);
-    rp = arrive;
-    return arrive;
+  // Rank r's copy of `bytes` on `node`, starting at t; returns when it ends.
+  double copy_time(int r, int node, double t, uint64_t bytes) {
+    double alone = cpu(r, t, bytes / m_.copy_MBps);
+    double& bus = membus_[m_.membus_machine_wide ? 0 : node];
+    bus = std::max(bus, t) + bytes / m_.membus_MBps;
+    return std::max(alone, bus);
   }
 
   void step(int r, double t) {
+    if (contended_ && busy_[r] > t) return push(busy_[r], kStep, r, 0);  // still receiving
     const auto& prog = s_.programs[r];
+    const int node = t_.node_of(r);
     while (pc_[r] < static_cast<int>(prog.size())) {
       const Op& op = prog[pc_[r]];
-      int node = t_.node_of(r);
       switch (op.kind) {
         case OpKind::Copy:
         case OpKind::Reduce: {
           ++pc_[r];
           // A reduce streams three buffers (two in, one out) where a copy streams two.
-          double end = copy_time(node, t, op.kind == OpKind::Reduce ? op.bytes() * 3 / 2 : op.bytes());
-          if (end > t) return push(end, 0, r, 0);
+          double end = copy_time(r, node, t, op.kind == OpKind::Reduce ? op.bytes() * 3 / 2 : op.bytes());
+          if (end > t) return push(end, kStep, r, 0);
           break;
         }
         case OpKind::Put: {
           ++pc_[r];
-          t = cpu(node, t, m_.send_overhead_us);
-          int peer_node = t_.node_of(op.peer);
-          bool to_shared_here = peer_node == node && !op.segs.empty() && op.segs[0].dst.region == Region::Shared;
-          if (to_shared_here || (peer_node == node && m_.intranode_put == "shm")) {
-            // A memcpy into shared memory (and, to a private buffer, out again).
-            double end = copy_time(node, t, op.bytes());
-            if (!to_shared_here) end = copy_time(node, end, op.bytes());
-            arrive(end + m_.flag_latency_us, peer_node, counter_id(op.counter), 0);
-            local_done_[r] = std::max(local_done_[r], end);
-            return push(std::max(end, t), 0, r, 0);  // the sender does the copy
+          double resume = put(r, node, op, t);
+          // A flush right after the put only moves the same resumption later:
+          // one event instead of two (Direct's every put is followed by one).
+          if (pc_[r] < static_cast<int>(prog.size()) && prog[pc_[r]].kind == OpKind::Flush) {
+            ++pc_[r];
+            resume = std::max(resume, local_done_[r]);
           }
-          // Every part's arrival is known now: the put counts when the last one
-          // is in (one event per put, not one per part).
-          // A TCP stack copies every byte on both ends (kernel_ns_per_byte; 0 for RDMA).
-          double kernel = op.bytes() * m_.kernel_ns_per_byte * 1e-3;
-          double sent = kernel > 0 ? cpu(node, t, kernel) : t;
-          double last = sent;
-          for (auto& p : s_.rail_parts(op.rail, op.bytes())) {
-            double left = 0;
-            last = std::max(last, transfer(node, peer_node, p.first, sent, p.second, &left));
-            local_done_[r] = std::max(local_done_[r], left);
-          }
-          arrive(last, peer_node, counter_id(op.counter), kernel);
-          return push(t, 0, r, 0);
+          return push(resume, kStep, r, 0);
         }
         case OpKind::Signal: {
           ++pc_[r];
           const CounterRef& c = op.counter;
           int target_node = c.on_node ? c.owner : t_.node_of(c.owner);
           if (target_node == node) {
-            push(t + m_.flag_latency_us, 2, counter_id(c), 0);
-          } else {
-            double left = 0;
-            t = cpu(node, t, m_.send_overhead_us);
-            arrive(transfer(node, target_node, 0, t, 0, &left), target_node, counter_id(c), 0);
-            return push(t, 0, r, 0);
+            push(t + m_.flag_latency_us, kIncrement, counter_id(c), 0);
+            break;
           }
-          break;
+          t = cpu(r, t, m_.send_overhead_us);
+          arrive(net_.transfer(node, target_node, 0, t, 0).arrive, c.on_node ? t_.leader(c.owner) : c.owner,
+                 counter_id(c), 0);
+          return push(t, kStep, r, 0);
         }
         case OpKind::Wait: {
           int id = counter_id(op.counter);
           if (counters_[id] < op.value) {
             waiters_[id].push_back(r);
+            begin_wait(r, node, t);
             return;  // released by increment()
           }
           ++pc_[r];
@@ -173,23 +233,73 @@ class Engine {
         }
         case OpKind::Flush: {
           ++pc_[r];
-          if (local_done_[r] > t) return push(local_done_[r], 0, r, 0);
+          if (local_done_[r] > t) return push(local_done_[r], kStep, r, 0);
           break;
         }
+        default:
+          throw std::logic_error("check_runs let an unknown operation through");
       }
     }
-    if (finish_[r] < 0) finish_[r] = std::max(t, local_done_[r]);  // returns after its puts left
+    if (finish_[r] < 0) {
+      finish_[r] = std::max(t, local_done_[r]);  // returns after its puts left
+      ++finished_;
+      if (contended_) --active_[pool(node)];
+    }
   }
 
-  // A put or signal has arrived at `node` at t: its receive overhead is host
-  // work there (an event of its own only when cores are contended, so that the
-  // work is claimed in time order; otherwise one event per put).
-  void arrive(double t, int node, int counter, double kernel_us) {
+  // Issues put `op` of rank r at t; returns when the rank may go on.
+  double put(int r, int node, const Op& op, double t) {
+    t = cpu(r, t, m_.send_overhead_us);
+    const uint64_t bytes = op.bytes();
+    int peer_node = t_.node_of(op.peer);
+    bool to_shared_here = peer_node == node && !op.segs.empty() && op.segs[0].dst.region == Region::Shared;
+    if (to_shared_here || (peer_node == node && m_.intranode_put == "shm")) {
+      // A memcpy into shared memory (and, to a private buffer, out again).
+      double end = copy_time(r, node, t, bytes);
+      if (!to_shared_here) end = copy_time(r, node, end, bytes);
+      arrive(end + m_.flag_latency_us, op.peer, counter_id(op.counter), 0);
+      local_done_[r] = std::max(local_done_[r], end);
+      return std::max(end, t);  // the sender does the copy
+    }
+    if (peer_node == node && m_.intranode_put == "socket") {
+      // A local socket: the kernel copies the bytes in on the sender's side and
+      // out on the receiver's (after its receive overhead), no link between.
+      double per_end = bytes * m_.socket_ns_per_byte * 1e-3;
+      double sent = cpu(r, t, per_end);
+      arrive(sent, op.peer, counter_id(op.counter), per_end);
+      local_done_[r] = std::max(local_done_[r], sent);
+      return sent;
+    }
+    // Every part's arrival is known now: the put counts when the last one is in
+    // (one event per put, not one per part). A TCP stack copies every byte on
+    // both ends (kernel_ns_per_byte; 0 for RDMA).
+    double kernel = bytes * m_.kernel_ns_per_byte * 1e-3;
+    double sent = kernel > 0 ? cpu(r, t, kernel) : t;
+    double last = sent;
+    const int k = t_.rails();
+    auto part = [&](int rail, uint64_t b) {
+      Network::Times x = net_.transfer(node, peer_node, rail, sent, b);
+      last = std::max(last, x.arrive);
+      local_done_[r] = std::max(local_done_[r], x.left);
+    };
+    if (op.rail != kStripe || k == 1) {
+      part(op.rail == kStripe ? 0 : op.rail, bytes);
+    } else {  // even striping, the first bytes % k parts one byte longer (Schedule::rail_parts)
+      for (int i = 0; i < k; ++i) part(i, bytes / k + (static_cast<uint64_t>(i) < bytes % k));
+    }
+    arrive(last, op.peer, counter_id(op.counter), kernel);
+    return t;
+  }
+
+  // A put or signal for rank `to` has arrived at t: its receive overhead is
+  // that rank's work (an event of its own only when cores are contended, so that
+  // the work is claimed in time order; otherwise one event per put).
+  void arrive(double t, int to, int counter, double kernel_us) {
     if (contended_) {
-      arrivals_.push_back({node, kernel_us});
-      push(t, 1, counter, static_cast<int>(arrivals_.size()) - 1);
+      arrivals_.push_back({to, kernel_us});
+      push(t, kReceive, counter, static_cast<int>(arrivals_.size()) - 1);
     } else {
-      push(t + m_.recv_overhead_us + kernel_us, 2, counter, 0);
+      push(t + m_.recv_overhead_us + kernel_us, kIncrement, counter, 0);
     }
   }
 
@@ -202,31 +312,123 @@ class Engine {
       if (counters_[id] >= op.value) {
         w[i] = w.back();
         w.pop_back();
-        // A process that slept in its wait needs a core to wake up on.
-        push(contended_ ? cpu(t_.node_of(r), t, m_.wakeup_us) : t, 0, r, 0);
+        push(end_wait(r, t), kStep, r, 0);
       } else {
         ++i;
       }
     }
   }
 
+  // ---- waiting processes on contended cores (docs/simulator.md, "Cores")
+  struct WaitState {
+    double since = 0;
+    uint32_t generation = 0;
+    bool waiting = false, sleeping = false;
+  };
+  struct SpinEnd {
+    double at;
+    int rank;
+    uint32_t generation;
+  };
+
+  void begin_wait(int r, int node, double t) {
+    if (!contended_) return;
+    WaitState& w = wait_[r];
+    w = {t, w.generation + 1, true, m_.spin_us <= 0};
+    --active_[pool(node)];
+    if (!w.sleeping) {
+      ++spinning_[pool(node)];
+      spin_ends_.push_back({t + m_.spin_us, r, w.generation});
+    }
+  }
+
+  // Spinning processes whose budget ran out by t went to sleep (spin ends come
+  // in time order: waits begin in time order and spin_us is fixed).
+  void expire_spins(double t) {
+    while (!spin_ends_.empty() && spin_ends_.front().at <= t) {
+      SpinEnd e = spin_ends_.front();
+      spin_ends_.pop_front();
+      WaitState& w = wait_[e.rank];
+      if (w.waiting && !w.sleeping && w.generation == e.generation) {
+        w.sleeping = true;
+        --spinning_[pool(t_.node_of(e.rank))];
+      }
+    }
+  }
+
+  // When rank r, whose wait is satisfied at t, runs again.
+  double end_wait(int r, double t) {
+    if (!contended_) return t;
+    int node = t_.node_of(r), p = pool(node);
+    expire_spins(t);
+    WaitState& w = wait_[r];
+    w.waiting = false;
+    ++active_[p];
+    // A process that slept in its wait needs a core to wake up on.
+    if (w.sleeping) return cpu(r, t, m_.wakeup_us);
+    // A spinning one notices at its next turn: the runnable processes share the
+    // cores round robin, one spin (poll + yield) each; half a round on average.
+    --spinning_[p];
+    double per_core = static_cast<double>(active_[p] + spinning_[p]) / cores_;
+    return t + 0.5 * m_.spin_turn_us * std::max(1.0, per_core);
+  }
+
+  // ---- background traffic (docs/simulator.md, "Background traffic")
+  struct Generator {
+    int node, rail, dest;  // dest -1: a uniformly random other node per message
+  };
+
+  void add_generators() {
+    const int M = t_.nnodes();
+    if (o_.background == "none" || M < 2) return;
+    for (int n = 0; n < M; ++n) {
+      int dest = -1;
+      if (o_.background == "complement") dest = M - 1 - n;  // the bitwise complement when M is a power of 2
+      if (o_.background == "hotspot") dest = 0;             // every node sends to node 0
+      if (dest == n) continue;
+      for (int rail = 0; rail < t_.rails(); ++rail) generators_.push_back({n, rail, dest});
+    }
+  }
+
+  // A generator keeps dma_engines messages in flight: a new one when one arrives.
+  void background_send(int g, double t) {
+    const Generator& gen = generators_[g];
+    int dest = gen.dest;
+    if (dest < 0) {
+      dest = static_cast<int>(next_random(random_) % (t_.nnodes() - 1));
+      if (dest >= gen.node) ++dest;
+    }
+    ++background_messages_;
+    push(net_.transfer(gen.node, dest, gen.rail, t, o_.background_bytes).arrive, kBackground, g, 0);
+  }
+
   const Schedule& s_;
   const Machine& m_;
+  const SimOptions& o_;
   const Topology& t_;
   const int N;
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap_;
-  uint64_t seq_ = 0, events_ = 0;
-  std::vector<double> send_port_, recv_port_, membus_, local_done_, finish_;
+  Network net_;
+  EventQueue heap_;
+  uint64_t events_ = 0, background_messages_ = 0;
+  int finished_ = 0;
+  std::vector<double> membus_, local_done_, finish_;
   std::vector<int> pc_;
-  std::vector<std::vector<double>> cores_;
+  int cores_ = 0;     // per pool
+  std::vector<double> busy_;  // per rank: its host work is done until then (contended cores only)
+  double now_ = 0;    // the time of the event being handled
+  std::vector<int> active_, spinning_;  // per pool: running processes, spinning waiters
+  std::vector<WaitState> wait_;
+  std::deque<SpinEnd> spin_ends_;
   struct Arrival {
-    int node;          // where the receive work runs
+    int rank;          // whose receive work it is
     double kernel_us;  // its kernel share of the bytes
   };
   std::vector<Arrival> arrivals_;  // per arrival event
   bool contended_ = false;
   std::vector<uint64_t> counters_;
   std::vector<std::vector<int>> waiters_;
+  std::vector<Generator> generators_;
+  uint64_t random_;
 };
 
 }  // namespace
@@ -243,6 +445,37 @@ void check_fits(const Topology& t, const Machine& m) {
                      std::to_string(m.rails) + ")");
 }
 
-SimResult simulate(const Schedule& s, const Machine& m) { return Engine(s, m).run(); }
+void check_options(const SimOptions& o) {
+  if (o.background != "none" && o.background != "complement" && o.background != "uniform" &&
+      o.background != "hotspot")
+    throw InputError("unknown background traffic '" + o.background + "' (" + kBackgroundPatterns + ")");
+  if (o.background != "none" && o.background_bytes == 0)
+    throw InputError("background messages need at least 1 byte");
+}
+
+void check_runs(const Schedule& s, const Machine& m) {
+  check_fits(s.topo, m);
+  for (const auto& prog : s.programs)
+    for (const Op& op : prog)
+      switch (op.kind) {
+        case OpKind::Put:
+        case OpKind::Copy:
+        case OpKind::Reduce:
+        case OpKind::Signal:
+        case OpKind::Wait:
+        case OpKind::Flush:
+          break;
+        default:  // e.g. an operation of a newer schedule format
+          throw InputError(s.collective + "/" + s.algorithm + " uses a '" + op_name(op.kind) +
+                           "' operation, which the simulator does not model; preset '" + m.name + "' cannot run it");
+      }
+  // Hook: once schedules mark operations for the hardware broadcast or barrier,
+  // a machine without hw_multicast / hw_barrier cannot run them; refuse here.
+}
+
+SimResult simulate(const Schedule& s, const Machine& m, const SimOptions& o) {
+  check_runs(s, m);
+  return Engine(s, m, o).run();
+}
 
 }  // namespace railcoll::sim

@@ -1,25 +1,30 @@
 // The simulator: runs a schedule (the same object the verifier proves and the
 // runtime executes) in virtual time on a modeled machine.
 //
-// Model (deterministic; documented in docs/simulator.md):
+// Model (deterministic for a given seed; documented in docs/simulator.md):
 //  * every operation is an event at its rank's local time, taken from one
 //    min-heap (ties by insertion order), so shared resources are claimed in time
 //    order;
 //  * a put costs its issuer send_overhead; each part (one per rail when striped)
-//    holds the sending NIC port of that rail for max(gap, bytes/bw), bw =
-//    min(link, PCI), then the receiving NIC port of the destination node for
-//    bytes/bw, cut-through, after wire_latency + hop_latency per extra switch;
+//    is a transfer through the network (sim/network.hpp: a DMA engine of the
+//    NIC, the host bus, the links of a crossbar or fat tree, the receiver's bus);
 //    the put is delivered when its last part is, plus recv_overhead; a put to a
 //    rank of the same node goes through the NIC loopback (intranode_put = nic)
 //    or is a shared-memory copy (shm);
 //  * a copy runs at copy_MBps but the node's copies share membus_MBps;
 //  * a signal inside a node takes flag_latency; elsewhere it is a 0-byte put;
 //  * a wait releases its rank when the counter reaches the value; a flush when
-//    the rank's puts have left its NIC ports.
-// Not modeled yet: link contention inside a fat tree (only hop latency), DMA
-// engine concurrency beyond the port's bandwidth, hardware multicast/barrier,
-// background traffic.
+//    the rank's puts have left its memory;
+//  * with fewer cores than processes, host work queues for cores, a waiting
+//    process spins (and must get its turn to notice) or sleeps (and must wake up);
+//  * optional background traffic: every node's NICs keep messages of a fixed
+//    size in flight to a complement, uniformly random or hot-spot destination
+//    while the collective runs.
+// Not modeled: hardware multicast and the hardware barrier (hooks only: the
+// machine keys hw_multicast / hw_barrier), link-level flow control (a stage
+// queues without bound instead of blocking the stages behind it).
 #pragma once
+#include <string>
 #include <vector>
 
 #include "core/schedule.hpp"
@@ -27,16 +32,28 @@
 
 namespace railcoll::sim {
 
+struct SimOptions {
+  std::string background = "none";  // none | complement | uniform | hotspot
+  uint64_t background_bytes = 65536;  // size of every background message
+  uint64_t seed = 1;                  // uniform background destinations
+};
+// The patterns `background` accepts, for error messages and --help.
+extern const char* const kBackgroundPatterns;
+
 struct SimResult {
   std::vector<double> finish_us;  // per rank, all ranks start at 0
   double max_us = 0, avg_us = 0, min_us = 0;
   uint64_t events = 0;
+  uint64_t background_messages = 0;
 };
 
 // Throws InputError when the topology does not fit the machine (more nodes,
-// ranks per node or rails than it has).
+// ranks per node or rails than it has) or the options make no sense.
 void check_fits(const Topology& t, const Machine& m);
+// The fit, and every operation of the schedule one the machine model can run.
+void check_runs(const Schedule& s, const Machine& m);
+void check_options(const SimOptions& o);
 // Checks the fit, then runs.
-SimResult simulate(const Schedule& s, const Machine& m);
+SimResult simulate(const Schedule& s, const Machine& m, const SimOptions& o = {});
 
 }  // namespace railcoll::sim

@@ -22,6 +22,13 @@ int Machine::hops(int a, int b) const {
   return 2 * level - 1;
 }
 
+int Machine::tree_levels() const {
+  if (topology != "fattree" || fattree_arity < 2) return 1;
+  int levels = 1;
+  for (long span = fattree_arity; span < nodes; span *= fattree_arity) ++levels;
+  return levels;
+}
+
 namespace {
 
 std::string trim(const std::string& s) {
@@ -90,8 +97,22 @@ Machine parse_machine(const std::string& text, const std::string& origin) {
   m.ppn = static_cast<int>(number("ppn", 1, 4096));
   m.rails = static_cast<int>(number("rails", 1, 64));
   m.topology = word("topology", {"crossbar", "fattree"});
-  if (m.topology == "fattree") m.fattree_arity = static_cast<int>(number("fattree_arity", 2, 1024));
   m.switch_ports = static_cast<int>(number("switch_ports", 2, 4096, true, 0));
+  if (m.topology == "fattree") {
+    m.fattree_arity = static_cast<int>(number("fattree_arity", 2, 1024));
+    m.adaptive_up = word("routing", {"adaptive", "dmodk"}, true, "adaptive") == "adaptive";
+    // A k-ary n-tree switch has k ports down and k up (seed 004 §2.2).
+    if (m.switch_ports && m.switch_ports < 2 * m.fattree_arity)
+      throw InputError(origin + ": parameter 'fattree_arity' = " + std::to_string(m.fattree_arity) +
+                       " needs switches of at least " + std::to_string(2 * m.fattree_arity) +
+                       " ports ('switch_ports' = " + std::to_string(m.switch_ports) + ")");
+  } else if (kv.count("fattree_arity") || kv.count("routing")) {
+    throw InputError(origin + ": parameter '" + (kv.count("routing") ? "routing" : "fattree_arity") +
+                     "' is only used with topology = fattree");
+  } else if (m.switch_ports && m.nodes > m.switch_ports) {
+    throw InputError(origin + ": parameter 'nodes' = " + std::to_string(m.nodes) + " does not fit one crossbar of " +
+                     "'switch_ports' = " + std::to_string(m.switch_ports) + " ports (use topology = fattree)");
+  }
   m.wire_latency_us = number("wire_latency_us", 0, 1e6);
   m.hop_latency_us = number("hop_latency_us", 0, 1e6, true, 0);
   m.send_overhead_us = number("send_overhead_us", 0, 1e6);
@@ -99,21 +120,27 @@ Machine parse_machine(const std::string& text, const std::string& origin) {
   m.gap_us = number("gap_us", 0, 1e6);
   m.link_MBps = number("link_MBps", 1e-3, 1e9);
   m.pci_MBps = number("pci_MBps", 1e-3, 1e9);
+  m.pci_half_duplex = word("pci_duplex", {"half", "full"}, true, "full") == "half";
+  m.pci_per_node = word("pci_shared_by", {"nic", "node"}, true, "nic") == "node";
   m.dma_engines = static_cast<int>(number("dma_engines", 1, 1024));
+  m.dma_startup_us = number("dma_startup_us", 0, 1e6, true, 0);
   m.copy_MBps = number("copy_MBps", 1e-3, 1e9);
   m.membus_MBps = number("membus_MBps", 1e-3, 1e9);
+  m.membus_machine_wide = word("membus_shared_by", {"node", "machine"}, true, "node") == "machine";
   m.flag_latency_us = number("flag_latency_us", 0, 1e6);
-  m.intranode_put = word("intranode_put", {"nic", "shm"});
-  if (m.intranode_put == "nic") m.nic_loopback_MBps = number("nic_loopback_MBps", 1e-3, 1e9);
+  m.intranode_put = word("intranode_put", {"nic", "shm", "socket"});
+  if (m.intranode_put == "socket") m.socket_ns_per_byte = number("socket_ns_per_byte", 0, 1e6);
   m.cores = static_cast<int>(number("cores", 1, 1 << 20, true, 0));
   m.cores_machine_wide = word("cores_shared_by", {"node", "machine"}, true, "node") == "machine";
   m.wakeup_us = number("wakeup_us", 0, 1e6, true, 0);
   m.kernel_ns_per_byte = number("kernel_ns_per_byte", 0, 1e6, true, 0);
+  m.spin_us = number("spin_us", 0, 1e9, true, 0);
+  m.spin_turn_us = number("spin_turn_us", 0, 1e6, true, 0);
   m.hw_multicast = word("hw_multicast", {"yes", "no"}, true, "no") == "yes";
   m.hw_barrier = word("hw_barrier", {"yes", "no"}, true, "no") == "yes";
+  // Other hw_* keys are hooks for the hardware collectives (presets/README.md).
   for (auto& k : kv)
-    if (!used.count(k.first) && k.first.rfind("hw_", 0) != 0 && k.first != "fattree_arity" &&
-        k.first != "nic_loopback_MBps")
+    if (!used.count(k.first) && k.first.rfind("hw_", 0) != 0)
       throw InputError(origin + ": unknown parameter '" + k.first + "'");
   return m;
 }

@@ -1,7 +1,9 @@
 // A modeled machine (a preset): nodes with processes and a memory system, k NICs
-// (rails) per node with LogP-style overheads and a bandwidth, and the network
-// between them. Presets live in presets/NAME.preset, one `key = value  # source:`
-// line per parameter (presets/README.md lists every value and where it comes from).
+// (rails) per node with DMA engines, per-message overheads and a host bus, and
+// the network between them (a crossbar or a k-ary n-tree of switches). Presets
+// live in presets/NAME.preset, one `key = value  # source:` line per parameter
+// (presets/README.md lists every value and where it comes from;
+// docs/simulator.md says how the engine uses each one).
 #pragma once
 #include <map>
 #include <string>
@@ -13,20 +15,27 @@ struct Machine {
   int nodes = 0, ppn = 0, rails = 0;
   std::string topology = "crossbar";  // crossbar | fattree
   int fattree_arity = 0, switch_ports = 0;
-  double wire_latency_us = 0;   // 0-byte remote put through one switch, no host overheads
+  bool adaptive_up = true;      // fat tree: routing = adaptive (Elite) | dmodk (static tables)
+  double wire_latency_us = 0;   // 0-byte remote put through one switch, no host overheads, no DMA start-up
   double hop_latency_us = 0;    // per extra switch hop
   double send_overhead_us = 0;  // host time to issue a put (o_s)
   double recv_overhead_us = 0;  // host time to complete one (o_r)
   double gap_us = 0;            // minimum time between two injections on a NIC (g)
-  double link_MBps = 0;         // per rail, per direction (1 MB/s = 1 byte/us)
-  double pci_MBps = 0;          // host bus available to one NIC
-  int dma_engines = 1;
-  double copy_MBps = 0;         // memcpy of one process
-  double membus_MBps = 0;       // memory bandwidth of a node, shared by its copies
-  double flag_latency_us = 0;   // a shared-memory flag from one process to another
-  std::string intranode_put = "shm";  // nic (RDMA loopback) | shm
-  double nic_loopback_MBps = 0;
-  bool hw_multicast = false, hw_barrier = false;
+  double link_MBps = 0;         // per link (NIC-switch and switch-switch), per direction (1 MB/s = 1 byte/us)
+  double pci_MBps = 0;          // the host bus a NIC sits on
+  bool pci_half_duplex = false;  // pci_duplex = half: reads (sends) and writes (receives) share pci_MBps
+  bool pci_per_node = false;     // pci_shared_by = node: one bus for all of a node's NICs
+  int dma_engines = 1;           // DMAs a NIC works on at once
+  double dma_startup_us = 0;     // engine time per DMA that moves no data (descriptor, first read, completion)
+  double copy_MBps = 0;          // memcpy of one process
+  double membus_MBps = 0;        // memory bandwidth of a node, shared by its copies
+  bool membus_machine_wide = false;  // membus_shared_by = machine: one memory for all nodes (an emulated cluster)
+  double flag_latency_us = 0;    // a shared-memory flag from one process to another
+  // nic (RDMA loopback: crosses the NIC's bus twice) | shm (copied in and out of
+  // shared memory) | socket (a local socket: the kernel copies on both ends)
+  std::string intranode_put = "shm";
+  double socket_ns_per_byte = 0;     // intranode_put = socket: host CPU per byte on each end
+  bool hw_multicast = false, hw_barrier = false;  // hooks: read, not yet used by any schedule
   // CPU contention (optional; by default every process has a core): host work
   // (copies, send and receive overheads, wake-ups) queues for `cores` cores,
   // per node or shared by the whole machine (an emulated cluster on one host).
@@ -34,11 +43,20 @@ struct Machine {
   bool cores_machine_wide = false;   // cores_shared_by = machine
   double wakeup_us = 0;              // CPU time to wake a process blocked in a wait
   double kernel_ns_per_byte = 0;     // host CPU per byte on each end (a TCP stack); 0 for RDMA NICs
+  // A waiting process first spins (yielding its core) for spin_us, then sleeps.
+  // While it spins it is runnable: with more runnable processes than cores it
+  // notices that its wait is over only when its turn comes (spin_turn_us per
+  // runnable process ahead of it on its core).
+  double spin_us = 0;
+  double spin_turn_us = 0;
   std::map<std::string, std::string> sources;  // key -> "# source:" text
 
+  // The slowest stage of an unloaded inter-node transfer.
   double nic_MBps() const { return link_MBps < pci_MBps ? link_MBps : pci_MBps; }
   // Switch hops between two nodes (1 on a crossbar).
   int hops(int a, int b) const;
+  // Levels of the fat tree that holds `nodes` nodes (1 for a crossbar).
+  int tree_levels() const;
 };
 
 // Parses a preset; throws railcoll::InputError naming the file, line and field.

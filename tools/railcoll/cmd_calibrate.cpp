@@ -1,5 +1,5 @@
 // railcoll calibrate [--nodes-from-cluster] [-o FILE] [--local] [--quick] [-n N] [--ppn P] [--rails K]
-// railcoll calibrate --compare SIM.json BENCH.json
+// railcoll calibrate --compare SIM.json BENCH.json [BENCH2.json ...]
 //
 // Measures the LogP-style parameters of the simulator's machine model
 // (src/sim/machine.hpp) on the emulated cluster (or, when none is up, on local
@@ -9,8 +9,7 @@
 // rank 0 appends "key value..." lines to a records file. The ranks use only the
 // public C API. docs/calibration.md explains each measurement and its limits.
 #include <railcoll/railcoll.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -122,6 +121,45 @@ void test_p2p(Worker& w, bool quick) {
   w.put("loop_cpu " + std::to_string(median(cpu)));
 }
 
+// Interrupt and softirq time of the whole host so far (every core, /proc/stat),
+// us: the kernel forwards a frame through the veths, the rail bridge and the
+// shapers in softirq context, outside any process's CPU time. Other programs on
+// the host rarely add to it (unlike user or system time).
+double host_softirq_us() {
+  std::ifstream f("/proc/stat");
+  std::string cpu;
+  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
+  f >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq;
+  return (irq + softirq) * 1e6 / sysconf(_SC_CLK_TCK);
+}
+
+// 2 ranks on 2 nodes, all rails, without spinning (RAILCOLL_SPIN_US=0, set by
+// worker()): large direct all-gathers back to back. Host CPU per byte moved,
+// both ends and the path between them together: the two processes' own CPU time
+// (the TCP stack in their system calls) plus the host's softirq time (the path).
+void test_stream(Worker& w, bool quick) {
+  const uint64_t m = quick ? (2 << 20) : (4 << 20);
+  const int calls = quick ? 5 : 10;
+  railcoll_call_opts_t direct{"direct", 0};
+  std::vector<unsigned char> send(m), recv(2 * m);
+  std::vector<double> host, procs;
+  for (int i = 0; i < (quick ? 2 : 5); ++i) {
+    w.check(railcoll_barrier(w.comm), "barrier");
+    double h0 = host_softirq_us(), c0 = cpu_us();
+    for (int c = 0; c < calls; ++c)
+      w.check(railcoll_allgather(w.comm, send.data(), recv.data(), m, &direct), "direct all-gather");
+    double dc = cpu_us() - c0;
+    w.check(railcoll_barrier(w.comm), "barrier");
+    double dh = host_softirq_us() - h0;
+    auto cs = w.gather(dc);
+    double bytes = 2.0 * m * calls;  // each rank sends m per call
+    host.push_back(dh * 1e3 / bytes);
+    procs.push_back((cs[0] + cs[1]) * 1e3 / bytes);
+  }
+  w.put("stream_softirq_ns_per_byte " + std::to_string(median(host)));
+  w.put("stream_procs_ns_per_byte " + std::to_string(median(procs)));
+}
+
 // The whole cluster: its shape, one process's memcpy rate, the aggregate rate of
 // node 0's processes copying at once, and of every process copying at once.
 void test_node(Worker& w, bool quick) {
@@ -185,6 +223,7 @@ int worker(const Options& o) {
     setenv("RAILCOLL_RAILS", list[o.rail].c_str(), 1);
   }
   setenv("RAILCOLL_BARRIER_ALGO", "smp", 1);  // the barrier the flag test models
+  if (o.test == "stream") setenv("RAILCOLL_SPIN_US", "0", 1);  // CPU per byte without spinning waits
   Worker w;
   if (railcoll_comm_init(&w.comm) != RAILCOLL_OK) {
     std::cerr << "railcoll calibrate: " << railcoll_last_error() << "\n";
@@ -198,6 +237,7 @@ int worker(const Options& o) {
     if (o.test == "p2p") test_p2p(w, o.quick);
     else if (o.test == "node") test_node(w, o.quick);
     else if (o.test == "flag") test_flag(w, o.quick);
+    else if (o.test == "stream") test_stream(w, o.quick);
     else throw std::runtime_error("unknown test '" + o.test + "'");
   } catch (const std::exception& e) {
     std::cerr << "railcoll calibrate: rank " << w.me << ": " << e.what() << "\n";
@@ -304,41 +344,83 @@ double measure_wakeup_us(bool quick) {
   return median(trials);
 }
 
-// Host CPU per byte of the TCP stack on each end: one loopback stream between
-// two processes keeps both busy for the whole transfer, so time / bytes is the
-// cost per byte per end (the veths of the cluster use the same stack).
-double measure_kernel_ns_per_byte(bool quick) {
+// One turn of a spinning wait when processes share a core: the runtime's spin
+// (src/runtime/comm.cpp wait_until) polls all of a rank's sockets without
+// blocking and yields. Two processes pinned to one core do exactly that over
+// `fds` socket pairs (as many as a benchmarked rank has connections) for a
+// while; the turns of both, counted, divide the time.
+double measure_spin_turn_us(bool quick, int fds) {
+  std::vector<double> trials;
+  for (int trial = 0; trial < (quick ? 1 : 3); ++trial) {
+    std::vector<pollfd> p;
+    std::vector<int> open_fds;
+    for (int i = 0; i < fds; ++i) {
+      int sv[2];
+      if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) break;
+      p.push_back({sv[0], POLLIN, 0});
+      open_fds.insert(open_fds.end(), {sv[0], sv[1]});
+    }
+    int counts[2];
+    if (pipe(counts) != 0) return 0;
+    const double seconds = quick ? 0.05 : 0.2;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    pid_t kids[2];
+    for (pid_t& kid : kids) {
+      kid = fork();
+      if (kid == 0) {
+        sched_setaffinity(0, sizeof one, &one);  // both on core 0
+        double t0 = now_us();
+        long turns = 0;
+        for (; now_us() - t0 < seconds * 1e6; ++turns) {
+          poll(p.data(), p.size(), 0);
+          sched_yield();
+        }
+        _exit(write(counts[1], &turns, sizeof turns) == sizeof turns ? 0 : 1);
+      }
+    }
+    long total = 0;
+    for (int i = 0; i < 2; ++i) {
+      long turns = 0;
+      if (read(counts[0], &turns, sizeof turns) == sizeof turns) total += turns;
+    }
+    for (pid_t kid : kids) waitpid(kid, nullptr, 0);
+    for (int fd : open_fds) close(fd);
+    close(counts[0]);
+    close(counts[1]);
+    if (total > 0) trials.push_back(seconds * 1e6 / static_cast<double>(total));
+  }
+  return trials.empty() ? 0 : median(trials);
+}
+
+// Host CPU per byte of a Unix socket stream (what the runtime uses between the
+// ranks of one node) on each end: one stream between two processes keeps both
+// busy for the whole transfer, so time / bytes is the cost per byte per end.
+double measure_unix_stream_ns_per_byte(bool quick) {
   std::vector<double> trials;
   const size_t total = quick ? (64u << 20) : (512u << 20), chunk = 1 << 20;
   std::vector<char> buf(chunk);
   for (int trial = 0; trial < (quick ? 1 : 3); ++trial) {
-    int l = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t n = sizeof a;
-    if (l < 0 || bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(l, 1) != 0 ||
-        getsockname(l, reinterpret_cast<sockaddr*>(&a), &n) != 0)
-      return 0;
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0) return 0;
     pid_t pid = fork();
     if (pid == 0) {
-      int s = socket(AF_INET, SOCK_STREAM, 0);
-      if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) _exit(1);
+      close(pair[0]);
       for (size_t done = 0; done < total;) {
-        ssize_t w = write(s, buf.data(), chunk);
+        ssize_t w = write(pair[1], buf.data(), chunk);
         if (w <= 0) break;
         done += static_cast<size_t>(w);
       }
       _exit(0);
     }
-    int c = accept(l, nullptr, nullptr);
+    close(pair[1]);
     double t0 = now_us();
     size_t got = 0;
-    for (ssize_t r; c >= 0 && (r = read(c, buf.data(), chunk)) > 0;) got += static_cast<size_t>(r);
+    for (ssize_t r; got < total && (r = read(pair[0], buf.data(), chunk)) > 0;) got += static_cast<size_t>(r);
     double us = now_us() - t0;
     waitpid(pid, nullptr, 0);
-    if (c >= 0) close(c);
-    close(l);
+    close(pair[0]);
     if (got > 0) trials.push_back(us * 1e3 / static_cast<double>(got));
   }
   return trials.empty() ? 0 : median(trials);
@@ -401,6 +483,14 @@ int driver(const Options& o) {
     fits.push_back(fit(pts));
   }
 
+  std::cout << "measuring host CPU per byte on the rails (2 ranks on 2 nodes, 4 MiB direct all-gathers, no spinning) "
+               "...\n" << std::flush;
+  auto stream = run_job(o, cluster, "stream", {"--layout", "1,1", "--rails", S(rails)},
+                        {"-n", "2", "--ppn", "1", "--rails", S(rails)});
+  double stream_procs = get(stream, "stream_procs_ns_per_byte")[0];
+  double stream_softirq = get(stream, "stream_softirq_ns_per_byte")[0];
+  double kernel = (stream_procs + stream_softirq) / 2;  // per end
+
   // Derivations (docs/calibration.md). The model of one such call is
   // copy(m) + o_s + L + m/bw + o_r: the fitted slope also contains the local copy.
   std::vector<double> per_rail_a, per_rail_bw;
@@ -446,7 +536,12 @@ int driver(const Options& o) {
   std::string p2p = "2-rank direct all-gather between 2 nodes, 0 B-" + std::string(o.quick ? "2" : "4") +
                     " MiB, median of the slowest rank over " + (o.quick ? "5" : "11-31") +
                     " barrier-separated calls, median over " + (o.quick ? "1 job" : "3 jobs");
-  double wakeup = measure_wakeup_us(o.quick), kernel = measure_kernel_ns_per_byte(o.quick);
+  double wakeup = measure_wakeup_us(o.quick), local_socket = measure_unix_stream_ns_per_byte(o.quick);
+  // A benchmarked rank has a socket per remote rank and rail and one per local rank.
+  const int connections = (nodes - 1) * ppn * rails + (ppn - 1);
+  double spin_turn = measure_spin_turn_us(o.quick, connections);
+  const char* spin_env = getenv("RAILCOLL_SPIN_US");
+  std::string spin_us = spin_env ? spin_env : "2000";
   std::vector<std::pair<std::string, std::string>> kv = {
       {"name = testbed", "source: railcoll calibrate"},
       {"nodes = " + S(nodes), src + "the calibration job's communicator (railcoll_comm_nodes)"},
@@ -467,19 +562,32 @@ int driver(const Options& o) {
                                         fmt(median([&] { std::vector<double> v; for (int r = 0; r < rails; ++r) v.push_back(fits[r].b); return v; }()), 1) +
                                         " MB/s"},
       {"pci_MBps = " + fmt(bw, 1), src + "not measured separately: equal to link_MBps"},
+      {"pci_duplex = full", src + "not measured: a veth pair has no host bus; both directions are the kernel's work"},
       {"dma_engines = 1", src + "not measured: one TCP socket per peer and rail, no DMA engine"},
       {"copy_MBps = " + fmt(copy, 0), src + "memcpy of 16 MiB buffers by one process, median of trials"},
-      {"membus_MBps = " + fmt(membus, 0), src + "aggregate memcpy rate of node 0's " + S(ppn) +
-                                              " processes copying 16 MiB at once, median of trials"},
+      {"membus_MBps = " + fmt(membus_all, 0), src + "aggregate memcpy rate of all " + S(static_cast<int>(shape[3])) +
+                                                  " processes copying 16 MiB at once, median of trials"},
+      {"membus_shared_by = machine", src + "every emulated node runs on this one host and its memory"},
       {"flag_latency_us = " + fmt(flag), src + "half a 2-rank SMP barrier on one node (" + fmt(barrier, 2) +
                                              " us, back-to-back barriers; the barrier is two flag hops)"},
-      {"intranode_put = shm", src + "not measured: the runtime copies through shared memory inside a node"},
+      {"intranode_put = socket", src + "not measured: the runtime sends a put to a local rank's private buffer "
+                                       "through a Unix socket (a put into the node's shared buffer is a memcpy)"},
+      {"socket_ns_per_byte = " + fmt(local_socket), src + "a Unix socket stream between two processes: transfer "
+                                                          "time / bytes (both ends busy throughout), median of trials"},
       {"cores = " + S(static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN))), src + "online processors of the host (sysconf)"},
       {"cores_shared_by = machine", src + "every emulated node (a namespace, or a pretend node) runs on this one host"},
       {"wakeup_us = " + fmt(wakeup), src + "half the round trip of a 1-byte pipe ping-pong between two processes pinned "
                                            "to one core (each round trip wakes each once), median of trials"},
-      {"kernel_ns_per_byte = " + fmt(kernel), src + "a loopback TCP stream between two processes: transfer time / "
-                                                    "bytes (both ends busy throughout), median of trials"},
+      {"kernel_ns_per_byte = " + fmt(kernel), src + "half the host CPU per byte moved by 4 MiB 2-rank direct "
+                                                    "all-gathers between 2 nodes without spinning: the two processes' "
+                                                    "CPU time (" + fmt(stream_procs, 2) + " ns/B) plus the host's "
+                                                    "softirq time (" + fmt(stream_softirq, 2) + " ns/B, the veths, "
+                                                    "bridges and shapers), median of trials"},
+      {"spin_us = " + spin_us, src + "not measured: the runtime's spin before it sleeps in a wait (RAILCOLL_SPIN_US" +
+                                   std::string(spin_env ? ", as set here" : ", default 2000 us in src/runtime/comm.hpp") + ")"},
+      {"spin_turn_us = " + fmt(spin_turn), src + "two processes pinned to one core, each polling " + S(connections) +
+                                               " sockets without blocking and yielding, as a waiting rank spins: time "
+                                               "/ turns of both, median of trials"},
   };
   std::ostringstream text;
   text << "# testbed: " << where << ", " << nodes << " nodes x " << ppn << " ranks, " << rails << " rails"
@@ -509,17 +617,24 @@ std::vector<BenchRecord> read_records(const std::string& path) {
   return v;
 }
 
-// Median |sim - bench| / bench over every (algorithm, size) in both files, and
-// the share of sizes where both have the same fastest algorithm. "auto" (a copy
-// of the algorithm it chose) and Open MPI records are left out.
-int compare(const std::string& sim_path, const std::string& bench_path) {
-  std::map<std::pair<uint64_t, std::string>, double> sim, bench;
-  auto load = [](const std::string& p, std::map<std::pair<uint64_t, std::string>, double>* m) {
+// Median |sim - bench| / bench over every (algorithm, size) in both, and the
+// share of sizes where both have the same fastest algorithm. "auto" (a copy of
+// the algorithm it chose) and Open MPI records are left out. With several
+// measured runs the measurement of a pair is its median over the runs (this
+// machine's run-to-run noise is large: docs/calibration.md).
+int compare(const std::string& sim_path, const std::vector<std::string>& bench_paths) {
+  using Key = std::pair<uint64_t, std::string>;
+  auto load = [](const std::string& p, std::map<Key, std::vector<double>>* m) {
     for (auto& r : read_records(p))
-      if (r.algorithm != "auto" && r.algorithm.rfind("mpi:", 0) != 0 && r.p50_us > 0) (*m)[{r.bytes, r.algorithm}] = r.p50_us;
+      if (r.algorithm != "auto" && r.algorithm.rfind("mpi:", 0) != 0 && r.p50_us > 0)
+        (*m)[{r.bytes, r.algorithm}].push_back(r.p50_us);
   };
-  load(sim_path, &sim);
-  load(bench_path, &bench);
+  std::map<Key, std::vector<double>> sims, runs;
+  load(sim_path, &sims);
+  for (auto& p : bench_paths) load(p, &runs);
+  std::map<Key, double> sim, bench;
+  for (auto& [key, v] : sims) sim[key] = v.back();
+  for (auto& [key, v] : runs) bench[key] = median(v);
   std::vector<double> errs;
   std::map<uint64_t, std::pair<std::string, double>> best_sim, best_bench;
   std::map<uint64_t, std::vector<double>> size_errs;
@@ -560,10 +675,10 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
          {"o", "test", "records", "rail", "n", "ppn", "rails"});
   const char* usage =
       "usage: railcoll calibrate [--nodes-from-cluster] [-o FILE] [--local] [--quick] [-n N] [--ppn P] [--rails K]; "
-      "railcoll calibrate --compare SIM.json BENCH.json";
+      "railcoll calibrate --compare SIM.json BENCH.json [BENCH2.json ...]";
   if (a.flag("compare")) {
-    if (a.positional().size() != 2) throw UsageError(usage);
-    return compare(a.positional()[0], a.positional()[1]);
+    if (a.positional().size() < 2) throw UsageError(usage);
+    return compare(a.positional()[0], {a.positional().begin() + 1, a.positional().end()});
   }
   if (!a.positional().empty()) throw UsageError(usage);
   Options o;

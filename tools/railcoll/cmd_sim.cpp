@@ -1,11 +1,14 @@
 // railcoll sim allgather --preset P [--algo A|all|auto] [-m MIN:MAX] [--ranks N --ppn P --rails K]
-//                        [--stripe-threshold B] [--json F] [--csv F] [--plot F]
+//                        [--stripe-threshold B] [--concurrency C] [--json F] [--csv F] [--plot F]
+//                        [--background none|complement|uniform|hotspot [--background-bytes B] [--seed S]]
 // railcoll sim presets
 //
 // Runs railcoll's own schedules in virtual time on a model of a machine
 // (src/sim/) and prints the same tables as `railcoll bench`.
 #include <chrono>
+#include <iomanip>
 #include <iostream>
+#include <limits>
 
 #include "args.hpp"
 #include "bench_report.hpp"
@@ -36,15 +39,23 @@ int list_presets() {
 
 int cmd_sim(const std::vector<std::string>& argv) {
   std::set<std::string> valued = kTopologyOptions;
-  valued.insert({"preset", "algo", "m", "json", "csv", "plot", "stripe-threshold", "concurrency"});
+  valued.insert({"preset", "algo", "m", "json", "csv", "plot", "stripe-threshold", "concurrency", "background",
+                 "background-bytes", "seed"});
   if (!argv.empty() && argv[0] == "reproduce") return cmd_reproduce({argv.begin() + 1, argv.end()});
   Args a(argv, {}, valued);
   if (a.positional().size() == 1 && a.positional()[0] == "presets") return list_presets();
   if (a.positional().size() != 1 || a.positional()[0] != "allgather")
     throw UsageError("usage: railcoll sim allgather --preset P [--algo A|all|auto] [-m MIN:MAX] [--ranks N --ppn P "
-                     "--rails K] [--json F] [--csv F] [--plot F]; railcoll sim presets");
+                     "--rails K] [--json F] [--csv F] [--plot F] [--background none|complement|uniform|hotspot "
+                     "[--background-bytes B] [--seed S]]; railcoll sim presets; railcoll sim reproduce NAME|all");
   if (!a.has("preset")) throw UsageError("--preset NAME is required (railcoll sim presets lists them)");
   sim::Machine m = sim::load_machine(a.str("preset"));
+  sim::SimOptions loaded;
+  loaded.background = a.str("background", "none");
+  loaded.background_bytes = a.size("background-bytes", loaded.background_bytes);
+  loaded.seed = static_cast<uint64_t>(a.integer("seed", 1, 0, std::numeric_limits<long>::max()));
+  sim::check_options(loaded);
+  const bool background = loaded.background != "none";
 
   // The machine's full size unless the topology is given.
   Topology topo;
@@ -86,7 +97,7 @@ int cmd_sim(const std::vector<std::string>& argv) {
   ctx.rail_bits_per_s = m.nic_MBps() * 8e6;
   ctx.where = "simulated: " + m.name;
 
-  std::vector<BenchRecord> recs;
+  std::vector<BenchRecord> recs, loaded_recs;
   uint64_t events = 0;
   double sim_seconds = 0;  // simulation only, without building the schedules
   for (auto& name : algos) {
@@ -113,9 +124,30 @@ int cmd_sim(const std::vector<std::string>& argv) {
       rec.p50_us = r.max_us;  // deterministic: the slowest rank
       print_table_row(std::cout, rec, false);
       recs.push_back(rec);
+      if (background) {
+        sim::SimResult l = sim::simulate(s, m, loaded);
+        events += l.events;
+        rec.algorithm = name + " +" + loaded.background;
+        rec.avg_us = l.avg_us;
+        rec.min_us = l.min_us;
+        rec.max_us = rec.p50_us = l.max_us;
+        loaded_recs.push_back(rec);
+      }
     }
   }
   print_summary(std::cout, recs, ctx);
+  if (background) {
+    // The same calls while every node's NICs keep background messages in flight.
+    std::cout << "\n# Background traffic: " << loaded.background << ", " << loaded.background_bytes
+              << "-byte messages, seed " << loaded.seed << "; slowest rank in us\n"
+              << "# Algorithm                 Size        quiet       loaded   slowdown\n";
+    for (size_t i = 0; i < recs.size(); ++i)
+      std::cout << std::left << std::setw(26) << recs[i].algorithm << std::right << std::setw(7) << recs[i].bytes
+                << std::fixed << std::setprecision(2) << std::setw(13) << recs[i].max_us << std::setw(13)
+                << loaded_recs[i].max_us << std::setw(10) << loaded_recs[i].max_us / recs[i].max_us << "x\n";
+    std::cout.unsetf(std::ios::fixed);
+    recs.insert(recs.end(), loaded_recs.begin(), loaded_recs.end());
+  }
   std::cout << "simulated " << events << " events in " << sim_seconds << " s ("
             << static_cast<uint64_t>(events / std::max(sim_seconds, 1e-9)) << " events/s, schedule building not counted)\n";
   if (a.has("json")) write_json(a.str("json"), recs);

@@ -1,0 +1,65 @@
+// The network side of the simulator: every NIC's DMA engines, the host bus it
+// sits on, its link to the switch, and the links of a fat tree (docs/simulator.md,
+// "Transfers").
+//
+// A transfer is handed to its NIC at some time; it takes the NIC's first free DMA
+// engine, pays the engine's start-up, then its bytes flow through a pipeline of
+// resources: the sender's bus (a DMA read), its NIC's link to the first switch,
+// the up and down links of a fat tree, the receiver's link, the receiver's bus (a
+// DMA write). Each resource is busy for bytes / its own rate per transfer, in
+// the order the transfers are handed to the network (a transfer whose bytes
+// reach a resource later than it falls idle leaves a hole there, which later
+// requests use first); a transfer's bytes leave a stage no earlier than
+// they arrived from the previous one (cut-through), so the slowest stage sets the
+// rate and a busy stage delays everything behind it. Nothing here is random.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "sim/machine.hpp"
+
+namespace railcoll::sim {
+
+class Network {
+ public:
+  // `nodes` nodes (numbered as in the machine), `rails` NICs each.
+  Network(const Machine& m, int nodes, int rails);
+
+  struct Times {
+    double left;    // the sender's memory has been read (its source may be reused)
+    double arrive;  // the last byte is in the receiver's memory
+  };
+  // A transfer of `bytes` from node a to node b on `rail`, handed to a's NIC at t.
+  // a == b is a NIC loopback (it crosses a's bus twice).
+  Times transfer(int a, int b, int rail, double t, uint64_t bytes);
+
+  // A resource: busy until `free`, and idle in [hole_from, hole_to) before that
+  // (the latest gap a reservation left; keeping one is enough for the common
+  // case, a send slipping in before a receive booked for a little later).
+  struct Queue {
+    double free = 0, hole_from = 0, hole_to = 0;
+  };
+  struct Head {
+    double start, end;  // when the first byte entered the current stage, and the last left it
+  };
+
+ private:
+  int choose_up(long link0, double head) const;
+
+  const Machine& m_;
+  int nodes_, rails_, arity_ = 1, levels_ = 1;
+  std::vector<double> engines_;          // per NIC x dma_engines: free from
+  std::vector<Queue> bus_read_;          // per bus: reads (sends); the same queue as writes when half duplex
+  std::vector<Queue> bus_write_own_;     // per bus: writes (receives), full duplex only
+  std::vector<Queue>* bus_write_;        // bus_read_ (half duplex) or bus_write_own_
+  std::vector<Queue> nic_up_, nic_down_;  // per NIC: its link to the switch, each direction
+  std::vector<Queue> tree_up_, tree_down_;  // fat tree: per rail, level, lower switch, up port
+  std::vector<long> span_;               // arity^l
+  std::vector<long> level_first_;        // first link of level l (l >= 1) within a rail
+  long links_per_rail_ = 0;
+  // Per level l and node: node / arity^l, and the up port d-mod-k routing takes
+  // at level l towards that node, (node / arity^(l-1)) % arity (no divisions per transfer).
+  std::vector<int> group_, digit_;
+};
+
+}  // namespace railcoll::sim
