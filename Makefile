@@ -4,7 +4,7 @@ BUILD ?= build
 PREFIX ?= /usr/local
 RAILCOLL = $(BUILD)/bin/railcoll
 
-.PHONY: deps build run test install clean
+.PHONY: deps build run test install clean bcast-vs-nodes
 
 deps:
 	@./scripts/install-deps.sh
@@ -17,6 +17,10 @@ build: deps
 # algorithm against Open MPI on the emulated 4x4-rank, 2-rail cluster; results/.
 run: build
 	./scripts/main-job.sh
+
+# Broadcast latency and bandwidth on 2, 4 and 8 emulated nodes (root).
+bcast-vs-nodes: build
+	./scripts/bcast-vs-nodes.sh
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j2

@@ -111,10 +111,11 @@ struct NodeShm {
   uint64_t capacity;
   std::atomic<uint64_t> counters[kMaxNodeCounters];
   std::atomic<uint32_t> waiting[kMaxLocalRanks];
-  // The call each local rank is in: data a local peer leaves in shared memory
-  // carries no frame header, so ranks of a node compare their calls here.
-  std::atomic<uint64_t> call_seq[kMaxLocalRanks];
-  std::atomic<uint64_t> call_sig[kMaxLocalRanks];
+  // The call each local rank is in, (sequence << 32) | 32 bits of its
+  // signature in one word so a reader never sees half of a new call: data a
+  // local peer leaves in shared memory carries no frame header, so ranks of a
+  // node compare their calls here.
+  std::atomic<uint64_t> call[kMaxLocalRanks];
 };
 static_assert(sizeof(NodeShm) <= kShmHeader, "shm header");
 
@@ -761,11 +762,13 @@ struct Comm::Impl {
   // ------------------------------------------------------------ a call
   // Local ranks whose increments this rank has just waited for are in this call:
   // any of them with another signature passed other sizes or another algorithm.
+  uint64_t call_word(const Plan& p) const { return (seq << 32) | (p.sig & 0xffffffffu); }
   void check_local_calls(const Plan& p) {
     const auto& ranks = topo.ranks_of(node);
+    const uint64_t mine = call_word(p);
     for (size_t i = 0; i < ranks.size(); ++i) {
-      if (ranks[i] == me || shm->call_seq[i].load(std::memory_order_acquire) != seq) continue;
-      if (shm->call_sig[i].load(std::memory_order_relaxed) != p.sig)
+      uint64_t theirs = shm->call[i].load(std::memory_order_acquire);
+      if (ranks[i] != me && theirs >> 32 == (seq & 0xffffffffu) && theirs != mine)
         fail(RAILCOLL_ERR_MISMATCH, "local rank " + std::to_string(ranks[i]) + " is in a different call than this rank (" +
                                         p.what + "): the ranks disagree on the collective, its algorithm or its sizes");
     }
@@ -826,9 +829,7 @@ struct Comm::Impl {
       apply_held(*it);
       it = held.erase(it);
     }
-    int local = topo.local_rank(me);
-    shm->call_sig[local].store(p.sig, std::memory_order_relaxed);
-    shm->call_seq[local].store(seq, std::memory_order_release);
+    shm->call[topo.local_rank(me)].store(call_word(p), std::memory_order_release);
     const auto& prog = s.programs[me];
     for (size_t i = 0; i < prog.size(); ++i) {
       const Op& op = prog[i];
