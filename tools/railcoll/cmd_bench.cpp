@@ -25,6 +25,7 @@
 #include "commands.hpp"
 #include "core/errors.hpp"
 #include "core/registry.hpp"
+#include "core/select.hpp"
 
 namespace railcoll::cli {
 
@@ -211,8 +212,9 @@ int worker(const BenchOptions& o) {
 
   std::vector<std::string> algos;
   if (o.algo == "all") {
-    for (auto& s : all_algorithms())
-      if (s.collective == o.collective) algos.push_back(s.name);
+    for (auto& s : all_algorithms())  // hardware algorithms would run their software twins again
+      if (s.collective == o.collective && software_equivalent(s.collective, s.name) == s.name)
+        algos.push_back(s.name);
     algos.push_back("auto");
   } else {
     algos.push_back(o.algo);
