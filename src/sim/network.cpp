@@ -65,12 +65,18 @@ inline double reserve(Network::Queue& q, double ready, double busy, double* star
   return q.free;
 }
 
-// One stage of the pipeline: the bytes cross `q`, `latency` after the previous stage.
-inline void stage(Network::Head& h, Network::Queue& q, double busy, double latency) {
+// One stage of the pipeline: the bytes cross `q` in `busy`, `latency` after the
+// previous stage; the resource is held for `occupy` (at least `busy`: a NIC
+// port injects one message per gap_us, which limits the rate of the messages
+// after this one without delaying this one's bytes).
+inline void stage(Network::Head& h, Network::Queue& q, double busy, double latency, double occupy) {
   double start;
-  double end = reserve(q, h.start + latency, busy, &start);
-  h.end = std::max(end, h.end + latency);
+  reserve(q, h.start + latency, occupy, &start);
+  h.end = std::max(start + busy, h.end + latency);
   h.start = start;
+}
+inline void stage(Network::Head& h, Network::Queue& q, double busy, double latency) {
+  stage(h, q, busy, latency, busy);
 }
 
 }  // namespace
@@ -105,7 +111,7 @@ Network::Times Network::transfer(int a, int b, int rail, double t, uint64_t byte
     return {left, h.end};
   }
   // Injection: at most one message per gap_us on this NIC.
-  stage(h, nic_up_[nic_a], std::max(on_link, m_.gap_us), 0);
+  stage(h, nic_up_[nic_a], on_link, 0, std::max(on_link, m_.gap_us));
   *engine = h.end;  // the engine is free once the bytes have left the NIC
   if (!tree_up_.empty()) {
     // Up to the lowest level whose subtree holds both nodes, then down the
