@@ -50,6 +50,16 @@ double rail_bound_us(const BenchContext& c, uint64_t bytes) {
   return node_bytes * 8 / (c.rail_bits_per_s * c.rails) * 1e6;
 }
 
+std::vector<uint64_t> bench_sizes(const std::string& collective, uint64_t min, uint64_t max) {
+  std::vector<uint64_t> v;
+  if (collective == "barrier") return {0};
+  // allreduce sums floats: whole 4-byte elements
+  uint64_t first = collective == "allreduce" ? std::max<uint64_t>(min, 4) : std::max<uint64_t>(min, 1);
+  for (uint64_t s = first; s <= max; s *= 2) v.push_back(collective == "allreduce" ? (s + 3) / 4 * 4 : s);
+  if (min == 0) v.insert(v.begin(), 0);
+  return v;
+}
+
 void set_percentiles(BenchRecord* r, std::vector<double> slowest_us) {
   if (slowest_us.empty()) return;
   std::sort(slowest_us.begin(), slowest_us.end());

@@ -19,6 +19,11 @@ struct BenchRecord {
   std::string background;          // traffic pattern during the measurement, "" when quiet
 };
 
+// The sizes a benchmark of `collective` runs, doubling from min to max: none
+// but 0 for barrier; whole 4-byte elements for allreduce (float sums); 0 first
+// when min is 0.
+std::vector<uint64_t> bench_sizes(const std::string& collective, uint64_t min, uint64_t max);
+
 // The slowest rank's time of every call -> p50, p90, p99 of the record.
 void set_percentiles(BenchRecord* r, std::vector<double> slowest_us);
 
