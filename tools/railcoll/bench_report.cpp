@@ -248,7 +248,7 @@ for a in algos:
     ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=a, **style)
 ax.set_xscale("log", base=2)
 ax.set_yscale("log")
-ax.set_xlabel("bytes per rank")
+ax.set_xlabel(sys.argv[4] if len(sys.argv) > 4 else "bytes per rank")
 ax.set_ylabel("median latency (us)")
 ax.set_title(title)
 ax.grid(True, which="both", alpha=0.3)
@@ -316,11 +316,12 @@ int run_workers(bool cluster, const std::vector<std::string>& cluster_args,
   return rc;
 }
 
-bool write_plot(const std::vector<BenchRecord>& recs, const std::string& png, const std::string& title) {
+bool write_plot(const std::vector<BenchRecord>& recs, const std::string& png, const std::string& title,
+                const std::string& x_label) {
   std::string json = png + ".json", script = "/tmp/railcoll-plot-" + std::to_string(getpid()) + ".py";
   write_json(json, recs);
   std::ofstream(script) << kPlotScript;
-  int st = run_command({"python3", script, json, png, title});
+  int st = run_command({"python3", script, json, png, title, x_label});
   unlink(script.c_str());
   unlink(json.c_str());
   if (st != 0) std::cerr << "railcoll: plotting failed (is matplotlib installed? make deps installs it)\n";

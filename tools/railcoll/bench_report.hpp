@@ -52,7 +52,10 @@ void write_json(const std::string& path, const std::vector<BenchRecord>& recs);
 void write_csv(const std::string& path, const std::vector<BenchRecord>& recs);
 // A log-log PNG of median latency vs size, one line per algorithm (matplotlib);
 // for records with samples (barrier), a histogram of the per-call latencies.
-bool write_plot(const std::vector<BenchRecord>& recs, const std::string& png, const std::string& title);
+// `x_label` names what `bytes` holds when it is not the size (the reproductions'
+// scaling figures put the number of nodes there).
+bool write_plot(const std::vector<BenchRecord>& recs, const std::string& png, const std::string& title,
+                const std::string& x_label = "bytes per rank");
 // The path of the running railcoll binary (drivers start their workers with it).
 std::string self_exe();
 // Whether an emulated cluster is up (`railcoll cluster status` exits 0).
