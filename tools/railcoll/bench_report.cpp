@@ -107,9 +107,10 @@ void print_summary(std::ostream& o, const std::vector<BenchRecord>& recs, const 
       << (a ? au.str() : "-") << std::right << std::setw(9) << cell(tuned) << std::setw(12) << cell(han)
       << std::setw(12) << ratio(tuned) << std::setw(10) << ratio(han);
     if (have_bound) {
-      double bound = rail_bound_us(c, bytes);
-      o << std::setw(12) << std::fixed << std::setprecision(1) << bound << std::setw(9);
-      if (a && a->p50_us > 0) o << std::setprecision(0) << 100 * bound / a->p50_us << "%"; else o << "-";
+      double bound = rail_bound_us(c, bytes);  // 0: nothing to move (a barrier)
+      if (bound > 0) o << std::setw(12) << std::fixed << std::setprecision(1) << bound << std::setw(9);
+      else o << std::setw(12) << "-" << std::setw(9);
+      if (a && a->p50_us > 0 && bound > 0) o << std::setprecision(0) << 100 * bound / a->p50_us << "%"; else o << "-";
     }
     o << "\n";
   }

@@ -73,7 +73,8 @@ Curve run(const sim::Machine& m, const Topology& t, const std::string& algo, uin
 // gather runs over Tports, which stripe over the rails -> gather_bcast on all
 // rails; above 32 KiB the ring, also over Tports -> ring on all rails. The
 // broadcast is the software tree of those schedules, not the hardware broadcast
-// elan_gather uses (not modeled yet): the native time is an upper bound.
+// elan_gather uses (the simulator models it now; it is not composed into this
+// yet): the native time is an upper bound.
 Curve elan_gather(const sim::Machine& m, const Topology& t, uint64_t lo, uint64_t hi, std::vector<BenchRecord>* recs) {
   std::vector<int> node_sizes;
   for (int n = 0; n < t.nnodes(); ++n) node_sizes.push_back(t.node_size(n));
