@@ -4,6 +4,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <tuple>
 
 #include "core/errors.hpp"
 #include "sim/network.hpp"
@@ -105,14 +106,13 @@ size_t multicast_run_end(const std::vector<Op>& prog, size_t first) {
 // The switches deliver to a contiguous range of nodes only (seed 004 §2.3.1:
 // "as long as the multicast set is physically contiguous"; §4.2).
 struct NodeRange {
-  int lo = 0, hi = -1;
+  int source = 0, lo = 0, hi = -1;
   std::vector<int> ranks;  // ranks[n - lo]: destination ranks on node n
   bool contiguous() const {
     for (size_t i = 0; i < ranks.size(); ++i)
       if (ranks[i] == 0 && static_cast<int>(i) != source - lo) return false;
     return true;
   }
-  int source = 0;
 };
 NodeRange node_range(const Topology& t, int source_node, const std::vector<int>& dest_ranks) {
   NodeRange x;
@@ -128,6 +128,29 @@ std::string node_list(const NodeRange& x) {
   for (size_t i = 0; i < x.ranks.size(); ++i)
     if (x.ranks[i] || static_cast<int>(i) == x.source - x.lo) s += (s.empty() ? "" : ",") + std::to_string(x.lo + i);
   return s;
+}
+
+// The hardware barrier's waves: the puts flagged Combine to one counter, the
+// ranks that issue them (each marks itself ready) and the counter, whose rank
+// receives the one combined acknowledgement.
+struct CombineGroup {
+  CounterRef counter;
+  int root = 0;  // the counter's rank (the put's peer)
+  std::vector<int> ranks;
+};
+std::vector<CombineGroup> combine_groups(const Schedule& s) {
+  std::map<std::tuple<bool, int, int>, CombineGroup> by_counter;
+  for (int r = 0; r < static_cast<int>(s.programs.size()); ++r)
+    for (const Op& op : s.programs[r])
+      if (op.kind == OpKind::Put && op.hw == HwAssist::Combine) {
+        CombineGroup& g = by_counter[{op.counter.on_node, op.counter.owner, op.counter.index}];
+        g.counter = op.counter;
+        g.root = op.peer;
+        g.ranks.push_back(r);
+      }
+  std::vector<CombineGroup> groups;
+  for (auto& kv : by_counter) groups.push_back(std::move(kv.second));
+  return groups;
 }
 
 class Engine {
@@ -360,8 +383,7 @@ class Engine {
     writes[node - x.lo] = std::max(1, writes[node - x.lo]);
     double last = t;
     for (auto& part : s_.rail_parts(prog[first].rail, prog[first].bytes())) {
-      Network::MulticastTimes m =
-          net_.multicast(node, x.lo, x.hi, part.first, t, part.second, writes, true, false, !o_.nic_memory);
+      Network::MulticastTimes m = net_.multicast(node, x.lo, x.hi, part.first, t, part.second, writes, !o_.nic_memory);
       last = std::max(last, m.arrive);
       local_done_[r] = std::max(local_done_[r], m.left);
     }
@@ -382,21 +404,14 @@ class Engine {
   };
 
   void add_combine_waves() {
-    std::map<int, std::vector<int>> contributors;  // counter -> ranks
-    for (int r = 0; r < N; ++r)
-      for (const Op& op : s_.programs[r])
-        if (op.kind == OpKind::Put && op.hw == HwAssist::Combine) contributors[counter_id(op.counter)].push_back(r);
-    for (auto& [id, ranks] : contributors) {
-      const Op* any = nullptr;
-      for (const Op& op : s_.programs[ranks[0]])
-        if (op.kind == OpKind::Put && op.hw == HwAssist::Combine && counter_id(op.counter) == id) any = &op;
+    for (const CombineGroup& g : combine_groups(s_)) {
       CombineWave w;
-      w.expected = static_cast<int>(ranks.size());
-      w.root_node = t_.node_of(any->peer);
-      NodeRange x = node_range(t_, w.root_node, ranks);
+      w.expected = static_cast<int>(g.ranks.size());
+      w.root_node = t_.node_of(g.root);
+      NodeRange x = node_range(t_, w.root_node, g.ranks);
       w.lo = x.lo;
       w.hi = x.hi;
-      wave_of_[id] = static_cast<int>(waves_.size());
+      wave_of_[counter_id(g.counter)] = static_cast<int>(waves_.size());
       waves_.push_back(w);
     }
   }
@@ -406,9 +421,7 @@ class Engine {
     CombineWave& w = waves_[wave_of_.at(id)];
     if (++w.issued < w.expected) return;
     w.issued = 0;
-    std::vector<int> no_writes(w.hi - w.lo + 1, 0);
-    Network::MulticastTimes x = net_.multicast(w.root_node, w.lo, w.hi, 0, t, 0, no_writes, false, true);
-    arrive(x.acked, op.peer, id, 0, w.expected);
+    arrive(net_.test_and_set(w.root_node, w.lo, w.hi, 0, t).acked, op.peer, id, 0, w.expected);
   }
 
   // A put or signal for rank `to` has arrived at t, adding `amount` to the
@@ -607,42 +620,31 @@ void check_runs(const Schedule& s, const Machine& m) {
   // software for other sets (§4.2); here the schedule is refused instead, so
   // that a hardware time is never reported for what the hardware cannot do.
   const std::string who = s.collective + "/" + s.algorithm;
-  for (const auto& prog : s.programs)  // the barrier first: its 'go' is a multicast too
-    for (const Op& op : prog)
-      if (op.kind == OpKind::Put && op.hw == HwAssist::Combine && !m.hw_barrier)
-        throw InputError(who + " needs the hardware barrier, which preset '" + m.name +
-                         "' does not have (hw_barrier = no)");
-  std::map<std::pair<bool, std::pair<int, int>>, std::vector<int>> combines;  // counter -> contributing ranks
-  std::map<std::pair<bool, std::pair<int, int>>, int> combine_root;
-  for (int r = 0; r < static_cast<int>(s.programs.size()); ++r) {
-    const auto& prog = s.programs[r];
-    for (size_t i = 0; i < prog.size(); ++i) {
-      const Op& op = prog[i];
-      if (op.kind != OpKind::Put || op.hw == HwAssist::None) continue;
-      if (op.hw == HwAssist::Multicast) {
-        if (!m.hw_multicast)
-          throw InputError(who + " needs the hardware multicast, which preset '" + m.name +
-                           "' does not have (hw_multicast = no)");
-        size_t end = multicast_run_end(prog, i);
-        std::vector<int> dests;
-        for (size_t j = i; j < end; ++j) dests.push_back(prog[j].peer);
-        NodeRange x = node_range(s.topo, s.topo.node_of(r), dests);
-        if (!x.contiguous())
-          throw InputError(who + ": rank " + std::to_string(r) + " multicasts to nodes " + node_list(x) +
-                           ", not a contiguous range; the hardware multicast needs one (seed 004 §2.3.1)");
-        i = end - 1;
-      } else {
-        auto key = std::make_pair(op.counter.on_node, std::make_pair(op.counter.owner, op.counter.index));
-        combines[key].push_back(r);
-        combine_root[key] = op.peer;
-      }
-    }
-  }
-  for (auto& [key, ranks] : combines) {
-    NodeRange x = node_range(s.topo, s.topo.node_of(combine_root[key]), ranks);
+  const std::vector<CombineGroup> combines = combine_groups(s);
+  if (!combines.empty() && !m.hw_barrier)  // first: the barrier's 'go' is a multicast too
+    throw InputError(who + " needs the hardware barrier, which preset '" + m.name + "' does not have (hw_barrier = no)");
+  for (const CombineGroup& g : combines) {
+    NodeRange x = node_range(s.topo, s.topo.node_of(g.root), g.ranks);
     if (!x.contiguous())
       throw InputError(who + ": the hardware barrier spans nodes " + node_list(x) +
                        ", not a contiguous range; the test-and-set multicast needs one (seed 004 §2.3.1)");
+  }
+  for (int r = 0; r < static_cast<int>(s.programs.size()); ++r) {
+    const auto& prog = s.programs[r];
+    for (size_t i = 0; i < prog.size(); ++i) {
+      if (prog[i].kind != OpKind::Put || prog[i].hw != HwAssist::Multicast) continue;
+      if (!m.hw_multicast)
+        throw InputError(who + " needs the hardware multicast, which preset '" + m.name +
+                         "' does not have (hw_multicast = no)");
+      size_t end = multicast_run_end(prog, i);
+      std::vector<int> dests;
+      for (size_t j = i; j < end; ++j) dests.push_back(prog[j].peer);
+      NodeRange x = node_range(s.topo, s.topo.node_of(r), dests);
+      if (!x.contiguous())
+        throw InputError(who + ": rank " + std::to_string(r) + " multicasts to nodes " + node_list(x) +
+                         ", not a contiguous range; the hardware multicast needs one (seed 004 §2.3.1)");
+      i = end - 1;
+    }
   }
 }
 

@@ -169,6 +169,15 @@ Network::Times Network::transfer(int a, int b, int rail, double t, uint64_t byte
 }
 
 Network::MulticastTimes Network::multicast(int a, int lo, int hi, int rail, double t, uint64_t bytes,
+                                           const std::vector<int>& writes, bool host_bus) {
+  return replicate(a, lo, hi, rail, t, bytes, writes, true, false, host_bus);
+}
+
+Network::MulticastTimes Network::test_and_set(int a, int lo, int hi, int rail, double t) {
+  return replicate(a, lo, hi, rail, t, 0, std::vector<int>(hi - lo + 1, 0), false, true, true);
+}
+
+Network::MulticastTimes Network::replicate(int a, int lo, int hi, int rail, double t, uint64_t bytes,
                                            const std::vector<int>& writes, bool dma, bool check_host,
                                            bool host_bus) {
   const double packet = m_.hw_packet_bytes;  // another transfer's packet, which a packet may find in flight

@@ -46,26 +46,27 @@ class Network {
   // memory allocator), so the bytes cross no host bus on either end.
   Times transfer(int a, int b, int rail, double t, uint64_t bytes, bool host_bus = true);
 
-  // The hardware multicast (seed 004 §2.3.1, seed 003 §4.1): one injection from
-  // node a's NIC on `rail`, up the fat tree's fixed leftmost path to the switch
-  // whose subtree spans nodes [lo, hi] (a among them), replicated down to every
-  // node of that range. Node n's bus takes writes[n - lo] DMA writes of `bytes`
-  // (0 for none). `dma`: the bytes come from a DMA of the host's memory (a
-  // broadcast, the barrier's 'go'); false: a packet the NIC itself sends (the
-  // barrier's test-and-set), no DMA engine or source bus. `check_host`: every
-  // node's NIC reads a word of host memory before it answers (the test-and-set
-  // compares the barrier sequence number each process wrote there, seed 004
-  // §4.1). The switches replicate in lockstep, so every node has the bytes at
-  // `arrive`; the acknowledgements, combined by the switches, are back at a's
-  // NIC at `acked`, and only then can the next multicast on the rail pass the
-  // root switch (seed 004 §2.3.1: multicasts are serialized there).
+  // The hardware multicast (seed 004 §2.3.1, seed 003 §4.1): a DMA of `bytes`
+  // from node a's memory, one injection from its NIC on `rail`, up the fat
+  // tree's fixed leftmost path to the switch whose subtree spans nodes [lo, hi]
+  // (a among them), replicated down to every node of that range; node n's bus
+  // takes writes[n - lo] DMA writes. The switches replicate in lockstep, so
+  // every node has the bytes at `arrive`; the acknowledgements, combined by the
+  // switches, are back at a's NIC at `acked`, and only then can the next
+  // multicast on the rail pass the root switch (seed 004 §2.3.1: multicasts are
+  // serialized there).
   struct MulticastTimes {
     double left;    // the source's memory has been read
     double arrive;  // the last byte is in the last destination's memory (or NIC)
     double acked;   // the combined acknowledgement is back at the source's NIC
   };
   MulticastTimes multicast(int a, int lo, int hi, int rail, double t, uint64_t bytes, const std::vector<int>& writes,
-                           bool dma, bool check_host, bool host_bus = true);
+                           bool host_bus = true);
+  // The hardware barrier's test-and-set (seed 004 §4.1): a packet node a's NIC
+  // sends itself (no DMA, no source bus) over the same path; every node's NIC
+  // reads the sequence number its processes wrote in host memory and answers;
+  // `acked`: the combined answer is back at a's NIC.
+  MulticastTimes test_and_set(int a, int lo, int hi, int rail, double t);
 
   // A resource: busy until `free`, and idle in [hole_from, hole_to) before that
   // (the latest gap a reservation left; keeping one is enough for the common
@@ -81,6 +82,11 @@ class Network {
   int choose_up(long link0, double head) const;
   // The NIC's first free DMA engine.
   double* free_engine(long nic);
+  // multicast() and test_and_set(): `dma` (the bytes come from host memory
+  // through a DMA engine) or a packet of the NIC's own; `check_host`: every
+  // node's NIC reads a word of host memory before it answers.
+  MulticastTimes replicate(int a, int lo, int hi, int rail, double t, uint64_t bytes, const std::vector<int>& writes,
+                           bool dma, bool check_host, bool host_bus);
 
   const Machine& m_;
   int nodes_, rails_, arity_ = 1, levels_ = 1;
