@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Reproduction checks (issue 4): `railcoll sim reproduce all` must keep every
-# seed result the model meets inside its band, so a model change that loses one
-# fails here. A ratio, fraction or share of sizes is met within 15% of the
-# paper's value; an "at least" quantity is met when the model is at or above it.
+# Reproduction checks (issues 4 and 5): `railcoll sim reproduce all` must keep
+# every seed result the model meets inside its band, so a model change that
+# loses one fails here. Seeds 000-002 (ratios, fractions, shares of sizes) are
+# met within 15% of the paper's value, seeds 003-004 (latencies, bandwidths,
+# slowdowns) within 20% (issue 4's targets); an "at least" quantity is met when
+# the model is at or above it.
 # Only the results the model meets are asserted; the others are listed (and
 # explained in docs/simulator.md) and must still be reported, so a renamed or
 # dropped quantity fails too.
@@ -16,6 +18,16 @@ import json, sys
 records = {r["quantity"]: r for r in json.load(open(sys.argv[1]))}
 met = [
     "Standard Exchange / Bruck at 4 KiB (a penalty: above 1)",
+    # seed 003, asciq-1024
+    "broadcast bandwidth per node, 1 MiB, 1024 nodes, MB/s",
+    # seed 004, elan3-64
+    "hardware barrier (elan_hgsync), 4 nodes, us",
+    "hardware barrier (elan_hgsync), 32 nodes, us",
+    "hardware barrier (elan_hgsync), 64 nodes, us",
+    "software barrier (elan_gsync): growth per 4x nodes, 4-64 nodes, us",
+    "broadcast bandwidth of 1 MiB (elan_hbcast), 64 nodes, Elan memory, MB/s",
+    "hardware barrier under uniform traffic, 64 nodes: average, us",
+    "hardware barrier under uniform traffic: share of calls below 20 us",
 ]
 missed = [  # the headline ratios among them: 1.49, 1.96, 89% and 65%
     "native / Direct at 32 KiB",
@@ -31,6 +43,17 @@ missed = [  # the headline ratios among them: 1.49, 1.96, 89% and 65%
     "ib-128: improvement over MPI at 128 processes, 32 KiB",
     "ib-128: smallest improvement over MPI, 4-128 processes, 512 B-32 KiB",
     "ib-128: largest improvement over MPI, 4-128 processes, 512 B-32 KiB",
+    # seed 003 (docs/simulator.md says why)
+    "hardware barrier, 1024 nodes, us",
+    "software barrier (tree of point-to-point messages), 1024 nodes, us",
+    "allreduce of 8 B (float sum, railcoll's choice), 1024 nodes, us",
+    # seed 004
+    "software barrier (elan_gsync), 64 nodes, us",
+    "hardware broadcast (elan_hbcast) of 256 B, 64 nodes, Elan memory, us",
+    "broadcast with software sync (elan_bcast) of 256 B, 64 nodes, us",
+    "hardware barrier slowdown under uniform traffic, 64 nodes",
+    "software barrier under uniform traffic, 64 nodes: average, us",
+    "software barrier slowdown under uniform traffic, 64 nodes",
 ]
 fails = 0
 for q in met + missed:
@@ -42,7 +65,8 @@ for q in sorted(unknown):
 for q in met:
     r = records.get(q)
     if not r: continue
-    inside = r["sim_value"] >= r["paper_value"] if r["kind"] == "at least" else abs(r["rel_error"]) <= 0.15
+    band = 0.20 if r["paper"] in ("seed 003", "seed 004") else 0.15
+    inside = r["sim_value"] >= r["paper_value"] if r["kind"] == "at least" else abs(r["rel_error"]) <= band
     if not inside:
         print("FAIL: %s: paper %.3g, model %.3g, out of its band" % (q, r["paper_value"], r["sim_value"])); fails += 1
 for q in missed:

@@ -343,3 +343,155 @@ TEST(Sim, RefusesOperationsItDoesNotModel) {
   s.programs[0][0].kind = static_cast<OpKind>(42);
   EXPECT_THROW(simulate(s, m), InputError);
 }
+
+// ---- the hardware collectives (seed 004 §2.3.1, §4.1-4.2; seed 003 §4.1, §4.3)
+
+namespace {
+
+// The test machine as a 4-ary fat tree (16 nodes: 2 levels) with the hardware
+// collectives: a hop costs 0.25 us, a DMA 0.5 us of start-up.
+Machine hw_machine() {
+  Machine m = test_machine();
+  m.topology = "fattree";
+  m.fattree_arity = 4;
+  m.hop_latency_us = 0.25;
+  m.dma_startup_us = 0.5;
+  m.hw_multicast = m.hw_barrier = true;
+  return m;
+}
+
+// One hardware multicast per (root, destinations, bytes), issued by the root at
+// once; every destination waits for it.
+struct Mcast {
+  int root;
+  std::vector<int> to;
+  uint64_t bytes;
+};
+Schedule multicasts(const Topology& t, const std::vector<Mcast>& ms) {
+  BlockLayout L(std::vector<uint64_t>(t.nranks(), 1 << 20));
+  ScheduleBuilder b("test", "multicasts", t, L, AlgoOptions{});
+  for (auto& mc : ms)
+    for (int q : mc.to) {
+      b.put(mc.root, 0, q, {{b.send(mc.root, 0, mc.bytes), b.recv(q, 0, mc.bytes)}}, 0, b.rank_counter(q, 0),
+            HwAssist::Multicast);
+      b.wait(q, 0, b.rank_counter(q, 0), 1);
+    }
+  return b.finish();
+}
+
+Schedule algorithm(const std::string& coll, const std::string& algo, const Topology& t, uint64_t bytes) {
+  return build_schedule(coll, algo, t, std::vector<uint64_t>(t.nranks(), bytes), call_defaults(coll));
+}
+
+}  // namespace
+
+// One multicast of 8000 B from node 0 to all 16 nodes: send overhead to 1, DMA
+// start-up 0.5, the bus reads 10 us (1.5..11.5); the NIC's link, the level-1 up
+// link (+0.25) to the root switch at level 2, the level-1 down links (+0.25),
+// every node's link (+2 wire) and bus (10 us): the head reaches the buses at
+// 4.0, the last byte 11.5 + 0.5 + 2 = 14.0 everywhere (cut-through, lockstep);
+// counted at 14.5. As seed 004 §4.2 says, "in the same time required to send
+// a point-to-point message": a put from node 0 to node 15 takes as long.
+TEST(SimHardware, MulticastByHand) {
+  Machine m = hw_machine();
+  Topology t = Topology::from_ppn(16, 1, 1);
+  SimResult r = simulate(algorithm("bcast", "hw_multicast", t, 8000), m);
+  EXPECT_DOUBLE_EQ(r.max_us, 14.5);
+  for (int q = 1; q < 16; ++q) EXPECT_DOUBLE_EQ(r.finish_us[q], 14.5) << q;
+  EXPECT_DOUBLE_EQ(simulate(flows(t, {{0, 15, 8000}}), m).max_us, 14.5);
+  // The switches write the whole range, the source's node too: on a half-duplex
+  // bus the source's own copy follows its read (11.5..21.5), and since the
+  // switches replicate in lockstep, everyone has the bytes at 21.5: 22.0.
+  m.pci_half_duplex = true;
+  EXPECT_DOUBLE_EQ(simulate(algorithm("bcast", "hw_multicast", t, 8000), m).max_us, 22.0);
+}
+
+// The combining barrier on 16 nodes (2 levels), every rank there at 0:
+// test-and-set: from node 0's NIC (no DMA), up and down (0.5), into every NIC
+// (wire 2), a read of the sequence word in host memory (the DMA start-up,
+// 0.5): 3.0; the combined acknowledgement back: wire 2 + 0.5 = 5.5; rank 0
+// receives it once: 6.0. 'go': send overhead 1, start-up 0.5, wire 2, hops 0.5,
+// receive 0.5: 10.5 - independent of the number of processes.
+TEST(SimHardware, CombiningBarrierByHand) {
+  Machine m = hw_machine();
+  SimResult r = simulate(algorithm("barrier", "hw_combining", Topology::from_ppn(16, 1, 1), 0), m);
+  EXPECT_DOUBLE_EQ(r.max_us, 10.5);
+  EXPECT_DOUBLE_EQ(r.finish_us[0], 7.5);  // rank 0 is done when its 'go' has left
+  // 64 ranks on the same 16 nodes: the same two traversals.
+  EXPECT_DOUBLE_EQ(simulate(algorithm("barrier", "hw_combining", Topology::from_ppn(64, 4, 1), 0), m).max_us, 10.5);
+}
+
+// The root switch passes one multicast at a time (seed 004 §2.3.1): on a
+// crossbar, rank 0's 0-byte multicast to ranks 1-3 is in at 1 + 2 = 3 and
+// acknowledged at 3 + 2 = 5; rank 4's, issued at 1 as well, waits for that and
+// is in at 5 + 2 = 7, counted at 7.5.
+TEST(SimHardware, MulticastsSerializeAtTheRoot) {
+  Machine m = test_machine();
+  m.hw_multicast = true;
+  Topology t = Topology::from_ppn(8, 1, 1);
+  SimResult r = simulate(multicasts(t, {{0, {1, 2, 3}, 0}, {4, {5, 6, 7}, 0}}), m);
+  EXPECT_DOUBLE_EQ(r.finish_us[1], 3.5);
+  EXPECT_DOUBLE_EQ(r.finish_us[5], 7.5);
+}
+
+// The hardware collectives only run where the hardware is, over a contiguous
+// range of nodes; anything else is an input error (exit status 2 in the CLI).
+TEST(SimHardware, RefusedWithoutTheHardware) {
+  Machine m = test_machine();  // hw_multicast = hw_barrier = no
+  Topology t = Topology::from_ppn(8, 1, 1);
+  auto error = [&](const Schedule& s, const Machine& mm) {
+    try {
+      simulate(s, mm);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error(algorithm("bcast", "hw_multicast", t, 64), m).find("needs the hardware multicast"),
+            std::string::npos);
+  EXPECT_NE(error(algorithm("barrier", "hw_combining", t, 0), m).find("needs the hardware barrier"),
+            std::string::npos);
+  m.hw_multicast = m.hw_barrier = true;
+  EXPECT_EQ(error(algorithm("barrier", "hw_combining", t, 0), m), "no error");
+  // Nodes 1 and 3 without 2: the switches cannot deliver to that set.
+  EXPECT_NE(error(multicasts(t, {{0, {1, 3}, 64}}), m).find("not a contiguous range"), std::string::npos);
+  // The source inside the range is fine (root 5 broadcasting to all).
+  EXPECT_EQ(error(multicasts(t, {{5, {0, 1, 2, 3, 4, 6, 7}, 64}}), m), "no error");
+}
+
+// Under background traffic the hardware collectives' packets wait for the
+// packet in flight at each busy resource, not for whole messages
+// (hw_packet_bytes); without a packet size they queue like everything else.
+// Each sample is deterministic for its seed; samples differ.
+TEST(SimHardware, PacketsInterleaveWithBackgroundTraffic) {
+  Machine m = hw_machine();
+  Topology t = Topology::from_ppn(16, 1, 1);
+  Schedule s = algorithm("barrier", "hw_combining", t, 0);
+  SimOptions load;
+  load.background = "uniform";
+  double quiet = simulate(s, m).max_us, message_us = load.background_bytes / m.nic_MBps();
+  m.hw_packet_bytes = 320;
+  double lo = 1e300, hi = 0;
+  for (int i = 0; i < 20; ++i) {
+    SimOptions o = loaded_sample(load, m, i);
+    double x = simulate(s, m, o).max_us;
+    EXPECT_DOUBLE_EQ(x, simulate(s, m, o).max_us);
+    EXPECT_GT(x, quiet);
+    lo = std::min(lo, x), hi = std::max(hi, x);
+  }
+  EXPECT_LT(hi, quiet + 20 * 320 / m.pci_MBps);  // a packet's wait at each of fewer than 20 stages
+  EXPECT_GT(hi, lo);
+  m.hw_packet_bytes = 0;
+  EXPECT_GT(simulate(s, m, loaded_sample(load, m, 0)).max_us, quiet + message_us / 2);
+}
+
+// Buffers in NIC memory (seed 004's Elan memory) skip the host bus: the
+// multicast of MulticastByHand is link-bound, 8000 B / 1000 MB/s: the last byte
+// leaves the NIC at 1.5 + 8 = 9.5 and is in at 9.5 + 0.5 + 2 = 12.0, counted at 12.5.
+TEST(SimHardware, BuffersInNicMemory) {
+  Machine m = hw_machine();
+  SimOptions o;
+  o.nic_memory = true;
+  EXPECT_DOUBLE_EQ(simulate(algorithm("bcast", "hw_multicast", Topology::from_ppn(16, 1, 1), 8000), m, o).max_us,
+                   12.5);
+}

@@ -52,6 +52,10 @@ unknown allgather algorithm 'bogus'	sim allgather --preset elan4-128 --algo bogu
 unknown background traffic 'storm' (none, complement, uniform, hotspot)	sim allgather --preset elan4-128 --algo bruck --background storm
 background messages need at least 1 byte	sim allgather --preset elan4-128 --algo bruck --background uniform --background-bytes 0
 --seed must be between 0 and	sim allgather --preset elan4-128 --algo bruck --background uniform --seed -1
+needs the hardware multicast, which preset 'ib-128' does not have (hw_multicast = no)	sim bcast --preset ib-128 --algo hw_multicast
+needs the hardware barrier, which preset 'ib-128' does not have (hw_barrier = no)	sim barrier --preset ib-128 --algo hw_combining
+--root must be between 0 and 15, got 16	sim bcast --preset qsnet2-4x4-dual --root 16
+unknown gather algorithm 'bogus'	sim gather --preset elan4-128 --algo bogus
 cannot read '$dir/none.json'	calibrate --compare $dir/none.json $dir/none.json
 CASES
 echo "$pass passed, $fail failed"

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <map>
+#include <tuple>
 
 #include "core/errors.hpp"
 #include "sim/network.hpp"
@@ -83,18 +85,78 @@ class EventQueue {
   uint64_t last_ = 0;
 };
 
-// splitmix64: the same background destinations on every platform for a seed.
-uint64_t next_random(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
+// Consecutive puts of a rank flagged Multicast, with the same source span and
+// rail, are one injection (schedule.hpp, HwAssist): the end of the run that
+// starts at prog[first].
+size_t multicast_run_end(const std::vector<Op>& prog, size_t first) {
+  const Op& a = prog[first];
+  auto same_source = [&](const Op& b) {
+    if (a.segs.empty() || b.segs.empty()) return a.segs.empty() && b.segs.empty();
+    const Span &x = a.segs[0].src, &y = b.segs[0].src;
+    return x.region == y.region && x.owner == y.owner && x.offset == y.offset && x.length == y.length;
+  };
+  size_t end = first + 1;
+  while (end < prog.size() && prog[end].kind == OpKind::Put && prog[end].hw == HwAssist::Multicast &&
+         prog[end].rail == a.rail && same_source(prog[end]))
+    ++end;
+  return end;
+}
+
+// The nodes a hardware operation spans: its source's and its destinations'.
+// The switches deliver to a contiguous range of nodes only (seed 004 §2.3.1:
+// "as long as the multicast set is physically contiguous"; §4.2).
+struct NodeRange {
+  int source = 0, lo = 0, hi = -1;
+  std::vector<int> ranks;  // ranks[n - lo]: destination ranks on node n
+  bool contiguous() const {
+    for (size_t i = 0; i < ranks.size(); ++i)
+      if (ranks[i] == 0 && static_cast<int>(i) != source - lo) return false;
+    return true;
+  }
+};
+NodeRange node_range(const Topology& t, int source_node, const std::vector<int>& dest_ranks) {
+  NodeRange x;
+  x.source = x.lo = x.hi = source_node;
+  for (int r : dest_ranks) x.lo = std::min(x.lo, t.node_of(r)), x.hi = std::max(x.hi, t.node_of(r));
+  x.ranks.assign(x.hi - x.lo + 1, 0);
+  for (int r : dest_ranks) ++x.ranks[t.node_of(r) - x.lo];
+  return x;
+}
+
+std::string node_list(const NodeRange& x) {
+  std::string s;
+  for (size_t i = 0; i < x.ranks.size(); ++i)
+    if (x.ranks[i] || static_cast<int>(i) == x.source - x.lo) s += (s.empty() ? "" : ",") + std::to_string(x.lo + i);
+  return s;
+}
+
+// The hardware barrier's waves: the puts flagged Combine to one counter, the
+// ranks that issue them (each marks itself ready) and the counter, whose rank
+// receives the one combined acknowledgement.
+struct CombineGroup {
+  CounterRef counter;
+  int root = 0;  // the counter's rank (the put's peer)
+  std::vector<int> ranks;
+};
+std::vector<CombineGroup> combine_groups(const Schedule& s) {
+  std::map<std::tuple<bool, int, int>, CombineGroup> by_counter;
+  for (int r = 0; r < static_cast<int>(s.programs.size()); ++r)
+    for (const Op& op : s.programs[r])
+      if (op.kind == OpKind::Put && op.hw == HwAssist::Combine) {
+        CombineGroup& g = by_counter[{op.counter.on_node, op.counter.owner, op.counter.index}];
+        g.counter = op.counter;
+        g.root = op.peer;
+        g.ranks.push_back(r);
+      }
+  std::vector<CombineGroup> groups;
+  for (auto& kv : by_counter) groups.push_back(std::move(kv.second));
+  return groups;
 }
 
 class Engine {
  public:
   Engine(const Schedule& s, const Machine& m, const SimOptions& o)
-      : s_(s), m_(m), o_(o), t_(s.topo), N(t_.nranks()), net_(m, t_.nnodes(), t_.rails()), random_(o.seed) {
+      : s_(s), m_(m), o_(o), t_(s.topo), N(t_.nranks()), net_(m, t_.nnodes(), t_.rails(), o.seed), random_(o.seed) {
     check_options(o);
     membus_.assign(m.membus_machine_wide ? 1 : t_.nnodes(), 0);
     // One pool of cores per node, or one for the machine; contention matters only
@@ -114,11 +176,12 @@ class Engine {
                          static_cast<size_t>(t_.nnodes()) * std::max(1, s.node_counters),
                      0);
     waiters_.assign(counters_.size(), {});
+    add_combine_waves();
     add_generators();
   }
 
   SimResult run() {
-    for (int r = 0; r < N; ++r) push(0, kStep, r, 0);
+    for (int r = 0; r < N; ++r) push(o_.start_us, kStep, r, 0);
     for (size_t g = 0; g < generators_.size(); ++g)
       for (int e = 0; e < m_.dma_engines; ++e) background_send(static_cast<int>(g), 0);
     while (!heap_.empty() && finished_ < N) {
@@ -130,14 +193,15 @@ class Engine {
         case kStep: step(e.a, t); break;
         case kReceive: {  // receive overhead and kernel work on the receiving node's cores
           const Arrival& x = arrivals_[e.b];
-          push(cpu(x.rank, t, m_.recv_overhead_us + x.kernel_us), kIncrement, e.a, 0);
+          push(cpu(x.rank, t, m_.recv_overhead_us + x.kernel_us), kIncrement, e.a, x.amount);
           break;
         }
-        case kIncrement: increment(e.a, t); break;
+        case kIncrement: increment(e.a, e.b, t); break;
         case kBackground: background_send(e.a, t); break;
       }
     }
     SimResult res;
+    for (double& f : finish_) f -= o_.start_us;
     res.finish_us = finish_;
     res.events = events_;
     res.background_messages = background_messages_;
@@ -198,8 +262,20 @@ class Engine {
           break;
         }
         case OpKind::Put: {
-          ++pc_[r];
-          double resume = put(r, node, op, t);
+          if (op.hw == HwAssist::Combine) {  // the process only marks itself ready
+            ++pc_[r];
+            combine_ready(op, t);
+            break;
+          }
+          double resume;
+          if (op.hw == HwAssist::Multicast) {
+            size_t end = multicast_run_end(prog, pc_[r]);
+            resume = multicast(r, node, prog, pc_[r], end, t);
+            pc_[r] = static_cast<int>(end);
+          } else {
+            ++pc_[r];
+            resume = put(r, node, op, t);
+          }
           // A flush right after the put only moves the same resumption later:
           // one event instead of two (Direct's every put is followed by one).
           if (pc_[r] < static_cast<int>(prog.size()) && prog[pc_[r]].kind == OpKind::Flush) {
@@ -213,12 +289,12 @@ class Engine {
           const CounterRef& c = op.counter;
           int target_node = c.on_node ? c.owner : t_.node_of(c.owner);
           if (target_node == node) {
-            push(t + m_.flag_latency_us, kIncrement, counter_id(c), 0);
+            push(t + m_.flag_latency_us, kIncrement, counter_id(c), 1);
             break;
           }
           t = cpu(r, t, m_.send_overhead_us);
-          arrive(net_.transfer(node, target_node, 0, t, 0).arrive, c.on_node ? t_.leader(c.owner) : c.owner,
-                 counter_id(c), 0);
+          arrive(net_.transfer(node, target_node, 0, t, 0, !o_.nic_memory).arrive,
+                 c.on_node ? t_.leader(c.owner) : c.owner, counter_id(c), 0);
           return push(t, kStep, r, 0);
         }
         case OpKind::Wait: {
@@ -278,7 +354,7 @@ class Engine {
     double last = sent;
     const int k = t_.rails();
     auto part = [&](int rail, uint64_t b) {
-      Network::Times x = net_.transfer(node, peer_node, rail, sent, b);
+      Network::Times x = net_.transfer(node, peer_node, rail, sent, b, !o_.nic_memory);
       last = std::max(last, x.arrive);
       local_done_[r] = std::max(local_done_[r], x.left);
     };
@@ -291,20 +367,78 @@ class Engine {
     return t;
   }
 
-  // A put or signal for rank `to` has arrived at t: its receive overhead is
-  // that rank's work (an event of its own only when cores are contended, so that
-  // the work is claimed in time order; otherwise one event per put).
-  void arrive(double t, int to, int counter, double kernel_us) {
-    if (contended_) {
-      arrivals_.push_back({to, kernel_us});
-      push(t, kReceive, counter, static_cast<int>(arrivals_.size()) - 1);
-    } else {
-      push(t + m_.recv_overhead_us + kernel_us, kIncrement, counter, 0);
+  // Puts [first, end) of rank r's program are one hardware multicast: one send
+  // overhead, one injection replicated by the switches (Network::multicast);
+  // every destination counts it when the last node has it, plus its own
+  // receive overhead. The hardware writes the whole contiguous range, the
+  // source's node too (its NIC writes the copy: on a half-duplex bus the source
+  // reads and writes every byte), and one DMA write per destination process
+  // (it writes one process's memory per multicast, seed 004 §4.2).
+  double multicast(int r, int node, const std::vector<Op>& prog, size_t first, size_t end, double t) {
+    t = cpu(r, t, m_.send_overhead_us);
+    std::vector<int> dests;
+    for (size_t i = first; i < end; ++i) dests.push_back(prog[i].peer);
+    NodeRange x = node_range(t_, node, dests);
+    std::vector<int> writes = x.ranks;
+    writes[node - x.lo] = std::max(1, writes[node - x.lo]);
+    double last = t;
+    for (auto& part : s_.rail_parts(prog[first].rail, prog[first].bytes())) {
+      Network::MulticastTimes m = net_.multicast(node, x.lo, x.hi, part.first, t, part.second, writes, !o_.nic_memory);
+      last = std::max(last, m.arrive);
+      local_done_[r] = std::max(local_done_[r], m.left);
+    }
+    for (size_t i = first; i < end; ++i) arrive(last, prog[i].peer, counter_id(prog[i].counter), 0);
+    return t;
+  }
+
+  // ---- the hardware barrier's combined acknowledgements (seed 004 §4.1, Fig. 7;
+  // seed 003 §4.3). The Combine puts to one counter form a wave: each process
+  // marks itself ready (a word in its memory, no message); once the last one
+  // has, the test-and-set multicast from the counter's node finds every node
+  // ready: a packet the NIC sends (no DMA), a check of a word of host memory on
+  // every node, and one combined acknowledgement back, which the counter's rank
+  // receives once (no per-message work there).
+  struct CombineWave {
+    int expected = 0, issued = 0;
+    int root_node = 0, lo = 0, hi = 0;
+  };
+
+  void add_combine_waves() {
+    for (const CombineGroup& g : combine_groups(s_)) {
+      CombineWave w;
+      w.expected = static_cast<int>(g.ranks.size());
+      w.root_node = t_.node_of(g.root);
+      NodeRange x = node_range(t_, w.root_node, g.ranks);
+      w.lo = x.lo;
+      w.hi = x.hi;
+      wave_of_[counter_id(g.counter)] = static_cast<int>(waves_.size());
+      waves_.push_back(w);
     }
   }
 
-  void increment(int id, double t) {
-    ++counters_[id];
+  void combine_ready(const Op& op, double t) {
+    const int id = counter_id(op.counter);
+    CombineWave& w = waves_[wave_of_.at(id)];
+    if (++w.issued < w.expected) return;
+    w.issued = 0;
+    arrive(net_.test_and_set(w.root_node, w.lo, w.hi, 0, t).acked, op.peer, id, 0, w.expected);
+  }
+
+  // A put or signal for rank `to` has arrived at t, adding `amount` to the
+  // counter: its receive overhead is that rank's work (an event of its own only
+  // when cores are contended, so that the work is claimed in time order;
+  // otherwise one event per put).
+  void arrive(double t, int to, int counter, double kernel_us, int amount = 1) {
+    if (contended_) {
+      arrivals_.push_back({to, kernel_us, amount});
+      push(t, kReceive, counter, static_cast<int>(arrivals_.size()) - 1);
+    } else {
+      push(t + m_.recv_overhead_us + kernel_us, kIncrement, counter, amount);
+    }
+  }
+
+  void increment(int id, int amount, double t) {
+    counters_[id] += amount;
     auto& w = waiters_[id];
     for (size_t i = 0; i < w.size();) {
       int r = w[i];
@@ -422,7 +556,10 @@ class Engine {
   struct Arrival {
     int rank;          // whose receive work it is
     double kernel_us;  // its kernel share of the bytes
+    int amount;        // what it adds to the counter
   };
+  std::vector<CombineWave> waves_;
+  std::map<int, int> wave_of_;  // counter -> its wave
   std::vector<Arrival> arrivals_;  // per arrival event
   bool contended_ = false;
   std::vector<uint64_t> counters_;
@@ -453,6 +590,15 @@ void check_options(const SimOptions& o) {
     throw InputError("background messages need at least 1 byte");
 }
 
+SimOptions loaded_sample(const SimOptions& o, const Machine& m, int i) {
+  SimOptions x = o;
+  x.seed = o.seed + static_cast<uint64_t>(i);
+  if (o.background == "none") return x;
+  uint64_t state = x.seed;
+  x.start_us = o.start_us + (2 + next_uniform(state)) * static_cast<double>(o.background_bytes) / m.nic_MBps();
+  return x;
+}
+
 void check_runs(const Schedule& s, const Machine& m) {
   check_fits(s.topo, m);
   for (const auto& prog : s.programs)
@@ -469,8 +615,37 @@ void check_runs(const Schedule& s, const Machine& m) {
           throw InputError(s.collective + "/" + s.algorithm + " uses a '" + op_name(op.kind) +
                            "' operation, which the simulator does not model; preset '" + m.name + "' cannot run it");
       }
-  // Hook: once schedules mark operations for the hardware broadcast or barrier,
-  // a machine without hw_multicast / hw_barrier cannot run them; refuse here.
+  // The hardware collectives: only on machines that have them, and only over a
+  // contiguous range of nodes (seed 004 §2.3.1). elan_hbcast falls back to
+  // software for other sets (§4.2); here the schedule is refused instead, so
+  // that a hardware time is never reported for what the hardware cannot do.
+  const std::string who = s.collective + "/" + s.algorithm;
+  const std::vector<CombineGroup> combines = combine_groups(s);
+  if (!combines.empty() && !m.hw_barrier)  // first: the barrier's 'go' is a multicast too
+    throw InputError(who + " needs the hardware barrier, which preset '" + m.name + "' does not have (hw_barrier = no)");
+  for (const CombineGroup& g : combines) {
+    NodeRange x = node_range(s.topo, s.topo.node_of(g.root), g.ranks);
+    if (!x.contiguous())
+      throw InputError(who + ": the hardware barrier spans nodes " + node_list(x) +
+                       ", not a contiguous range; the test-and-set multicast needs one (seed 004 §2.3.1)");
+  }
+  for (int r = 0; r < static_cast<int>(s.programs.size()); ++r) {
+    const auto& prog = s.programs[r];
+    for (size_t i = 0; i < prog.size(); ++i) {
+      if (prog[i].kind != OpKind::Put || prog[i].hw != HwAssist::Multicast) continue;
+      if (!m.hw_multicast)
+        throw InputError(who + " needs the hardware multicast, which preset '" + m.name +
+                         "' does not have (hw_multicast = no)");
+      size_t end = multicast_run_end(prog, i);
+      std::vector<int> dests;
+      for (size_t j = i; j < end; ++j) dests.push_back(prog[j].peer);
+      NodeRange x = node_range(s.topo, s.topo.node_of(r), dests);
+      if (!x.contiguous())
+        throw InputError(who + ": rank " + std::to_string(r) + " multicasts to nodes " + node_list(x) +
+                         ", not a contiguous range; the hardware multicast needs one (seed 004 §2.3.1)");
+      i = end - 1;
+    }
+  }
 }
 
 SimResult simulate(const Schedule& s, const Machine& m, const SimOptions& o) {

@@ -20,9 +20,15 @@
 //  * optional background traffic: every node's NICs keep messages of a fixed
 //    size in flight to a complement, uniformly random or hot-spot destination
 //    while the collective runs.
-// Not modeled: hardware multicast and the hardware barrier (hooks only: the
-// machine keys hw_multicast / hw_barrier), link-level flow control (a stage
-// queues without bound instead of blocking the stages behind it).
+//  * the Quadrics hardware collectives, on machines with hw_multicast /
+//    hw_barrier: a run of puts flagged HwAssist::Multicast is one injection
+//    replicated by the switches to a contiguous range of nodes; puts flagged
+//    HwAssist::Combine are answered by one test-and-set multicast whose
+//    acknowledgements the switches combine (sim/network.hpp, multicast).
+// Not modeled: link-level flow control (a stage queues without bound instead
+// of blocking the stages behind it), packets of ordinary transfers (a message
+// holds a stage for all its bytes; only the hardware collectives' packets
+// interleave with other traffic).
 #pragma once
 #include <string>
 #include <vector>
@@ -36,6 +42,14 @@ struct SimOptions {
   std::string background = "none";  // none | complement | uniform | hotspot
   uint64_t background_bytes = 65536;  // size of every background message
   uint64_t seed = 1;                  // uniform background destinations
+  // The collective's ranks start at start_us while the background traffic runs
+  // from 0, so they meet a loaded network in its running state; the results
+  // are measured from start_us.
+  double start_us = 0;
+  // The collective's buffers are in NIC memory (seed 004 §3.1.2: the Elan
+  // memory allocator; its best broadcast, §6.2.2): its transfers cross no host
+  // bus. Background traffic still uses main memory.
+  bool nic_memory = false;
 };
 // The patterns `background` accepts, for error messages and --help.
 extern const char* const kBackgroundPatterns;
@@ -53,6 +67,12 @@ void check_fits(const Topology& t, const Machine& m);
 // The fit, and every operation of the schedule one the machine model can run.
 void check_runs(const Schedule& s, const Machine& m);
 void check_options(const SimOptions& o);
+// Sample i of a run under background traffic: seed o.seed + i, and a start
+// after (2 + u) times one background message's time through a NIC (u uniform in
+// [0, 1) from that seed): every sample meets the traffic running, at another
+// phase, so a deterministic model still gives a distribution (barrier, seed
+// 004 Figs. 11-12).
+SimOptions loaded_sample(const SimOptions& o, const Machine& m, int i);
 // Checks the fit, then runs.
 SimResult simulate(const Schedule& s, const Machine& m, const SimOptions& o = {});
 

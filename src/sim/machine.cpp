@@ -138,10 +138,9 @@ Machine parse_machine(const std::string& text, const std::string& origin) {
   m.spin_turn_us = number("spin_turn_us", 0, 1e6, true, 0);
   m.hw_multicast = word("hw_multicast", {"yes", "no"}, true, "no") == "yes";
   m.hw_barrier = word("hw_barrier", {"yes", "no"}, true, "no") == "yes";
-  // Other hw_* keys are hooks for the hardware collectives (presets/README.md).
+  m.hw_packet_bytes = number("hw_packet_bytes", 0, 1 << 20, true, 0);
   for (auto& k : kv)
-    if (!used.count(k.first) && k.first.rfind("hw_", 0) != 0)
-      throw InputError(origin + ": unknown parameter '" + k.first + "'");
+    if (!used.count(k.first)) throw InputError(origin + ": unknown parameter '" + k.first + "'");
   return m;
 }
 

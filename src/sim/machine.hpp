@@ -35,7 +35,11 @@ struct Machine {
   // shared memory) | socket (a local socket: the kernel copies on both ends)
   std::string intranode_put = "shm";
   double socket_ns_per_byte = 0;     // intranode_put = socket: host CPU per byte on each end
-  bool hw_multicast = false, hw_barrier = false;  // hooks: read, not yet used by any schedule
+  // The Quadrics hardware collectives (puts flagged HwAssist::Multicast or
+  // ::Combine need them) and the largest packet payload, at which their packets
+  // interleave with other traffic (0: unknown, they queue behind whole messages).
+  bool hw_multicast = false, hw_barrier = false;
+  double hw_packet_bytes = 0;
   // CPU contention (optional; by default every process has a core): host work
   // (copies, send and receive overheads, wake-ups) queues for `cores` cores,
   // per node or shared by the whole machine (an emulated cluster on one host).

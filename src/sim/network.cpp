@@ -4,12 +4,14 @@
 
 namespace railcoll::sim {
 
-Network::Network(const Machine& m, int nodes, int rails) : m_(m), nodes_(nodes), rails_(rails) {
+Network::Network(const Machine& m, int nodes, int rails, uint64_t seed)
+    : m_(m), nodes_(nodes), rails_(rails), random_(seed ^ 0x5eed5eed5eed5eedULL) {
   long nics = static_cast<long>(nodes) * rails;
   engines_.assign(nics * m.dma_engines, 0);
   bus_read_.assign(m.pci_per_node ? nodes : nics, {});
   if (!m.pci_half_duplex) bus_write_own_.assign(bus_read_.size(), {});
   bus_write_ = m.pci_half_duplex ? &bus_read_ : &bus_write_own_;
+  multicast_root_.assign(rails, 0);
   nic_up_.assign(nics, {});
   nic_down_.assign(nics, {});
   if (m.topology == "fattree") {
@@ -65,12 +67,35 @@ inline double reserve(Network::Queue& q, double ready, double busy, double* star
   return q.free;
 }
 
-// One stage of the pipeline: the bytes cross `q`, `latency` after the previous stage.
-inline void stage(Network::Head& h, Network::Queue& q, double busy, double latency) {
+// One stage of the pipeline: the bytes cross `q` in `busy`, `latency` after the
+// previous stage; the resource is held for `occupy` (at least `busy`: a NIC
+// port injects one message per gap_us, which limits the rate of the messages
+// after this one without delaying this one's bytes).
+inline void stage(Network::Head& h, Network::Queue& q, double busy, double latency, double occupy) {
   double start;
-  double end = reserve(q, h.start + latency, busy, &start);
-  h.end = std::max(end, h.end + latency);
+  reserve(q, h.start + latency, occupy, &start);
+  h.end = std::max(start + busy, h.end + latency);
   h.start = start;
+}
+inline void stage(Network::Head& h, Network::Queue& q, double busy, double latency) {
+  stage(h, q, busy, latency, busy);
+}
+
+// A stage for a hardware collective's packets. The Elites switch packets, not
+// messages (seed 004 §2.2.1: wormhole packets of at most 320 B, two virtual
+// channels per link), and the Elan3 DMA thread time-slices large DMAs "so that
+// small DMAs are not adversely blocked" (§2.1): at a resource that another
+// transfer holds, they wait for the rest of the packet in flight (`wait`), not
+// for the whole message, then share it
+// packet by packet with what is there: both go at half rate while both have
+// bytes left, and what was queued finishes later by this transfer's time.
+inline void stage_between_packets(Network::Head& h, Network::Queue& q, double busy, double latency, double occupy,
+                                  double wait) {
+  double ready = h.start + latency, queued = q.free - ready;
+  if (queued <= wait) return stage(h, q, busy, latency, occupy);
+  h.start = ready + wait;
+  q.free += occupy;
+  h.end = std::max(h.start + busy + std::min(busy, queued - wait), h.end + latency);
 }
 
 }  // namespace
@@ -87,25 +112,31 @@ int Network::choose_up(long link0, double head) const {
   return best;
 }
 
-Network::Times Network::transfer(int a, int b, int rail, double t, uint64_t bytes) {
-  long nic_a = static_cast<long>(a) * rails_ + rail, nic_b = static_cast<long>(b) * rails_ + rail;
-  double* engine = &engines_[nic_a * m_.dma_engines];
-  double* first = engine;
+double* Network::free_engine(long nic) {
+  double* first = &engines_[nic * m_.dma_engines];
+  double* engine = first;
   for (int e = 1; e < m_.dma_engines; ++e)
     if (first[e] < *engine) engine = first + e;
+  return engine;
+}
+
+Network::Times Network::transfer(int a, int b, int rail, double t, uint64_t bytes, bool host_bus) {
+  long nic_a = static_cast<long>(a) * rails_ + rail, nic_b = static_cast<long>(b) * rails_ + rail;
+  double* engine = free_engine(nic_a);
   double ready = std::max(t, *engine) + m_.dma_startup_us;
   Head h{ready, ready};
-  const double on_bus = bytes / m_.pci_MBps, on_link = bytes / m_.link_MBps;
+  const double on_bus = host_bus ? bytes / m_.pci_MBps : 0, on_link = bytes / m_.link_MBps;
   long bus_a = m_.pci_per_node ? a : nic_a, bus_b = m_.pci_per_node ? b : nic_b;
-  stage(h, bus_read_[bus_a], on_bus, 0);
+  if (host_bus) stage(h, bus_read_[bus_a], on_bus, 0);
   double left = h.end;
   if (a == b) {  // NIC loopback: read and written back over the same bus
     *engine = left;
-    stage(h, (*bus_write_)[bus_a], on_bus, m_.wire_latency_us);
+    if (host_bus) stage(h, (*bus_write_)[bus_a], on_bus, m_.wire_latency_us);
+    else h.end += m_.wire_latency_us;
     return {left, h.end};
   }
   // Injection: at most one message per gap_us on this NIC.
-  stage(h, nic_up_[nic_a], std::max(on_link, m_.gap_us), 0);
+  stage(h, nic_up_[nic_a], on_link, 0, std::max(on_link, m_.gap_us));
   *engine = h.end;  // the engine is free once the bytes have left the NIC
   if (!tree_up_.empty()) {
     // Up to the lowest level whose subtree holds both nodes, then down the
@@ -133,8 +164,102 @@ Network::Times Network::transfer(int a, int b, int rail, double t, uint64_t byte
     }
   }
   stage(h, nic_down_[nic_b], on_link, m_.wire_latency_us);
-  stage(h, (*bus_write_)[bus_b], on_bus, 0);
+  if (host_bus) stage(h, (*bus_write_)[bus_b], on_bus, 0);
   return {left, h.end};
+}
+
+Network::MulticastTimes Network::multicast(int a, int lo, int hi, int rail, double t, uint64_t bytes,
+                                           const std::vector<int>& writes, bool host_bus) {
+  return replicate(a, lo, hi, rail, t, bytes, writes, true, false, host_bus);
+}
+
+Network::MulticastTimes Network::test_and_set(int a, int lo, int hi, int rail, double t) {
+  return replicate(a, lo, hi, rail, t, 0, std::vector<int>(hi - lo + 1, 0), false, true, true);
+}
+
+Network::MulticastTimes Network::replicate(int a, int lo, int hi, int rail, double t, uint64_t bytes,
+                                           const std::vector<int>& writes, bool dma, bool check_host,
+                                           bool host_bus) {
+  const double packet = m_.hw_packet_bytes;  // another transfer's packet, which a packet may find in flight
+  const double on_bus = host_bus ? bytes / m_.pci_MBps : 0, on_link = bytes / m_.link_MBps;
+  const double bus_wait = packet / m_.pci_MBps, link_wait = packet / m_.link_MBps;
+  // A packet that finds a resource busy arrives at a uniformly random point of
+  // the packet in flight (the loaded runs' variation; a quiet run never draws).
+  // Without a packet size (hw_packet_bytes = 0) it queues behind whole messages.
+  auto stage_hw = [&](Head& h, Queue& q, double busy, double latency, double occupy, double wait) {
+    if (packet <= 0) return stage(h, q, busy, latency, occupy);
+    if (q.free <= h.start + latency) return stage(h, q, busy, latency, occupy);
+    stage_between_packets(h, q, busy, latency, occupy, wait * next_uniform(random_));
+  };
+  const long nic_a = static_cast<long>(a) * rails_ + rail;
+  auto bus_of = [&](int n) { return m_.pci_per_node ? n : static_cast<long>(n) * rails_ + rail; };
+  Head h{t, t};
+  double left = t, *engine = nullptr, engine_start = t;
+  if (dma) {  // the DMA thread slices this DMA in between the one it is working on
+    engine = free_engine(nic_a);
+    if (*engine > t) engine_start = packet > 0 ? std::min(*engine, t + link_wait * next_uniform(random_)) : *engine;
+    h.start = h.end = engine_start + m_.dma_startup_us;
+    if (host_bus) stage_hw(h, bus_read_[bus_of(a)], on_bus, 0, on_bus, bus_wait);
+    left = h.end;
+  }
+  stage_hw(h, nic_up_[nic_a], on_link, 0, std::max(on_link, m_.gap_us), link_wait);
+  if (engine) *engine = *engine > engine_start ? *engine + (h.end - engine_start) : h.end;
+  // Up the fixed path (up port 0 at every level: the "top leftmost switch" is
+  // the root, seed 004 §2.3.1) to the lowest level whose subtree holds the range.
+  int top = 1;
+  const long base = links_per_rail_ * rail;
+  if (!tree_up_.empty()) {
+    while (group_[static_cast<size_t>(top) * nodes_ + lo] != group_[static_cast<size_t>(top) * nodes_ + hi]) ++top;
+    for (int l = 1; l < top; ++l) {
+      long link = base + level_first_[l] + group_[static_cast<size_t>(l) * nodes_ + a] * span_[l - 1] * arity_;
+      stage_hw(h, tree_up_[link], on_link, m_.hop_latency_us, on_link, link_wait);
+    }
+  }
+  // The root switch passes one multicast at a time.
+  double& root = multicast_root_[rail];
+  if (root > h.start) {
+    h.end += root - h.start;
+    h.start = root;
+  }
+  // Down: every switch of the range's subtree forwards to all its ports in the
+  // range at once. heads[g - first group of the level] is the head at the
+  // level-l switch of group g (replica 0, the leftmost path).
+  std::vector<Head> heads(1, h), below;
+  for (int l = top - 1; l >= 1; --l) {
+    const size_t at = static_cast<size_t>(l) * nodes_;
+    const int g0 = group_[at + lo], g1 = group_[at + hi], parent0 = group_[at + nodes_ + lo];
+    below.assign(g1 - g0 + 1, h);
+    for (int g = g0; g <= g1; ++g) {
+      Head& x = below[g - g0];
+      x = heads[g / arity_ - parent0];
+      stage_hw(x, tree_down_[base + level_first_[l] + g * span_[l - 1] * arity_], on_link,
+                            m_.hop_latency_us, on_link, link_wait);
+    }
+    heads.swap(below);
+  }
+  // Into every node of the range: its NIC, then its bus; the last byte in the
+  // last memory is when every node has it (replication in lockstep).
+  double arrive = t;
+  const int leaf0 = top > 1 ? group_[static_cast<size_t>(nodes_) + lo] : 0;
+  for (int n = lo; n <= hi; ++n) {
+    Head x = heads[top > 1 ? group_[static_cast<size_t>(nodes_) + n] - leaf0 : 0];
+    stage_hw(x, nic_down_[static_cast<long>(n) * rails_ + rail], on_link, m_.wire_latency_us, on_link,
+                          link_wait);
+    // The check is one read of host memory: a DMA start-up's round trip over the bus.
+    if (check_host) stage_hw(x, bus_read_[bus_of(n)], 0, m_.dma_startup_us, 0, bus_wait);
+    Queue& bus = (*bus_write_)[bus_of(n)];
+    double in = x.end;
+    for (int w = 0; host_bus && w < writes[n - lo]; ++w) {
+      Head y = x;
+      stage_hw(y, bus, on_bus, 0, on_bus, bus_wait);
+      in = std::max(in, y.end);
+    }
+    arrive = std::max(arrive, in);
+  }
+  // The acknowledgements climb back to the root switch and down to a: the
+  // latency of a 0-byte message over that path, combined on the way.
+  root = arrive + m_.wire_latency_us + 2 * (top - 1) * m_.hop_latency_us;
+  return {left, arrive, root};
 }
 
 }  // namespace railcoll::sim

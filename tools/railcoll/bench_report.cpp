@@ -50,6 +50,16 @@ double rail_bound_us(const BenchContext& c, uint64_t bytes) {
   return node_bytes * 8 / (c.rail_bits_per_s * c.rails) * 1e6;
 }
 
+std::vector<uint64_t> bench_sizes(const std::string& collective, uint64_t min, uint64_t max) {
+  std::vector<uint64_t> v;
+  if (collective == "barrier") return {0};
+  // allreduce sums floats: whole 4-byte elements
+  uint64_t first = collective == "allreduce" ? std::max<uint64_t>(min, 4) : std::max<uint64_t>(min, 1);
+  for (uint64_t s = first; s <= max; s *= 2) v.push_back(collective == "allreduce" ? (s + 3) / 4 * 4 : s);
+  if (min == 0) v.insert(v.begin(), 0);
+  return v;
+}
+
 void set_percentiles(BenchRecord* r, std::vector<double> slowest_us) {
   if (slowest_us.empty()) return;
   std::sort(slowest_us.begin(), slowest_us.end());
@@ -97,9 +107,10 @@ void print_summary(std::ostream& o, const std::vector<BenchRecord>& recs, const 
       << (a ? au.str() : "-") << std::right << std::setw(9) << cell(tuned) << std::setw(12) << cell(han)
       << std::setw(12) << ratio(tuned) << std::setw(10) << ratio(han);
     if (have_bound) {
-      double bound = rail_bound_us(c, bytes);
-      o << std::setw(12) << std::fixed << std::setprecision(1) << bound << std::setw(9);
-      if (a && a->p50_us > 0) o << std::setprecision(0) << 100 * bound / a->p50_us << "%"; else o << "-";
+      double bound = rail_bound_us(c, bytes);  // 0: nothing to move (a barrier)
+      if (bound > 0) o << std::setw(12) << std::fixed << std::setprecision(1) << bound << std::setw(9);
+      else o << std::setw(12) << "-" << std::setw(9);
+      if (a && a->p50_us > 0 && bound > 0) o << std::setprecision(0) << 100 * bound / a->p50_us << "%"; else o << "-";
     }
     o << "\n";
   }
@@ -238,7 +249,7 @@ for a in algos:
     ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=a, **style)
 ax.set_xscale("log", base=2)
 ax.set_yscale("log")
-ax.set_xlabel("bytes per rank")
+ax.set_xlabel(sys.argv[4] if len(sys.argv) > 4 else "bytes per rank")
 ax.set_ylabel("median latency (us)")
 ax.set_title(title)
 ax.grid(True, which="both", alpha=0.3)
@@ -306,11 +317,12 @@ int run_workers(bool cluster, const std::vector<std::string>& cluster_args,
   return rc;
 }
 
-bool write_plot(const std::vector<BenchRecord>& recs, const std::string& png, const std::string& title) {
+bool write_plot(const std::vector<BenchRecord>& recs, const std::string& png, const std::string& title,
+                const std::string& x_label) {
   std::string json = png + ".json", script = "/tmp/railcoll-plot-" + std::to_string(getpid()) + ".py";
   write_json(json, recs);
   std::ofstream(script) << kPlotScript;
-  int st = run_command({"python3", script, json, png, title});
+  int st = run_command({"python3", script, json, png, title, x_label});
   unlink(script.c_str());
   unlink(json.c_str());
   if (st != 0) std::cerr << "railcoll: plotting failed (is matplotlib installed? make deps installs it)\n";

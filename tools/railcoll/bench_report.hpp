@@ -19,6 +19,11 @@ struct BenchRecord {
   std::string background;          // traffic pattern during the measurement, "" when quiet
 };
 
+// The sizes a benchmark of `collective` runs, doubling from min to max: none
+// but 0 for barrier; whole 4-byte elements for allreduce (float sums); 0 first
+// when min is 0.
+std::vector<uint64_t> bench_sizes(const std::string& collective, uint64_t min, uint64_t max);
+
 // The slowest rank's time of every call -> p50, p90, p99 of the record.
 void set_percentiles(BenchRecord* r, std::vector<double> slowest_us);
 
@@ -47,7 +52,10 @@ void write_json(const std::string& path, const std::vector<BenchRecord>& recs);
 void write_csv(const std::string& path, const std::vector<BenchRecord>& recs);
 // A log-log PNG of median latency vs size, one line per algorithm (matplotlib);
 // for records with samples (barrier), a histogram of the per-call latencies.
-bool write_plot(const std::vector<BenchRecord>& recs, const std::string& png, const std::string& title);
+// `x_label` names what `bytes` holds when it is not the size (the reproductions'
+// scaling figures put the number of nodes there).
+bool write_plot(const std::vector<BenchRecord>& recs, const std::string& png, const std::string& title,
+                const std::string& x_label = "bytes per rank");
 // The path of the running railcoll binary (drivers start their workers with it).
 std::string self_exe();
 // Whether an emulated cluster is up (`railcoll cluster status` exits 0).

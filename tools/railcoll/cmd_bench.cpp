@@ -97,16 +97,6 @@ bool launched_by_a_launcher() {
   return false;
 }
 
-std::vector<uint64_t> sizes(const BenchOptions& o) {
-  std::vector<uint64_t> v;
-  if (o.collective == "barrier") return {0};
-  // allreduce sums floats: whole 4-byte elements
-  uint64_t first = o.collective == "allreduce" ? std::max<uint64_t>(o.min, 4) : std::max<uint64_t>(o.min, 1);
-  for (uint64_t s = first; s <= o.max; s *= 2) v.push_back(o.collective == "allreduce" ? (s + 3) / 4 * 4 : s);
-  if (o.min == 0) v.insert(v.begin(), 0);
-  return v;
-}
-
 double now_us() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -230,7 +220,7 @@ int worker(const BenchOptions& o) {
   std::vector<BenchRecord> all;
   for (auto& algo : algos) {
     if (me == 0) print_table_header(std::cout, algo, ctx, o.full, o.validate);
-    for (uint64_t bytes : sizes(o)) {
+    for (uint64_t bytes : bench_sizes(o.collective, o.min, o.max)) {
       // Fewer iterations for large messages: at most ~64 MiB gathered per size.
       uint64_t per_call = std::max<uint64_t>(1, bytes * static_cast<uint64_t>(N));
       int iters = static_cast<int>(std::max<uint64_t>(5, std::min<uint64_t>(o.iters, (64ull << 20) / per_call)));

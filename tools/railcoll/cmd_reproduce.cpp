@@ -1,21 +1,24 @@
-// railcoll sim reproduce NAME|all [--json F] [--plot-dir D]
+// railcoll sim reproduce seed001|seed002|seed003|seed004|all ... [--json F] [--plot-dir D]
 //
 // The seeds' headline results beside the simulator's, with the relative error.
 // Nothing is tuned per figure: the presets are fitted only to point-to-point and
 // memory micro-benchmarks (presets/README.md). The papers' figures are images
 // we do not have as data, so the comparison is on the quantities their text
-// states (issue 4 lists them).
+// states (issues 4 and 5 list them).
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
 
+#include "algos/barrier/barrier.hpp"
 #include "args.hpp"
 #include "bench_report.hpp"
 #include "commands.hpp"
 #include "core/registry.hpp"
+#include "core/select.hpp"
 #include "sim/engine.hpp"
 
 namespace railcoll::cli {
@@ -29,7 +32,23 @@ struct Quantity {
   double rel_error() const { return paper_value == 0 ? 0 : (sim_value - paper_value) / paper_value; }
 };
 
-using Curve = std::map<uint64_t, double>;  // bytes per rank -> slowest rank's time (us)
+using Curve = std::map<uint64_t, double>;  // bytes per rank (or nodes) -> slowest rank's time (us)
+
+// One simulated time (the slowest rank's) as a record for the JSON and the
+// plots; `x` is the size, or the number of nodes in a scaling figure.
+BenchRecord sim_record(const std::string& collective, const std::string& label, uint64_t x, const Topology& t,
+                       double us) {
+  BenchRecord r;
+  r.collective = collective;
+  r.algorithm = label;
+  r.bytes = x;
+  r.ranks = t.nranks();
+  r.nodes = t.nnodes();
+  r.rails = t.rails();
+  r.avg_us = r.min_us = r.max_us = r.p50_us = us;
+  r.iterations = 1;
+  return r;
+}
 
 Curve run(const sim::Machine& m, const Topology& t, const std::string& algo, uint64_t lo, uint64_t hi,
           std::vector<BenchRecord>* recs, int concurrency = 0) {
@@ -41,15 +60,7 @@ Curve run(const sim::Machine& m, const Topology& t, const std::string& algo, uin
   for (uint64_t b = lo; b <= hi; b *= 2) {
     Schedule s = build_schedule("allgather", algo, t, std::vector<uint64_t>(t.nranks(), b), o, given);
     c[b] = sim::simulate(s, m).max_us;
-    BenchRecord r;
-    r.algorithm = algo;
-    r.bytes = b;
-    r.ranks = t.nranks();
-    r.nodes = t.nnodes();
-    r.rails = t.rails();
-    r.avg_us = r.min_us = r.max_us = r.p50_us = c[b];
-    r.iterations = 1;
-    recs->push_back(r);
+    recs->push_back(sim_record("allgather", algo, b, t, c[b]));
   }
   return c;
 }
@@ -62,7 +73,8 @@ Curve run(const sim::Machine& m, const Topology& t, const std::string& algo, uin
 // gather runs over Tports, which stripe over the rails -> gather_bcast on all
 // rails; above 32 KiB the ring, also over Tports -> ring on all rails. The
 // broadcast is the software tree of those schedules, not the hardware broadcast
-// elan_gather uses (not modeled yet): the native time is an upper bound.
+// elan_gather uses (the simulator models it now; it is not composed into this
+// yet): the native time is an upper bound.
 Curve elan_gather(const sim::Machine& m, const Topology& t, uint64_t lo, uint64_t hi, std::vector<BenchRecord>* recs) {
   std::vector<int> node_sizes;
   for (int n = 0; n < t.nnodes(); ++n) node_sizes.push_back(t.node_size(n));
@@ -74,17 +86,7 @@ Curve elan_gather(const sim::Machine& m, const Topology& t, uint64_t lo, uint64_
   Curve ring = run(m, t, "ring", std::max<uint64_t>(lo, 65536), hi, &parts);
   Curve n;
   for (const Curve* c : {&smp, &tree, &tports, &ring}) n.insert(c->begin(), c->end());
-  for (auto& [b, v] : n) {
-    BenchRecord r;
-    r.algorithm = "native (elan_gather)";
-    r.bytes = b;
-    r.ranks = t.nranks();
-    r.nodes = t.nnodes();
-    r.rails = t.rails();
-    r.avg_us = r.min_us = r.max_us = r.p50_us = v;
-    r.iterations = 1;
-    recs->push_back(r);
-  }
+  for (auto& [b, v] : n) recs->push_back(sim_record("allgather", "native (elan_gather)", b, t, v));
   return n;
 }
 
@@ -179,20 +181,223 @@ std::vector<Quantity> seed002(const std::string& plot_dir) {
   return q;
 }
 
+// `then` after `first` on every rank: a rank starts its part of `then` when it
+// has done its part of `first` (seed 004's Elanlib collectives are a
+// synchronization followed by a broadcast, §4.2). The counters of `then` are
+// numbered after those of `first`; the regions are as large as either needs.
+Schedule sequence(Schedule first, const Schedule& then) {
+  const int steps = first.stats().last_step + 1;
+  for (size_t r = 0; r < first.programs.size(); ++r)
+    for (Op op : then.programs[r]) {
+      if (op.kind == OpKind::Put || op.kind == OpKind::Signal || op.kind == OpKind::Wait)
+        op.counter.index += op.counter.on_node ? first.node_counters : first.rank_counters;
+      op.step += steps;
+      first.programs[r].push_back(std::move(op));
+    }
+  first.rank_counters += then.rank_counters;
+  first.node_counters += then.node_counters;
+  auto widen = [](std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
+    a.resize(std::max(a.size(), b.size()), 0);
+    for (size_t i = 0; i < b.size(); ++i) a[i] = std::max(a[i], b[i]);
+  };
+  widen(first.send_bytes, then.send_bytes);
+  widen(first.recv_bytes, then.recv_bytes);
+  widen(first.scratch_bytes, then.scratch_bytes);
+  widen(first.shared_bytes, then.shared_bytes);
+  first.collective = then.collective;
+  first.algorithm += " + " + then.algorithm;
+  first.root = then.root;
+  return first;
+}
+
+// The Elanlib collectives seed 004 measured, on contiguous nodes (§4.1-4.2):
+//   elan_hgsync  the hardware barrier: hw_combining;
+//   elan_gsync   the tree's 'ready' messages to rank 0, then the 'go' by
+//                hardware broadcast (a 0-byte multicast), as §4.1 describes it
+//                for adjacent nodes;
+//   elan_hbcast  elan_hgsync, then the hardware broadcast of the data;
+//   elan_bcast   the tree's 'ready' messages, then the hardware broadcast of the
+//                data, which also wakes the processes (§4.2).
+Schedule elanlib(const std::string& name, const Topology& t, uint64_t bytes) {
+  const std::vector<uint64_t> none(t.nranks(), 0);
+  AlgoOptions o;
+  auto multicast = [&](uint64_t b) {
+    return build_schedule("bcast", "hw_multicast", t, std::vector<uint64_t>(t.nranks(), b), o);
+  };
+  Schedule sync = name == "elan_hgsync" || name == "elan_hbcast" ? build_schedule("barrier", "hw_combining", t, none, o)
+                                                                   : barrier::build_tree_ready(t, BlockLayout(none), o);
+  if (name == "elan_hgsync") return sync;
+  return sequence(sync, multicast(name == "elan_gsync" ? 0 : bytes));
+}
+
+double slowest(const sim::Machine& m, const Schedule& s, const sim::SimOptions& o = {}) {
+  return sim::simulate(s, m, o).max_us;
+}
+
+// The scaling figures' node counts: 4, 16, 64, ... up to `max` (the seeds'
+// figures are plotted against nodes; one process per node).
+std::vector<int> node_counts(int max) {
+  std::vector<int> v;
+  for (int n = 4; n <= max; n *= 2) v.push_back(n);
+  return v;
+}
+
+// Loaded runs of `s` under uniform background traffic (seed 004 §5), the
+// simulator's default 64 KiB messages (the paper gives no size): the slowest
+// rank's time of each sample, as a record with the distribution.
+BenchRecord loaded_runs(const sim::Machine& m, const Schedule& s, const std::string& label, int samples) {
+  sim::SimOptions load;
+  load.background = "uniform";
+  BenchRecord r = sim_record("barrier", label, 0, s.topo, 0);
+  for (int i = 0; i < samples; ++i) r.samples_us.push_back(slowest(m, s, sim::loaded_sample(load, m, i)));
+  r.avg_us = 0;
+  for (double x : r.samples_us) r.avg_us += x / samples;
+  r.max_us = r.avg_us;
+  set_percentiles(&r, r.samples_us);
+  r.iterations = samples;
+  r.background = load.background;
+  return r;
+}
+
+double share_below(const std::vector<double>& xs, double limit) {
+  return static_cast<double>(std::count_if(xs.begin(), xs.end(), [&](double x) { return x < limit; })) / xs.size();
+}
+
+// Seed 004: Elanlib barriers and broadcasts on the 64-node Elan3 cluster, one
+// process per node (the figures' axes are nodes; the background traffic ran on
+// other processors, §5).
+std::vector<Quantity> seed004(const std::string& plot_dir) {
+  sim::Machine m = sim::load_machine("elan3-64");
+  std::vector<Quantity> q;
+  const std::string paper = "seed 004";
+  // Fig. 9: barrier latency, 4 to 64 nodes, quiet network.
+  std::vector<BenchRecord> fig9;
+  std::map<int, double> hw, sw;
+  for (int n : node_counts(64)) {
+    Topology t = Topology::from_ppn(n, 1, 1);
+    hw[n] = slowest(m, elanlib("elan_hgsync", t, 0));
+    sw[n] = slowest(m, elanlib("elan_gsync", t, 0));
+    double p2p = slowest(m, build_schedule("barrier", "tree", t, std::vector<uint64_t>(n, 0), AlgoOptions{}));
+    fig9.push_back(sim_record("barrier", "elan_hgsync (hw_combining)", n, t, hw[n]));
+    fig9.push_back(sim_record("barrier", "elan_gsync (tree ready, hw go)", n, t, sw[n]));
+    fig9.push_back(sim_record("barrier", "tree (point-to-point go)", n, t, p2p));
+  }
+  q.push_back({paper, "Fig. 9", "hardware barrier (elan_hgsync), 4 nodes, us", 5.0, hw[4], "us"});
+  q.push_back({paper, "Fig. 9", "hardware barrier (elan_hgsync), 32 nodes, us", 5.5, hw[32], "us"});
+  q.push_back({paper, "Fig. 9", "hardware barrier (elan_hgsync), 64 nodes, us", 6.0, hw[64], "us"});
+  q.push_back({paper, "Fig. 9", "software barrier (elan_gsync), 64 nodes, us", 14.8, sw[64], "us"});
+  q.push_back({paper, "Fig. 9", "software barrier (elan_gsync): growth per 4x nodes, 4-64 nodes, us", 2.5,
+               (sw[64] - sw[4]) / 2, "us"});
+  // Fig. 13: broadcast on 64 nodes, buffers in Elan memory (the text's numbers).
+  sim::SimOptions elan_memory;
+  elan_memory.nic_memory = true;
+  Topology t64 = Topology::from_ppn(64, 1, 1);
+  std::vector<BenchRecord> fig13;
+  Curve hbcast, bcast;
+  for (uint64_t b = 8; b <= (1 << 20); b *= 2) {
+    hbcast[b] = slowest(m, elanlib("elan_hbcast", t64, b), elan_memory);
+    bcast[b] = slowest(m, elanlib("elan_bcast", t64, b), elan_memory);
+    fig13.push_back(sim_record("bcast", "elan_hbcast (hw barrier + hw bcast)", b, t64, hbcast[b]));
+    fig13.push_back(sim_record("bcast", "elan_bcast (tree ready + hw bcast)", b, t64, bcast[b]));
+  }
+  q.push_back({paper, "Fig. 13", "hardware broadcast (elan_hbcast) of 256 B, 64 nodes, Elan memory, us", 13.0,
+               hbcast[256], "us"});
+  q.push_back({paper, "Fig. 13", "broadcast with software sync (elan_bcast) of 256 B, 64 nodes, us", 16.5, bcast[256],
+               "us"});
+  q.push_back({paper, "Fig. 13", "broadcast bandwidth of 1 MiB (elan_hbcast), 64 nodes, Elan memory, MB/s", 288,
+               (1 << 20) / hbcast[1 << 20], "MB/s"});
+  // Figs. 10-12: 64 nodes under uniform background traffic, 200 samples each.
+  std::vector<BenchRecord> fig11;
+  fig11.push_back(loaded_runs(m, elanlib("elan_hgsync", t64, 0), "elan_hgsync (hw_combining)", 200));
+  fig11.push_back(loaded_runs(m, elanlib("elan_gsync", t64, 0), "elan_gsync (tree ready, hw go)", 200));
+  const BenchRecord &lhw = fig11[0], &lsw = fig11[1];
+  q.push_back({paper, "Fig. 11", "hardware barrier under uniform traffic, 64 nodes: average, us", 14.8, lhw.avg_us,
+               "us"});
+  q.push_back({paper, "Fig. 11", "hardware barrier under uniform traffic: share of calls below 20 us", 0.93,
+               share_below(lhw.samples_us, 20), "fraction"});
+  q.push_back({paper, "Fig. 10", "hardware barrier slowdown under uniform traffic, 64 nodes", 2.0,
+               lhw.avg_us / hw[64], "ratio"});
+  q.push_back({paper, "Fig. 12", "software barrier under uniform traffic, 64 nodes: average, us", 595, lsw.avg_us,
+               "us"});
+  q.push_back({paper, "Fig. 10", "software barrier slowdown under uniform traffic, 64 nodes", 40, lsw.avg_us / sw[64],
+               "ratio"});
+  if (!plot_dir.empty()) {
+    write_plot(fig9, plot_dir + "/seed004-fig9.png", "seed 004 Fig. 9 simulated: barrier on elan3-64, 1 process per node",
+               "nodes");
+    write_plot(fig11, plot_dir + "/seed004-fig11-12.png",
+               "seed 004 Figs. 11-12 simulated: barrier under uniform traffic, 64 nodes");
+    write_plot(fig13, plot_dir + "/seed004-fig13.png", "seed 004 Fig. 13 simulated: broadcast, 64 nodes, Elan memory");
+  }
+  return q;
+}
+
+// Seed 003: one ASCI Q segment, 1024 nodes, one process per node (the
+// figures' axes are nodes).
+std::vector<Quantity> seed003(const std::string& plot_dir) {
+  sim::Machine m = sim::load_machine("asciq-1024");
+  std::vector<Quantity> q;
+  const std::string paper = "seed 003";
+  // Fig. 5: the hardware barrier and the software one, a tree of point-to-point
+  // 'ready' and 'go' messages (§4.3).
+  std::vector<BenchRecord> fig5, fig7;
+  std::map<int, double> hw, sw, allreduce;
+  AlgoOptions sum = call_defaults("allreduce");
+  for (int n : node_counts(1024)) {
+    Topology t = Topology::from_ppn(n, 1, 1);
+    const std::vector<uint64_t> none(n, 0), two_floats(n, 8);
+    hw[n] = slowest(m, elanlib("elan_hgsync", t, 0));
+    sw[n] = slowest(m, build_schedule("barrier", "tree", t, none, AlgoOptions{}));
+    fig5.push_back(sim_record("barrier", "hardware (hw_combining)", n, t, hw[n]));
+    fig5.push_back(sim_record("barrier", "software (tree)", n, t, sw[n]));
+    // Fig. 7: railcoll's own choice of allreduce; the paper's combines on the
+    // hosts up a tree and broadcasts the result (§4.5).
+    allreduce[n] = slowest(m, build_schedule("allreduce", select_algorithm("allreduce", t, 8), t, two_floats, sum));
+    fig7.push_back(sim_record("allreduce", "allreduce of 8 B (railcoll's choice)", n, t, allreduce[n]));
+  }
+  q.push_back({paper, "Fig. 5", "hardware barrier, 1024 nodes, us", 10, hw[1024], "us"});
+  q.push_back({paper, "Fig. 5", "software barrier (tree of point-to-point messages), 1024 nodes, us", 30, sw[1024],
+               "us"});
+  // Fig. 6: the broadcast bandwidth seen at the source, main memory.
+  Topology all = Topology::from_ppn(1024, 1, 1);
+  std::vector<BenchRecord> fig6;
+  Curve hbcast;
+  for (uint64_t b = 8; b <= (1 << 20); b *= 2) {
+    hbcast[b] = slowest(m, elanlib("elan_hbcast", all, b));
+    fig6.push_back(sim_record("bcast", "hardware barrier + hardware broadcast", b, all, hbcast[b]));
+  }
+  q.push_back({paper, "Fig. 6", "broadcast bandwidth per node, 1 MiB, 1024 nodes, MB/s", 140,
+               (1 << 20) / hbcast[1 << 20], "MB/s"});
+  q.push_back({paper, "Fig. 7", "allreduce of 8 B (float sum, railcoll's choice), 1024 nodes, us", 160,
+               allreduce[1024], "us"});
+  if (!plot_dir.empty()) {
+    write_plot(fig5, plot_dir + "/seed003-fig5.png", "seed 003 Fig. 5 simulated: barrier on asciq-1024", "nodes");
+    write_plot(fig6, plot_dir + "/seed003-fig6.png", "seed 003 Fig. 6 simulated: broadcast on 1024 nodes");
+    write_plot(fig7, plot_dir + "/seed003-fig7.png", "seed 003 Fig. 7 simulated: allreduce of 8 B on asciq-1024",
+               "nodes");
+  }
+  return q;
+}
+
 }  // namespace
 
 int cmd_reproduce(const std::vector<std::string>& argv) {
   Args a(argv, {}, {"json", "plot-dir"});
-  if (a.positional().size() != 1)
-    throw UsageError("usage: railcoll sim reproduce seed001|seed002|all [--json F] [--plot-dir D]");
-  std::string what = a.positional()[0];
-  if (what != "seed001" && what != "seed002" && what != "all")
-    throw UsageError("unknown reproduction '" + what + "' (seed001, seed002 or all; seeds 003/004 need the barrier and "
-                     "broadcast collectives, not built yet)");
+  const std::vector<std::pair<std::string, std::vector<Quantity> (*)(const std::string&)>> seeds = {
+      {"seed001", seed001}, {"seed002", seed002}, {"seed003", seed003}, {"seed004", seed004}};
+  const std::string usage = "railcoll sim reproduce seed001|seed002|seed003|seed004|all ... [--json F] [--plot-dir D]";
+  if (a.positional().empty()) throw UsageError("usage: " + usage);
+  std::set<std::string> wanted;
+  for (auto& w : a.positional()) {
+    if (w != "all" && std::none_of(seeds.begin(), seeds.end(), [&](auto& x) { return x.first == w; }))
+      throw UsageError("unknown reproduction '" + w + "' (" + usage + ")");
+    wanted.insert(w);
+  }
   std::string plots = a.str("plot-dir");
+  if (!plots.empty()) std::filesystem::create_directories(plots);
   std::vector<Quantity> q;
-  if (what != "seed002") for (auto& x : seed001(plots)) q.push_back(x);
-  if (what != "seed001") for (auto& x : seed002(plots)) q.push_back(x);
+  for (auto& [name, reproduce] : seeds)
+    if (wanted.count("all") || wanted.count(name))
+      for (auto& x : reproduce(plots)) q.push_back(x);
   std::cout << "# paper    figure  quantity" << std::string(60, ' ') << "paper     sim  rel.error\n";
   for (auto& x : q) {
     std::cout << std::left << std::setw(11) << x.paper << std::setw(8) << x.figure << std::setw(85) << x.quantity

@@ -1,18 +1,20 @@
-// railcoll sim allgather --preset P [--algo A|all|auto] [-m MIN:MAX] [--ranks N --ppn P --rails K]
-//                        [--stripe-threshold B] [--concurrency C] [--json F] [--csv F] [--plot F]
-//                        [--background none|complement|uniform|hotspot [--background-bytes B] [--seed S]]
+// railcoll sim allgather|bcast|gather|allreduce|barrier --preset P [--algo A|all|auto] [-m MIN:MAX]
+//          [--root R] [--ranks N --ppn P --rails K] [--stripe-threshold B] [--concurrency C] [--nic-memory]
+//          [--background none|complement|uniform|hotspot [--background-bytes B] [--seed S] [--samples K]]
+//          [--json F] [--csv F] [--plot F]
 // railcoll sim presets
 //
 // Runs railcoll's own schedules in virtual time on a model of a machine
-// (src/sim/) and prints the same tables as `railcoll bench`.
+// (src/sim/) and prints the same tables as `railcoll bench`: allreduce sums
+// floats, bcast and gather use --root (0), barrier is one call of 0 bytes.
 #include <chrono>
-#include <iomanip>
 #include <iostream>
 #include <limits>
 
 #include "args.hpp"
 #include "bench_report.hpp"
 #include "commands.hpp"
+#include "core/errors.hpp"
 #include "core/registry.hpp"
 #include "core/select.hpp"
 #include "sim/engine.hpp"
@@ -21,13 +23,20 @@ namespace railcoll::cli {
 
 namespace {
 
+const char* kUsage =
+    "usage: railcoll sim allgather|bcast|gather|allreduce|barrier --preset P [--algo A|all|auto] [-m MIN:MAX] "
+    "[--root R] [--ranks N --ppn P --rails K] [--nic-memory] [--json F] [--csv F] [--plot F] "
+    "[--background none|complement|uniform|hotspot [--background-bytes B] [--seed S] [--samples K]]; "
+    "railcoll sim presets; railcoll sim reproduce NAME|all";
+
 int list_presets() {
   std::cout << "preset search path: " << sim::preset_dirs_text() << "\n";
   for (const char* name : {"qsnet2-4x4-dual", "elan4-128", "ib-128", "elan3-64", "asciq-1024", "testbed"}) {
     try {
       sim::Machine m = sim::load_machine(name);
       std::cout << "  " << name << ": " << m.nodes << " nodes x " << m.ppn << ", " << m.rails << " rail"
-                << (m.rails > 1 ? "s" : "") << ", " << m.topology << " — " << m.description << "\n";
+                << (m.rails > 1 ? "s" : "") << ", " << m.topology << (m.hw_multicast ? ", hw multicast" : "")
+                << (m.hw_barrier ? ", hw barrier" : "") << " — " << m.description << "\n";
     } catch (const std::exception& e) {
       std::cout << "  " << name << ": " << e.what() << "\n";
     }
@@ -39,23 +48,26 @@ int list_presets() {
 
 int cmd_sim(const std::vector<std::string>& argv) {
   std::set<std::string> valued = kTopologyOptions;
-  valued.insert({"preset", "algo", "m", "json", "csv", "plot", "stripe-threshold", "concurrency", "background",
-                 "background-bytes", "seed"});
+  valued.insert({"preset", "algo", "m", "json", "csv", "plot", "stripe-threshold", "concurrency", "root", "background",
+                 "background-bytes", "seed", "samples"});
   if (!argv.empty() && argv[0] == "reproduce") return cmd_reproduce({argv.begin() + 1, argv.end()});
-  Args a(argv, {}, valued);
+  Args a(argv, {"nic-memory"}, valued);
   if (a.positional().size() == 1 && a.positional()[0] == "presets") return list_presets();
-  if (a.positional().size() != 1 || a.positional()[0] != "allgather")
-    throw UsageError("usage: railcoll sim allgather --preset P [--algo A|all|auto] [-m MIN:MAX] [--ranks N --ppn P "
-                     "--rails K] [--json F] [--csv F] [--plot F] [--background none|complement|uniform|hotspot "
-                     "[--background-bytes B] [--seed S]]; railcoll sim presets; railcoll sim reproduce NAME|all");
+  const std::set<std::string> simulated = {"allgather", "bcast", "gather", "allreduce", "barrier"};
+  if (a.positional().size() != 1 || !simulated.count(a.positional()[0])) throw UsageError(kUsage);
+  const std::string coll = a.positional()[0];
   if (!a.has("preset")) throw UsageError("--preset NAME is required (railcoll sim presets lists them)");
   sim::Machine m = sim::load_machine(a.str("preset"));
-  sim::SimOptions loaded;
+  sim::SimOptions quiet;
+  quiet.nic_memory = a.flag("nic-memory");
+  sim::SimOptions loaded = quiet;
   loaded.background = a.str("background", "none");
   loaded.background_bytes = a.size("background-bytes", loaded.background_bytes);
   loaded.seed = static_cast<uint64_t>(a.integer("seed", 1, 0, std::numeric_limits<long>::max()));
   sim::check_options(loaded);
   const bool background = loaded.background != "none";
+  // A barrier's latency distribution needs many calls (seed 004 Figs. 11-12).
+  const int samples = static_cast<int>(a.integer("samples", coll == "barrier" ? 100 : 1, 1, 1000000));
 
   // The machine's full size unless the topology is given.
   Topology topo;
@@ -71,46 +83,80 @@ int cmd_sim(const std::vector<std::string>& argv) {
   std::vector<std::string> algos;
   if (algo == "all") {
     for (auto& s : all_algorithms())
-      if (std::string(s.collective) == "allgather") algos.push_back(s.name);
+      if (s.collective == coll) algos.push_back(s.name);
     algos.push_back("auto");
   } else {
-    if (algo != "auto" && !find_algorithm("allgather", algo))
-      throw UsageError("unknown allgather algorithm '" + algo + "' (railcoll algos lists them)");
+    if (algo != "auto" && !find_algorithm(coll, algo))
+      throw UsageError("unknown " + coll + " algorithm '" + algo + "' (railcoll algos lists them)");
     algos.push_back(algo);
   }
   uint64_t lo = 8, hi = 1 << 20;
   size_range(a, &lo, &hi);
-  AlgoOptions opts;
+  if (coll == "barrier") lo = hi = 0;
+  const std::vector<uint64_t> sizes = bench_sizes(coll, lo, hi);
+  AlgoOptions opts = call_defaults(coll);
+  opts.root = static_cast<int>(a.integer("root", 0, 0, topo.nranks() - 1));
   opts.stripe_threshold = a.size("stripe-threshold", 1024);
   std::vector<std::string> given;
   if (a.has("concurrency")) {
     opts.concurrency = static_cast<int>(a.integer("concurrency", 0, 1, 1 << 16));
     given.push_back("concurrency");
   }
+  auto schedule = [&](const std::string& name, uint64_t bytes) {
+    return build_schedule(coll, name, topo, std::vector<uint64_t>(topo.nranks(), bytes), opts,
+                          name == "concurrent_exchange" ? given : std::vector<std::string>{});
+  };
+  // An algorithm the machine cannot run (the hardware collectives on a machine
+  // without them) is an error when asked for by name, a note in --algo all.
+  std::vector<std::string> runnable;
+  for (auto& name : algos) {
+    if (name == "auto") {
+      runnable.push_back(name);
+      continue;
+    }
+    try {
+      sim::check_runs(schedule(name, sizes.front()), m);
+      runnable.push_back(name);
+    } catch (const InputError& e) {
+      if (algos.size() == 1) throw;
+      std::cout << "# skipped " << name << ": " << e.what() << "\n";
+    }
+  }
 
   BenchContext ctx;
+  ctx.collective = coll;
   ctx.ranks = topo.nranks();
   ctx.nodes = topo.nnodes();
   ctx.rails = topo.rails();
   for (int n = 0; n < topo.nnodes(); ++n) ctx.ranks_per_node.push_back(topo.node_size(n));
   ctx.max_ppn = topo.max_node_size();
-  ctx.rail_bits_per_s = m.nic_MBps() * 8e6;
-  ctx.where = "simulated: " + m.name;
+  ctx.rail_bits_per_s = (quiet.nic_memory ? m.link_MBps : m.nic_MBps()) * 8e6;
+  ctx.where = "simulated: " + m.name + (quiet.nic_memory ? ", buffers in NIC memory" : "");
+  std::cout << "# the model is deterministic: a quiet call has one time (p50 = p90 = p99)";
+  if (background)
+    std::cout << "; under " << loaded.background << " traffic, " << samples << " sample" << (samples > 1 ? "s" : "")
+              << " (seeds " << loaded.seed << ".." << loaded.seed + samples - 1
+              << ", each starting at another phase of the traffic)";
+  std::cout << "\n";
 
   std::vector<BenchRecord> recs, loaded_recs;
   uint64_t events = 0;
   double sim_seconds = 0;  // simulation only, without building the schedules
-  for (auto& name : algos) {
+  auto timed = [&](const Schedule& s, const sim::SimOptions& o) {
+    auto t0 = std::chrono::steady_clock::now();
+    sim::SimResult r = sim::simulate(s, m, o);
+    sim_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    events += r.events;
+    return r;
+  };
+  for (auto& name : runnable) {
     print_table_header(std::cout, name, ctx, false, false);
-    for (uint64_t bytes = std::max<uint64_t>(lo, 1); bytes <= hi; bytes *= 2) {
-      std::string chosen = name == "auto" ? select_algorithm("allgather", topo, bytes) : name;
-      Schedule s = build_schedule("allgather", chosen, topo, std::vector<uint64_t>(topo.nranks(), bytes), opts,
-                                  chosen == "concurrent_exchange" ? given : std::vector<std::string>{});
-      auto t0 = std::chrono::steady_clock::now();
-      sim::SimResult r = sim::simulate(s, m);
-      sim_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      events += r.events;
+    for (uint64_t bytes : sizes) {
+      std::string chosen = name == "auto" ? select_algorithm(coll, topo, bytes) : name;
+      Schedule s = schedule(chosen, bytes);
+      sim::SimResult r = timed(s, quiet);
       BenchRecord rec;
+      rec.collective = coll;
       rec.algorithm = name;
       if (name == "auto") rec.chosen = chosen;
       rec.bytes = bytes;
@@ -121,38 +167,39 @@ int cmd_sim(const std::vector<std::string>& argv) {
       rec.avg_us = r.avg_us;
       rec.min_us = r.min_us;
       rec.max_us = r.max_us;
-      rec.p50_us = r.max_us;  // deterministic: the slowest rank
+      set_percentiles(&rec, {r.max_us});  // the slowest rank, as bench's median over calls
+      if (coll == "barrier") rec.samples_us = {r.max_us};
       print_table_row(std::cout, rec, false);
       recs.push_back(rec);
-      if (background) {
-        sim::SimResult l = sim::simulate(s, m, loaded);
-        events += l.events;
-        rec.algorithm = name + " +" + loaded.background;
-        rec.avg_us = l.avg_us;
-        rec.min_us = l.min_us;
-        rec.max_us = rec.p50_us = l.max_us;
-        loaded_recs.push_back(rec);
+      if (!background) continue;
+      BenchRecord l = rec;
+      l.background = loaded.background;
+      l.iterations = samples;
+      l.avg_us = l.min_us = l.max_us = 0;
+      std::vector<double> slowest;
+      for (int i = 0; i < samples; ++i) {
+        sim::SimResult x = timed(s, sim::loaded_sample(loaded, m, i));
+        l.avg_us += x.avg_us / samples;
+        l.min_us += x.min_us / samples;
+        l.max_us += x.max_us / samples;
+        slowest.push_back(x.max_us);
       }
+      set_percentiles(&l, slowest);
+      l.samples_us = coll == "barrier" ? slowest : std::vector<double>{};
+      loaded_recs.push_back(l);
     }
   }
   print_summary(std::cout, recs, ctx);
   if (background) {
-    // The same calls while every node's NICs keep background messages in flight.
-    std::cout << "\n# Background traffic: " << loaded.background << ", " << loaded.background_bytes
-              << "-byte messages, seed " << loaded.seed << "; slowest rank in us\n"
-              << "# Algorithm                 Size        quiet       loaded   slowdown\n";
-    for (size_t i = 0; i < recs.size(); ++i)
-      std::cout << std::left << std::setw(26) << recs[i].algorithm << std::right << std::setw(7) << recs[i].bytes
-                << std::fixed << std::setprecision(2) << std::setw(13) << recs[i].max_us << std::setw(13)
-                << loaded_recs[i].max_us << std::setw(10) << loaded_recs[i].max_us / recs[i].max_us << "x\n";
-    std::cout.unsetf(std::ios::fixed);
+    std::cout << "\n# " << loaded.background_bytes << "-byte background messages\n";
+    print_background_summary(std::cout, recs, loaded_recs, ctx, loaded.background);
     recs.insert(recs.end(), loaded_recs.begin(), loaded_recs.end());
   }
   std::cout << "simulated " << events << " events in " << sim_seconds << " s ("
             << static_cast<uint64_t>(events / std::max(sim_seconds, 1e-9)) << " events/s, schedule building not counted)\n";
   if (a.has("json")) write_json(a.str("json"), recs);
   if (a.has("csv")) write_csv(a.str("csv"), recs);
-  if (a.has("plot")) write_plot(recs, a.str("plot"), "allgather simulated on " + m.name);
+  if (a.has("plot")) write_plot(recs, a.str("plot"), coll + " simulated on " + m.name);
   return 0;
 }
 

@@ -23,10 +23,10 @@ namespace railcoll::barrier {
 
 namespace {
 constexpr int kFanout = 4;
-}
 
-Schedule build_tree(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("barrier", "tree", t, L, o);
+// The 'ready' phase, and with `go` the 'go' phase.
+Schedule build_phases(const Topology& t, const BlockLayout& L, const AlgoOptions& o, const char* name, bool go) {
+  ScheduleBuilder b("barrier", name, t, L, o);
   const int N = t.nranks();
   enum { kReady = 0, kGo = 1 };
   auto depth = [](int p) {
@@ -42,11 +42,22 @@ Schedule build_tree(const Topology& t, const BlockLayout& L, const AlgoOptions& 
     if (p > 0) {
       int port = (p - 1) % kFanout;
       b.put(p, D - d, (p - 1) / kFanout, {}, port % t.rails(), b.rank_counter((p - 1) / kFanout, kReady));
-      b.wait(p, D + d - 1, b.rank_counter(p, kGo), 1);
+      if (go) b.wait(p, D + d - 1, b.rank_counter(p, kGo), 1);
     }
-    for (int i = 0; i < kids; ++i) b.put(p, D + d, first + i, {}, i % t.rails(), b.rank_counter(first + i, kGo));
+    if (go)
+      for (int i = 0; i < kids; ++i) b.put(p, D + d, first + i, {}, i % t.rails(), b.rank_counter(first + i, kGo));
   }
   return b.finish();
+}
+
+}  // namespace
+
+Schedule build_tree(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
+  return build_phases(t, L, o, "tree", true);
+}
+
+Schedule build_tree_ready(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
+  return build_phases(t, L, o, "tree_ready", false);
 }
 
 }  // namespace railcoll::barrier
