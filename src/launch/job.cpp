@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
 namespace railcoll::launch {
@@ -32,6 +34,20 @@ std::string new_job_id() {
   return buf;
 }
 
+std::string new_job_key() {
+  unsigned char k[16];
+  size_t got = 0;
+  while (got < sizeof k) {
+    ssize_t r = getrandom(k + got, sizeof k - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) throw std::runtime_error(std::string("cannot make a job key: getrandom: ") + strerror(errno));
+    got += static_cast<size_t>(r);
+  }
+  char hex[33];
+  for (size_t i = 0; i < sizeof k; ++i) snprintf(hex + 2 * i, 3, "%02x", k[i]);
+  return hex;
+}
+
 int free_port(const std::string& address) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return 0;
@@ -50,7 +66,7 @@ int free_port(const std::string& address) {
 
 std::map<std::string, std::string> rank_env(int rank, int size, int local_rank, int local_size, int node,
                                             const std::string& store, const std::string& job_id,
-                                            const std::string& rails) {
+                                            const std::string& job_key, const std::string& rails) {
   std::map<std::string, std::string> env = {
       {"RAILCOLL_RANK", std::to_string(rank)},
       {"RAILCOLL_SIZE", std::to_string(size)},
@@ -59,6 +75,7 @@ std::map<std::string, std::string> rank_env(int rank, int size, int local_rank, 
       {"RAILCOLL_NODE", std::to_string(node)},
       {"RAILCOLL_STORE", store},
       {"RAILCOLL_JOB_ID", job_id},
+      {"RAILCOLL_JOB_KEY", job_key},
   };
   if (!rails.empty()) env["RAILCOLL_RAILS"] = rails;
   return env;

@@ -14,12 +14,14 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "core/registry.hpp"
 #include "railcoll/railcoll.h"
+#include "runtime/auth.hpp"
+#include "runtime/plan.hpp"
 #include "runtime/store.hpp"
 #include "runtime/wire.hpp"
 
@@ -76,6 +78,7 @@ Bootstrap bootstrap_from_env() {
                        "no store address: set RAILCOLL_STORE=host:port (rank 0 listens there) or MASTER_ADDR and "
                        "MASTER_PORT; railcoll run and railcoll cluster run set it");
   if (env("RAILCOLL_JOB_ID")) b.job_id = env("RAILCOLL_JOB_ID");
+  if (env("RAILCOLL_JOB_KEY")) b.job_key = env("RAILCOLL_JOB_KEY");
   if (env("RAILCOLL_NODE")) {
     b.node_id = std::string("node:") + env("RAILCOLL_NODE");
   } else {
@@ -152,37 +155,7 @@ struct Conn {
   }
 };
 
-uint64_t fnv(const std::string& s, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 int process_comm_index = 0;
-
-}  // namespace
-
-// ---------------------------------------------------------------- the plan of a call --
-
-namespace {
-
-// What one rank needs to execute a schedule: derived once, cached with it.
-struct Plan {
-  Schedule sched;
-  uint64_t sig = 0;
-  std::string what;  // "allgather/direct with 4096 B per rank"
-  // Puts and signals this rank receives as frames, by (sender, op).
-  std::unordered_map<uint64_t, const Op*> incoming;
-  std::vector<uint64_t> node_increments;  // per node counter of this rank's node
-};
-
-uint64_t key_of(int sender, int op) { return (static_cast<uint64_t>(sender) << 32) | static_cast<uint32_t>(op); }
-
-// A put into this node's shared buffer from a rank of the same node is a memcpy
-// by the sender, not a message; the receiver sees at most a Notify.
-bool memcpy_put(const Topology& t, int sender, const Op& op) {
-  return op.kind == OpKind::Put && t.same_node(sender, op.peer) && !op.segs.empty() &&
-         op.segs[0].dst.region == Region::Shared;
-}
 
 }  // namespace
 
@@ -199,6 +172,9 @@ struct Comm::Impl {
   char* shm_data = nullptr;
   size_t shm_map_bytes = 0;
   std::unique_ptr<StoreServer> store_server;
+  std::vector<int> listen_fds;  // one per rail, then the Unix one; open during set-up
+  std::string listen_nonce;     // proves a Hello is for this communicator (in the store)
+  std::set<int> answered;       // peers that answered a liveness probe in this wait
 
   // call state
   uint64_t seq = 1;
@@ -208,8 +184,7 @@ struct Comm::Impl {
   std::vector<char> scratch;
   std::vector<uint64_t> rank_counters;
   std::vector<uint64_t> node_base = std::vector<uint64_t>(kMaxNodeCounters, 0);
-  std::unordered_map<uint64_t, int> parts_seen;  // (sender, op) -> parts arrived
-  std::unordered_set<uint64_t> arrived;           // (sender, op) complete in this call
+  Arrivals arrivals;                              // (sender, op) parts in this call
   std::deque<Held> held;
   std::string broken;  // non-empty: the reason the communicator is unusable
   std::map<std::string, std::unique_ptr<Plan>> plans;
@@ -218,6 +193,14 @@ struct Comm::Impl {
   void init() {
     me = boot.rank;
     N = boot.size;
+    static bool warned = false;
+    if (boot.job_key.empty() && N > 1 && me == 0 && !warned) {
+      warned = true;
+      fprintf(stderr,
+              "railcoll: RAILCOLL_JOB_KEY is not set: connections are checked for the job and communicator but not "
+              "authenticated (railcoll run and railcoll cluster run set it; with another launcher give every rank "
+              "the same secret)\n");
+    }
     rail_addr = resolve_rails(boot.rails_spec);
     int comm_index = process_comm_index++;
     double deadline = now_seconds() + boot.timeout;
@@ -225,7 +208,6 @@ struct Comm::Impl {
     std::unique_ptr<StoreClient> store;
     std::vector<std::string> info(N);
     int rails_n = static_cast<int>(rail_addr.size());
-    std::vector<int> listen_fds;
     std::vector<int> ports;
     for (auto& a : rail_addr) {
       int port = 0;
@@ -236,18 +218,20 @@ struct Comm::Impl {
       auto hp = split_host_port(boot.store);
       if (me == 0) {
         try {
-          store_server = std::make_unique<StoreServer>(hp.first, hp.second);
+          store_server = std::make_unique<StoreServer>(hp.first, hp.second, boot.job_key, boot.job_id);
         } catch (const RuntimeError& e) {
           throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, std::string("rank 0 cannot serve the store: ") + e.what());
         }
       }
-      store = std::make_unique<StoreClient>(hp.first, hp.second, deadline);
+      store = std::make_unique<StoreClient>(hp.first, hp.second, boot.job_key, boot.job_id, deadline);
       std::string prefix = "c" + std::to_string(comm_index) + "/";
       if (me == 0) store->set(prefix + "job", boot.job_id.empty() ? std::to_string(getpid()) + "-" + std::to_string(static_cast<long>(now_seconds() * 1e6)) : boot.job_id);
       job = store->get(prefix + "job", deadline);
       std::ostringstream mine;
       mine << boot.node_id << "|" << rails_n;
       for (int r = 0; r < rails_n; ++r) mine << "|" << rail_addr[r] << ":" << ports[r];
+      listen_nonce = random_bytes(kListenNonce);
+      mine << "|" << to_hex(listen_nonce.data(), listen_nonce.size());
       store->set(prefix + "rank/" + std::to_string(me), mine.str());
       for (int r = 0; r < N; ++r) info[r] = store->get(prefix + "rank/" + std::to_string(r), deadline);
     } else {
@@ -263,7 +247,8 @@ struct Comm::Impl {
     for (int r = 0; r < N; ++r) {
       std::stringstream ss(info[r]);
       for (std::string f; std::getline(ss, f, '|');) fields[r].push_back(f);
-      if (fields[r].size() < 2) throw RuntimeError(RAILCOLL_ERR_PROTOCOL, "malformed store entry of rank " + std::to_string(r));
+      if (fields[r].size() < 2 || (N > 1 && fields[r].size() != 3 + static_cast<size_t>(rails_n)))
+        throw RuntimeError(RAILCOLL_ERR_PROTOCOL, "malformed store entry of rank " + std::to_string(r));
       node_of[r] = node_ids.emplace(fields[r][0], static_cast<int>(node_ids.size())).first->second;
       if (std::stoi(fields[r][1]) != rails_n)
         throw RuntimeError(RAILCOLL_ERR_MISMATCH, "rank " + std::to_string(r) + " has " + fields[r][1] +
@@ -280,73 +265,40 @@ struct Comm::Impl {
     // rail to every rank on another node, one Unix socket to every local rank.
     conn_of.assign(N, std::vector<int>(rails_n, -1));
     std::string uds_prefix = "railcoll/" + job + "/" + std::to_string(comm_index) + "/";
-    int uds_listen = topo.node_size(node) > 1 ? unix_listen(uds_prefix + std::to_string(me)) : -1;
-    auto hello = [&](int fd, int rail, const std::string& who) {
-      FrameHeader h{};
-      h.magic = kWireMagic;
-      h.version = kWireVersion;
-      h.type = static_cast<uint16_t>(Frame::Hello);
-      h.comm = comm_id;
-      h.sender = me;
-      h.op = rail;
-      write_all(fd, &h, sizeof h, deadline, who);
+    if (topo.node_size(node) > 1) listen_fds.push_back(unix_listen(uds_prefix + std::to_string(me)));
+    auto hello = [&](int fd, int peer, int rail, const std::string& nonce) {
+      FrameHeader h = header(Frame::Hello, rail);
+      h.length = kHelloProof;
+      std::string frame(reinterpret_cast<char*>(&h), sizeof h);
+      frame += hello_proof(boot.job_key, h, peer, nonce);
+      write_all(fd, frame.data(), frame.size(), deadline,
+                "rank " + std::to_string(peer) + (rail >= 0 ? " rail " + std::to_string(rail) : ""));
     };
-    auto add_conn = [&](int fd, int peer, int rail) {
-      Conn c;
-      c.fd = fd;
-      c.peer = peer;
-      c.rail = rail;
-      set_nonblocking(fd);
-      conns.push_back(std::move(c));
-      conn_of[peer][rail < 0 ? 0 : rail] = static_cast<int>(conns.size()) - 1;
-    };
-    int expect_tcp = 0, expect_uds = 0;
+    int expected = 0;
     for (int j = 0; j < N; ++j) {
       if (j == me) continue;
       bool local = topo.same_node(j, me);
       if (j < me) {
-        (local ? expect_uds : expect_tcp) += local ? 1 : rails_n;
+        expected += local ? 1 : rails_n;
         continue;
       }
+      std::string nonce = from_hex(fields[j].back());
       if (local) {
         int fd = unix_connect(uds_prefix + std::to_string(j), deadline);
-        hello(fd, -1, "rank " + std::to_string(j));
         add_conn(fd, j, -1);
+        hello(fd, j, -1, nonce);
       } else {
         for (int r = 0; r < rails_n; ++r) {
           auto hp = split_host_port(fields[j][2 + r]);
           int fd = tcp_connect(rail_addr[r], hp.first, hp.second, deadline);
-          hello(fd, r, "rank " + std::to_string(j) + " rail " + std::to_string(r));
           add_conn(fd, j, r);
+          hello(fd, j, r, nonce);
         }
       }
     }
-    auto accept_from = [&](int lfd, bool tcp) {
-      int fd = accept_until(lfd, deadline);
-      tune_socket(fd, tcp);
-      FrameHeader h{};
-      read_all(fd, &h, sizeof h, deadline, "a connecting peer");
-      if (h.magic != kWireMagic || h.version != kWireVersion || h.type != static_cast<uint16_t>(Frame::Hello) ||
-          h.comm != comm_id || h.sender < 0 || h.sender >= N || h.sender >= me ||
-          (tcp && (h.op < 0 || h.op >= rails_n)) || (!tcp && h.op != -1) || topo.same_node(h.sender, me) == tcp) {
-        close(fd);
-        throw RuntimeError(RAILCOLL_ERR_PROTOCOL, "a connection that does not belong to this communicator was refused");
-      }
-      add_conn(fd, h.sender, h.op);
-    };
-    for (int i = 0; i < expect_uds; ++i) accept_from(uds_listen, false);
-    // Accept on every rail's listener until all expected TCP connections are in.
-    for (int got = 0; got < expect_tcp;) {
-      std::vector<pollfd> p;
-      for (int fd : listen_fds) p.push_back({fd, POLLIN, 0});
-      double left = deadline - now_seconds();
-      if (left <= 0) throw RuntimeError(RAILCOLL_ERR_TIMEOUT, "timed out waiting for peers to connect");
-      if (poll(p.data(), p.size(), static_cast<int>(std::min(left, 1.0) * 1000) + 1) <= 0) continue;
-      for (auto& pf : p)
-        if (pf.revents & POLLIN) accept_from(pf.fd, true), ++got;
-    }
-    for (int fd : listen_fds) close(fd);
-    if (uds_listen >= 0) close(uds_listen);
+    accept_peers(expected, deadline);
+    for (int& fd : listen_fds) close(fd), fd = -1;
+    listen_fds.clear();
 
     map_node_shm(store.get(), comm_index, deadline);
     if (store) {
@@ -358,6 +310,108 @@ struct Comm::Impl {
     }
     store.reset();
     if (store_server) store_server->stop();
+  }
+
+  // Accepts the connections of lower ranks until `expected` are in. Each must
+  // begin with a Hello for this communicator whose proof shows the job key;
+  // anything else (a stranger, a wrong key, another job, garbage, silence, a
+  // second Hello for the same rank and rail) is closed and logged in one line.
+  void accept_peers(int expected, double deadline) {
+    struct Pending {
+      int fd;
+      bool tcp;
+      double until;
+      std::string in;
+    };
+    std::vector<Pending> pending;
+    auto refuse = [&](Pending& q, const std::string& why) {
+      fprintf(stderr, "railcoll: rank %d refused a connection from %s: %s\n", me, describe_peer(q.fd).c_str(),
+              why.c_str());
+      close(q.fd);
+      q.fd = -1;
+    };
+    const size_t full = sizeof(FrameHeader) + kHelloProof;
+    // "" when the hello in q (complete header) may be accepted, else why not.
+    auto check_hello = [&](const Pending& q, FrameHeader& h) -> std::string {
+      memcpy(&h, q.in.data(), sizeof h);
+      if (h.magic != kWireMagic) return "it does not speak the railcoll protocol";
+      if (h.version != kWireVersion)
+        return "wire version " + std::to_string(h.version) + ", this rank speaks " + std::to_string(kWireVersion);
+      if (h.type != static_cast<uint16_t>(Frame::Hello) || h.length != kHelloProof) return "its first frame is not a hello";
+      if (h.comm != comm_id) return "it belongs to another job or communicator";
+      if (h.sender < 0 || h.sender >= me) return "it claims to be rank " + std::to_string(h.sender);
+      bool local = topo.same_node(h.sender, me);
+      if (local == q.tcp || (q.tcp && (h.op < 0 || h.op >= topo.rails())) || (!q.tcp && h.op != -1))
+        return "rank " + std::to_string(h.sender) + " cannot connect on this socket as rail " + std::to_string(h.op);
+      if (conn_of[h.sender][std::max(0, h.op)] >= 0)
+        return "a second hello for rank " + std::to_string(h.sender) + " rail " + std::to_string(h.op) + " (a replay?)";
+      return "";
+    };
+    for (int got = 0; got < expected;) {
+      double now = now_seconds();
+      if (now > deadline)
+        throw RuntimeError(RAILCOLL_ERR_TIMEOUT, "timed out waiting for peers to connect (" + std::to_string(got) +
+                                                     " of " + std::to_string(expected) + " connections made)");
+      std::vector<pollfd> p;
+      for (int fd : listen_fds) p.push_back({fd, POLLIN, 0});
+      for (auto& q : pending) p.push_back({q.fd, POLLIN, 0});
+      poll(p.data(), p.size(), 100);
+      for (size_t i = 0; i < pending.size(); ++i) {
+        Pending& q = pending[i];
+        if (p[listen_fds.size() + i].revents) {
+          char buf[sizeof(FrameHeader) + kHelloProof];
+          ssize_t r = recv(q.fd, buf, full - q.in.size(), MSG_DONTWAIT);
+          if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+            refuse(q, "it closed the connection before it said hello");
+            continue;
+          }
+          if (r > 0) q.in.append(buf, static_cast<size_t>(r));
+        }
+        FrameHeader h{};
+        std::string why = q.in.size() >= sizeof h ? check_hello(q, h) : "";
+        if (why.empty() && q.in.size() == full) {
+          std::string proof = hello_proof(boot.job_key, h, me, listen_nonce);
+          if (!equal_constant_time(proof.data(), q.in.data() + sizeof h, kHelloProof)) {
+            why = "wrong job key (RAILCOLL_JOB_KEY)";
+          } else {
+            add_conn(q.fd, h.sender, h.op);
+            q.fd = -1;
+            ++got;
+            continue;
+          }
+        }
+        if (why.empty() && now > q.until) why = "it sent no complete hello in time";
+        if (!why.empty()) refuse(q, why);
+      }
+      pending.erase(std::remove_if(pending.begin(), pending.end(), [](const Pending& q) { return q.fd < 0; }),
+                    pending.end());
+      for (size_t i = 0; i < listen_fds.size(); ++i) {
+        if (!(p[i].revents & POLLIN)) continue;
+        int fd = accept4(listen_fds[i], nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        bool tcp = i < rail_addr.size();
+        if (fd < 0) continue;
+        tune_socket(fd, tcp);
+        pending.push_back({fd, tcp, now + std::min(5.0, boot.timeout), ""});
+      }
+    }
+    for (auto& q : pending) refuse(q, "every peer of this communicator is already connected");
+  }
+
+  void add_conn(int fd, int peer, int rail) {
+    Conn c;
+    c.fd = fd;
+    c.peer = peer;
+    c.rail = rail;
+    set_nonblocking(fd);
+    conns.push_back(std::move(c));
+    conn_of[peer][rail < 0 ? 0 : rail] = static_cast<int>(conns.size()) - 1;
+  }
+
+  // Whatever set-up or a call left open (the normal path closes in close_all).
+  ~Impl() {
+    for (int fd : listen_fds) close(fd);
+    for (auto& c : conns) close(c.fd);
+    if (shm) munmap(shm, shm_map_bytes);
   }
 
   // The node's segment: created by the node leader, opened by the others, and
@@ -456,12 +510,7 @@ struct Comm::Impl {
   // Payload bytes [off, off+len) of a put, as destination (dst=true) or source iovecs.
   std::vector<iovec> payload_iov(const Op& op, uint64_t off, uint64_t len, bool dst) {
     std::vector<iovec> v;
-    uint64_t pos = 0;
-    for (auto& sg : op.segs) {
-      uint64_t a = std::max(off, pos), z = std::min(off + len, pos + sg.src.length);
-      if (a < z) v.push_back({resolve(dst ? sg.dst : sg.src) + (a - pos), static_cast<size_t>(z - a)});
-      pos += sg.src.length;
-    }
+    for_each_piece(op, off, len, dst, [&](const Span& s) { v.push_back({resolve(s), static_cast<size_t>(s.length)}); });
     return v;
   }
 
@@ -489,7 +538,7 @@ struct Comm::Impl {
   void queue_put(const Op& op, int op_index) {
     bool local = topo.same_node(op.peer, me);
     uint64_t total = op.bytes();
-    auto parts = local ? std::vector<std::pair<int, uint64_t>>{{0, total}} : plan->sched.rail_parts(op.rail, total);
+    auto parts = put_parts(*plan, topo, me, op);
     uint64_t off = 0;
     for (size_t p = 0; p < parts.size(); ++p) {
       Conn& c = conns[conn_of[op.peer][local ? 0 : parts[p].first]];
@@ -553,52 +602,26 @@ struct Comm::Impl {
   // A Data or Notify frame for the current call: checks it against the plan and
   // returns where its payload goes.
   const Op& check_frame(Conn& c, const FrameHeader& h, int rail) {
-    if (h.call_sig != plan->sig) {
-      std::string theirs = "a different call";
-      fail(RAILCOLL_ERR_MISMATCH, c.name() + " is in " + theirs + " than this rank (" + plan->what +
-                                      "): the ranks disagree on the collective, its algorithm or its sizes");
-    }
-    auto it = plan->incoming.find(key_of(h.sender, h.op));
-    if (it == plan->incoming.end())
-      protocol_error(c, "op #" + std::to_string(h.op) + " of rank " + std::to_string(h.sender) +
-                            " is not a message to this rank in " + plan->what);
-    const Op& op = *it->second;
-    bool data = h.type == static_cast<uint16_t>(Frame::Data);
-    if (data != (op.kind == OpKind::Put && !memcpy_put(topo, h.sender, op)))
-      protocol_error(c, "frame type does not match the schedule");
-    if (data) {
-      bool local = topo.same_node(h.sender, me);
-      auto parts = local ? std::vector<std::pair<int, uint64_t>>{{0, op.bytes()}}
-                         : plan->sched.rail_parts(op.rail, op.bytes());
-      uint64_t off = 0;
-      for (int p = 0; p < h.part && p < static_cast<int>(parts.size()); ++p) off += parts[p].second;
-      if (h.total != op.bytes() || h.nparts != parts.size() || h.part >= parts.size() || h.offset != off ||
-          h.length != parts[h.part].second || (!local && parts[h.part].first != rail))
-        protocol_error(c, "part " + std::to_string(h.part) + "/" + std::to_string(h.nparts) + " at offset " +
-                              std::to_string(h.offset) + " length " + std::to_string(h.length) + " of " +
-                              std::to_string(h.total) + " does not match the schedule (" +
-                              std::to_string(op.bytes()) + " bytes)");
-    } else if (h.length != 0) {
-      protocol_error(c, "notify frame with a payload");
-    }
-    return op;
+    std::string why;
+    bool mismatch = false;
+    const Op* op = match_frame(*plan, topo, me, h, rail, &why, &mismatch);
+    if (mismatch) fail(RAILCOLL_ERR_MISMATCH, c.name() + " " + why);
+    if (!op) protocol_error(c, why);
+    return *op;
   }
 
-  void part_arrived(const FrameHeader& h, const Op& op) {
-    uint64_t k = key_of(h.sender, h.op);
-    int n = ++parts_seen[k];
-    if (n < std::max<int>(1, h.nparts)) return;
-    parts_seen.erase(k);
-    arrived.insert(k);
-    bump(op.counter);
+  // Counts a part; a part seen twice in one call is a replay and is refused.
+  void part_arrived(Conn& c, const FrameHeader& h, const Op& op) {
+    bool complete = false;
+    if (!arrivals.add(h, &complete))
+      protocol_error(c, "op #" + std::to_string(h.op) + " part " + std::to_string(h.part) +
+                            " arrived twice in call " + std::to_string(h.seq) + " (a replayed frame)");
+    if (complete) bump(op.counter);
   }
 
   void on_header(Conn& c) {
     FrameHeader& h = c.hdr;
-    if (h.magic != kWireMagic || h.version != kWireVersion || h.comm != comm_id)
-      protocol_error(c, "bad magic, version or communicator");
-    if (h.sender != c.peer) protocol_error(c, "claims to come from rank " + std::to_string(h.sender));
-    if (h.length > (1ull << 40)) protocol_error(c, "absurd length");
+    if (std::string why = header_problem(h, comm_id, c.peer); !why.empty()) protocol_error(c, why);
     c.payload_got = 0;
     c.dst.clear();
     switch (static_cast<Frame>(h.type)) {
@@ -607,8 +630,16 @@ struct Comm::Impl {
         return;
       case Frame::Wake:
         return;
+      case Frame::Ping:  // answered whatever this rank is waiting for
+        if (h.length) protocol_error(c, "ping with a payload");
+        c.out.push_back(SendItem{header(Frame::Pong, -1), {}, {}, 0});
+        return;
+      case Frame::Pong:
+        if (h.length) protocol_error(c, "pong with a payload");
+        answered.insert(h.sender);
+        return;
       case Frame::Abort:
-        if (h.length > 4096) protocol_error(c, "abort text too long");
+        if (h.length > kMaxAbortText) protocol_error(c, "abort text too long");
         c.mode = Conn::Text;
         c.buffer.assign(h.length, 0);
         c.dst = {{c.buffer.data(), c.buffer.size()}};
@@ -618,7 +649,7 @@ struct Comm::Impl {
         if (in_call && h.seq == seq) {
           const Op& op = check_frame(c, h, c.rail);
           if (h.type == static_cast<uint16_t>(Frame::Notify)) {
-            part_arrived(h, op);
+            part_arrived(c, h, op);
             return;
           }
           c.mode = Conn::Direct;
@@ -655,7 +686,7 @@ struct Comm::Impl {
       held.push_back(std::move(frame));
       return;
     }
-    part_arrived(h, *plan->incoming.at(key_of(h.sender, h.op)));
+    part_arrived(c, h, *plan->incoming.at(key_of(h.sender, h.op)));
   }
 
   void drive_recv(Conn& c) {
@@ -727,8 +758,14 @@ struct Comm::Impl {
 
   // Blocks until cond() holds, making progress; spins briefly, then sleeps in poll
   // (16 ranks share 2 cores here: a spinning wait steals a peer's core).
+  //
+  // Half-way to the deadline it pings every peer: a peer in a railcoll call
+  // answers at once, so at the deadline the error can name the ones that did
+  // not (stopped, hung, or busy outside railcoll) rather than only the ranks
+  // this one was waiting for, which may themselves be waiting on the culprit.
   void wait_until(const std::function<bool()>& cond, bool node_counter, const std::function<std::string()>& what) {
     double start = now_seconds(), deadline = start + boot.timeout;
+    bool probed = false;
     for (int spin = 0;; ++spin) {
       if (cond()) return;
       progress(0);
@@ -748,9 +785,44 @@ struct Comm::Impl {
       }
       progress(std::min(0.05, std::max(0.0, deadline - now_seconds())));
       if (flag) flag->store(0, std::memory_order_release);
+      if (!probed && now_seconds() > start + boot.timeout / 2) {
+        probed = true;
+        probe_peers();
+      }
       if (now_seconds() > deadline)
-        fail(RAILCOLL_ERR_TIMEOUT, "timed out after " + std::to_string(static_cast<int>(boot.timeout)) + " s " + what());
+        fail(RAILCOLL_ERR_TIMEOUT, "timed out after " + seconds_text(boot.timeout) + " " + what() + silent_peers());
     }
+  }
+
+  void probe_peers() {
+    answered.clear();
+    for (int p = 0; p < N; ++p) {
+      if (p == me) continue;
+      for (int ci : conn_of[p]) {
+        if (ci < 0 || conns[ci].closed) continue;
+        conns[ci].out.push_back(SendItem{header(Frame::Ping, -1), {}, {}, 0});
+        break;
+      }
+    }
+  }
+
+  // "; rank 5 did not answer ..." for the peers that ignored the probe.
+  std::string silent_peers() {
+    std::string list;
+    int n = 0;
+    for (int p = 0; p < N; ++p) {
+      if (p == me || answered.count(p)) continue;
+      if (n++ < 8) list += (n > 1 ? ", " : "") + std::to_string(p);
+    }
+    if (n == 0) return "; every peer answered a liveness probe";
+    return std::string("; rank") + (n > 1 ? "s " : " ") + list + (n > 8 ? ", ..." : "") +
+           " did not answer a liveness probe (stopped, hung, or busy outside railcoll)";
+  }
+
+  static std::string seconds_text(double s) {
+    std::ostringstream o;
+    o << s << " s";
+    return o.str();
   }
 
   // ------------------------------------------------------------ a call
@@ -759,7 +831,7 @@ struct Comm::Impl {
     std::ostringstream o;
     int shown = 0;
     for (auto& kv : plan->incoming) {
-      if (!(kv.second->counter == cref) || arrived.count(kv.first)) continue;
+      if (!(kv.second->counter == cref) || arrivals.done(kv.first)) continue;
       if (shown++ < 6) o << (shown > 1 ? ", " : "") << "rank " << (kv.first >> 32) << " op #" << (kv.first & 0xffffffffu);
     }
     return shown ? " (still missing: " + o.str() + (shown > 6 ? ", ..." : "") + ")" : "";
@@ -776,7 +848,7 @@ struct Comm::Impl {
         at += v.iov_len;
       }
     }
-    part_arrived(f.hdr, op);
+    part_arrived(c, f.hdr, op);
   }
 
   void run(const Plan& p, const Buffers& b) {
@@ -797,8 +869,7 @@ struct Comm::Impl {
                                                        std::to_string(kMaxNodeCounters));
     if (scratch.size() < s.scratch_bytes[me]) scratch.resize(s.scratch_bytes[me]);
     rank_counters.assign(std::max(1, s.rank_counters), 0);
-    parts_seen.clear();
-    arrived.clear();
+    arrivals.clear();
     in_call = true;
     // Frames that arrived before this rank entered the call.
     for (auto it = held.begin(); it != held.end();) {
@@ -944,37 +1015,7 @@ void Comm::run(const std::string& collective, const std::string& algorithm, cons
   for (auto c : counts) key << "," << c;
   if (impl_->plans.size() >= 256 && !impl_->plans.count(key.str())) impl_->plans.clear();  // bounded cache
   auto& slot = impl_->plans[key.str()];
-  if (!slot) {
-    auto p = std::make_unique<Plan>();
-    p->sched = build_schedule(collective, algorithm, impl_->topo, counts, opts);
-    p->sig = fnv(key.str());
-    bool uniform = std::all_of(counts.begin(), counts.end(), [&](uint64_t c) { return c == counts[0]; });
-    p->what = collective + "/" + algorithm + " with " +
-              (uniform && !counts.empty() ? std::to_string(counts[0]) + " B per rank" : "per-rank sizes");
-    const Topology& t = impl_->topo;
-    int me = impl_->me, node = t.node_of(me);
-    p->node_increments.assign(std::max(1, p->sched.node_counters), 0);
-    for (int r = 0; r < t.nranks(); ++r) {
-      const auto& prog = p->sched.programs[r];
-      for (size_t i = 0; i < prog.size(); ++i) {
-        const Op& op = prog[i];
-        if (op.kind != OpKind::Put && op.kind != OpKind::Signal) continue;
-        if (op.counter.on_node && op.counter.owner == node) ++p->node_increments[op.counter.index];
-        if (r == me) continue;
-        // A put arrives as Data, or, memcpy'd by a local sender, as a Notify when
-        // it increments this rank's counter (a node counter it bumps itself).
-        if (op.kind == OpKind::Put && op.peer == me && (!memcpy_put(t, r, op) || !op.counter.on_node))
-          p->incoming[key_of(r, static_cast<int>(i))] = &op;
-        if (op.kind == OpKind::Signal) {
-          const CounterRef& c = op.counter;
-          bool to_me = c.on_node ? (c.owner == node && !t.same_node(r, me) && t.leader(node) == me)
-                                 : (c.owner == me);
-          if (to_me) p->incoming[key_of(r, static_cast<int>(i))] = &op;
-        }
-      }
-    }
-    slot = std::move(p);
-  }
+  if (!slot) slot = make_plan(impl_->topo, impl_->me, collective, algorithm, counts, opts, key.str());
   impl_->run(*slot, b);
 }
 

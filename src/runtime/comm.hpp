@@ -16,6 +16,7 @@ struct Bootstrap {
   int rank = 0, size = 1;
   std::string store;        // host:port
   std::string job_id;       // empty: the store makes one
+  std::string job_key;      // RAILCOLL_JOB_KEY: the secret every connection proves; empty: none
   std::string node_id;      // identity of this node (RAILCOLL_NODE or hostname)
   std::string rails_spec;   // RAILCOLL_RAILS
   double timeout = 60;      // RAILCOLL_TIMEOUT, seconds

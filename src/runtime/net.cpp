@@ -82,6 +82,23 @@ void tune_socket(int fd, bool tcp) {
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
 }
 
+std::string describe_peer(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "an unknown peer";
+  if (ss.ss_family == AF_INET) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    char buf[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf);
+    return std::string(buf) + ":" + std::to_string(ntohs(a->sin_port));
+  }
+  ucred cred{};
+  socklen_t clen = sizeof cred;
+  if (ss.ss_family == AF_UNIX && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0)
+    return "local process " + std::to_string(cred.pid);
+  return "an unknown peer";
+}
+
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
 int tcp_listen(const std::string& address, int port, int* bound_port) {

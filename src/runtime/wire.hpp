@@ -4,19 +4,23 @@
 // reaches a user buffer.
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace railcoll::rt {
 
 constexpr uint32_t kWireMagic = 0x52434c31;  // "RCL1"
-constexpr uint16_t kWireVersion = 1;
+// 2: Hello carries an HMAC proof of the job key; Ping/Pong liveness probes.
+constexpr uint16_t kWireVersion = 2;
 
 enum class Frame : uint16_t {
-  Hello = 1,   // first frame on a connection: who I am, on which rail
+  Hello = 1,   // first frame on a connection: who I am, on which rail; payload: the proof
   Data = 2,    // one part of a put: payload follows
   Notify = 3,  // a signal to a counter on the receiving side
   Abort = 4,   // the sender's collective failed; payload is the reason (text)
   Wake = 5,    // a local peer bumped a node counter this process may wait on
   Bye = 6,     // orderly close: no more frames follow
+  Ping = 7,    // are you alive? (sent by a rank that has waited long); answered by Pong
+  Pong = 8,
 };
 
 #pragma pack(push, 1)
@@ -38,5 +42,19 @@ struct FrameHeader {
 };
 #pragma pack(pop)
 static_assert(sizeof(FrameHeader) == 72, "wire header layout");
+
+constexpr uint64_t kMaxFrameLength = 1ull << 40;
+constexpr uint64_t kMaxAbortText = 4096;
+constexpr size_t kHelloProof = 32;    // HMAC-SHA256
+constexpr size_t kListenNonce = 16;   // per rank and communicator, published in the store
+
+// "" when the header may come from `peer` of communicator `comm`, else what is wrong
+// (magic, version, communicator, sender, type, absurd length).
+std::string header_problem(const FrameHeader& h, uint64_t comm, int peer);
+
+// The Hello's proof: HMAC(job key, header | receiver | the receiver's listen nonce).
+// The nonce is fresh per communicator and every (sender, rail) connects once, so
+// a recorded Hello is worth nothing to a replayer.
+std::string hello_proof(const std::string& key, const FrameHeader& hello, int receiver, const std::string& nonce);
 
 }  // namespace railcoll::rt
