@@ -331,6 +331,7 @@ struct Comm::Impl {
       q.fd = -1;
     };
     const size_t full = sizeof(FrameHeader) + kHelloProof;
+    for (int fd : listen_fds) set_nonblocking(fd);
     // "" when the hello in q (complete header) may be accepted, else why not.
     auto check_hello = [&](const Pending& q, FrameHeader& h) -> std::string {
       memcpy(&h, q.in.data(), sizeof h);
@@ -343,11 +344,52 @@ struct Comm::Impl {
       bool local = topo.same_node(h.sender, me);
       if (local == q.tcp || (q.tcp && (h.op < 0 || h.op >= topo.rails())) || (!q.tcp && h.op != -1))
         return "rank " + std::to_string(h.sender) + " cannot connect on this socket as rail " + std::to_string(h.op);
-      if (conn_of[h.sender][std::max(0, h.op)] >= 0)
-        return "a second hello for rank " + std::to_string(h.sender) + " rail " + std::to_string(h.op) + " (a replay?)";
       return "";
     };
-    for (int got = 0; got < expected;) {
+    // Reads what q has sent; accepts it as a peer (true) or refuses it once it is
+    // clear it is not one. `last`: set-up is over, refuse what is not yet a peer.
+    int got = 0;
+    auto examine = [&](Pending& q, double now, bool last) {
+      char buf[sizeof(FrameHeader) + kHelloProof];
+      ssize_t r = recv(q.fd, buf, full - q.in.size(), MSG_DONTWAIT);
+      if (r > 0) q.in.append(buf, static_cast<size_t>(r));
+      FrameHeader h{};
+      std::string why = q.in.size() >= sizeof h ? check_hello(q, h) : "";
+      if (why.empty() && q.in.size() == full) {
+        std::string proof = hello_proof(boot.job_key, h, me, listen_nonce);
+        bool known = equal_constant_time(proof.data(), q.in.data() + sizeof h, kHelloProof);
+        if (known && conn_of[h.sender][std::max(0, h.op)] >= 0) {
+          refuse(q, "a second hello for rank " + std::to_string(h.sender) + " rail " + std::to_string(h.op) +
+                        " (a replay)");
+          return;
+        }
+        if (known) {
+          add_conn(q.fd, h.sender, h.op);
+          q.fd = -1;
+          ++got;
+          return;
+        }
+        why = "wrong job key (RAILCOLL_JOB_KEY)";
+      }
+      if (why.empty() && (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)))
+        why = "it closed the connection before it said hello";
+      if (why.empty() && now > q.until) why = "it sent no complete hello in time";
+      if (why.empty() && last) why = "every peer of this communicator is already connected";
+      if (!why.empty()) refuse(q, why);
+    };
+    auto accept_new = [&](size_t i, double now) {
+      int fd = accept4(listen_fds[i], nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) return false;
+      bool tcp = i < rail_addr.size();
+      tune_socket(fd, tcp);
+      pending.push_back({fd, tcp, now + std::min(5.0, boot.timeout), ""});
+      return true;
+    };
+    auto forget_done = [&] {
+      pending.erase(std::remove_if(pending.begin(), pending.end(), [](const Pending& q) { return q.fd < 0; }),
+                    pending.end());
+    };
+    while (got < expected) {
       double now = now_seconds();
       if (now > deadline)
         throw RuntimeError(RAILCOLL_ERR_TIMEOUT, "timed out waiting for peers to connect (" + std::to_string(got) +
@@ -356,45 +398,19 @@ struct Comm::Impl {
       for (int fd : listen_fds) p.push_back({fd, POLLIN, 0});
       for (auto& q : pending) p.push_back({q.fd, POLLIN, 0});
       poll(p.data(), p.size(), 100);
-      for (size_t i = 0; i < pending.size(); ++i) {
-        Pending& q = pending[i];
-        if (p[listen_fds.size() + i].revents) {
-          char buf[sizeof(FrameHeader) + kHelloProof];
-          ssize_t r = recv(q.fd, buf, full - q.in.size(), MSG_DONTWAIT);
-          if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-            refuse(q, "it closed the connection before it said hello");
-            continue;
-          }
-          if (r > 0) q.in.append(buf, static_cast<size_t>(r));
-        }
-        FrameHeader h{};
-        std::string why = q.in.size() >= sizeof h ? check_hello(q, h) : "";
-        if (why.empty() && q.in.size() == full) {
-          std::string proof = hello_proof(boot.job_key, h, me, listen_nonce);
-          if (!equal_constant_time(proof.data(), q.in.data() + sizeof h, kHelloProof)) {
-            why = "wrong job key (RAILCOLL_JOB_KEY)";
-          } else {
-            add_conn(q.fd, h.sender, h.op);
-            q.fd = -1;
-            ++got;
-            continue;
-          }
-        }
-        if (why.empty() && now > q.until) why = "it sent no complete hello in time";
-        if (!why.empty()) refuse(q, why);
-      }
-      pending.erase(std::remove_if(pending.begin(), pending.end(), [](const Pending& q) { return q.fd < 0; }),
-                    pending.end());
-      for (size_t i = 0; i < listen_fds.size(); ++i) {
-        if (!(p[i].revents & POLLIN)) continue;
-        int fd = accept4(listen_fds[i], nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        bool tcp = i < rail_addr.size();
-        if (fd < 0) continue;
-        tune_socket(fd, tcp);
-        pending.push_back({fd, tcp, now + std::min(5.0, boot.timeout), ""});
-      }
+      for (size_t i = 0; i < pending.size(); ++i)
+        if (p[listen_fds.size() + i].revents || now > pending[i].until) examine(pending[i], now, false);
+      forget_done();
+      for (size_t i = 0; i < listen_fds.size(); ++i)
+        if (p[i].revents & POLLIN) accept_new(i, now);
     }
-    for (auto& q : pending) refuse(q, "every peer of this communicator is already connected");
+    // Whoever else knocked during set-up is told no (and logged) before the
+    // listeners close, rather than reset unseen by the kernel.
+    double now = now_seconds();
+    for (size_t i = 0; i < listen_fds.size(); ++i)
+      while (accept_new(i, now)) {
+      }
+    for (auto& q : pending) examine(q, now, true);
   }
 
   void add_conn(int fd, int peer, int rail) {
