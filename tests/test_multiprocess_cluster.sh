@@ -5,6 +5,7 @@
 # created here and taken down on every exit path.
 set -u
 RC=${1:?railcoll}; MP=${2:?mp_collectives}
+HERE=$(cd "$(dirname "$0")" && pwd)
 if [ "$(id -u)" != 0 ]; then echo "skipped: needs root (network namespaces)"; echo "0 passed, 0 failed"; exit 0; fi
 pass=0 fail=0
 log=$(mktemp)
@@ -31,6 +32,12 @@ if up --nodes 4 --ppn 2 --rails 3 --rate 1gbit; then
   check "a peer exits in the middle" "dead peer -> a peer failed" 7 -- \
     env RAILCOLL_TIMEOUT=5 "$RC" cluster run -- "$MP" peer-exit
   check "sizes differ between ranks" "mismatched sizes -> " 8 -- env RAILCOLL_TIMEOUT=5 "$RC" cluster run -- "$MP" mismatch
+  check "a replayed frame from an earlier call is refused" "replayed frame refused" 8 -- \
+    env RAILCOLL_TEST_REPLAY_CALL=1 RAILCOLL_TIMEOUT=5 "$RC" cluster run -- "$MP" replay
+fi
+if up --nodes 3 --ppn 2 --rails 2 --rate 1gbit; then
+  check "SIGKILL and SIGSTOP of a rank mid-collective: named, broken, recovered" "^ok   SIG" 5 -- \
+    "$HERE/test_peer_failure.sh" "$RC" "$MP" 3 2 cluster
 fi
 if up --nodes 2 --ppn 3 --rails 2 --rate 1gbit; then
   check "correct, 2 nodes x 3, 2 rails" "calls correct" 6 -- "$RC" cluster run -- "$MP" correct

@@ -48,8 +48,33 @@ int env_int(const char* name, int dflt) {
 
 }  // namespace
 
-Bootstrap bootstrap_from_env() {
+Bootstrap settings_from_env() {
   Bootstrap b;
+  if (env("RAILCOLL_JOB_ID")) b.job_id = env("RAILCOLL_JOB_ID");
+  if (env("RAILCOLL_JOB_KEY")) b.job_key = env("RAILCOLL_JOB_KEY");
+  if (env("RAILCOLL_NODE")) {
+    b.node_id = std::string("node:") + env("RAILCOLL_NODE");
+  } else {
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    b.node_id = std::string("host:") + host;
+  }
+  if (env("RAILCOLL_RAILS")) b.rails_spec = env("RAILCOLL_RAILS");
+  if (const char* t = env("RAILCOLL_TIMEOUT")) {
+    char* end = nullptr;
+    double x = strtod(t, &end);
+    if (*end || !(x > 0) || x > 86400 * 7)
+      throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, std::string("RAILCOLL_TIMEOUT='") + t + "' is not a number of seconds");
+    b.timeout = x;
+  }
+  if (env("RAILCOLL_SPIN_US")) b.spin_seconds = env_int("RAILCOLL_SPIN_US", 0) * 1e-6;
+  if (env("RAILCOLL_SHM_MIB")) b.shm_bytes = static_cast<uint64_t>(std::max(1, env_int("RAILCOLL_SHM_MIB", 256))) << 20;
+  if (env("RAILCOLL_TEST_REPLAY_CALL")) b.replay_call = static_cast<uint64_t>(env_int("RAILCOLL_TEST_REPLAY_CALL", 0));
+  return b;
+}
+
+Bootstrap bootstrap_from_env() {
+  Bootstrap b = settings_from_env();
   struct Source {
     const char *rank, *size, *name;
   };
@@ -77,25 +102,6 @@ Bootstrap bootstrap_from_env() {
     throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP,
                        "no store address: set RAILCOLL_STORE=host:port (rank 0 listens there) or MASTER_ADDR and "
                        "MASTER_PORT; railcoll run and railcoll cluster run set it");
-  if (env("RAILCOLL_JOB_ID")) b.job_id = env("RAILCOLL_JOB_ID");
-  if (env("RAILCOLL_JOB_KEY")) b.job_key = env("RAILCOLL_JOB_KEY");
-  if (env("RAILCOLL_NODE")) {
-    b.node_id = std::string("node:") + env("RAILCOLL_NODE");
-  } else {
-    char host[256] = {0};
-    gethostname(host, sizeof host - 1);
-    b.node_id = std::string("host:") + host;
-  }
-  if (env("RAILCOLL_RAILS")) b.rails_spec = env("RAILCOLL_RAILS");
-  if (const char* t = env("RAILCOLL_TIMEOUT")) {
-    char* end = nullptr;
-    double x = strtod(t, &end);
-    if (*end || !(x > 0) || x > 86400 * 7)
-      throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, std::string("RAILCOLL_TIMEOUT='") + t + "' is not a number of seconds");
-    b.timeout = x;
-  }
-  if (env("RAILCOLL_SPIN_US")) b.spin_seconds = env_int("RAILCOLL_SPIN_US", 0) * 1e-6;
-  if (env("RAILCOLL_SHM_MIB")) b.shm_bytes = static_cast<uint64_t>(std::max(1, env_int("RAILCOLL_SHM_MIB", 256))) << 20;
   return b;
 }
 
@@ -175,6 +181,8 @@ struct Comm::Impl {
   std::vector<int> listen_fds;  // one per rail, then the Unix one; open during set-up
   std::string listen_nonce;     // proves a Hello is for this communicator (in the store)
   std::set<int> answered;       // peers that answered a liveness probe in this wait
+  std::unique_ptr<SendItem> replay;  // RAILCOLL_TEST_REPLAY_CALL: the frame to send again
+  int replay_conn = -1;
 
   // call state
   uint64_t seq = 1;
@@ -568,6 +576,11 @@ struct Comm::Impl {
       it.hdr.total = total;
       it.iov = payload_iov(op, off, parts[p].second, false);
       off += parts[p].second;
+      if (boot.replay_call == seq && !replay) {  // a test hook: keep a copy to replay next call
+        replay = std::make_unique<SendItem>(SendItem{it.hdr, {}, {}, 0});
+        for (auto& v : it.iov) replay->owned.append(static_cast<char*>(v.iov_base), v.iov_len);
+        replay_conn = conn_of[op.peer][local ? 0 : parts[p].first];
+      }
       c.out.push_back(std::move(it));
     }
   }
@@ -887,6 +900,10 @@ struct Comm::Impl {
     rank_counters.assign(std::max(1, s.rank_counters), 0);
     arrivals.clear();
     in_call = true;
+    if (replay && seq == boot.replay_call + 2) {
+      conns[replay_conn].out.push_back(std::move(*replay));
+      replay.reset();
+    }
     // Frames that arrived before this rank entered the call.
     for (auto it = held.begin(); it != held.end();) {
       if (it->hdr.seq != seq) {

@@ -26,9 +26,15 @@ struct Bootstrap {
   // 2 ms: 500 us median for an 8 B smp_direct all-gather).
   double spin_seconds = 0.002;
   std::string source;       // which launcher's variables were used
+  // RAILCOLL_TEST_REPLAY_CALL=n (tests only): send one data frame of call n
+  // again at the start of call n+2, which its receiver must refuse.
+  uint64_t replay_call = 0;
 };
 // Reads the environment of railcoll's launchers, torchrun, Open MPI, Hydra, Slurm.
 Bootstrap bootstrap_from_env();
+// Only the settings that do not say who the process is (node, rails, key, job
+// id, timeouts): for a communicator whose rank, size and store are given.
+Bootstrap settings_from_env();
 
 class Comm {
  public:
