@@ -287,10 +287,13 @@ int mode_soak(railcoll_comm_t comm, int calls, unsigned seed) {
   int size = railcoll_comm_size(comm);
   auto algos = algorithms();
   std::mt19937 rng(seed);  // the same on every rank: they must agree on every call
-  int warm = std::max(1, calls / 10), fds_warm = 0;
-  long rss_warm = 0;
+  // Samples after 10% and half of the calls: the first part warms caches and
+  // meets the large sizes; from half-way to the end nothing may grow.
+  int warm = std::max(1, calls / 10), half = std::max(1, calls / 2), fds_warm = 0;
+  long rss_warm = 0, rss_half = 0;
   for (int call = 0; call < calls; ++call) {
     if (call == warm) fds_warm = open_fds(), rss_warm = rss_kib();
+    if (call == half) rss_half = rss_kib();
     int kind = rng() % 10;
     const std::string& algo = algos[rng() % algos.size()];
     size_t bytes = rng() % 4 == 0 ? rng() % 262144 : rng() % 4096;
@@ -305,8 +308,8 @@ int mode_soak(railcoll_comm_t comm, int calls, unsigned seed) {
       return 1;
     }
   }
-  printf("rank %d: soak %d calls correct; open files %d -> %d, RSS %ld -> %ld KiB (after %d calls -> end)\n", rank_,
-         calls, fds_warm, open_fds(), rss_warm, rss_kib(), warm);
+  printf("rank %d: soak %d calls correct; open files %d -> %d, RSS %ld -> %ld -> %ld KiB (after %d, %d calls, end)\n",
+         rank_, calls, fds_warm, open_fds(), rss_warm, rss_half, rss_kib(), warm, half);
   return 0;
 }
 

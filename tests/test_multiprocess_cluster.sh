@@ -34,6 +34,7 @@ if up --nodes 4 --ppn 2 --rails 3 --rate 1gbit; then
   check "sizes differ between ranks" "mismatched sizes -> " 8 -- env RAILCOLL_TIMEOUT=5 "$RC" cluster run -- "$MP" mismatch
   check "a replayed frame from an earlier call is refused" "replayed frame refused" 8 -- \
     env RAILCOLL_TEST_REPLAY_CALL=1 RAILCOLL_TIMEOUT=5 "$RC" cluster run -- "$MP" replay
+  check "soak: 500 mixed calls, files and memory flat" "^1 passed" 1 -- "$HERE/test_soak.sh" "$RC" "$MP" 500 cluster
 fi
 if up --nodes 3 --ppn 2 --rails 2 --rate 1gbit; then
   check "SIGKILL and SIGSTOP of a rank mid-collective: named, broken, recovered" "^ok   SIG" 5 -- \
