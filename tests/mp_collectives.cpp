@@ -17,6 +17,9 @@
 //              (railcoll_comm_init_explicit at MP_RECOVERY_STORE, job
 //              MP_RECOVERY_JOB), run a validated call on it, and have as many
 //              open files afterwards as before the first communicator
+//   steady B A S  validated all-gathers of B bytes with algorithm A for S seconds
+//              (a test takes a rail down and up meanwhile): no call may fail or
+//              be wrong; rank 0 prints calls per second and the rails up it saw
 //   soak N S   N mixed calls (all-gather(v), barrier; random sizes, algorithms,
 //              in place or not; seed S), every byte checked; fds and RSS
 //              sampled after the first 10% and at the end
@@ -283,6 +286,39 @@ int mode_loop(railcoll_comm_t comm, size_t bytes, const std::string& algo) {
   return 0;
 }
 
+int mode_steady(railcoll_comm_t comm, size_t bytes, const std::string& algo, double secs) {
+  int size = railcoll_comm_size(comm);
+  std::vector<unsigned char> send(bytes), recv(bytes * size);
+  railcoll_call_opts_t o{algo.c_str(), 0};
+  int fewest_rails = railcoll_comm_rails_up(comm), call = 0;
+  std::vector<int> per_second;
+  double start = seconds();
+  // Every rank must run the same number of calls: rank 0's clock decides, and
+  // its verdict (go on or stop) travels in the first byte of its block.
+  for (bool more = true; more; ++call) {
+    for (size_t i = 0; i < bytes; ++i) send[i] = pattern(rank_, call, i);
+    if (rank_ == 0) send[0] = seconds() - start < secs ? 1 : 0;
+    railcoll_status_t st = railcoll_allgather(comm, send.data(), recv.data(), bytes, &o);
+    if (st != RAILCOLL_OK) FAIL("call %d failed: %s: %s", call, railcoll_strerror(st), railcoll_last_error());
+    more = recv[0] == 1;
+    for (int r = 0; r < size; ++r)
+      for (size_t i = r == 0 ? 1 : 0; i < bytes; ++i)
+        if (recv[r * bytes + i] != pattern(r, call, i)) FAIL("call %d: wrong byte %zu of rank %d's block", call, i, r);
+    size_t second = static_cast<size_t>(seconds() - start);
+    if (per_second.size() <= second) per_second.resize(second + 1);
+    ++per_second[second];
+    fewest_rails = std::min(fewest_rails, railcoll_comm_rails_up(comm));
+  }
+  printf("rank %d: steady %d calls correct, 0 failed; rails up: fewest %d, at the end %d\n", rank_, call, fewest_rails,
+         railcoll_comm_rails_up(comm));
+  if (rank_ == 0) {
+    printf("calls per second:");
+    for (int n : per_second) printf(" %d", n);
+    printf("\n");
+  }
+  return 0;
+}
+
 int mode_soak(railcoll_comm_t comm, int calls, unsigned seed) {
   int size = railcoll_comm_size(comm);
   auto algos = algorithms();
@@ -332,6 +368,8 @@ int main(int argc, char** argv) {
            : mode == "peer-exit" ? mode_peer_exit(comm)
            : mode == "deadline"  ? mode_deadline(comm)
            : mode == "replay"    ? mode_replay(comm)
+           : mode == "steady"    ? mode_steady(comm, argc > 2 ? strtoul(argv[2], nullptr, 0) : 1 << 20,
+                                               argc > 3 ? argv[3] : "direct", argc > 4 ? atof(argv[4]) : 10)
            : mode == "soak"      ? mode_soak(comm, argc > 2 ? atoi(argv[2]) : 1000, argc > 3 ? atoi(argv[3]) : 1)
            : mode == "loop"      ? mode_loop(comm, argc > 2 ? strtoul(argv[2], nullptr, 0) : 65536,
                                              argc > 3 ? argv[3] : "auto")

@@ -2,7 +2,8 @@
 """A process that does not belong to a railcoll job and tries to talk to it.
 
   stranger.py store HOST:PORT KIND [KEY JOB]   KIND: garbage | nokey | wrongkey | otherjob | good
-  stranger.py data HOST:PORT KIND JOB          KIND: garbage | silent | wrongkey | otherjob
+  stranger.py data HOST:PORT KIND JOB [READY]  KIND: garbage | silent | wrongkey | otherjob
+                                               (READY: a file made once connected and sent)
   stranger.py hmac KEY HEXMSG                  print HMAC-SHA256 (to cross-check railcoll's)
 
 Prints one line saying what it did and what came back. `store ... good` uses the
@@ -76,7 +77,7 @@ def store(hp, kind, key="", job=""):
     return "store %s: %s" % (kind, "closed by the store" if closed_by_peer(s) else "STILL OPEN")
 
 
-def data(hp, kind, job):
+def data(hp, kind, job, ready=None):
     s = connect(hp)
     if kind == "garbage":
         s.sendall(os.urandom(200))
@@ -85,6 +86,8 @@ def data(hp, kind, job):
         hdr = HEADER.pack(MAGIC, VERSION, HELLO, comm, 1, 0, 0, 0, 0, 0, 0, 0, 32, 0)
         s.sendall(hdr + hmac.new(b"not-the-key", hdr, hashlib.sha256).digest())
     # silent: says nothing; the rank must close it after its hello deadline
+    if ready:
+        open(ready, "w").close()
     return "data %s %s: %s" % (kind, hp, "closed by the rank" if closed_by_peer(s) else "STILL OPEN")
 
 
@@ -94,7 +97,7 @@ def main(argv):
     elif argv[1] == "store":
         print(store(argv[2], argv[3], *argv[4:6]))
     elif argv[1] == "data":
-        print(data(argv[2], argv[3], argv[4]))
+        print(data(argv[2], argv[3], argv[4], *argv[5:6]))
 
 
 if __name__ == "__main__":

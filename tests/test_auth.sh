@@ -61,11 +61,11 @@ visits+=("$first wrongkey" "$first otherjob" "$first silent")
 strangers=()
 for v in "${visits[@]}"; do
   set -- $v
-  python3 "$STRANGER" data "$1" "$2" "$job" >"$said.${#strangers[@]}" &
+  python3 "$STRANGER" data "$1" "$2" "$job" "$dir/ready.${#strangers[@]}" >"$said.${#strangers[@]}" &
   strangers+=($!)
   expect_refused=$((expect_refused + 1))
 done
-sleep 0.5
+for _ in $(seq 200); do [ "$(ls "$dir" | grep -c '^ready\.')" -ge "${#strangers[@]}" ] && break; sleep 0.05; done
 start_rank 2
 for p in "${strangers[@]}" "${pids[@]}"; do wait "$p"; done
 pids=()

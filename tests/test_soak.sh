@@ -3,13 +3,13 @@
 # up to 256 KiB with random algorithms, in place or not, and barriers), every
 # byte of every call checked, on every rank; open files must be the same after
 # the first 10% of the calls and at the end, and RSS may not grow by more than
-# RSS_SLACK_KIB (default 2048) from half-way to the end (the first half meets
+# RSS_SLACK_KIB (default 4096) from half-way to the end (the first half meets
 # the large sizes and fills the plan cache). Prints each rank's numbers.
 #   usage: test_soak.sh RAILCOLL MP_COLLECTIVES CALLS [local|cluster] [SEED]
 # cluster: on the emulated cluster that is up (root); local: 8 ranks, 2 pretend nodes, 2 rails.
 set -u
 RC=${1:?railcoll}; MP=${2:?mp_collectives}; CALLS=${3:-300}; WHERE=${4:-local}; SEED=${5:-$RANDOM}
-SLACK=${RSS_SLACK_KIB:-2048}
+SLACK=${RSS_SLACK_KIB:-4096}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 start=$(date +%s)

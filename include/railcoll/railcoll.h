@@ -71,6 +71,11 @@ int railcoll_comm_rank(railcoll_comm_t comm);
 int railcoll_comm_size(railcoll_comm_t comm);
 int railcoll_comm_nodes(railcoll_comm_t comm);
 int railcoll_comm_rails(railcoll_comm_t comm);
+/* Rails this rank can use now: a rail whose connection to some peer broke or
+ * stalled (its traffic moved to the other rails, logged once on stderr) does
+ * not count until it is reconnected. A call fails only when no rail to a peer
+ * is left. */
+int railcoll_comm_rails_up(railcoll_comm_t comm);
 
 /* Every rank contributes `bytes` from sendbuf; recvbuf (size * bytes) receives
  * every rank's block in rank order. opts may be NULL. */

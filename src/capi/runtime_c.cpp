@@ -123,6 +123,7 @@ int railcoll_comm_rank(railcoll_comm_t c) { return c && c->comm ? c->comm->rank(
 int railcoll_comm_size(railcoll_comm_t c) { return c && c->comm ? c->comm->size() : -1; }
 int railcoll_comm_nodes(railcoll_comm_t c) { return c && c->comm ? c->comm->topo().nnodes() : -1; }
 int railcoll_comm_rails(railcoll_comm_t c) { return c && c->comm ? c->comm->rails() : -1; }
+int railcoll_comm_rails_up(railcoll_comm_t c) { return c && c->comm ? c->comm->rails_up() : -1; }
 
 railcoll_status_t railcoll_allgather(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t bytes,
                                      const railcoll_call_opts_t* opts) {

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -67,6 +69,13 @@ Bootstrap settings_from_env() {
       throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, std::string("RAILCOLL_TIMEOUT='") + t + "' is not a number of seconds");
     b.timeout = x;
   }
+  if (const char* t = env("RAILCOLL_RAIL_TIMEOUT")) {
+    char* end = nullptr;
+    double x = strtod(t, &end);
+    if (*end || !(x > 0) || x > 3600)
+      throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, std::string("RAILCOLL_RAIL_TIMEOUT='") + t + "' is not a number of seconds");
+    b.rail_timeout = x;
+  }
   if (env("RAILCOLL_SPIN_US")) b.spin_seconds = env_int("RAILCOLL_SPIN_US", 0) * 1e-6;
   if (env("RAILCOLL_SHM_MIB")) b.shm_bytes = static_cast<uint64_t>(std::max(1, env_int("RAILCOLL_SHM_MIB", 256))) << 20;
   if (env("RAILCOLL_TEST_REPLAY_CALL")) b.replay_call = static_cast<uint64_t>(env_int("RAILCOLL_TEST_REPLAY_CALL", 0));
@@ -129,6 +138,7 @@ struct SendItem {
   std::vector<iovec> iov;  // payload pieces (memory stays valid until the call ends)
   std::string owned;       // payload owned by the item (Abort text)
   size_t done = 0;         // bytes of header+payload already written
+  uint64_t end = 0;        // TCP: the connection's byte count once it is all written
   size_t total() const {
     size_t n = sizeof hdr + owned.size();
     for (auto& v : iov) n += v.iov_len;
@@ -154,14 +164,37 @@ struct Conn {
   bool in_payload = false;
   std::vector<iovec> dst;   // where the payload goes
   size_t payload_got = 0;
-  std::vector<char> buffer;  // held or text payloads
-  enum { Direct, Hold, Text } mode = Direct;
+  std::vector<char> buffer;  // held, text or dropped payloads
+  enum { Direct, Hold, Text, Drop } mode = Direct;
+  // Rail failover (TCP only): Data and Notify frames stay in `unacked` after
+  // they are written until the peer's kernel has acknowledged their last byte
+  // (written - SIOCOUTQ >= end), so they can be sent again on another rail if
+  // this one breaks or stalls. No acknowledgement frames: the kernel's do.
+  bool down = false;               // given up: nothing more is sent on it; traffic on the other rails
+  std::deque<SendItem> unacked;
+  uint64_t written = 0, nread = 0;  // bytes through this connection each way
+  bool told = false;               // our RailDown for it went to the peer
+  int64_t drain_to = -1;           // the peer's RailDown: read this many bytes, then close
+  double quiet_since = 0;          // last sign the rail moves our bytes (SIOCOUTQ dropped)
+  double heard_at = 0;             // last byte received on it
+  int outq = -1;                   // bytes in the kernel's send queue at the last look
+  bool probed = false;             // other rails pinged for evidence the peer is alive
+  double probe_at = 0;
+  double down_at = 0;
+  uint32_t generation = 1;         // connections made for this (peer, rail); in the Hello's seq
+  double retry_at = 0;             // the lower rank reconnects a down rail from then
+  bool connecting = false;
+  double connect_until = 0;
   std::string name() const {
     return "rank " + std::to_string(peer) + (rail >= 0 ? " (rail " + std::to_string(rail) + ")" : " (same node)");
   }
 };
 
 int process_comm_index = 0;
+
+bool tracked(uint16_t type) {
+  return type == static_cast<uint16_t>(Frame::Data) || type == static_cast<uint16_t>(Frame::Notify);
+}
 
 }  // namespace
 
@@ -182,6 +215,10 @@ struct Comm::Impl {
   std::string listen_nonce;     // proves a Hello is for this communicator (in the store)
   std::set<int> answered;       // peers that answered a liveness probe in this wait
   std::unique_ptr<SendItem> replay;  // RAILCOLL_TEST_REPLAY_CALL: the frame to send again
+  std::vector<std::vector<std::string>> peer_addr;  // [peer][rail] "host:port" of its listener
+  std::vector<std::string> peer_nonce;              // [peer] its listen nonce (for reconnect Hellos)
+  std::vector<int> rail_down_count;                 // [rail] connections given up on it
+  double next_rail_check = 0;
   int replay_conn = -1;
 
   // call state
@@ -275,13 +312,17 @@ struct Comm::Impl {
     std::string uds_prefix = "railcoll/" + job + "/" + std::to_string(comm_index) + "/";
     if (topo.node_size(node) > 1) listen_fds.push_back(unix_listen(uds_prefix + std::to_string(me)));
     auto hello = [&](int fd, int peer, int rail, const std::string& nonce) {
-      FrameHeader h = header(Frame::Hello, rail);
-      h.length = kHelloProof;
-      std::string frame(reinterpret_cast<char*>(&h), sizeof h);
-      frame += hello_proof(boot.job_key, h, peer, nonce);
+      std::string frame = hello_frame(peer, rail, 1, nonce);
       write_all(fd, frame.data(), frame.size(), deadline,
                 "rank " + std::to_string(peer) + (rail >= 0 ? " rail " + std::to_string(rail) : ""));
     };
+    peer_addr.assign(N, {});
+    peer_nonce.assign(N, "");
+    for (int j = 0; j < N && N > 1; ++j) {
+      peer_nonce[j] = from_hex(fields[j].back());
+      for (int r = 0; r < rails_n; ++r) peer_addr[j].push_back(fields[j][2 + r]);
+    }
+    rail_down_count.assign(rails_n, 0);
     int expected = 0;
     for (int j = 0; j < N; ++j) {
       if (j == me) continue;
@@ -305,8 +346,12 @@ struct Comm::Impl {
       }
     }
     accept_peers(expected, deadline);
-    for (int& fd : listen_fds) close(fd), fd = -1;
-    listen_fds.clear();
+    // The rail listeners stay open: a rail that failed is reconnected there.
+    if (listen_fds.size() > rail_addr.size()) close(listen_fds.back()), listen_fds.pop_back();
+    if (N == 1 || topo.nnodes() == 1) {
+      for (int fd : listen_fds) close(fd);
+      listen_fds.clear();
+    }
 
     map_node_shm(store.get(), comm_index, deadline);
     if (store) {
@@ -320,84 +365,104 @@ struct Comm::Impl {
     if (store_server) store_server->stop();
   }
 
-  // Accepts the connections of lower ranks until `expected` are in. Each must
-  // begin with a Hello for this communicator whose proof shows the job key;
-  // anything else (a stranger, a wrong key, another job, garbage, silence, a
-  // second Hello for the same rank and rail) is closed and logged in one line.
-  void accept_peers(int expected, double deadline) {
-    struct Pending {
-      int fd;
-      bool tcp;
-      double until;
-      std::string in;
-    };
-    std::vector<Pending> pending;
-    auto refuse = [&](Pending& q, const std::string& why) {
-      fprintf(stderr, "railcoll: rank %d refused a connection from %s: %s\n", me, describe_peer(q.fd).c_str(),
-              why.c_str());
-      close(q.fd);
-      q.fd = -1;
-    };
+  // ------------------------------------------------------------ the door
+  // Connections of lower ranks: at set-up, and later when a rail reconnects.
+  // Each must begin with a Hello for this communicator whose proof shows the
+  // job key; anything else (a stranger, a wrong key, another job, garbage,
+  // silence, an old Hello replayed) is closed and logged in one line.
+  struct Pending {
+    int fd;
+    bool tcp;
+    double until;
+    std::string in;
+  };
+  std::vector<Pending> pending;
+
+  void refuse(Pending& q, const std::string& why) {
+    fprintf(stderr, "railcoll: rank %d refused a connection from %s: %s\n", me, describe_peer(q.fd).c_str(),
+            why.c_str());
+    close(q.fd);
+    q.fd = -1;
+  }
+
+  // "" when the complete header in q may be a peer's Hello, else why not.
+  std::string hello_problem(const Pending& q, FrameHeader& h) {
+    memcpy(&h, q.in.data(), sizeof h);
+    if (h.magic != kWireMagic) return "it does not speak the railcoll protocol";
+    if (h.version != kWireVersion)
+      return "wire version " + std::to_string(h.version) + ", this rank speaks " + std::to_string(kWireVersion);
+    if (h.type != static_cast<uint16_t>(Frame::Hello) || h.length != kHelloProof) return "its first frame is not a hello";
+    if (h.comm != comm_id) return "it belongs to another job or communicator";
+    if (h.sender < 0 || h.sender >= me) return "it claims to be rank " + std::to_string(h.sender);
+    bool local = topo.same_node(h.sender, me);
+    if (local == q.tcp || (q.tcp && (h.op < 0 || h.op >= topo.rails())) || (!q.tcp && h.op != -1))
+      return "rank " + std::to_string(h.sender) + " cannot connect on this socket as rail " + std::to_string(h.op);
+    return "";
+  }
+
+  // Reads what q has sent; makes it a connection (true) or refuses it once it is
+  // clear it is not one. `last`: set-up is over, refuse what is not yet a peer.
+  bool examine(Pending& q, double now, bool last) {
     const size_t full = sizeof(FrameHeader) + kHelloProof;
-    for (int fd : listen_fds) set_nonblocking(fd);
-    // "" when the hello in q (complete header) may be accepted, else why not.
-    auto check_hello = [&](const Pending& q, FrameHeader& h) -> std::string {
-      memcpy(&h, q.in.data(), sizeof h);
-      if (h.magic != kWireMagic) return "it does not speak the railcoll protocol";
-      if (h.version != kWireVersion)
-        return "wire version " + std::to_string(h.version) + ", this rank speaks " + std::to_string(kWireVersion);
-      if (h.type != static_cast<uint16_t>(Frame::Hello) || h.length != kHelloProof) return "its first frame is not a hello";
-      if (h.comm != comm_id) return "it belongs to another job or communicator";
-      if (h.sender < 0 || h.sender >= me) return "it claims to be rank " + std::to_string(h.sender);
-      bool local = topo.same_node(h.sender, me);
-      if (local == q.tcp || (q.tcp && (h.op < 0 || h.op >= topo.rails())) || (!q.tcp && h.op != -1))
-        return "rank " + std::to_string(h.sender) + " cannot connect on this socket as rail " + std::to_string(h.op);
-      return "";
-    };
-    // Reads what q has sent; accepts it as a peer (true) or refuses it once it is
-    // clear it is not one. `last`: set-up is over, refuse what is not yet a peer.
-    int got = 0;
-    auto examine = [&](Pending& q, double now, bool last) {
-      char buf[sizeof(FrameHeader) + kHelloProof];
-      ssize_t r = recv(q.fd, buf, full - q.in.size(), MSG_DONTWAIT);
-      if (r > 0) q.in.append(buf, static_cast<size_t>(r));
-      FrameHeader h{};
-      std::string why = q.in.size() >= sizeof h ? check_hello(q, h) : "";
-      if (why.empty() && q.in.size() == full) {
-        std::string proof = hello_proof(boot.job_key, h, me, listen_nonce);
-        bool known = equal_constant_time(proof.data(), q.in.data() + sizeof h, kHelloProof);
-        if (known && conn_of[h.sender][std::max(0, h.op)] >= 0) {
-          refuse(q, "a second hello for rank " + std::to_string(h.sender) + " rail " + std::to_string(h.op) +
-                        " (a replay)");
-          return;
-        }
-        if (known) {
-          add_conn(q.fd, h.sender, h.op);
-          q.fd = -1;
-          ++got;
-          return;
-        }
+    char buf[sizeof(FrameHeader) + kHelloProof];
+    ssize_t r = recv(q.fd, buf, full - q.in.size(), MSG_DONTWAIT);
+    if (r > 0) q.in.append(buf, static_cast<size_t>(r));
+    FrameHeader h{};
+    std::string why = q.in.size() >= sizeof h ? hello_problem(q, h) : "";
+    if (why.empty() && q.in.size() == full) {
+      std::string proof = hello_proof(boot.job_key, h, me, listen_nonce);
+      if (!equal_constant_time(proof.data(), q.in.data() + sizeof h, kHelloProof)) {
         why = "wrong job key (RAILCOLL_JOB_KEY)";
+      } else {
+        int ci = conn_of[h.sender][std::max(0, h.op)];
+        // Every connection of a (rank, rail) has a higher generation than the last.
+        if (ci >= 0 && h.seq <= conns[ci].generation) {
+          refuse(q, "an old hello of rank " + std::to_string(h.sender) + " rail " + std::to_string(h.op) +
+                        " (a replay)");
+          return false;
+        }
+        if (ci < 0)
+          add_conn(q.fd, h.sender, h.op);
+        else
+          reconnected(conns[ci], q.fd, now);
+        conns[conn_of[h.sender][std::max(0, h.op)]].generation = static_cast<uint32_t>(h.seq);
+        q.fd = -1;
+        return true;
       }
-      if (why.empty() && (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)))
-        why = "it closed the connection before it said hello";
-      if (why.empty() && now > q.until) why = "it sent no complete hello in time";
-      if (why.empty() && last) why = "every peer of this communicator is already connected";
-      if (!why.empty()) refuse(q, why);
-    };
-    auto accept_new = [&](size_t i, double now) {
-      int fd = accept4(listen_fds[i], nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) return false;
-      bool tcp = i < rail_addr.size();
-      tune_socket(fd, tcp);
-      pending.push_back({fd, tcp, now + std::min(5.0, boot.timeout), ""});
-      return true;
-    };
-    auto forget_done = [&] {
-      pending.erase(std::remove_if(pending.begin(), pending.end(), [](const Pending& q) { return q.fd < 0; }),
-                    pending.end());
-    };
-    while (got < expected) {
+    }
+    if (why.empty() && (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)))
+      why = "it closed the connection before it said hello";
+    if (why.empty() && now > q.until) why = "it sent no complete hello in time";
+    if (why.empty() && last) why = "every peer of this communicator is already connected";
+    if (!why.empty()) refuse(q, why);
+    return false;
+  }
+
+  bool accept_new(size_t i, double now) {
+    int fd = accept4(listen_fds[i], nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return false;
+    bool tcp = i < rail_addr.size();
+    tune_socket(fd, tcp);
+    pending.push_back({fd, tcp, now + std::min(5.0, boot.timeout), ""});
+    return true;
+  }
+
+  // One look at the listeners and the half-open connections; p holds their
+  // poll results from index `at` on (listeners first).
+  int serve_door(const std::vector<pollfd>& p, size_t at, double now) {
+    int got = 0;
+    for (size_t i = 0; i < pending.size(); ++i)
+      if (p[at + listen_fds.size() + i].revents || now > pending[i].until) got += examine(pending[i], now, false);
+    pending.erase(std::remove_if(pending.begin(), pending.end(), [](const Pending& q) { return q.fd < 0; }),
+                  pending.end());
+    for (size_t i = 0; i < listen_fds.size(); ++i)
+      if (p[at + i].revents & POLLIN) accept_new(i, now);
+    return got;
+  }
+
+  void accept_peers(int expected, double deadline) {
+    for (int fd : listen_fds) set_nonblocking(fd);
+    for (int got = 0; got < expected;) {
       double now = now_seconds();
       if (now > deadline)
         throw RuntimeError(RAILCOLL_ERR_TIMEOUT, "timed out waiting for peers to connect (" + std::to_string(got) +
@@ -406,19 +471,16 @@ struct Comm::Impl {
       for (int fd : listen_fds) p.push_back({fd, POLLIN, 0});
       for (auto& q : pending) p.push_back({q.fd, POLLIN, 0});
       poll(p.data(), p.size(), 100);
-      for (size_t i = 0; i < pending.size(); ++i)
-        if (p[listen_fds.size() + i].revents || now > pending[i].until) examine(pending[i], now, false);
-      forget_done();
-      for (size_t i = 0; i < listen_fds.size(); ++i)
-        if (p[i].revents & POLLIN) accept_new(i, now);
+      got += serve_door(p, 0, now);
     }
-    // Whoever else knocked during set-up is told no (and logged) before the
-    // listeners close, rather than reset unseen by the kernel.
+    // Whoever else knocked during set-up is told no (and logged), rather than
+    // left in the backlog.
     double now = now_seconds();
     for (size_t i = 0; i < listen_fds.size(); ++i)
       while (accept_new(i, now)) {
       }
     for (auto& q : pending) examine(q, now, true);
+    pending.clear();
   }
 
   void add_conn(int fd, int peer, int rail) {
@@ -431,9 +493,243 @@ struct Comm::Impl {
     conn_of[peer][rail < 0 ? 0 : rail] = static_cast<int>(conns.size()) - 1;
   }
 
+  // The Hello that opens a connection to `peer` on `rail` (-1: local); its seq is
+  // the connection's generation, so an old Hello cannot open a new one.
+  std::string hello_frame(int peer, int rail, uint32_t generation, const std::string& nonce) const {
+    FrameHeader h = header(Frame::Hello, rail);
+    h.seq = generation;
+    h.length = kHelloProof;
+    std::string frame(reinterpret_cast<const char*>(&h), sizeof h);
+    return frame + hello_proof(boot.job_key, h, peer, nonce);
+  }
+
+  // ------------------------------------------------------------ rail failover
+  // A TCP connection that breaks, or stalls while another rail to the same peer
+  // answers, is given up. Both sides then stop sending on it and tell the other
+  // with a RailDown frame on a surviving rail carrying how many bytes of the
+  // connection the peer's kernel has acknowledged (those are safe in its socket
+  // and are still read, up to that count, then the connection is closed);
+  // every frame beyond that goes again (flagged kFlagMoved) on the other rails.
+  // Later puts avoid the rail; the lower rank reconnects it every kRailRetry s
+  // and when that works it is used again. A call fails only when no rail to a
+  // peer is left. The fast path pays a SIOCOUTQ per connection and call, and a
+  // copy of what the peer's kernel has not acknowledged when the call returns.
+  static constexpr double kRailRetry = 1.0;
+
+  // The other usable rails to c's peer.
+  std::vector<Conn*> other_rails(const Conn& c) {
+    std::vector<Conn*> v;
+    for (int ci : conn_of[c.peer])
+      if (ci >= 0 && &conns[ci] != &c && !conns[ci].down && !conns[ci].closed) v.push_back(&conns[ci]);
+    return v;
+  }
+
+  // One log line when a rail loses its first connection, one when its last comes back.
+  void rail_state(int rail, int delta, const std::string& why) {
+    int before = rail_down_count[rail];
+    rail_down_count[rail] += delta;
+    if (before == 0 && delta > 0)
+      fprintf(stderr, "railcoll: rank %d: rail %d (%s) is down: %s; its traffic moves to the other rails\n", me, rail,
+              rail_addr[rail].c_str(), why.c_str());
+    if (before > 0 && rail_down_count[rail] == 0)
+      fprintf(stderr, "railcoll: rank %d: rail %d (%s) is up again\n", me, rail, rail_addr[rail].c_str());
+  }
+
+  // Bytes of c the peer's kernel has acknowledged; frames wholly inside are let go.
+  uint64_t release_confirmed(Conn& c) {
+    int q = 0;
+    if (ioctl(c.fd, SIOCOUTQ, &q) != 0) q = static_cast<int>(std::min<uint64_t>(c.written, INT32_MAX));
+    uint64_t confirmed = c.written - static_cast<uint64_t>(q);
+    while (!c.unacked.empty() && c.unacked.front().end <= confirmed) c.unacked.pop_front();
+    return confirmed;
+  }
+
+  // When a call returns, frames the peer has not acknowledged stop pointing
+  // into the user's buffers: they are copied, in case they must go again.
+  void keep_unconfirmed() {
+    for (auto& c : conns) {
+      if (c.rail < 0 || c.closed || c.unacked.empty()) continue;
+      release_confirmed(c);
+      for (auto& it : c.unacked) {
+        for (auto& v : it.iov) it.owned.append(static_cast<char*>(v.iov_base), v.iov_len);
+        it.iov.clear();
+      }
+    }
+  }
+
+  // Takes c's unsent and unconfirmed frames out of it, to be sent again.
+  std::vector<SendItem> take_frames(Conn& c) {
+    std::vector<SendItem> v;
+    for (auto* q : {&c.unacked, &c.out})
+      for (auto& it : *q)
+        if (tracked(it.hdr.type)) {
+          it.done = 0;
+          it.hdr.flags |= kFlagMoved;
+          v.push_back(std::move(it));
+        }
+    c.unacked.clear();
+    c.out.clear();
+    return v;
+  }
+
+  void reset_stream(Conn& c, double now) {
+    c.hdr_got = 0;
+    c.in_payload = false;
+    c.dst.clear();
+    c.written = c.nread = 0;
+    c.told = false;
+    c.drain_to = -1;
+    c.heard_at = now;
+    c.outq = -1;
+    c.probed = false;
+  }
+
+  void rail_failed(Conn& c, const std::string& why) {
+    if (c.down || c.closed) return;
+    auto alive = other_rails(c);
+    if (alive.empty()) {
+      c.closed = true;
+      fail(RAILCOLL_ERR_PEER, c.name() + " " + why + ", and no other rail to rank " + std::to_string(c.peer) + " is left");
+    }
+    double now = now_seconds();
+    uint64_t confirmed = release_confirmed(c);
+    c.down = true;
+    c.down_at = now;
+    rail_state(c.rail, 1, "the connection to rank " + std::to_string(c.peer) + " " + why);
+    // The notice goes first on the connection that carries the frames sent
+    // again, so the peer knows where the old connection ends before it sees them.
+    SendItem notice{header(Frame::RailDown, c.rail), {}, {}, 0, 0};
+    notice.hdr.offset = confirmed;
+    alive[0]->out.push_back(std::move(notice));
+    c.told = true;
+    size_t k = 0;
+    for (auto& it : take_frames(c)) alive[k++ % alive.size()]->out.push_back(std::move(it));
+    close_if_drained(c);
+  }
+
+  // A given-up connection is closed once the peer's acknowledged bytes are read.
+  void close_if_drained(Conn& c) {
+    if (!c.down || c.closed || !c.told || c.drain_to < 0 || c.nread < static_cast<uint64_t>(c.drain_to)) return;
+    close(c.fd);
+    c.fd = -1;
+    c.closed = true;
+    c.retry_at = now_seconds() + kRailRetry;
+  }
+
+  // The peer opened a new connection for a rail: it replaces the old one, and
+  // whatever the old one had not delivered goes again on the new one.
+  void reconnected(Conn& c, int fd, double now) {
+    std::vector<SendItem> again = take_frames(c);
+    if (!c.closed) close(c.fd);
+    if (c.down) rail_state(c.rail, -1, "");
+    c.fd = fd;
+    set_nonblocking(fd);
+    c.down = c.closed = c.bye = c.connecting = false;
+    reset_stream(c, now);
+    for (auto& it : again) c.out.push_back(std::move(it));
+  }
+
+  // Puts and signals go on the schedule's rail, or the next usable one.
+  Conn& route(int peer, int rail, bool* moved) {
+    *moved = false;
+    if (topo.same_node(peer, me)) {
+      Conn& c = conns[conn_of[peer][0]];
+      if (c.closed) fail(RAILCOLL_ERR_PEER, c.name() + " is gone: cannot send to it");
+      return c;
+    }
+    int R = topo.rails();
+    for (int k = 0; k < R; ++k) {
+      Conn& c = conns[conn_of[peer][(rail + k) % R]];
+      if (c.down || c.closed) continue;
+      *moved = k > 0;
+      return c;
+    }
+    fail(RAILCOLL_ERR_PEER, "no rail to rank " + std::to_string(peer) + " is left: cannot send to it");
+  }
+
+  void start_reconnect(Conn& c, double now) {
+    auto hp = split_host_port(peer_addr[c.peer][c.rail]);
+    c.fd = tcp_connect_start(rail_addr[c.rail], hp.first, hp.second);
+    c.retry_at = now + kRailRetry;
+    if (c.fd < 0) return;
+    c.connecting = true;
+    c.connect_until = now + kRailRetry;
+  }
+
+  void finish_connect(Conn& c, double now) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    std::string hello = hello_frame(c.peer, c.rail, c.generation + 1, peer_nonce[c.peer]);
+    if (err != 0 || send(c.fd, hello.data(), hello.size(), MSG_NOSIGNAL | MSG_DONTWAIT) != ssize_t(hello.size())) {
+      close(c.fd);
+      c.fd = -1;
+      c.connecting = false;
+      return;
+    }
+    ++c.generation;
+    c.down = c.closed = c.bye = c.connecting = false;
+    reset_stream(c, now);
+    rail_state(c.rail, -1, "");
+  }
+
+  // Every 20 ms: confirmed frames let go, stalled rails given up, down rails
+  // reconnected (by the lower rank of the pair).
+  void check_rails(double now) {
+    if (now < next_rail_check) return;
+    next_rail_check = now + 0.02;
+    for (auto& c : conns) {
+      if (c.rail < 0) continue;
+      if (c.down) {
+        if (!c.closed && now - c.down_at > 2 * kRailRetry) {  // the peer never said where to stop reading
+          c.drain_to = 0;
+          c.told = true;
+          close_if_drained(c);
+        }
+        if (!c.closed) continue;
+        if (c.connecting && now > c.connect_until) {
+          close(c.fd);
+          c.fd = -1;
+          c.connecting = false;
+        } else if (!c.connecting && me < c.peer && now >= c.retry_at) {
+          start_reconnect(c, now);
+        }
+        continue;
+      }
+      if (c.closed) continue;
+      if (c.unacked.empty() && c.out.empty()) {
+        c.outq = -1;  // idle: the stall clock starts when it has something to carry
+        continue;
+      }
+      // The kernel's send queue shrinking means the rail carries our bytes.
+      int q = 0;
+      if (ioctl(c.fd, SIOCOUTQ, &q) == 0) {
+        if (q == 0 || c.outq < 0 || q < c.outq) c.quiet_since = now, c.probed = false;
+        c.outq = q;
+        uint64_t confirmed = c.written - static_cast<uint64_t>(q);
+        while (!c.unacked.empty() && c.unacked.front().end <= confirmed) c.unacked.pop_front();
+      }
+      double quiet = now - c.quiet_since;
+      if (quiet > boot.rail_timeout / 2 && !c.probed) {  // ask the other rails for evidence the peer is alive
+        c.probed = true;
+        c.probe_at = now;
+        for (Conn* d : other_rails(c)) d->out.push_back(SendItem{header(Frame::Ping, -1), {}, {}, 0, 0});
+      }
+      if (quiet > boot.rail_timeout && c.probed) {
+        for (Conn* d : other_rails(c)) {
+          if (d->heard_at < c.probe_at) continue;
+          rail_failed(c, "carried nothing for " + seconds_text(quiet) + " while rail " + std::to_string(d->rail) +
+                             " to the same rank answered");
+          break;
+        }
+      }
+    }
+  }
+
   // Whatever set-up or a call left open (the normal path closes in close_all).
   ~Impl() {
     for (int fd : listen_fds) close(fd);
+    for (auto& q : pending) refuse(q, "the communicator is closing");
     for (auto& c : conns) close(c.fd);
     if (shm) munmap(shm, shm_map_bytes);
   }
@@ -560,15 +856,15 @@ struct Comm::Impl {
 
   // ------------------------------------------------------------ progress
   void queue_put(const Op& op, int op_index) {
-    bool local = topo.same_node(op.peer, me);
     uint64_t total = op.bytes();
     auto parts = put_parts(*plan, topo, me, op);
     uint64_t off = 0;
     for (size_t p = 0; p < parts.size(); ++p) {
-      Conn& c = conns[conn_of[op.peer][local ? 0 : parts[p].first]];
-      if (c.closed) fail(RAILCOLL_ERR_PEER, c.name() + " is gone: cannot send to it");
+      bool moved;
+      Conn& c = route(op.peer, parts[p].first, &moved);
       SendItem it;
       it.hdr = header(Frame::Data, op_index);
+      if (moved) it.hdr.flags |= kFlagMoved;
       it.hdr.part = static_cast<uint16_t>(p);
       it.hdr.nparts = static_cast<uint16_t>(parts.size());
       it.hdr.offset = off;
@@ -579,7 +875,7 @@ struct Comm::Impl {
       if (boot.replay_call == seq && !replay) {  // a test hook: keep a copy to replay next call
         replay = std::make_unique<SendItem>(SendItem{it.hdr, {}, {}, 0});
         for (auto& v : it.iov) replay->owned.append(static_cast<char*>(v.iov_base), v.iov_len);
-        replay_conn = conn_of[op.peer][local ? 0 : parts[p].first];
+        replay_conn = static_cast<int>(&c - conns.data());
       }
       c.out.push_back(std::move(it));
     }
@@ -615,11 +911,15 @@ struct Comm::Impl {
       ssize_t w = sendmsg(c.fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (w < 0) {
         if (errno == EAGAIN || errno == EINTR) return;
+        if (c.rail >= 0) return rail_failed(c, std::string("refused a send: ") + strerror(errno));
         c.closed = true;
         fail(RAILCOLL_ERR_PEER, "lost the connection to " + c.name() + ": " + strerror(errno));
       }
       it.done += static_cast<size_t>(w);
+      c.written += static_cast<uint64_t>(w);
       if (it.done < it.total()) return;
+      it.end = c.written;
+      if (c.rail >= 0 && tracked(it.hdr.type)) c.unacked.push_back(std::move(it));
       c.out.pop_front();
     }
   }
@@ -639,10 +939,11 @@ struct Comm::Impl {
     return *op;
   }
 
-  // Counts a part; a part seen twice in one call is a replay and is refused.
+  // Counts a part; a part seen twice in one call is a replay and is refused,
+  // unless it was sent again after a rail failed (then the copy is dropped).
   void part_arrived(Conn& c, const FrameHeader& h, const Op& op) {
     bool complete = false;
-    if (!arrivals.add(h, &complete))
+    if (!arrivals.add(h, &complete) && !(h.flags & kFlagMoved))
       protocol_error(c, "op #" + std::to_string(h.op) + " part " + std::to_string(h.part) +
                             " arrived twice in call " + std::to_string(h.seq) + " (a replayed frame)");
     if (complete) bump(op.counter);
@@ -654,6 +955,16 @@ struct Comm::Impl {
     c.payload_got = 0;
     c.dst.clear();
     switch (static_cast<Frame>(h.type)) {
+      case Frame::RailDown: {
+        if (h.length || c.rail < 0 || h.op < 0 || h.op >= topo.rails() || h.op == c.rail)
+          protocol_error(c, "malformed rail-down notice");
+        Conn& gone = conns[conn_of[c.peer][h.op]];
+        if (gone.closed) return;
+        gone.drain_to = static_cast<int64_t>(h.offset);
+        if (!gone.down) rail_failed(gone, "was given up by rank " + std::to_string(c.peer));
+        close_if_drained(gone);
+        return;
+      }
       case Frame::Bye:
         c.bye = true;
         return;
@@ -661,7 +972,7 @@ struct Comm::Impl {
         return;
       case Frame::Ping:  // answered whatever this rank is waiting for
         if (h.length) protocol_error(c, "ping with a payload");
-        c.out.push_back(SendItem{header(Frame::Pong, -1), {}, {}, 0});
+        if (!c.down) c.out.push_back(SendItem{header(Frame::Pong, -1), {}, {}, 0, 0});
         return;
       case Frame::Pong:
         if (h.length) protocol_error(c, "pong with a payload");
@@ -677,12 +988,17 @@ struct Comm::Impl {
       case Frame::Notify:
         if (in_call && h.seq == seq) {
           const Op& op = check_frame(c, h, c.rail);
-          if (h.type == static_cast<uint16_t>(Frame::Notify)) {
+          if ((h.flags & kFlagMoved) && arrivals.has(h)) {  // sent again, but the first copy came
+            drop_payload(c);
+          } else if (h.type == static_cast<uint16_t>(Frame::Notify)) {
             part_arrived(c, h, op);
             return;
+          } else {
+            c.mode = Conn::Direct;
+            c.dst = payload_iov(op, h.offset, h.length, true);
           }
-          c.mode = Conn::Direct;
-          c.dst = payload_iov(op, h.offset, h.length, true);
+        } else if (h.seq < seq && (h.flags & kFlagMoved)) {  // a copy for a call that is over
+          drop_payload(c);
         } else if (h.seq >= seq) {  // for a call this rank has not entered yet: hold it
           c.mode = Conn::Hold;
           c.buffer.assign(h.length, 0);
@@ -699,9 +1015,16 @@ struct Comm::Impl {
     if (!c.in_payload) on_payload_done(c);
   }
 
+  void drop_payload(Conn& c) {
+    c.mode = Conn::Drop;
+    c.buffer.assign(c.hdr.length, 0);
+    c.dst = {{c.buffer.data(), c.buffer.size()}};
+  }
+
   void on_payload_done(Conn& c) {
     FrameHeader& h = c.hdr;
     c.in_payload = false;
+    if (c.mode == Conn::Drop) return c.buffer.clear();
     if (h.type == static_cast<uint16_t>(Frame::Abort)) {
       fail(RAILCOLL_ERR_PEER, "rank " + std::to_string(h.sender) + " aborted the collective: " +
                                   std::string(c.buffer.begin(), c.buffer.end()), false);
@@ -720,18 +1043,24 @@ struct Comm::Impl {
 
   void drive_recv(Conn& c) {
     for (int rounds = 0; rounds < 64; ++rounds) {
+      // A given-up connection is read only up to what the peer says its kernel confirmed.
+      size_t limit = c.down && c.drain_to >= 0 ? static_cast<size_t>(c.drain_to - static_cast<int64_t>(c.nread)) : SIZE_MAX;
+      if (c.down && c.drain_to >= 0 && static_cast<int64_t>(c.nread) >= c.drain_to) return close_if_drained(c);
       if (!c.in_payload) {
-        ssize_t r = recv(c.fd, reinterpret_cast<char*>(&c.hdr) + c.hdr_got, sizeof c.hdr - c.hdr_got, MSG_DONTWAIT);
+        ssize_t r = recv(c.fd, reinterpret_cast<char*>(&c.hdr) + c.hdr_got, std::min(limit, sizeof c.hdr - c.hdr_got),
+                         MSG_DONTWAIT);
         if (r == 0) return on_eof(c);
         if (r < 0) {
           if (errno == EAGAIN || errno == EINTR) return;
           return on_eof(c);
         }
         c.hdr_got += static_cast<size_t>(r);
+        c.nread += static_cast<uint64_t>(r);
+        c.heard_at = now_seconds();
         if (c.hdr_got < sizeof c.hdr) continue;
         c.hdr_got = 0;
         on_header(c);
-        if (c.bye) return;
+        if (c.bye || c.closed) return;
         continue;
       }
       // Payload: straight into its destination (scatter), skipping what arrived.
@@ -739,12 +1068,14 @@ struct Comm::Impl {
       int n = 0;
       size_t skip = c.payload_got;
       for (auto& d : c.dst) {
-        if (n >= 64) break;
+        if (n >= 64 || limit == 0) break;
         if (skip >= d.iov_len) {
           skip -= d.iov_len;
           continue;
         }
-        v[n++] = {static_cast<char*>(d.iov_base) + skip, d.iov_len - skip};
+        size_t len = std::min(limit, d.iov_len - skip);
+        v[n++] = {static_cast<char*>(d.iov_base) + skip, len};
+        limit -= len;
         skip = 0;
       }
       msghdr m{};
@@ -757,32 +1088,59 @@ struct Comm::Impl {
         return on_eof(c);
       }
       c.payload_got += static_cast<size_t>(r);
+      c.nread += static_cast<uint64_t>(r);
+      c.heard_at = now_seconds();
       if (c.payload_got == c.hdr.length) on_payload_done(c);
+      if (c.closed) return;
     }
   }
 
   void on_eof(Conn& c) {
     if (c.closed) return;
+    if (c.down) {  // a given-up connection that the peer closed
+      c.drain_to = 0;
+      c.told = true;
+      return close_if_drained(c);
+    }
+    // A rail that closes while the peer's other rails stay open failed alone.
+    if (c.rail >= 0 && !c.bye) {
+      bool all_closing = true;
+      for (Conn* d : other_rails(c)) {
+        pollfd p{d->fd, POLLRDHUP, 0};
+        all_closing &= poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+      }
+      if (!all_closing) return rail_failed(c, "closed its connection");
+    }
     c.closed = true;
     if (!c.bye)
       fail(RAILCOLL_ERR_PEER, c.name() + " closed its connection without saying goodbye: it exited or died");
   }
 
   // One round of progress on every connection; blocks up to `wait_s` for one.
+  // Also: the rail listeners (reconnections, strangers), acks, rail health.
   void progress(double wait_s) {
     std::vector<pollfd> p;
-    p.reserve(conns.size());
+    p.reserve(conns.size() + listen_fds.size() + pending.size());
     for (auto& c : conns)
-      p.push_back({c.fd, static_cast<short>(c.closed ? 0 : (POLLIN | (c.out.empty() ? 0 : POLLOUT))), 0});
+      p.push_back({c.fd, static_cast<short>(c.connecting ? POLLOUT : c.closed ? 0 : (POLLIN | (c.out.empty() ? 0 : POLLOUT))), 0});
+    for (int fd : listen_fds) p.push_back({fd, POLLIN, 0});
+    for (auto& q : pending) p.push_back({q.fd, POLLIN, 0});
     int timeout_ms = wait_s <= 0 ? 0 : std::max(1, static_cast<int>(wait_s * 1000));
     int r = poll(p.data(), p.size(), timeout_ms);
     if (r < 0 && errno != EINTR) fail(RAILCOLL_ERR_NETWORK, std::string("poll: ") + strerror(errno));
-    for (size_t i = 0; i < p.size(); ++i) {
+    double now = now_seconds();
+    for (size_t i = 0; i < conns.size(); ++i) {
       Conn& c = conns[i];
+      if (c.connecting) {
+        if (p[i].revents) finish_connect(c, now);
+        continue;
+      }
       if (c.closed) continue;
       if (p[i].revents & (POLLIN | POLLHUP | POLLERR)) drive_recv(c);
       if (!c.out.empty() && !c.closed) drive_sends(c);
     }
+    if (r > 0 && p.size() > conns.size()) serve_door(p, conns.size(), now);
+    check_rails(now);
   }
 
   // Blocks until cond() holds, making progress; spins briefly, then sleeps in poll
@@ -829,7 +1187,7 @@ struct Comm::Impl {
       if (p == me) continue;
       for (int ci : conn_of[p]) {
         if (ci < 0 || conns[ci].closed) continue;
-        conns[ci].out.push_back(SendItem{header(Frame::Ping, -1), {}, {}, 0});
+        conns[ci].out.push_back(SendItem{header(Frame::Ping, -1), {}, {}, 0, 0});
         break;
       }
     }
@@ -870,6 +1228,7 @@ struct Comm::Impl {
   void apply_held(const Held& f) {
     Conn& c = conns[conn_of[f.hdr.sender][std::max(0, f.rail)]];
     const Op& op = check_frame(c, f.hdr, f.rail);
+    if ((f.hdr.flags & kFlagMoved) && arrivals.has(f.hdr)) return;  // a copy sent again after a rail failed
     if (f.hdr.type == static_cast<uint16_t>(Frame::Data)) {
       size_t at = 0;
       for (auto& v : payload_iov(op, f.hdr.offset, f.hdr.length, true)) {
@@ -883,7 +1242,7 @@ struct Comm::Impl {
   void run(const Plan& p, const Buffers& b) {
     if (!broken.empty()) throw RuntimeError(RAILCOLL_ERR_BROKEN, "communicator is broken: " + broken);
     for (auto& c : conns)
-      if (c.closed && !c.bye) fail(RAILCOLL_ERR_PEER, c.name() + " is gone");
+      if (c.closed && !c.bye && !c.down) fail(RAILCOLL_ERR_PEER, c.name() + " is gone");
     plan = &p;
     bufs = b;
     const Schedule& s = p.sched;
@@ -954,6 +1313,7 @@ struct Comm::Impl {
       }
     }
     wait_until([&] { return !pending_sends(); }, false, [&] { return "flushing sends at the end of " + p.what; });
+    keep_unconfirmed();
     for (size_t i = 0; i < p.node_increments.size(); ++i) node_base[i] += p.node_increments[i];
     in_call = false;
     plan = nullptr;
@@ -966,9 +1326,11 @@ struct Comm::Impl {
     bool mine = c.on_node ? c.owner == node : c.owner == me;
     if (mine) return bump(c);
     int to = via >= 0 ? via : c.on_node ? topo.leader(c.owner) : c.owner;
-    Conn& conn = conns[conn_of[to][0]];
+    bool moved;
+    Conn& conn = route(to, 0, &moved);
     SendItem it;
     it.hdr = header(Frame::Notify, op_index);
+    if (moved) it.hdr.flags |= kFlagMoved;
     conn.out.push_back(std::move(it));
   }
 
@@ -1039,6 +1401,11 @@ int Comm::rank() const { return impl_->me; }
 int Comm::size() const { return impl_->N; }
 const Topology& Comm::topo() const { return impl_->topo; }
 int Comm::rails() const { return impl_->topo.rails(); }
+int Comm::rails_up() const {
+  int up = 0;
+  for (int n : impl_->rail_down_count) up += n == 0;
+  return impl_->rail_down_count.empty() ? rails() : up;
+}
 double Comm::timeout() const { return impl_->boot.timeout; }
 
 void Comm::run(const std::string& collective, const std::string& algorithm, const std::vector<uint64_t>& counts,

@@ -25,6 +25,9 @@ struct Bootstrap {
   // in poll. 2 ms measured best on 16 ranks / 2 cores (0: 1090 us, 0.2 ms: 650 us,
   // 2 ms: 500 us median for an 8 B smp_direct all-gather).
   double spin_seconds = 0.002;
+  // RAILCOLL_RAIL_TIMEOUT: a rail that carries nothing this long while another
+  // rail to the same peer answers is given up (its traffic moves to the others).
+  double rail_timeout = 0.5;
   std::string source;       // which launcher's variables were used
   // RAILCOLL_TEST_REPLAY_CALL=n (tests only): send one data frame of call n
   // again at the start of call n+2, which its receiver must refuse.
@@ -47,6 +50,8 @@ class Comm {
   int size() const;
   const Topology& topo() const;
   int rails() const;
+  // Rails this rank can use to every peer now (a rail with a connection given up does not count).
+  int rails_up() const;
   double timeout() const;
 
   // Runs one collective call: the schedule for (collective, algorithm, sizes)

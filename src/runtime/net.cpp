@@ -147,6 +147,19 @@ int tcp_connect(const std::string& from, const std::string& address, int port, d
            " before the deadline");
 }
 
+int tcp_connect_start(const std::string& from, const std::string& address, int port) {
+  sockaddr_in to = inet_addr_of(address, port), me = inet_addr_of(from, 0);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  tune_socket(fd, true);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me) != 0 ||
+      (connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0 && errno != EINPROGRESS)) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 int unix_listen(const std::string& name) {
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) sys_fail("socket");

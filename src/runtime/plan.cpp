@@ -82,14 +82,21 @@ const Op* match_frame(const Plan& p, const Topology& t, int me, const FrameHeade
   uint64_t off = 0;
   for (size_t i = 0; i < h.part && i < parts.size(); ++i) off += parts[i].second;
   if (h.total != op.bytes() || h.nparts != parts.size() || h.nparts > 64 || h.part >= parts.size() ||
-      h.offset != off || h.length != parts[h.part].second || (!local && parts[h.part].first != rail) ||
-      (local && rail != -1)) {
+      h.offset != off || h.length != parts[h.part].second || (local != (rail == -1)) ||
+      (!local && parts[h.part].first != rail && !(h.flags & kFlagMoved))) {
     *why = "part " + std::to_string(h.part) + "/" + std::to_string(h.nparts) + " at offset " + std::to_string(h.offset) +
            " length " + std::to_string(h.length) + " of " + std::to_string(h.total) + " on rail " +
            std::to_string(rail) + " does not match the schedule (" + std::to_string(op.bytes()) + " bytes)";
     return nullptr;
   }
   return &op;
+}
+
+bool Arrivals::has(const FrameHeader& h) const {
+  uint64_t k = key_of(h.sender, h.op);
+  if (done_.count(k)) return true;
+  auto it = parts_.find(k);
+  return it != parts_.end() && (it->second & (1ull << (h.part & 63)));
 }
 
 bool Arrivals::add(const FrameHeader& h, bool* complete) {

@@ -42,7 +42,8 @@ std::vector<std::pair<int, uint64_t>> put_parts(const Plan& p, const Topology& t
 // A Data or Notify frame of the current call, received by `me` on `rail` (-1:
 // the local socket): the op it belongs to, or null with *why set (and
 // *mismatch when the sender is in another call). Checks part, offset, length,
-// total and rail against the schedule, so the payload lies inside the op's spans.
+// total and rail against the schedule, so the payload lies inside the op's spans
+// (a frame flagged kFlagMoved may come on any rail).
 const Op* match_frame(const Plan& p, const Topology& t, int me, const FrameHeader& h, int rail, std::string* why,
                       bool* mismatch);
 
@@ -54,6 +55,7 @@ class Arrivals {
   // false: a duplicate. *complete: this part completed its message.
   bool add(const FrameHeader& h, bool* complete);
   bool done(uint64_t key) const { return done_.count(key) > 0; }
+  bool has(const FrameHeader& h) const;  // this part arrived already
 
  private:
   std::unordered_map<uint64_t, uint64_t> parts_;  // (sender, op) -> bit mask of parts in

@@ -9,7 +9,8 @@
 namespace railcoll::rt {
 
 constexpr uint32_t kWireMagic = 0x52434c31;  // "RCL1"
-// 2: Hello carries an HMAC proof of the job key; Ping/Pong liveness probes.
+// 2: Hello carries an HMAC proof of the job key; Ping/Pong liveness probes;
+//    rail failover (flags, RailDown).
 constexpr uint16_t kWireVersion = 2;
 
 enum class Frame : uint16_t {
@@ -21,7 +22,13 @@ enum class Frame : uint16_t {
   Bye = 6,     // orderly close: no more frames follow
   Ping = 7,    // are you alive? (sent by a rank that has waited long); answered by Pong
   Pong = 8,
+  RailDown = 9,  // the sender gave up its connection on rail `op` to the receiver; offset:
+                 // the bytes of it the sender's kernel saw acknowledged (read those, then close)
 };
+
+// FrameHeader::flags
+constexpr uint16_t kFlagMoved = 1;  // sent on another rail than the schedule's after a rail failed;
+                                    // an earlier copy may have arrived, and then this one is dropped
 
 #pragma pack(push, 1)
 struct FrameHeader {
@@ -35,7 +42,8 @@ struct FrameHeader {
   int32_t op;          // Data/Notify: op index in the sender's program; Hello: rail
   uint16_t part;       // Data: which part of a striped put
   uint16_t nparts;
-  uint32_t reserved;
+  uint16_t flags;      // kFlag*
+  uint16_t reserved;
   uint64_t offset;     // Data: offset of this part in the put's payload
   uint64_t length;     // bytes of payload that follow this header
   uint64_t total;      // Data: the whole put's payload
