@@ -6,7 +6,8 @@
 #     rail down (railcoll_comm_rails_up) and uses both again at the end, and
 #     each rank logs the outage at most once;
 #  2. both rails of node 1 down for longer than the deadline: every rank gets
-#     an error within it (no rail to a peer is left), none hangs.
+#     an error within it (no rail to a peer is left), none hangs;
+#  3. railcoll bench --fault rail-down@T:D and kill@T report their phases.
 # Calls per second are printed (measured, not asserted).
 #   usage: test_rail_failover.sh RAILCOLL MP_COLLECTIVES
 set -u
@@ -49,5 +50,13 @@ RAILCOLL_TIMEOUT=2 timeout 120 "$RC" cluster run --timeout 60 -- "$MP" steady 10
 wait "$flapper"
 failed=$(grep -cE "call [0-9]+ failed: (deadline passed|a peer failed)" "$out")
 [ "$failed" -eq 6 ] && ok "both rails of a node down: all 6 ranks return an error" || bad "no rail left: $failed of 6 ranks failed"
+# ---- 3. the bench's fault runs, as a user sees them
+timeout 120 "$RC" bench allgather --fault rail-down@1.5:1.5 -m 256K >"$out" 2>&1
+grep -q "^during " "$out" && grep -q "0 wrong results, 0 failed calls" "$out" &&
+  ok "bench --fault rail-down: before/during/after, nothing wrong or failed" || bad "bench --fault rail-down"
+grep -E "^(before|during|after)|throughput" "$out"
+RAILCOLL_TIMEOUT=2 timeout 120 "$RC" bench allgather --fault kill@1 -m 64K >"$out" 2>&1
+grep -q "5 of 5 survivors returned an error" "$out" && ok "bench --fault kill: every survivor returned an error" ||
+  bad "bench --fault kill"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

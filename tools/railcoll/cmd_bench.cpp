@@ -1,5 +1,6 @@
 // railcoll bench allgather [--algo A|all|auto] [-m MIN:MAX] [-i N] [-x N] [-f] [-c]
 //        [--mpi] [--json F] [--csv F] [--plot F] [-n N] [--ppn P] [--rails K] [--local]
+//        [--fault rail-down@T[:D] | kill@T]   (bench_fault.cpp)
 //
 // Started by a launcher (railcoll run / cluster run, mpirun, srun, torchrun env)
 // it is a worker: every rank runs the OSU-style loops through the C API and rank
@@ -19,6 +20,7 @@
 #include <sstream>
 
 #include "args.hpp"
+#include "bench_fault.hpp"
 #include "bench_report.hpp"
 #include "commands.hpp"
 #include "core/errors.hpp"
@@ -34,19 +36,23 @@ struct BenchOptions {
   int iters = 100, warmup = 10;
   bool full = false, validate = false, mpi = false, local = false;
   std::string json, csv, plot, records;
+  std::string fault, fault_marker;  // --fault rail-down@T[:D] | kill@T
+  double duration = 0;
   int n = 8, ppn = 4, rails = 2;
   bool n_given = false, ppn_given = false, rails_given = false;
   std::vector<std::string> forwarded;  // options passed on to the workers
 };
 
 const std::set<std::string> kFlags = {"f", "c", "mpi", "local", "worker"};
-const std::set<std::string> kValued = {"algo", "m", "i", "x", "json", "csv", "plot", "n", "ppn", "rails", "records"};
+const std::set<std::string> kValued = {"algo", "m", "i", "x", "json", "csv", "plot", "n", "ppn", "rails", "records",
+                                       "fault", "fault-marker", "duration"};
 
 BenchOptions parse(const std::vector<std::string>& argv) {
   Args a(argv, kFlags, kValued);
   if (a.positional().size() != 1 || a.positional()[0] != "allgather")
     throw UsageError("usage: railcoll bench allgather [--algo A|all|auto] [-m MIN:MAX] [-i N] [-x N] [-f] [-c] [--mpi] "
-                     "[--json F] [--csv F] [--plot F] [-n N] [--ppn P] [--rails K] [--local]");
+                     "[--json F] [--csv F] [--plot F] [-n N] [--ppn P] [--rails K] [--local] "
+                     "[--fault rail-down@T[:D] | kill@T]");
   BenchOptions o;
   o.algo = a.str("algo", "all");
   if (o.algo != "all" && o.algo != "auto" && !find_algorithm("allgather", o.algo))
@@ -63,6 +69,14 @@ BenchOptions parse(const std::vector<std::string>& argv) {
   o.csv = a.str("csv");
   o.plot = a.str("plot");
   o.records = a.str("records");
+  o.fault = a.str("fault");
+  o.fault_marker = a.str("fault-marker");
+  if (a.has("duration")) o.duration = std::stod(a.str("duration"));
+  if (!o.fault.empty()) {
+    parse_fault(o.fault);  // bad input: a usage error before anything starts
+    if (o.algo == "all") o.algo = "direct";
+    if (!a.has("m")) o.max = 1 << 20;
+  }
   o.n_given = a.has("n");
   o.ppn_given = a.has("ppn");
   o.rails_given = a.has("rails");
@@ -351,6 +365,9 @@ int driver(const BenchOptions& o) {
 int cmd_bench(const std::vector<std::string>& argv) {
   bool worker_mode = std::find(argv.begin(), argv.end(), "--worker") != argv.end() || launched_by_a_launcher();
   BenchOptions o = parse(argv);
+  if (!o.fault.empty())
+    return worker_mode ? fault_worker(parse_fault(o.fault), o.algo, o.max, o.duration, o.fault_marker, o.records)
+                       : fault_driver(parse_fault(o.fault), o.algo, o.max);
   return worker_mode ? worker(o) : driver(o);
 }
 
