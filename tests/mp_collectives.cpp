@@ -21,8 +21,9 @@
 //              (a test takes a rail down and up meanwhile): no call may fail or
 //              be wrong; rank 0 prints calls per second and the rails up it saw
 //   soak N S   N mixed calls (all-gather(v), barrier; random sizes, algorithms,
-//              in place or not; seed S), every byte checked; fds and RSS
-//              sampled after the first 10% and at the end
+//              in place or not; seed S), every byte checked; open files after
+//              10% of the calls and at the end, and the peak RSS of each half
+//              (sampled every 5%: buffers of random sizes make single samples noisy)
 // Exit 0 when the rank saw what it should have.
 #include <railcoll/railcoll.h>
 #include <dirent.h>
@@ -323,13 +324,16 @@ int mode_soak(railcoll_comm_t comm, int calls, unsigned seed) {
   int size = railcoll_comm_size(comm);
   auto algos = algorithms();
   std::mt19937 rng(seed);  // the same on every rank: they must agree on every call
-  // Samples after 10% and half of the calls: the first part warms caches and
-  // meets the large sizes; from half-way to the end nothing may grow.
-  int warm = std::max(1, calls / 10), half = std::max(1, calls / 2), fds_warm = 0;
-  long rss_warm = 0, rss_half = 0;
+  // The first half warms caches and meets the large sizes; in the second half
+  // the peak RSS may not rise.
+  int warm = std::max(1, calls / 10), step = std::max(1, calls / 20), fds_warm = 0;
+  long peak[2] = {0, 0};
   for (int call = 0; call < calls; ++call) {
-    if (call == warm) fds_warm = open_fds(), rss_warm = rss_kib();
-    if (call == half) rss_half = rss_kib();
+    if (call == warm) fds_warm = open_fds();
+    if (call % step == 0 && call > 0) {
+      long& p = peak[call > calls / 2];
+      p = std::max(p, rss_kib());
+    }
     int kind = rng() % 10;
     const std::string& algo = algos[rng() % algos.size()];
     size_t bytes = rng() % 4 == 0 ? rng() % 262144 : rng() % 4096;
@@ -344,8 +348,9 @@ int mode_soak(railcoll_comm_t comm, int calls, unsigned seed) {
       return 1;
     }
   }
-  printf("rank %d: soak %d calls correct; open files %d -> %d, RSS %ld -> %ld -> %ld KiB (after %d, %d calls, end)\n",
-         rank_, calls, fds_warm, open_fds(), rss_warm, rss_half, rss_kib(), warm, half);
+  peak[1] = std::max(peak[1], rss_kib());
+  printf("rank %d: soak %d calls correct; open files %d -> %d, peak RSS %ld -> %ld KiB (first half, second half)\n",
+         rank_, calls, fds_warm, open_fds(), peak[0], peak[1]);
   return 0;
 }
 

@@ -596,14 +596,14 @@ struct Comm::Impl {
     c.down = true;
     c.down_at = now;
     rail_state(c.rail, 1, "the connection to rank " + std::to_string(c.peer) + " " + why);
-    // The notice goes first on the connection that carries the frames sent
-    // again, so the peer knows where the old connection ends before it sees them.
+    // The notice goes first on the one connection that carries all the frames
+    // sent again, so the peer knows where the old connection ends (and reads no
+    // further in it) before it sees any of them.
     SendItem notice{header(Frame::RailDown, c.rail), {}, {}, 0, 0};
     notice.hdr.offset = confirmed;
     alive[0]->out.push_back(std::move(notice));
     c.told = true;
-    size_t k = 0;
-    for (auto& it : take_frames(c)) alive[k++ % alive.size()]->out.push_back(std::move(it));
+    for (auto& it : take_frames(c)) alive[0]->out.push_back(std::move(it));
     close_if_drained(c);
   }
 
@@ -619,6 +619,11 @@ struct Comm::Impl {
   // The peer opened a new connection for a rail: it replaces the old one, and
   // whatever the old one had not delivered goes again on the new one.
   void reconnected(Conn& c, int fd, double now) {
+    // What the peer's kernel acknowledged on the old connection is read first.
+    for (uint64_t before = ~0ull; c.down && !c.closed && c.nread != before;) {
+      before = c.nread;
+      drive_recv(c);
+    }
     std::vector<SendItem> again = take_frames(c);
     if (!c.closed) close(c.fd);
     if (c.down) rail_state(c.rail, -1, "");
@@ -1344,6 +1349,7 @@ struct Comm::Impl {
       }
     }
     for (auto& c : conns) {
+      if (c.down && !c.closed) close(c.fd), c.fd = -1, c.closed = true;  // a given-up rail says no goodbye
       if (c.closed) continue;
       FrameHeader h = header(Frame::Bye, -1);
       send(c.fd, &h, sizeof h, MSG_NOSIGNAL | MSG_DONTWAIT);
