@@ -5,9 +5,11 @@
 #     2 s and up at 5 s: no call fails, every byte is right, every rank saw a
 #     rail down (railcoll_comm_rails_up) and uses both again at the end, and
 #     each rank logs the outage at most once;
-#  2. both rails of node 1 down for longer than the deadline: every rank gets
+#  2. rail 1's TCP connections of node 1 destroyed (ss -K: they break rather
+#     than stall): no call fails, the rail is reconnected;
+#  3. both rails of node 1 down for longer than the deadline: every rank gets
 #     an error within it (no rail to a peer is left), none hangs;
-#  3. railcoll bench --fault rail-down@T:D and kill@T report their phases.
+#  4. railcoll bench --fault rail-down@T:D and kill@T report their phases.
 # Calls per second are printed (measured, not asserted).
 #   usage: test_rail_failover.sh RAILCOLL MP_COLLECTIVES
 set -u
@@ -43,14 +45,25 @@ back=$(grep -c "rail 1 .* is up again" "$out")
   bad "log lines: at most ${most:-0} 'down' per rank, $back 'up again'"
 grep "calls per second" "$out"
 
-# ---- 2. no rail left: an error within the deadline on every rank
+# ---- 2. connections that break instead of stalling
+( sleep 2; ip netns exec rc-n1 ss -K dst 198.18.1.0/24 >/dev/null 2>&1 ) &
+flapper=$!
+RAILCOLL_TIMEOUT=10 timeout 120 "$RC" cluster run --timeout 100 -- "$MP" steady 1048576 direct 5 >"$out" 2>&1
+st=$?
+wait "$flapper"
+correct=$(grep -c "steady [0-9]* calls correct, 0 failed" "$out")
+[ "$st" -eq 0 ] && [ "$correct" -eq 6 ] && grep -q "was closed" "$out" && [ "$(grep -c "at the end 2" "$out")" -eq 6 ] &&
+  ok "rail 1's connections reset: all 6 ranks correct, no call failed, the rail reconnected" ||
+  bad "connections reset: exit $st, $correct of 6 ranks correct"
+
+# ---- 3. no rail left: an error within the deadline on every rank
 ( sleep 1; rail 0 down; rail 1 down; sleep 6; rail 0 up; rail 1 up ) &
 flapper=$!
 RAILCOLL_TIMEOUT=2 timeout 120 "$RC" cluster run --timeout 60 -- "$MP" steady 1048576 direct 30 >"$out" 2>&1
 wait "$flapper"
 failed=$(grep -cE "call [0-9]+ failed: (deadline passed|a peer failed)" "$out")
 [ "$failed" -eq 6 ] && ok "both rails of a node down: all 6 ranks return an error" || bad "no rail left: $failed of 6 ranks failed"
-# ---- 3. the bench's fault runs, as a user sees them
+# ---- 4. the bench's fault runs, as a user sees them
 timeout 120 "$RC" bench allgather --fault rail-down@1.5:1.5 -m 256K >"$out" 2>&1
 grep -q "^during " "$out" && grep -q "0 wrong results, 0 failed calls" "$out" &&
   ok "bench --fault rail-down: before/during/after, nothing wrong or failed" || bad "bench --fault rail-down"

@@ -1114,7 +1114,7 @@ struct Comm::Impl {
         pollfd p{d->fd, POLLRDHUP, 0};
         all_closing &= poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
       }
-      if (!all_closing) return rail_failed(c, "closed its connection");
+      if (!all_closing) return rail_failed(c, "was closed (reset by the other side or the network)");
     }
     c.closed = true;
     if (!c.bye)
