@@ -349,8 +349,13 @@ int mode_soak(railcoll_comm_t comm, int calls, unsigned seed) {
     }
   }
   peak[1] = std::max(peak[1], rss_kib());
-  printf("rank %d: soak %d calls correct; open files %d -> %d, peak RSS %ld -> %ld KiB (first half, second half)\n",
-         rank_, calls, fds_warm, open_fds(), peak[0], peak[1]);
+#ifdef __SANITIZE_ADDRESS__
+  const char* note = ", under AddressSanitizer (its quarantine holds freed memory: RSS not comparable)";
+#else
+  const char* note = "";
+#endif
+  printf("rank %d: soak %d calls correct; open files %d -> %d, peak RSS %ld -> %ld KiB (first half, second half)%s\n",
+         rank_, calls, fds_warm, open_fds(), peak[0], peak[1], note);
   return 0;
 }
 

@@ -22,14 +22,20 @@ cleanup() {
 }
 trap cleanup EXIT
 pass=0 fail=0
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# A free port below the ephemeral range, so no socket of the job takes it first.
+free_port() { python3 -c '
+import random, socket
+while True:
+    p = random.randrange(10000, 32768); s = socket.socket()
+    try: s.bind(("127.0.0.1", p)); print(p); break
+    except OSError: pass'; }
 
 one_run() {  # one_run SIGNAL INDEX
   local sig=$1 i=$2 out=$dir/out
   rm -f "$dir/pid" "$out"
   export MP_PIDFILE=$dir/pid MP_VICTIM=$VICTIM MP_RECOVERY_JOB=recover-$$-$sig-$i
   if [ "$WHERE" = cluster ]; then
-    export MP_RECOVERY_STORE=198.18.0.1:$((20000 + RANDOM % 30000))
+    export MP_RECOVERY_STORE=198.18.0.1:$((10000 + RANDOM % 20000))  # below the ephemeral ports
     "$RC" cluster run --timeout 60 -- "$MP" loop 65536 >"$out" 2>&1 &
   else
     export MP_RECOVERY_STORE=127.0.0.1:$(free_port)

@@ -30,7 +30,9 @@ std::string new_job_id();
 // A secret for a job (RAILCOLL_JOB_KEY): 32 hex digits from the kernel's random source.
 std::string new_job_key();
 
-// A free TCP port on `address` (bind to port 0, read it, close): best effort.
+// A port for the job's store: random below the kernel's ephemeral range (so no
+// socket the job's ranks open themselves can take it before rank 0 binds it),
+// and free on `address` now (best effort: checked with a bind).
 int free_port(const std::string& address);
 
 // The standard environment of rank `rank` of a job.

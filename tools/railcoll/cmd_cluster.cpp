@@ -250,12 +250,12 @@ std::vector<int> layout_of(const Args& a, const cl::Config& cfg) {
 }
 
 int store_port() {
-  // Rank 0 binds 198.18.0.1 inside rc-n0, a port space of its own, so this
-  // is only a random free-looking number; fall back to a random one.
+  // Rank 0 binds 198.18.0.1 inside rc-n0, a port space of its own; this only
+  // checks the number in the root namespace, which is as good a guess as any.
   int port = launch::free_port("127.0.0.1");
   if (port > 0) return port;
   std::random_device rd;
-  return 20000 + static_cast<int>(rd() % 40000);
+  return 20000 + static_cast<int>(rd() % 12000);
 }
 
 int cluster_run(const std::vector<std::string>& argv) {
