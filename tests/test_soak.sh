@@ -3,14 +3,15 @@
 # up to 256 KiB with random algorithms, in place or not, and barriers), every
 # byte of every call checked, on every rank; open files must be the same after
 # the first 10% of the calls and at the end, and the peak RSS of the second half
-# may not exceed the first half's by more than RSS_SLACK_KIB (default 2048; the
-# first half meets the large sizes and fills the plan cache; a leak of 1 KiB a
-# call shows at 4,000 calls). Prints each rank's numbers.
+# may not exceed the first half's by more than RSS_SLACK_KIB (default 4096; the
+# first half meets the large sizes and fills the plan cache; the test's own
+# random-size buffers move single ranks' peaks by up to +-2 MiB over 10,000
+# calls; a leak of 1 KiB a call shows at 8,000). Prints each rank's numbers.
 #   usage: test_soak.sh RAILCOLL MP_COLLECTIVES CALLS [local|cluster] [SEED]
 # cluster: on the emulated cluster that is up (root); local: 8 ranks, 2 pretend nodes, 2 rails.
 set -u
 RC=${1:?railcoll}; MP=${2:?mp_collectives}; CALLS=${3:-300}; WHERE=${4:-local}; SEED=${5:-$RANDOM}
-SLACK=${RSS_SLACK_KIB:-2048}
+SLACK=${RSS_SLACK_KIB:-4096}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 start=$(date +%s)

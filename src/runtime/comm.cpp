@@ -1356,7 +1356,7 @@ struct Comm::Impl {
       shutdown(c.fd, SHUT_WR);
     }
     // Read until every peer said goodbye (or is gone), so no close resets a peer.
-    std::vector<std::string> pending(conns.size());
+    std::vector<std::string> partial(conns.size());  // bytes of frames not yet whole
     while (now_seconds() < deadline) {
       bool open = false;
       for (auto& c : conns) open |= !c.closed && !c.bye;
@@ -1372,7 +1372,7 @@ struct Comm::Impl {
         if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) c.closed = true;
         if (r <= 0) continue;
         // Whole frames only: a goodbye, or anything else that is dropped now.
-        std::string& in = pending[i];
+        std::string& in = partial[i];
         in.append(buf, static_cast<size_t>(r));
         while (in.size() >= sizeof(FrameHeader)) {
           FrameHeader h;
