@@ -4,7 +4,7 @@ BUILD ?= build
 PREFIX ?= /usr/local
 RAILCOLL = $(BUILD)/bin/railcoll
 
-.PHONY: deps build run test install clean bcast-vs-nodes
+.PHONY: deps build run test install clean bcast-vs-nodes sanitize soak fuzz
 
 deps:
 	@./scripts/install-deps.sh
@@ -24,6 +24,23 @@ bcast-vs-nodes: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j2
+
+# The multi-process suite (local and, as root, on the emulated cluster) under
+# AddressSanitizer and UndefinedBehaviorSanitizer, in build-asan.
+SAN_TESTS = Auth|Store|DirectPlan|Wire|capi|multiprocess_local|auth_strangers|peer_failure_local|soak_local
+sanitize: deps
+	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAILCOLL_SANITIZE=address,undefined >/dev/null
+	@cmake --build build-asan
+	cd build-asan && ctest --output-on-failure -R '$(SAN_TESTS)'
+	cd build-asan && flock /tmp/railcoll-cluster.lock ctest --output-on-failure -R 'multiprocess_cluster|rail_failover_cluster'
+
+# 10,000 mixed, validated calls on the emulated cluster; files and memory compared.
+soak: build
+	./scripts/soak.sh $(BUILD) 10000
+
+# The wire fuzzer for 10 minutes; MERGE=1 keeps what it found in tests/fuzz/corpus.
+fuzz: build
+	./tests/fuzz/run_fuzz.sh $(BUILD)/fuzz/fuzz_wire 600
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -3,8 +3,9 @@
 # Called by `make build|run|test`; safe to run again (it checks before it installs).
 set -euo pipefail
 
+# clang + libclang-rt-14-dev: libFuzzer and the sanitizers' runtimes for tests/fuzz.
 debian_packages=(cmake g++ make ninja-build libgtest-dev iproute2 util-linux
-                 openmpi-bin libopenmpi-dev python3 python3-pip)
+                 openmpi-bin libopenmpi-dev python3 python3-pip clang libclang-rt-14-dev)
 python_modules=(matplotlib)
 
 missing=()

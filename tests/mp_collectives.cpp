@@ -6,11 +6,31 @@
 //   badargs    NULL buffers, overlap, unknown algorithm: errors, no hang
 //   peer-exit  the last rank exits without a collective: the others get an error
 //   deadline   the last rank sleeps past RAILCOLL_TIMEOUT: the others time out
+//   replay     with RAILCOLL_TEST_REPLAY_CALL=1 every rank sends a frame of call
+//              1 (an all-gather) again in call 3 (the next, after a barrier):
+//              every rank must fail call 3, and no byte of the replayed
+//              payload may land in call 3's buffer
+//   loop B A   validated all-gathers of B bytes with algorithm A until one fails
+//              (a test kills or stops rank MP_VICTIM, which writes its pid to
+//              MP_PIDFILE): the error must name the victim, the communicator
+//              then says it is broken, and the survivors build a new one
+//              (railcoll_comm_init_explicit at MP_RECOVERY_STORE, job
+//              MP_RECOVERY_JOB), run a validated call on it, and have as many
+//              open files afterwards as before the first communicator
+//   steady B A S  validated all-gathers of B bytes with algorithm A for S seconds
+//              (a test takes a rail down and up meanwhile): no call may fail or
+//              be wrong; rank 0 prints calls per second and the rails up it saw
+//   soak N S   N mixed calls (all-gather(v), barrier; random sizes, algorithms,
+//              in place or not; seed S), every byte checked; open files after
+//              10% of the calls and at the end, and the peak RSS of each half
+//              (sampled every 5%: buffers of random sizes make single samples noisy)
 // Exit 0 when the rank saw what it should have.
 #include <railcoll/railcoll.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <random>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +40,26 @@
 namespace {
 
 int rank_ = -1;
+int fds_at_start = -1;
+
+int open_fds() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d)) ++n;
+    closedir(d);
+  }
+  return n - 3;  // ., .. and the directory itself
+}
+
+long rss_kib() {
+  FILE* f = fopen("/proc/self/statm", "r");
+  long pages = 0, resident = 0;
+  if (f) {
+    if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    fclose(f);
+  }
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
 
 #define FAIL(...)                               \
   do {                                          \
@@ -167,9 +207,162 @@ int mode_deadline(railcoll_comm_t comm) {
   return expect_error(st, "allgather with a sleeping peer", t0);
 }
 
+int mode_replay(railcoll_comm_t comm) {
+  int size = railcoll_comm_size(comm);
+  const size_t bytes = 4096;
+  if (check_call(comm, "direct", std::vector<size_t>(size, bytes), 0, false)) return 1;
+  // A rank still in the barrier when a replay from call 1 reaches it refuses it there.
+  double t0 = seconds();
+  railcoll_status_t st = railcoll_barrier(comm);
+  if (st != RAILCOLL_OK) {
+    printf("rank %d: replayed frame refused in the barrier -> %s after %.1f s: %s\n", rank_, railcoll_strerror(st),
+           seconds() - t0, railcoll_last_error());
+    return 0;
+  }
+  std::vector<unsigned char> send(bytes), recv(bytes * size, 0xEE);
+  for (size_t i = 0; i < bytes; ++i) send[i] = pattern(rank_, 1, i);
+  railcoll_call_opts_t o{"direct", 0};
+  t0 = seconds();
+  st = railcoll_allgather(comm, send.data(), recv.data(), bytes, &o);
+  if (st == RAILCOLL_OK) FAIL("call 3 succeeded although every rank replayed a frame of call 1");
+  for (int r = 0; r < size; ++r) {
+    if (r == rank_) continue;
+    size_t old = 0;
+    for (size_t i = 0; i < bytes; ++i) old += recv[r * bytes + i] == pattern(r, 0, i) && pattern(r, 0, i) != pattern(r, 1, i);
+    if (old > bytes / 2) FAIL("%zu bytes of rank %d's block are call 1's: the replayed frame was written", old, r);
+  }
+  printf("rank %d: replayed frame refused -> %s after %.1f s: %s\n", rank_, railcoll_strerror(st), seconds() - t0,
+         railcoll_last_error());
+  return 0;
+}
+
+int mode_loop(railcoll_comm_t comm, size_t bytes, const std::string& algo) {
+  int size = railcoll_comm_size(comm);
+  int victim = getenv("MP_VICTIM") ? atoi(getenv("MP_VICTIM")) : size - 1;
+  if (rank_ == victim && getenv("MP_PIDFILE")) {
+    FILE* f = fopen(getenv("MP_PIDFILE"), "w");
+    if (f) fprintf(f, "%d\n", getpid()), fclose(f);
+  }
+  std::vector<unsigned char> send(bytes), recv(bytes * size);
+  railcoll_call_opts_t o{algo.c_str(), 0};
+  railcoll_status_t st = RAILCOLL_OK;
+  double t0 = seconds(), start = t0;
+  int call = 0;
+  for (; seconds() - start < 120; ++call) {
+    for (size_t i = 0; i < bytes; ++i) send[i] = pattern(rank_, call, i);
+    t0 = seconds();
+    st = railcoll_allgather(comm, send.data(), recv.data(), bytes, &o);
+    if (st != RAILCOLL_OK) break;
+    for (int r = 0; r < size; ++r)
+      for (size_t i = 0; i < bytes; i += 61)
+        if (recv[r * bytes + i] != pattern(r, call, i)) FAIL("call %d: wrong byte %zu of rank %d", call, i, r);
+  }
+  double took = seconds() - t0;
+  if (st == RAILCOLL_OK) FAIL("no call failed in 120 s");
+  std::string msg = railcoll_last_error(), name = "rank " + std::to_string(victim);
+  bool names = false;
+  for (size_t at = msg.find(name); at != std::string::npos && !names; at = msg.find(name, at + 1))
+    names = at + name.size() == msg.size() || !isdigit(static_cast<unsigned char>(msg[at + name.size()]));
+  printf("rank %d: peer failure -> %s after %.2f s in call %d (names %s: %s): %s\n", rank_, railcoll_strerror(st), took,
+         call, name.c_str(), names ? "yes" : "no", msg.c_str());
+  st = railcoll_allgather(comm, send.data(), recv.data(), bytes, &o);
+  printf("rank %d: next call -> %s: %s\n", rank_, railcoll_strerror(st), railcoll_last_error());
+  railcoll_comm_destroy(comm);
+  const char* store = getenv("MP_RECOVERY_STORE");
+  const char* job = getenv("MP_RECOVERY_JOB");
+  if (!store || !job) return 0;
+  railcoll_comm_t again;
+  int me = rank_ - (rank_ > victim);
+  st = railcoll_comm_init_explicit(&again, me, size - 1, store, job);
+  if (st != RAILCOLL_OK) FAIL("a new communicator of the survivors: %s: %s", railcoll_strerror(st), railcoll_last_error());
+  int old_rank = rank_;
+  rank_ = me;
+  int bad = check_call(again, "auto", std::vector<size_t>(size - 1, 1000), 7, false);
+  rank_ = old_rank;
+  if (bad) return 1;
+  if (railcoll_barrier(again) != RAILCOLL_OK) FAIL("barrier on the new communicator: %s", railcoll_last_error());
+  railcoll_comm_destroy(again);
+  printf("rank %d: recovered as rank %d of %d, open files %d before and %d after\n", rank_, me, size - 1, fds_at_start,
+         open_fds());
+  return 0;
+}
+
+int mode_steady(railcoll_comm_t comm, size_t bytes, const std::string& algo, double secs) {
+  int size = railcoll_comm_size(comm);
+  std::vector<unsigned char> send(bytes), recv(bytes * size);
+  railcoll_call_opts_t o{algo.c_str(), 0};
+  int fewest_rails = railcoll_comm_rails_up(comm), call = 0;
+  std::vector<int> per_second;
+  double start = seconds();
+  // Every rank must run the same number of calls: rank 0's clock decides, and
+  // its verdict (go on or stop) travels in the first byte of its block.
+  for (bool more = true; more; ++call) {
+    for (size_t i = 0; i < bytes; ++i) send[i] = pattern(rank_, call, i);
+    if (rank_ == 0) send[0] = seconds() - start < secs ? 1 : 0;
+    railcoll_status_t st = railcoll_allgather(comm, send.data(), recv.data(), bytes, &o);
+    if (st != RAILCOLL_OK) FAIL("call %d failed: %s: %s", call, railcoll_strerror(st), railcoll_last_error());
+    more = recv[0] == 1;
+    for (int r = 0; r < size; ++r)
+      for (size_t i = r == 0 ? 1 : 0; i < bytes; ++i)
+        if (recv[r * bytes + i] != pattern(r, call, i)) FAIL("call %d: wrong byte %zu of rank %d's block", call, i, r);
+    size_t second = static_cast<size_t>(seconds() - start);
+    if (per_second.size() <= second) per_second.resize(second + 1);
+    ++per_second[second];
+    fewest_rails = std::min(fewest_rails, railcoll_comm_rails_up(comm));
+  }
+  printf("rank %d: steady %d calls correct, 0 failed; rails up: fewest %d, at the end %d\n", rank_, call, fewest_rails,
+         railcoll_comm_rails_up(comm));
+  if (rank_ == 0) {
+    printf("calls per second:");
+    for (int n : per_second) printf(" %d", n);
+    printf("\n");
+  }
+  return 0;
+}
+
+int mode_soak(railcoll_comm_t comm, int calls, unsigned seed) {
+  int size = railcoll_comm_size(comm);
+  auto algos = algorithms();
+  std::mt19937 rng(seed);  // the same on every rank: they must agree on every call
+  // The first half warms caches and meets the large sizes; in the second half
+  // the peak RSS may not rise.
+  int warm = std::max(1, calls / 10), step = std::max(1, calls / 20), fds_warm = 0;
+  long peak[2] = {0, 0};
+  for (int call = 0; call < calls; ++call) {
+    if (call == warm) fds_warm = open_fds();
+    if (call % step == 0 && call > 0) {
+      long& p = peak[call > calls / 2];
+      p = std::max(p, rss_kib());
+    }
+    int kind = rng() % 10;
+    const std::string& algo = algos[rng() % algos.size()];
+    size_t bytes = rng() % 4 == 0 ? rng() % 262144 : rng() % 4096;
+    bool in_place = rng() % 5 == 0;
+    if (kind == 0) {
+      if (railcoll_barrier(comm) != RAILCOLL_OK) FAIL("call %d: barrier: %s", call, railcoll_last_error());
+    } else if (kind == 1) {
+      std::vector<size_t> counts(size);
+      for (auto& c : counts) c = rng() % 3000;
+      if (check_call(comm, algo, counts, call, false)) return 1;
+    } else if (check_call(comm, algo, std::vector<size_t>(size, bytes), call, in_place)) {
+      return 1;
+    }
+  }
+  peak[1] = std::max(peak[1], rss_kib());
+#ifdef __SANITIZE_ADDRESS__
+  const char* note = ", under AddressSanitizer (its quarantine holds freed memory: RSS not comparable)";
+#else
+  const char* note = "";
+#endif
+  printf("rank %d: soak %d calls correct; open files %d -> %d, peak RSS %ld -> %ld KiB (first half, second half)%s\n",
+         rank_, calls, fds_warm, open_fds(), peak[0], peak[1], note);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  fds_at_start = open_fds();
   std::string mode = argc > 1 ? argv[1] : "correct";
   railcoll_comm_t comm;
   railcoll_status_t st = railcoll_comm_init(&comm);
@@ -184,7 +377,14 @@ int main(int argc, char** argv) {
            : mode == "badargs"   ? mode_badargs(comm)
            : mode == "peer-exit" ? mode_peer_exit(comm)
            : mode == "deadline"  ? mode_deadline(comm)
+           : mode == "replay"    ? mode_replay(comm)
+           : mode == "steady"    ? mode_steady(comm, argc > 2 ? strtoul(argv[2], nullptr, 0) : 1 << 20,
+                                               argc > 3 ? argv[3] : "direct", argc > 4 ? atof(argv[4]) : 10)
+           : mode == "soak"      ? mode_soak(comm, argc > 2 ? atoi(argv[2]) : 1000, argc > 3 ? atoi(argv[3]) : 1)
+           : mode == "loop"      ? mode_loop(comm, argc > 2 ? strtoul(argv[2], nullptr, 0) : 65536,
+                                             argc > 3 ? argv[3] : "auto")
                                  : 2;
+  if (mode == "loop") return rc;  // it destroyed the communicator itself
   railcoll_comm_destroy(comm);
   return rc;
 }

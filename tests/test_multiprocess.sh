@@ -45,6 +45,8 @@ export RAILCOLL_TIMEOUT=3
 check "sizes differ between ranks" "allgather with mismatched sizes -> " 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" mismatch
 check "bad arguments" "bad arguments rejected" 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" badargs
 check "a peer exits in the middle" "dead peer -> a peer failed" 3 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" peer-exit
+check "a replayed frame from an earlier call is refused" "replayed frame refused" 4 -- \
+  env RAILCOLL_TEST_REPLAY_CALL=1 "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" replay
 check "a deadline passes" "sleeping peer -> (deadline passed|a peer failed) after [3-7]\." 3 -- "$RC" run -n 4 --ppn 2 -- "$MP" deadline
 check "unknown algorithm in the environment" "unknown allgather algorithm 'bogus' \(from RAILCOLL_ALLGATHER_ALGO" 2 -- \
   env RAILCOLL_ALLGATHER_ALGO=bogus "$RC" run -n 2 -- "$MP" correct

@@ -57,11 +57,25 @@ typedef struct {
 } railcoll_call_opts_t;
 
 railcoll_status_t railcoll_comm_init(railcoll_comm_t* comm);
+/* A communicator of explicitly numbered ranks instead of the launcher's: rank
+ * in [0, size), the store that rank 0 serves at "host:port" (a free port on one
+ * of rank 0's addresses), and a job id no other communicator of the job uses.
+ * The key, rails, node and timeout still come from the environment. This is how
+ * the survivors of a failed communicator carry on: destroy it, agree on the new
+ * numbering, store and job id (e.g. rank r -> r minus the dead ranks below it,
+ * the old job id with a suffix), and call this on every survivor. */
+railcoll_status_t railcoll_comm_init_explicit(railcoll_comm_t* comm, int rank, int size, const char* store,
+                                              const char* job_id);
 railcoll_status_t railcoll_comm_destroy(railcoll_comm_t comm);
 int railcoll_comm_rank(railcoll_comm_t comm);
 int railcoll_comm_size(railcoll_comm_t comm);
 int railcoll_comm_nodes(railcoll_comm_t comm);
 int railcoll_comm_rails(railcoll_comm_t comm);
+/* Rails this rank can use now: a rail whose connection to some peer broke or
+ * stalled (its traffic moved to the other rails, logged once on stderr) does
+ * not count until it is reconnected. A call fails only when no rail to a peer
+ * is left. */
+int railcoll_comm_rails_up(railcoll_comm_t comm);
 
 /* Every rank contributes `bytes` from sendbuf; recvbuf (size * bytes) receives
  * every rank's block in rank order. opts may be NULL. */

@@ -105,6 +105,31 @@ railcoll_status_t railcoll_comm_init(railcoll_comm_t* out) {
   });
 }
 
+railcoll_status_t railcoll_comm_init_explicit(railcoll_comm_t* out, int rank, int size, const char* store,
+                                              const char* job_id) {
+  return guarded([&]() -> railcoll_status_t {
+    if (!out) return fail(RAILCOLL_ERR_ARG, "railcoll_comm_init_explicit: output pointer is NULL");
+    *out = nullptr;
+    if (size < 1 || rank < 0 || rank >= size)
+      return fail(RAILCOLL_ERR_ARG, "railcoll_comm_init_explicit: rank " + std::to_string(rank) +
+                                        " is not in [0, size " + std::to_string(size) + ")");
+    if (size > 1 && (!store || !*store))
+      return fail(RAILCOLL_ERR_ARG, "railcoll_comm_init_explicit: a store host:port is needed for more than one rank");
+    if (!job_id || !*job_id) return fail(RAILCOLL_ERR_ARG, "railcoll_comm_init_explicit: job_id is empty");
+    railcoll::rt::Bootstrap b = railcoll::rt::settings_from_env();
+    b.rank = rank;
+    b.size = size;
+    b.store = store ? store : "";
+    if (size > 1) railcoll::rt::split_host_port(b.store);  // a bad address fails here, as ARG
+    b.job_id = job_id;
+    b.source = "railcoll_comm_init_explicit";
+    auto c = std::make_unique<railcoll_comm>();
+    c->comm = std::make_unique<railcoll::rt::Comm>(b);
+    *out = c.release();
+    return RAILCOLL_OK;
+  });
+}
+
 railcoll_status_t railcoll_comm_destroy(railcoll_comm_t comm) {
   return guarded([&]() -> railcoll_status_t {
     delete comm;
@@ -116,6 +141,7 @@ int railcoll_comm_rank(railcoll_comm_t c) { return c && c->comm ? c->comm->rank(
 int railcoll_comm_size(railcoll_comm_t c) { return c && c->comm ? c->comm->size() : -1; }
 int railcoll_comm_nodes(railcoll_comm_t c) { return c && c->comm ? c->comm->topo().nnodes() : -1; }
 int railcoll_comm_rails(railcoll_comm_t c) { return c && c->comm ? c->comm->rails() : -1; }
+int railcoll_comm_rails_up(railcoll_comm_t c) { return c && c->comm ? c->comm->rails_up() : -1; }
 
 railcoll_status_t railcoll_allgather(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t bytes,
                                      const railcoll_call_opts_t* opts) {

@@ -3,13 +3,17 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
 namespace railcoll::launch {
@@ -32,25 +36,49 @@ std::string new_job_id() {
   return buf;
 }
 
-int free_port(const std::string& address) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  inet_pton(AF_INET, address.c_str(), &a.sin_addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    socklen_t len = sizeof a;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
+std::string new_job_key() {
+  unsigned char k[16];
+  size_t got = 0;
+  while (got < sizeof k) {
+    ssize_t r = getrandom(k + got, sizeof k - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) throw std::runtime_error(std::string("cannot make a job key: getrandom: ") + strerror(errno));
+    got += static_cast<size_t>(r);
   }
-  close(fd);
-  return port;
+  char hex[33];
+  for (size_t i = 0; i < sizeof k; ++i) snprintf(hex + 2 * i, 3, "%02x", k[i]);
+  return hex;
+}
+
+int free_port(const std::string& address) {
+  // The kernel hands out ephemeral ports from ip_local_port_range (32768 and up
+  // by default); a port found by binding to 0 comes from there, and measured on
+  // the emulated cluster 4 jobs in 70 lost it to one of their own sockets.
+  int low = 32768, high = 60999;
+  if (FILE* f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (fscanf(f, "%d %d", &low, &high) != 2) low = 32768;
+    fclose(f);
+  }
+  int lo = 10000, hi = std::max(lo + 1000, low);
+  std::random_device rd;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    int port = lo + static_cast<int>(rd() % static_cast<unsigned>(hi - lo));
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return port;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, address.c_str(), &a.sin_addr);
+    bool free = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    close(fd);
+    if (free) return port;
+  }
+  return 0;
 }
 
 std::map<std::string, std::string> rank_env(int rank, int size, int local_rank, int local_size, int node,
                                             const std::string& store, const std::string& job_id,
-                                            const std::string& rails) {
+                                            const std::string& job_key, const std::string& rails) {
   std::map<std::string, std::string> env = {
       {"RAILCOLL_RANK", std::to_string(rank)},
       {"RAILCOLL_SIZE", std::to_string(size)},
@@ -59,6 +87,7 @@ std::map<std::string, std::string> rank_env(int rank, int size, int local_rank, 
       {"RAILCOLL_NODE", std::to_string(node)},
       {"RAILCOLL_STORE", store},
       {"RAILCOLL_JOB_ID", job_id},
+      {"RAILCOLL_JOB_KEY", job_key},
   };
   if (!rails.empty()) env["RAILCOLL_RAILS"] = rails;
   return env;

@@ -27,13 +27,17 @@ JobResult run_job(const std::vector<RankProcess>& ranks, double grace_seconds = 
 
 // A random id for a job: 16 hex digits.
 std::string new_job_id();
+// A secret for a job (RAILCOLL_JOB_KEY): 32 hex digits from the kernel's random source.
+std::string new_job_key();
 
-// A free TCP port on `address` (bind to port 0, read it, close): best effort.
+// A port for the job's store: random below the kernel's ephemeral range (so no
+// socket the job's ranks open themselves can take it before rank 0 binds it),
+// and free on `address` now (best effort: checked with a bind).
 int free_port(const std::string& address);
 
 // The standard environment of rank `rank` of a job.
 std::map<std::string, std::string> rank_env(int rank, int size, int local_rank, int local_size, int node,
                                             const std::string& store, const std::string& job_id,
-                                            const std::string& rails);
+                                            const std::string& job_key, const std::string& rails);
 
 }  // namespace railcoll::launch

@@ -16,6 +16,7 @@ struct Bootstrap {
   int rank = 0, size = 1;
   std::string store;        // host:port
   std::string job_id;       // empty: the store makes one
+  std::string job_key;      // RAILCOLL_JOB_KEY: the secret every connection proves; empty: none
   std::string node_id;      // identity of this node (RAILCOLL_NODE or hostname)
   std::string rails_spec;   // RAILCOLL_RAILS
   double timeout = 60;      // RAILCOLL_TIMEOUT, seconds
@@ -24,10 +25,19 @@ struct Bootstrap {
   // in poll. 2 ms measured best on 16 ranks / 2 cores (0: 1090 us, 0.2 ms: 650 us,
   // 2 ms: 500 us median for an 8 B smp_direct all-gather).
   double spin_seconds = 0.002;
+  // RAILCOLL_RAIL_TIMEOUT: a rail that carries nothing this long while another
+  // rail to the same peer answers is given up (its traffic moves to the others).
+  double rail_timeout = 0.5;
   std::string source;       // which launcher's variables were used
+  // RAILCOLL_TEST_REPLAY_CALL=n (tests only): send one data frame of call n
+  // again at the start of call n+2, which its receiver must refuse.
+  uint64_t replay_call = 0;
 };
 // Reads the environment of railcoll's launchers, torchrun, Open MPI, Hydra, Slurm.
 Bootstrap bootstrap_from_env();
+// Only the settings that do not say who the process is (node, rails, key, job
+// id, timeouts): for a communicator whose rank, size and store are given.
+Bootstrap settings_from_env();
 
 class Comm {
  public:
@@ -40,6 +50,8 @@ class Comm {
   int size() const;
   const Topology& topo() const;
   int rails() const;
+  // Rails this rank can use to every peer now (a rail with a connection given up does not count).
+  int rails_up() const;
   double timeout() const;
 
   // Runs one collective call: the schedule for (collective, algorithm, sizes)

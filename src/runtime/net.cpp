@@ -82,6 +82,23 @@ void tune_socket(int fd, bool tcp) {
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
 }
 
+std::string describe_peer(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "an unknown peer";
+  if (ss.ss_family == AF_INET) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    char buf[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf);
+    return std::string(buf) + ":" + std::to_string(ntohs(a->sin_port));
+  }
+  ucred cred{};
+  socklen_t clen = sizeof cred;
+  if (ss.ss_family == AF_UNIX && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0)
+    return "local process " + std::to_string(cred.pid);
+  return "an unknown peer";
+}
+
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
 int tcp_listen(const std::string& address, int port, int* bound_port) {
@@ -128,6 +145,19 @@ int tcp_connect(const std::string& from, const std::string& address, int port, d
   errno = last_errno;
   sys_fail("cannot connect to " + address + ":" + std::to_string(port) + (from.empty() ? "" : " from " + from) +
            " before the deadline");
+}
+
+int tcp_connect_start(const std::string& from, const std::string& address, int port) {
+  sockaddr_in to = inet_addr_of(address, port), me = inet_addr_of(from, 0);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  tune_socket(fd, true);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me) != 0 ||
+      (connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0 && errno != EINPROGRESS)) {
+    close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 int unix_listen(const std::string& name) {

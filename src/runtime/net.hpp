@@ -21,10 +21,14 @@ int tcp_listen(const std::string& address, int port, int* bound_port);
 // Connects to address:port from local address `from` (empty: any); retries
 // until `deadline` while the peer is not listening yet.
 int tcp_connect(const std::string& from, const std::string& address, int port, double deadline);
+// Starts a non-blocking connect from `from`; the fd (writable when connected), or -1.
+int tcp_connect_start(const std::string& from, const std::string& address, int port);
 int unix_listen(const std::string& abstract_name);
 int unix_connect(const std::string& abstract_name, double deadline);
 int accept_until(int listen_fd, double deadline);
 void set_nonblocking(int fd);
+// Who is on the other end, for log lines: "198.18.0.2:40112" or "local process 1234".
+std::string describe_peer(int fd);
 void tune_socket(int fd, bool tcp);
 
 // Writes/reads exactly n bytes on a blocking-mode call with a deadline.

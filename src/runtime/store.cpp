@@ -4,27 +4,134 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
-#include <map>
-#include <vector>
 
 #include "railcoll/railcoll.h"
+#include "runtime/auth.hpp"
 #include "runtime/net.hpp"
 
 namespace railcoll::rt {
 
-// Request: u32 length, then 'S' key '\0' value | 'G' key. Reply to G: u32 length, value.
+// After the handshake (challenge "RCS2" nonce; answer "RCA2" nonce proof; "RCO2"
+// proof): requests are u32 length, then 'S' key '\0' value | 'G' key; the reply
+// to G is u32 length, value.
 namespace {
-constexpr uint32_t kMaxStoreMessage = 1 << 20;
+constexpr char kChallenge[4] = {'R', 'C', 'S', '2'};
+constexpr char kAnswer[4] = {'R', 'C', 'A', '2'};
+constexpr char kAccepted[4] = {'R', 'C', 'O', '2'};
+constexpr size_t kAnswerBytes = 4 + kStoreNonce + 32;
+constexpr size_t kAcceptedBytes = 4 + 32;
 
-std::string frame(char op, const std::string& key, const std::string& value) {
-  std::string body = std::string(1, op) + key + (op == 'S' ? std::string(1, '\0') + value : "");
+std::string proof(const char* role, const std::string& key, const std::string& job, const std::string& server_nonce,
+                  const std::string& client_nonce) {
+  std::string msg = std::string("railcoll store ") + role + '\0' + job + '\0' + server_nonce + client_nonce;
+  Digest d = hmac_sha256(key, msg);
+  return std::string(reinterpret_cast<const char*>(d.data()), d.size());
+}
+
+std::string length_prefixed(const std::string& body) {
   uint32_t n = static_cast<uint32_t>(body.size());
   return std::string(reinterpret_cast<char*>(&n), 4) + body;
 }
+
+std::string request(char op, const std::string& key, const std::string& value) {
+  return length_prefixed(std::string(1, op) + key + (op == 'S' ? std::string(1, '\0') + value : ""));
+}
+
 }  // namespace
 
-StoreServer::StoreServer(const std::string& address, int port) {
+std::string store_client_proof(const std::string& key, const std::string& job, const std::string& server_nonce,
+                               const std::string& client_nonce) {
+  return proof("client", key, job, server_nonce, client_nonce);
+}
+std::string store_server_proof(const std::string& key, const std::string& job, const std::string& server_nonce,
+                               const std::string& client_nonce) {
+  return proof("server", key, job, server_nonce, client_nonce);
+}
+
+// ---------------------------------------------------------------- the protocol --
+
+std::string StoreServerCore::open(int client, const std::string& nonce) {
+  clients_[client] = Client{nonce, {}, false};
+  return std::string(kChallenge, 4) + nonce;
+}
+
+void StoreServerCore::close(int client) {
+  clients_.erase(client);
+  for (auto it = waiting_.begin(); it != waiting_.end();) it = it->second == client ? waiting_.erase(it) : std::next(it);
+}
+
+bool StoreServerCore::authenticated(int client) const {
+  auto it = clients_.find(client);
+  return it != clients_.end() && it->second.authenticated;
+}
+
+bool StoreServerCore::feed(int client, const char* data, size_t n, std::vector<std::pair<int, std::string>>* out,
+                           std::string* why) {
+  auto found = clients_.find(client);
+  if (found == clients_.end()) {
+    *why = "unknown client";
+    return false;
+  }
+  Client& c = found->second;
+  c.in.append(data, n);
+  if (!c.authenticated) {
+    size_t check = std::min(c.in.size(), sizeof kAnswer);
+    if (memcmp(c.in.data(), kAnswer, check) != 0) {
+      *why = "it does not speak the railcoll store protocol (version 2)";
+      return false;
+    }
+    if (c.in.size() < kAnswerBytes) return true;
+    std::string client_nonce = c.in.substr(4, kStoreNonce);
+    std::string expected = proof("client", key_, job_, c.nonce, client_nonce);
+    if (!equal_constant_time(expected.data(), c.in.data() + 4 + kStoreNonce, 32)) {
+      *why = "wrong job key or job id (RAILCOLL_JOB_KEY, RAILCOLL_JOB_ID)";
+      return false;
+    }
+    c.authenticated = true;
+    c.in.erase(0, kAnswerBytes);
+    out->push_back({client, std::string(kAccepted, 4) + proof("server", key_, job_, c.nonce, client_nonce)});
+  }
+  while (c.in.size() >= 4) {
+    uint32_t len;
+    memcpy(&len, c.in.data(), 4);
+    if (len == 0 || len > kMaxStoreMessage) {
+      *why = "malformed request (length " + std::to_string(len) + ")";
+      return false;
+    }
+    if (c.in.size() < 4 + size_t(len)) break;
+    std::string body = c.in.substr(4, len);
+    c.in.erase(0, 4 + size_t(len));
+    if (body[0] == 'S') {
+      auto z = body.find('\0');
+      if (z == std::string::npos) {
+        *why = "malformed set request (no value)";
+        return false;
+      }
+      std::string key = body.substr(1, z - 1), value = body.substr(z + 1);
+      kv_[key] = value;
+      auto range = waiting_.equal_range(key);
+      for (auto it = range.first; it != range.second; ++it) out->push_back({it->second, length_prefixed(value)});
+      waiting_.erase(range.first, range.second);
+    } else if (body[0] == 'G') {
+      std::string key = body.substr(1);
+      if (auto it = kv_.find(key); it != kv_.end())
+        out->push_back({client, length_prefixed(it->second)});
+      else
+        waiting_.emplace(key, client);
+    } else {
+      *why = "unknown request type";
+      return false;
+    }
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------- the server --
+
+StoreServer::StoreServer(const std::string& address, int port, const std::string& key, const std::string& job)
+    : core_(key, job) {
   listen_fd_ = tcp_listen(address, port, nullptr);
   if (pipe(wake_) != 0) throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, "pipe failed");
   thread_ = std::thread([this] { serve(); });
@@ -43,86 +150,86 @@ void StoreServer::stop() {
 }
 
 void StoreServer::serve() {
-  struct Client {
-    int fd;
-    std::string in;
+  std::vector<int> clients;
+  auto refuse = [&](int fd, const std::string& why) {
+    fprintf(stderr, "railcoll: the store refused a connection from %s: %s\n", describe_peer(fd).c_str(), why.c_str());
   };
-  std::vector<Client> clients;
-  std::map<std::string, std::string> kv;
-  std::multimap<std::string, int> waiting;  // key -> client fd
-  auto reply = [](int fd, const std::string& v) {
-    uint32_t n = static_cast<uint32_t>(v.size());
-    std::string out = std::string(reinterpret_cast<char*>(&n), 4) + v;
-    try {
-      write_all(fd, out.data(), out.size(), now_seconds() + 10, "store client");
-    } catch (...) {
-    }
+  auto drop = [&](size_t i) {
+    core_.close(clients[i]);
+    close(clients[i]);
+    clients[i] = -1;
   };
   for (;;) {
     std::vector<pollfd> p{{wake_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
-    for (auto& c : clients) p.push_back({c.fd, POLLIN, 0});
+    for (int fd : clients) p.push_back({fd, POLLIN, 0});
     if (poll(p.data(), p.size(), 1000) < 0 && errno != EINTR) return;
     if (p[0].revents) break;
+    std::vector<std::pair<int, std::string>> out;
     if (p[1].revents & POLLIN) {
-      int fd = accept(listen_fd_, nullptr, nullptr);
-      if (fd >= 0) clients.push_back({fd, {}});
+      int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd >= 0) {
+        clients.push_back(fd);
+        out.push_back({fd, core_.open(fd, random_bytes(kStoreNonce))});
+      }
     }
     for (size_t i = 2; i < p.size(); ++i) {
       if (!p[i].revents) continue;
-      Client& c = clients[i - 2];
+      size_t ci = i - 2;
       char buf[65536];
-      ssize_t r = read(c.fd, buf, sizeof buf);
+      ssize_t r = read(clients[ci], buf, sizeof buf);
       if (r <= 0) {
-        close(c.fd);
-        c.fd = -1;
+        if (!core_.authenticated(clients[ci])) refuse(clients[ci], "it closed the connection before authenticating");
+        drop(ci);
         continue;
       }
-      c.in.append(buf, static_cast<size_t>(r));
-      while (c.in.size() >= 4) {
-        uint32_t n;
-        memcpy(&n, c.in.data(), 4);
-        if (n == 0 || n > kMaxStoreMessage) {  // garbage: drop the client
-          close(c.fd);
-          c.fd = -1;
-          break;
-        }
-        if (c.in.size() < 4 + n) break;
-        std::string body = c.in.substr(4, n);
-        c.in.erase(0, 4 + n);
-        if (body[0] == 'S') {
-          auto z = body.find('\0');
-          std::string key = body.substr(1, z == std::string::npos ? std::string::npos : z - 1);
-          std::string value = z == std::string::npos ? "" : body.substr(z + 1);
-          kv[key] = value;
-          auto range = waiting.equal_range(key);
-          for (auto it = range.first; it != range.second; ++it) reply(it->second, value);
-          waiting.erase(range.first, range.second);
-        } else if (body[0] == 'G') {
-          std::string key = body.substr(1);
-          if (auto it = kv.find(key); it != kv.end())
-            reply(c.fd, it->second);
-          else
-            waiting.emplace(key, c.fd);
-        }
+      std::string why;
+      if (!core_.feed(clients[ci], buf, static_cast<size_t>(r), &out, &why)) {
+        refuse(clients[ci], why);
+        drop(ci);
       }
     }
-    for (size_t i = clients.size(); i-- > 0;)
-      if (clients[i].fd < 0) {
-        for (auto it = waiting.begin(); it != waiting.end();)
-          it = it->second == clients[i].fd ? waiting.erase(it) : std::next(it);
-        clients.erase(clients.begin() + static_cast<long>(i));
+    for (auto& o : out) {
+      if (std::find(clients.begin(), clients.end(), o.first) == clients.end()) continue;
+      try {
+        write_all(o.first, o.second.data(), o.second.size(), now_seconds() + 10, "store client");
+      } catch (...) {
       }
+    }
+    clients.erase(std::remove(clients.begin(), clients.end(), -1), clients.end());
   }
-  for (auto& c : clients)
-    if (c.fd >= 0) close(c.fd);
+  for (int fd : clients) close(fd);
 }
 
-StoreClient::StoreClient(const std::string& address, int port, double deadline)
+// ---------------------------------------------------------------- the client --
+
+StoreClient::StoreClient(const std::string& address, int port, const std::string& key, const std::string& job,
+                         double deadline)
     : where_("the store at " + address + ":" + std::to_string(port)) {
   try {
     fd_ = tcp_connect("", address, port, deadline);
   } catch (const RuntimeError& e) {
     throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, "cannot reach " + where_ + " (is rank 0 running?): " + e.what());
+  }
+  try {
+    char challenge[4 + kStoreNonce];
+    read_all(fd_, challenge, sizeof challenge, deadline, where_);
+    if (memcmp(challenge, kChallenge, 4) != 0)
+      throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, where_ + " does not speak the railcoll store protocol (version 2)");
+    std::string server_nonce(challenge + 4, kStoreNonce), client_nonce = random_bytes(kStoreNonce);
+    std::string answer = std::string(kAnswer, 4) + client_nonce + proof("client", key, job, server_nonce, client_nonce);
+    write_all(fd_, answer.data(), answer.size(), deadline, where_);
+    char accepted[kAcceptedBytes];
+    read_all(fd_, accepted, sizeof accepted, deadline, where_);
+    std::string expected = proof("server", key, job, server_nonce, client_nonce);
+    if (memcmp(accepted, kAccepted, 4) != 0 || !equal_constant_time(accepted + 4, expected.data(), 32))
+      throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, where_ + " failed to prove it knows the job key");
+  } catch (const RuntimeError& e) {
+    close(fd_);
+    fd_ = -1;
+    if (e.code == RAILCOLL_ERR_BOOTSTRAP) throw;
+    // The server closes on a wrong key without a word: say what that means.
+    throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, std::string(e.what()) + " during the handshake with " + where_ +
+                                                   " (a different RAILCOLL_JOB_KEY or RAILCOLL_JOB_ID than rank 0's?)");
   }
 }
 
@@ -131,12 +238,12 @@ StoreClient::~StoreClient() {
 }
 
 void StoreClient::set(const std::string& key, const std::string& value) {
-  std::string f = frame('S', key, value);
+  std::string f = request('S', key, value);
   write_all(fd_, f.data(), f.size(), now_seconds() + 30, where_);
 }
 
 std::string StoreClient::get(const std::string& key, double deadline) {
-  std::string f = frame('G', key, "");
+  std::string f = request('G', key, "");
   write_all(fd_, f.data(), f.size(), deadline, where_);
   uint32_t n = 0;
   try {

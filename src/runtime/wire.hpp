@@ -4,20 +4,31 @@
 // reaches a user buffer.
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace railcoll::rt {
 
 constexpr uint32_t kWireMagic = 0x52434c31;  // "RCL1"
-constexpr uint16_t kWireVersion = 1;
+// 2: Hello carries an HMAC proof of the job key; Ping/Pong liveness probes;
+//    rail failover (flags, RailDown).
+constexpr uint16_t kWireVersion = 2;
 
 enum class Frame : uint16_t {
-  Hello = 1,   // first frame on a connection: who I am, on which rail
+  Hello = 1,   // first frame on a connection: who I am, on which rail; payload: the proof
   Data = 2,    // one part of a put: payload follows
   Notify = 3,  // a signal to a counter on the receiving side
   Abort = 4,   // the sender's collective failed; payload is the reason (text)
   Wake = 5,    // a local peer bumped a node counter this process may wait on
   Bye = 6,     // orderly close: no more frames follow
+  Ping = 7,    // are you alive? (sent by a rank that has waited long); answered by Pong
+  Pong = 8,
+  RailDown = 9,  // the sender gave up its connection on rail `op` to the receiver; offset:
+                 // the bytes of it the sender's kernel saw acknowledged (read those, then close)
 };
+
+// FrameHeader::flags
+constexpr uint16_t kFlagMoved = 1;  // sent on another rail than the schedule's after a rail failed;
+                                    // an earlier copy may have arrived, and then this one is dropped
 
 #pragma pack(push, 1)
 struct FrameHeader {
@@ -31,12 +42,27 @@ struct FrameHeader {
   int32_t op;          // Data/Notify: op index in the sender's program; Hello: rail
   uint16_t part;       // Data: which part of a striped put
   uint16_t nparts;
-  uint32_t reserved;
+  uint16_t flags;      // kFlag*
+  uint16_t reserved;
   uint64_t offset;     // Data: offset of this part in the put's payload
   uint64_t length;     // bytes of payload that follow this header
   uint64_t total;      // Data: the whole put's payload
 };
 #pragma pack(pop)
 static_assert(sizeof(FrameHeader) == 72, "wire header layout");
+
+constexpr uint64_t kMaxFrameLength = 1ull << 40;
+constexpr uint64_t kMaxAbortText = 4096;
+constexpr size_t kHelloProof = 32;    // HMAC-SHA256
+constexpr size_t kListenNonce = 16;   // per rank and communicator, published in the store
+
+// "" when the header may come from `peer` of communicator `comm`, else what is wrong
+// (magic, version, communicator, sender, type, absurd length).
+std::string header_problem(const FrameHeader& h, uint64_t comm, int peer);
+
+// The Hello's proof: HMAC(job key, header | receiver | the receiver's listen nonce).
+// The nonce is fresh per communicator and every (sender, rail) connects once, so
+// a recorded Hello is worth nothing to a replayer.
+std::string hello_proof(const std::string& key, const FrameHeader& hello, int receiver, const std::string& nonce);
 
 }  // namespace railcoll::rt

@@ -1,5 +1,6 @@
 // railcoll bench allgather [--algo A|all|auto] [-m MIN:MAX] [-i N] [-x N] [-f] [-c]
 //        [--mpi] [--json F] [--csv F] [--plot F] [-n N] [--ppn P] [--rails K] [--local]
+//        [--fault rail-down@T[:D] | kill@T]   (bench_fault.cpp)
 //
 // Started by a launcher (railcoll run / cluster run, mpirun, srun, torchrun env)
 // it is a worker: every rank runs the OSU-style loops through the C API and rank
@@ -21,6 +22,7 @@
 #include <sstream>
 
 #include "args.hpp"
+#include "bench_fault.hpp"
 #include "bench_report.hpp"
 #include "commands.hpp"
 #include "core/errors.hpp"
@@ -39,22 +41,26 @@ struct BenchOptions {
   bool full = false, validate = false, mpi = false, local = false;
   std::string json, csv, plot, records;
   std::string background;  // traffic pattern while measuring again (cluster only)
+  std::string fault, fault_marker;  // --fault rail-down@T[:D] | kill@T
+  double duration = 0;
   int n = 8, ppn = 4, rails = 2;
   bool n_given = false, ppn_given = false, rails_given = false;
   std::vector<std::string> forwarded;  // options passed on to the workers
 };
 
 const std::set<std::string> kFlags = {"f", "c", "mpi", "local", "worker"};
-const std::set<std::string> kValued = {"algo", "m",   "i",   "x",    "json",    "csv",
-                                       "plot", "n", "ppn", "rails", "records", "background"};
+const std::set<std::string> kValued = {"algo", "m",     "i",     "x",       "json",    "csv",
+                                       "plot", "n",     "ppn",   "rails",   "records", "background",
+                                       "fault", "fault-marker", "duration"};
 
 BenchOptions parse(const std::vector<std::string>& argv) {
   Args a(argv, kFlags, kValued);
   const std::set<std::string> benchable = {"allgather", "bcast", "gather", "allreduce", "barrier"};
   if (a.positional().size() != 1 || !benchable.count(a.positional()[0]))
     throw UsageError("usage: railcoll bench allgather|bcast|gather|allreduce|barrier [--algo A|all|auto] "
-                     "[-m MIN:MAX] [-i N] [-x N] [-f] [-c] [--mpi] [--json F] [--csv F] [--plot F] [-n N] [--ppn P] "
-                     "[--rails K] [--local]");
+                     "[-m MIN:MAX] [-i N] [-x N] [-f] [-c] [--mpi] [--background complement|uniform|hotspot] "
+                     "[--json F] [--csv F] [--plot F] [-n N] [--ppn P] [--rails K] [--local] "
+                     "[--fault rail-down@T[:D] | kill@T]");
   BenchOptions o;
   o.collective = a.positional()[0];
   o.algo = a.str("algo", "all");
@@ -77,6 +83,15 @@ BenchOptions parse(const std::vector<std::string>& argv) {
   o.background = a.str("background");
   if (!o.background.empty() && o.background != "complement" && o.background != "uniform" && o.background != "hotspot")
     throw UsageError("--background must be complement, uniform or hotspot");
+  o.fault = a.str("fault");
+  o.fault_marker = a.str("fault-marker");
+  if (a.has("duration")) o.duration = std::stod(a.str("duration"));
+  if (!o.fault.empty()) {
+    if (o.collective != "allgather") throw UsageError("--fault runs all-gathers only");
+    parse_fault(o.fault);  // bad input: a usage error before anything starts
+    if (o.algo == "all") o.algo = "direct";
+    if (!a.has("m")) o.max = 1 << 20;
+  }
   o.n_given = a.has("n");
   o.ppn_given = a.has("ppn");
   o.rails_given = a.has("rails");
@@ -474,6 +489,9 @@ int driver(const BenchOptions& o) {
 int cmd_bench(const std::vector<std::string>& argv) {
   bool worker_mode = std::find(argv.begin(), argv.end(), "--worker") != argv.end() || launched_by_a_launcher();
   BenchOptions o = parse(argv);
+  if (!o.fault.empty())
+    return worker_mode ? fault_worker(parse_fault(o.fault), o.algo, o.max, o.duration, o.fault_marker, o.records)
+                       : fault_driver(parse_fault(o.fault), o.algo, o.max);
   return worker_mode ? worker(o) : driver(o);
 }
 

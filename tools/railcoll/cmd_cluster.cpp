@@ -250,12 +250,12 @@ std::vector<int> layout_of(const Args& a, const cl::Config& cfg) {
 }
 
 int store_port() {
-  // Rank 0 binds 198.18.0.1 inside rc-n0, a port space of its own, so this
-  // is only a random free-looking number; fall back to a random one.
+  // Rank 0 binds 198.18.0.1 inside rc-n0, a port space of its own; this only
+  // checks the number in the root namespace, which is as good a guess as any.
   int port = launch::free_port("127.0.0.1");
   if (port > 0) return port;
   std::random_device rd;
-  return 20000 + static_cast<int>(rd() % 40000);
+  return 20000 + static_cast<int>(rd() % 12000);
 }
 
 int cluster_run(const std::vector<std::string>& argv) {
@@ -269,13 +269,13 @@ int cluster_run(const std::vector<std::string>& argv) {
   int size = 0;
   for (int n : layout) size += n;
   const std::string store = "198.18.0.1:" + std::to_string(store_port());
-  const std::string job_id = launch::new_job_id(), rails = cl::rail_subnets(s.rails);
+  const std::string job_id = launch::new_job_id(), job_key = launch::new_job_key(), rails = cl::rail_subnets(s.rails);
   std::vector<launch::RankProcess> ranks;
   for (int node = 0, rank = 0; node < static_cast<int>(layout.size()); ++node) {
     for (int local = 0; local < layout[node]; ++local, ++rank) {
       launch::RankProcess p;
       p.argv = cl::node_exec_argv(node, s.program);
-      p.env = launch::rank_env(rank, size, local, layout[node], node, store, job_id, rails);
+      p.env = launch::rank_env(rank, size, local, layout[node], node, store, job_id, job_key, rails);
       p.env["RAILCOLL_CLUSTER"] = "1";
       p.env["RAILCOLL_RAIL_RATE"] = std::to_string(s.cfg.rate_bps);
       ranks.push_back(std::move(p));

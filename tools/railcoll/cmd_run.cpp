@@ -38,6 +38,7 @@ void remove_job_shm(const std::string& job_id) {
 std::vector<launch::RankProcess> local_job(int n, int ppn, int rails, const std::vector<std::string>& prog,
                                            std::string* job_id) {
   *job_id = launch::new_job_id();
+  const std::string key = launch::new_job_key();
   std::string store = "127.0.0.1:" + std::to_string(launch::free_port("127.0.0.1"));
   std::string rail_list;
   for (int r = 0; r < rails; ++r) rail_list += (r ? ",127.0.0." : "127.0.0.") + std::to_string(r + 1);
@@ -48,7 +49,7 @@ std::vector<launch::RankProcess> local_job(int n, int ppn, int rails, const std:
     int local_size = ppn > 0 ? std::min(ppn, n - node * ppn) : n;
     launch::RankProcess p;
     p.argv = prog;
-    p.env = launch::rank_env(r, n, local, local_size, node, store, *job_id, rail_list);
+    p.env = launch::rank_env(r, n, local, local_size, node, store, *job_id, key, rail_list);
     if (ppn <= 0) p.env.erase("RAILCOLL_NODE");  // one real node: its hostname
     ranks.push_back(std::move(p));
   }

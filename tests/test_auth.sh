@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Strangers at the door: ranks started by hand (3 pretend nodes, 2 loopback
+# rails, a job key) are visited during start-up by processes that are not in
+# the job: garbage, the old unauthenticated protocol, a wrong key, another job,
+# a silent connection, on the store and on every data listener. Each must be
+# closed and logged in exactly one line, and the job must still be byte-exact.
+# Then a rank with a wrong key cannot join, and a job without a key is warned.
+#   usage: test_auth.sh RAILCOLL MP_COLLECTIVES
+set -u
+RC=${1:?railcoll}; MP=${2:?mp_collectives}
+HERE=$(cd "$(dirname "$0")" && pwd)
+STRANGER="$HERE/stranger.py"
+dir=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$dir"; }
+trap cleanup EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+start_rank() {  # start_rank RANK EXTRA_ENV...: in the background, output in $dir/out.RANK, err.RANK
+  local r=$1; shift
+  env RAILCOLL_RANK=$r RAILCOLL_NODE=$r "$@" "$MP" correct >"$dir/out.$r" 2>"$dir/err.$r" &
+  pids+=($!)
+}
+listeners() {  # listeners PID...: "addr:port" of the TCP sockets they listen on
+  local pat; pat=$(printf 'pid=%s,|' "$@"); pat=${pat%|}
+  ss -ltnpH 2>/dev/null | grep -E "$pat" | awk '{print $4}'
+}
+
+key=$(python3 -c 'import os; print(os.urandom(16).hex())')
+job=authtest$$
+port=$(free_port)
+export RAILCOLL_SIZE=3 RAILCOLL_STORE=127.0.0.1:$port RAILCOLL_RAILS=127.0.0.1,127.0.0.2 RAILCOLL_TIMEOUT=30 \
+  RAILCOLL_JOB_KEY=$key RAILCOLL_JOB_ID=$job
+
+# ---- ranks 0 and 1 wait in start-up for rank 2; strangers call meanwhile.
+start_rank 0; start_rank 1
+for _ in $(seq 100); do [ "$(listeners "${pids[@]}" | wc -l)" -ge 5 ] && break; sleep 0.1; done
+mapfile -t socks < <(listeners "${pids[@]}")
+[ "${#socks[@]}" -eq 5 ] && ok "ranks 0, 1 listen on 2 rails each, rank 0 on the store too" ||
+  bad "expected 5 listening sockets, got: ${socks[*]}"
+wild=$(printf '%s\n' "${socks[@]}" | grep -cvE '^127\.0\.0\.[12]:')
+[ "$wild" -eq 0 ] && ok "every listener is bound to a rail address (none to 0.0.0.0)" ||
+  bad "listeners not bound to a rail address: ${socks[*]}"
+
+expect_refused=0
+said=$dir/stranger.txt
+: >"$said"
+python3 "$STRANGER" store "$RAILCOLL_STORE" good "$key" "$job" >>"$said"
+for kind in garbage nokey wrongkey otherjob; do
+  python3 "$STRANGER" store "$RAILCOLL_STORE" "$kind" >>"$said"; expect_refused=$((expect_refused + 1))
+done
+# Data listeners accept once every rank is in the store: these wait in the
+# backlog until rank 2 starts, then the ranks read and refuse them.
+data_socks=$(printf '%s\n' "${socks[@]}" | grep -v ":$port\$")
+first=$(listeners "${pids[1]}" | head -1)  # rank 1's: rank 0 may connect there
+visits=()
+for s in $data_socks; do visits+=("$s garbage"); done
+visits+=("$first wrongkey" "$first otherjob" "$first silent")
+strangers=()
+for v in "${visits[@]}"; do
+  set -- $v
+  python3 "$STRANGER" data "$1" "$2" "$job" "$dir/ready.${#strangers[@]}" >"$said.${#strangers[@]}" &
+  strangers+=($!)
+  expect_refused=$((expect_refused + 1))
+done
+for _ in $(seq 200); do [ "$(ls "$dir" | grep -c '^ready\.')" -ge "${#strangers[@]}" ] && break; sleep 0.05; done
+start_rank 2
+for p in "${strangers[@]}" "${pids[@]}"; do wait "$p"; done
+pids=()
+cat "$said".* >>"$said"
+grep -q "store good: accepted" "$said" && ok "a client with the key and job id is accepted by the store" ||
+  bad "the control client was refused: $(cat "$said")"
+closed=$(grep -cE "closed by the (store|rank)" "$said")
+[ "$closed" -eq "$expect_refused" ] && ok "all $expect_refused strangers were closed" ||
+  bad "$closed of $expect_refused strangers closed: $(tr '\n' '|' <"$said")"
+refused=$(cat "$dir"/err.* | grep -c "refused a connection from")
+[ "$refused" -eq "$expect_refused" ] && ok "one log line per stranger ($refused)" ||
+  bad "$refused refusal lines, expected $expect_refused: $(cat "$dir"/err.* | head -20)"
+for why in "does not speak the railcoll store protocol" "wrong job key or job id" "wrong job key \\(RAILCOLL_JOB_KEY\\)" \
+  "belongs to another job or communicator" "it does not speak the railcoll protocol" "it sent no complete hello|already connected"; do
+  cat "$dir"/err.* | grep -qE "$why" && ok "logged: $why" || bad "no log line says '$why': $(cat "$dir"/err.* | grep refused)"
+done
+correct=$(cat "$dir"/out.* | grep -c "calls correct")
+[ "$correct" -eq 3 ] && ok "the job is byte-exact after the visits" || bad "$correct of 3 ranks correct: $(cat "$dir"/err.* | tail -5)"
+
+# ---- a rank with the wrong key cannot join; rank 0 logs it and times out.
+rm -f "$dir"/out.* "$dir"/err.*
+port=$(free_port)
+export RAILCOLL_SIZE=2 RAILCOLL_STORE=127.0.0.1:$port RAILCOLL_TIMEOUT=2
+start_rank 0
+start_rank 1 RAILCOLL_JOB_KEY=not-$key
+for p in "${pids[@]}"; do wait "$p"; done
+pids=()
+grep -q "RAILCOLL_JOB_KEY" "$dir/err.1" && ok "the rank with a wrong key is told its key differs" ||
+  bad "rank 1 said: $(cat "$dir/err.1")"
+grep -q "refused a connection from .*wrong job key" "$dir/err.0" && grep -q "railcoll_comm_init" "$dir/err.0" &&
+  ok "rank 0 logs the refusal and fails start-up within the deadline" || bad "rank 0 said: $(cat "$dir/err.0")"
+
+# ---- no key at all (another launcher): works, and rank 0 says once that nothing is authenticated.
+rm -f "$dir"/out.* "$dir"/err.*
+port=$(free_port)
+export RAILCOLL_STORE=127.0.0.1:$port RAILCOLL_TIMEOUT=30
+unset RAILCOLL_JOB_KEY
+start_rank 0; start_rank 1
+for p in "${pids[@]}"; do wait "$p"; done
+pids=()
+warned=$(cat "$dir"/err.* | grep -c "RAILCOLL_JOB_KEY is not set")
+correct=$(cat "$dir"/out.* | grep -c "calls correct")
+[ "$warned" -eq 1 ] && [ "$correct" -eq 2 ] && ok "without a key: correct, and one warning line" ||
+  bad "without a key: $warned warnings, $correct correct"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,185 @@
+// The socket-free parts of the runtime's defences: HMAC-SHA256 against RFC 4231,
+// the store's handshake and request decoder, and the checks every frame passes
+// against the receiver's plan before a byte of payload is written.
+#include <gtest/gtest.h>
+
+#include "runtime/auth.hpp"
+#include "runtime/plan.hpp"
+#include "runtime/store.hpp"
+#include "runtime/wire.hpp"
+
+using namespace railcoll;
+using namespace railcoll::rt;
+
+namespace {
+std::string hex(const Digest& d) { return to_hex(d.data(), d.size()); }
+}  // namespace
+
+TEST(Auth, Sha256AndHmacMatchPublishedVectors) {
+  EXPECT_EQ(hex(sha256("abc", 3)), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(hex(sha256("", 0)), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  // RFC 4231 test cases 1, 2 and 6 (a key longer than the block is hashed first).
+  EXPECT_EQ(hex(hmac_sha256(std::string(20, '\x0b'), std::string("Hi There"))),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+  EXPECT_EQ(hex(hmac_sha256("Jefe", std::string("what do ya want for nothing?"))),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  EXPECT_EQ(hex(hmac_sha256(std::string(131, '\xaa'),
+                            std::string("Test Using Larger Than Block-Size Key - Hash Key First"))),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+  std::string a = "0123456789abcdef", b = a;
+  EXPECT_TRUE(equal_constant_time(a.data(), b.data(), a.size()));
+  b[15] = 'g';
+  EXPECT_FALSE(equal_constant_time(a.data(), b.data(), a.size()));
+  EXPECT_EQ(from_hex(to_hex(a.data(), a.size())), a);
+  EXPECT_EQ(from_hex("zz"), "");
+}
+
+namespace {
+// Drives one client through the store's handshake with `key` and `job`.
+bool authenticate(StoreServerCore& core, int client, const std::string& key, const std::string& job,
+                  std::vector<std::pair<int, std::string>>* out, std::string* why) {
+  std::string nonce(kStoreNonce, 'n'), mine(kStoreNonce, 'm');
+  std::string challenge = core.open(client, nonce);
+  EXPECT_EQ(challenge.substr(0, 4), "RCS2");
+  std::string answer = "RCA2" + mine + store_client_proof(key, job, nonce, mine);
+  bool ok = core.feed(client, answer.data(), answer.size(), out, why);
+  if (ok) {
+    EXPECT_EQ(out->back().second, "RCO2" + store_server_proof(key, job, nonce, mine));
+  }
+  return ok;
+}
+std::string request(char op, const std::string& body) {
+  std::string b = std::string(1, op) + body;
+  uint32_t n = static_cast<uint32_t>(b.size());
+  return std::string(reinterpret_cast<char*>(&n), 4) + b;
+}
+}  // namespace
+
+TEST(Store, OnlyAuthenticatedClientsReadOrWrite) {
+  StoreServerCore core("secret", "job1");
+  std::vector<std::pair<int, std::string>> out;
+  std::string why;
+  ASSERT_TRUE(authenticate(core, 1, "secret", "job1", &out, &why)) << why;
+  EXPECT_FALSE(authenticate(core, 2, "wrong", "job1", &out, &why));
+  EXPECT_NE(why.find("wrong job key"), std::string::npos);
+  EXPECT_FALSE(authenticate(core, 3, "secret", "job2", &out, &why));
+  // A request before the handshake is refused, and nothing is stored or answered.
+  core.open(4, std::string(kStoreNonce, 'x'));
+  out.clear();
+  std::string set = request('S', std::string("k\0v", 3));
+  EXPECT_FALSE(core.feed(4, set.data(), set.size(), &out, &why));
+  EXPECT_TRUE(out.empty());
+  // A get waits for the set, then both the early and a late reader get the value.
+  std::string get = request('G', "k");
+  ASSERT_TRUE(core.feed(1, get.data(), get.size(), &out, &why));
+  EXPECT_TRUE(out.empty());
+  ASSERT_TRUE(core.feed(1, set.data(), set.size(), &out, &why));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].second, std::string("\x01\0\0\0v", 5));
+  // Byte by byte works as well as whole messages.
+  out.clear();
+  for (char c : get) ASSERT_TRUE(core.feed(1, &c, 1, &out, &why));
+  ASSERT_EQ(out.size(), 1u);
+  // Malformed requests drop the client.
+  std::string zero(4, '\0');
+  EXPECT_FALSE(core.feed(1, zero.data(), zero.size(), &out, &why));
+  ASSERT_TRUE(authenticate(core, 5, "secret", "job1", &out, &why));
+  std::string unknown = request('X', "k");
+  EXPECT_FALSE(core.feed(5, unknown.data(), unknown.size(), &out, &why));
+  ASSERT_TRUE(authenticate(core, 6, "secret", "job1", &out, &why));
+  std::string novalue = request('S', "k");
+  EXPECT_FALSE(core.feed(6, novalue.data(), novalue.size(), &out, &why));
+}
+
+namespace {
+// 2 nodes x 2 ranks, 2 rails; rank 2 receives rank 0's striped 4 KiB block.
+struct DirectPlan : ::testing::Test {
+  Topology topo = Topology::from_node_map({0, 0, 1, 1}, 2);
+  std::unique_ptr<Plan> plan = make_plan(topo, 2, "allgather", "direct", {4096, 4096, 4096, 4096}, {}, "k");
+  FrameHeader frame_from_0(int part) {
+    for (auto& kv : plan->incoming) {
+      if ((kv.first >> 32) != 0 || kv.second->kind != OpKind::Put) continue;
+      auto parts = put_parts(*plan, topo, 0, *kv.second);
+      FrameHeader h{};
+      h.magic = kWireMagic, h.version = kWireVersion, h.type = static_cast<uint16_t>(Frame::Data);
+      h.call_sig = plan->sig, h.sender = 0, h.op = static_cast<int32_t>(kv.first & 0xffffffff);
+      h.part = static_cast<uint16_t>(part), h.nparts = static_cast<uint16_t>(parts.size());
+      for (int p = 0; p < part; ++p) h.offset += parts[p].second;
+      h.length = parts[part].second, h.total = kv.second->bytes();
+      return h;
+    }
+    ADD_FAILURE() << "no put from rank 0 to rank 2";
+    return {};
+  }
+  bool accepted(const FrameHeader& h, int rail) {
+    std::string why;
+    bool mismatch;
+    return match_frame(*plan, topo, 2, h, rail, &why, &mismatch) != nullptr;
+  }
+};
+}  // namespace
+
+TEST_F(DirectPlan, FramesMustMatchTheScheduleExactly) {
+  FrameHeader h = frame_from_0(1);
+  ASSERT_EQ(h.nparts, 2);  // striped over both rails
+  EXPECT_TRUE(accepted(h, 1));
+  EXPECT_FALSE(accepted(h, 0)) << "part on the wrong rail";
+  EXPECT_FALSE(accepted(h, -1)) << "a remote part on the local socket";
+  FrameHeader bad = h;
+  bad.offset += 1;
+  EXPECT_FALSE(accepted(bad, 1)) << "offset";
+  bad = h, bad.length += 1;
+  EXPECT_FALSE(accepted(bad, 1)) << "length past the part";
+  bad = h, bad.total = 1ull << 40;
+  EXPECT_FALSE(accepted(bad, 1)) << "total";
+  bad = h, bad.part = 2;
+  EXPECT_FALSE(accepted(bad, 1)) << "part index";
+  bad = h, bad.nparts = 3;
+  EXPECT_FALSE(accepted(bad, 1)) << "part count";
+  bad = h, bad.op = 9999;
+  EXPECT_FALSE(accepted(bad, 1)) << "an op that is no message to this rank";
+  bad = h, bad.type = static_cast<uint16_t>(Frame::Notify), bad.length = 0;
+  EXPECT_FALSE(accepted(bad, 1)) << "a notify for a put";
+  bad = h, bad.call_sig ^= 1;
+  std::string why;
+  bool mismatch = false;
+  EXPECT_EQ(match_frame(*plan, topo, 2, bad, 1, &why, &mismatch), nullptr);
+  EXPECT_TRUE(mismatch);
+}
+
+TEST_F(DirectPlan, APartArrivingTwiceIsAReplay) {
+  Arrivals a;
+  FrameHeader p0 = frame_from_0(0), p1 = frame_from_0(1);
+  bool complete = false;
+  EXPECT_TRUE(a.add(p0, &complete));
+  EXPECT_FALSE(complete);
+  EXPECT_FALSE(a.add(p0, &complete)) << "the same part again";
+  EXPECT_TRUE(a.add(p1, &complete));
+  EXPECT_TRUE(complete);
+  EXPECT_FALSE(a.add(p1, &complete)) << "a part of a message already complete";
+  a.clear();  // the next call
+  EXPECT_TRUE(a.add(p0, &complete));
+}
+
+TEST(Wire, HeaderChecksAndHelloProofs) {
+  FrameHeader h{};
+  h.magic = kWireMagic, h.version = kWireVersion, h.type = static_cast<uint16_t>(Frame::Data), h.comm = 7, h.sender = 3;
+  EXPECT_EQ(header_problem(h, 7, 3), "");
+  EXPECT_NE(header_problem(h, 8, 3), "");
+  EXPECT_NE(header_problem(h, 7, 2), "");
+  FrameHeader v = h;
+  v.version = 1;
+  EXPECT_NE(header_problem(v, 7, 3).find("wire version 1"), std::string::npos);
+  v = h, v.type = 99;
+  EXPECT_NE(header_problem(v, 7, 3), "");
+  v = h, v.length = kMaxFrameLength + 1;
+  EXPECT_NE(header_problem(v, 7, 3), "");
+  // The proof binds key, header, receiver and the receiver's nonce.
+  std::string p = hello_proof("k", h, 1, "nonce");
+  EXPECT_EQ(p.size(), kHelloProof);
+  EXPECT_NE(p, hello_proof("k2", h, 1, "nonce"));
+  EXPECT_NE(p, hello_proof("k", h, 2, "nonce"));
+  EXPECT_NE(p, hello_proof("k", h, 1, "other"));
+  v = h, v.op = 1;
+  EXPECT_NE(p, hello_proof("k", v, 1, "nonce"));
+}

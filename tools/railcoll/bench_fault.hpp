@@ -1,0 +1,27 @@
+// railcoll bench allgather --fault rail-down@T[:D] | kill@T: all-gathers of one
+// size on the emulated cluster while a rail of node 1 goes down T seconds in
+// (and up again D seconds later), or while the last rank is killed; every call
+// validated; throughput before, during and after (docs/runtime.md, "Faults").
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace railcoll::cli {
+
+struct FaultSpec {
+  enum Kind { RailDown, Kill } kind = RailDown;
+  double at = 0, length = 0;  // seconds after the first timed call; rail-down: how long
+  std::string text;
+};
+// "rail-down@3", "rail-down@3:4" (down for 4 s; default: as long as T), "kill@3".
+FaultSpec parse_fault(const std::string& text);
+
+// A rank of the fault run (started by a launcher): `marker` is a path prefix
+// the driver watches (.start: rank 0's clock at the first timed call; .pid:
+// the last rank's pid); rank 0 appends "#call t=S us=U" records.
+int fault_worker(const FaultSpec& f, const std::string& algo, uint64_t bytes, double duration,
+                 const std::string& marker, const std::string& records);
+// The driver: starts the workers on the cluster, injects the fault, reports.
+int fault_driver(const FaultSpec& f, const std::string& algo, uint64_t bytes);
+
+}  // namespace railcoll::cli
