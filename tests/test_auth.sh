@@ -4,7 +4,9 @@
 # the job: garbage, the old unauthenticated protocol, a wrong key, another job,
 # a silent connection, on the store and on every data listener. Each must be
 # closed and logged in exactly one line, and the job must still be byte-exact.
-# Then a rank with a wrong key cannot join, and a job without a key is warned.
+# The rail listeners stay open while the job runs (a failed rail reconnects
+# there): strangers then get the same treatment. Then a rank with a wrong key
+# cannot join, and a job without a key is warned.
 #   usage: test_auth.sh RAILCOLL MP_COLLECTIVES
 set -u
 RC=${1:?railcoll}; MP=${2:?mp_collectives}
@@ -20,7 +22,7 @@ bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 start_rank() {  # start_rank RANK EXTRA_ENV...: in the background, output in $dir/out.RANK, err.RANK
   local r=$1; shift
-  env RAILCOLL_RANK=$r RAILCOLL_NODE=$r "$@" "$MP" correct >"$dir/out.$r" 2>"$dir/err.$r" &
+  env RAILCOLL_RANK=$r RAILCOLL_NODE=$r "$@" "$MP" ${MODE:-correct} >"$dir/out.$r" 2>"$dir/err.$r" &
   pids+=($!)
 }
 listeners() {  # listeners PID...: "addr:port" of the TCP sockets they listen on
@@ -84,6 +86,33 @@ for why in "does not speak the railcoll store protocol" "wrong job key or job id
 done
 correct=$(cat "$dir"/out.* | grep -c "calls correct")
 [ "$correct" -eq 3 ] && ok "the job is byte-exact after the visits" || bad "$correct of 3 ranks correct: $(cat "$dir"/err.* | tail -5)"
+
+# ---- strangers while the job runs: 3 ranks of steady all-gathers for 6 s,
+# 2 visits to each of ranks 1 and 2's rail listeners (all at once) after 1 s.
+rm -f "$dir"/out.* "$dir"/err.* "$said".*
+port=$(free_port)
+export RAILCOLL_STORE=127.0.0.1:$port MODE="steady 65536 direct 6"
+start_rank 0; start_rank 1; start_rank 2
+for _ in $(seq 100); do grep -q . "$dir"/err.* 2>/dev/null; [ "$(listeners "${pids[1]}" | wc -l)" -ge 2 ] && break; sleep 0.1; done
+sleep 1  # into the calls
+visits=0 strangers=()
+for s in $(listeners "${pids[1]}" "${pids[2]}"); do
+  for kind in garbage wrongkey; do
+    python3 "$STRANGER" data "$s" "$kind" "$job" >"$said.run.$visits" &
+    strangers+=($!)
+    visits=$((visits + 1))
+  done
+done
+for p in "${strangers[@]}" "${pids[@]}"; do wait "$p"; done
+cat "$said".run.* >"$said.run"
+pids=()
+unset MODE
+closed=$(grep -c "closed by the rank" "$said.run")
+refused=$(cat "$dir"/err.* | grep -c "refused a connection from")
+steady=$(cat "$dir"/out.* | grep -c "calls correct, 0 failed")
+[ "$visits" -eq 8 ] && [ "$closed" -eq "$visits" ] && [ "$refused" -eq "$visits" ] && [ "$steady" -eq 3 ] &&
+  ok "strangers during the calls: $visits closed and logged, the job exact" ||
+  bad "strangers during the calls: $closed closed, $refused logged of $visits, $steady of 3 ranks correct"
 
 # ---- a rank with the wrong key cannot join; rank 0 logs it and times out.
 rm -f "$dir"/out.* "$dir"/err.*
