@@ -37,9 +37,11 @@
 #include <string>
 #include <vector>
 
+#include "mp_common.hpp"
+
 namespace {
 
-int rank_ = -1;
+int& rank_ = mp::rank;
 int fds_at_start = -1;
 
 int open_fds() {
@@ -61,32 +63,12 @@ long rss_kib() {
   return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-#define FAIL(...)                               \
-  do {                                          \
-    fprintf(stderr, "rank %d: ", rank_);        \
-    fprintf(stderr, __VA_ARGS__);               \
-    fprintf(stderr, "\n");                      \
-    return 1;                                   \
-  } while (0)
-
-unsigned char pattern(int rank, int call, size_t i) {
-  return static_cast<unsigned char>((rank * 131 + call * 31 + i * 7 + (i >> 8)) & 0xff);
-}
-
 double seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::vector<std::string> algorithms() {
-  std::vector<std::string> v;
-  for (int i = 0; i < railcoll_algorithm_count(); ++i) {
-    const char *coll, *name;
-    railcoll_algorithm_name(i, &coll, &name);
-    if (std::string(coll) == "allgather") v.push_back(name);
-  }
-  v.push_back("auto");
-  return v;
-}
+using mp::pattern;
+std::vector<std::string> algorithms() { return mp::algorithms("allgather"); }
 
 // One all-gather(v) call checked byte by byte.
 int check_call(railcoll_comm_t comm, const std::string& algo, const std::vector<size_t>& counts, int call,

@@ -20,32 +20,14 @@
 #include <string>
 #include <vector>
 
+#include "mp_common.hpp"
+
 namespace {
 
-int rank_ = -1, size_ = 0;
-
-#define FAIL(...)                        \
-  do {                                   \
-    fprintf(stderr, "rank %d: ", rank_); \
-    fprintf(stderr, __VA_ARGS__);        \
-    fprintf(stderr, "\n");               \
-    return 1;                            \
-  } while (0)
-
-unsigned char pattern(int rank, int call, size_t i) {
-  return static_cast<unsigned char>((rank * 131 + call * 31 + i * 7 + (i >> 8)) & 0xff);
-}
-
-std::vector<std::string> algorithms(const std::string& collective) {
-  std::vector<std::string> v;
-  for (int i = 0; i < railcoll_algorithm_count(); ++i) {
-    const char *coll, *name;
-    railcoll_algorithm_name(i, &coll, &name);
-    if (collective == coll) v.push_back(name);
-  }
-  if (!v.empty()) v.push_back("auto");
-  return v;
-}
+int& rank_ = mp::rank;
+int size_ = 0;
+using mp::algorithms;
+using mp::pattern;
 
 std::vector<int> roots() {
   std::vector<int> r = {0};

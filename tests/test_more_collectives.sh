@@ -5,21 +5,14 @@
 # differ between ranks, each an error on every rank within the deadline.
 set -u
 RC=${1:?railcoll}; MP=${2:?mp_more_collectives}
-pass=0 fail=0
-log=$(mktemp); marks=$(mktemp -d)
+. "$(dirname "$0")/check_lib.sh"
+marks=$(mktemp -d)
 cluster_used=0
 cleanup() {
   [ "$cluster_used" = 1 ] && "$RC" cluster down >/dev/null 2>&1
   rm -rf "$log" "$marks"
 }
 trap cleanup EXIT
-check() {  # check "description" regex count -- command...
-  local what=$1 regex=$2 want=$3; shift 4
-  timeout 600 "$@" >"$log" 2>&1; local st=$?
-  local got; got=$(grep -cE "$regex" "$log")
-  if [ "$got" -eq "$want" ]; then pass=$((pass + 1)); echo "ok   $what"
-  else fail=$((fail + 1)); echo "FAIL $what: $got of $want lines match '$regex' (exit $st)"; sed 's/^/     /' "$log" | head -20; fi
-}
 
 for cfg in "1" "3" "8 --ppn 4 --rails 2" "6 --ppn 4 --rails 2" "5 --ppn 2 --rails 3"; do
   n=${cfg%% *}
@@ -56,5 +49,4 @@ fi
 left=$(ls /dev/shm 2>/dev/null | grep -c '^railcoll-')
 if [ "$left" -eq 0 ]; then pass=$((pass + 1)); echo "ok   no shared-memory segments left"
 else fail=$((fail + 1)); echo "FAIL $left railcoll segments left in /dev/shm"; fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

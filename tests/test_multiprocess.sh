@@ -5,16 +5,9 @@
 # rank within the deadline; and no shared-memory segment may be left behind.
 set -u
 RC=${1:?railcoll}; MP=${2:?mp_collectives}
-pass=0 fail=0
-log=$(mktemp)
+. "$(dirname "$0")/check_lib.sh"
+CHECK_TIMEOUT=300
 trap 'rm -f "$log"' EXIT
-check() {  # check "description" expected-lines-matching-regex count -- command...
-  local what=$1 regex=$2 want=$3; shift 4
-  timeout 300 "$@" >"$log" 2>&1; local st=$?
-  local got; got=$(grep -cE "$regex" "$log")
-  if [ "$got" -eq "$want" ]; then pass=$((pass + 1)); echo "ok   $what"
-  else fail=$((fail + 1)); echo "FAIL $what: $got of $want lines match '$regex' (exit $st)"; sed 's/^/     /' "$log" | head -20; fi
-}
 
 for cfg in "1" "3" "4 --ppn 2" "8 --ppn 4 --rails 2" "6 --ppn 4 --rails 2" "5 --ppn 2 --rails 3" "7 --ppn 3 --rails 1"; do
   n=${cfg%% *}
@@ -57,5 +50,4 @@ left=$(ls /dev/shm 2>/dev/null | grep -c '^railcoll-')
 if [ "$left" -eq 0 ]; then pass=$((pass + 1)); echo "ok   no shared-memory segments left"
 else fail=$((fail + 1)); echo "FAIL $left railcoll segments left in /dev/shm"; fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

@@ -7,17 +7,9 @@ set -u
 RC=${1:?railcoll}; MP=${2:?mp_collectives}
 HERE=$(cd "$(dirname "$0")" && pwd)
 if [ "$(id -u)" != 0 ]; then echo "skipped: needs root (network namespaces)"; echo "0 passed, 0 failed"; exit 0; fi
-pass=0 fail=0
-log=$(mktemp)
+. "$(dirname "$0")/check_lib.sh"
 cleanup() { "$RC" cluster down >/dev/null 2>&1; rm -f "$log"; }
 trap cleanup EXIT
-check() {  # check "description" regex count -- command...
-  local what=$1 regex=$2 want=$3; shift 4
-  timeout 600 "$@" >"$log" 2>&1; local st=$?
-  local got; got=$(grep -cE "$regex" "$log")
-  if [ "$got" -eq "$want" ]; then pass=$((pass + 1)); echo "ok   $what"
-  else fail=$((fail + 1)); echo "FAIL $what: $got of $want lines match '$regex' (exit $st)"; sed 's/^/     /' "$log" | head -20; fi
-}
 up() {
   "$RC" cluster down >/dev/null 2>&1
   if ! "$RC" cluster up "$@" >"$log" 2>&1; then
@@ -92,5 +84,4 @@ left=$(ip netns list 2>/dev/null | grep -c '^rc-n')
 shm=$(ls /dev/shm 2>/dev/null | grep -c '^railcoll-')
 if [ "$left" -eq 0 ] && [ "$shm" -eq 0 ]; then pass=$((pass + 1)); echo "ok   nothing left behind"
 else fail=$((fail + 1)); echo "FAIL left behind: $left namespaces, $shm shm segments"; fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

@@ -369,23 +369,43 @@ int run_under_background(const BenchOptions& o, const std::vector<std::string>& 
   if (o.rails_given) traffic.insert(traffic.end(), {"--rails", std::to_string(o.rails)});
   traffic.insert(traffic.end(), {"--", self, "traffic", "--pattern", o.background, "--seconds", "1800"});
   std::cout << "\n# the same run under " << o.background << " background traffic on every rail\n" << std::flush;
+  char log_path[] = "/tmp/railcoll-traffic-XXXXXX";
+  int log_fd = mkstemp(log_path);
+  if (log_fd < 0) throw std::runtime_error("cannot create a temporary file in /tmp");
   pid_t pid = fork();
   if (pid == 0) {
-    int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, 1);
+    dup2(log_fd, 1);
+    dup2(log_fd, 2);
     std::vector<char*> v;
     for (auto& a : traffic) v.push_back(const_cast<char*>(a.c_str()));
     v.push_back(nullptr);
     execv(v[0], v.data());
     _exit(127);
   }
+  close(log_fd);
+  auto traffic_output = [&] {
+    std::ifstream in(log_path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
   sleep(2);  // the generators connect and ramp up
+  int status = 0;
+  if (waitpid(pid, &status, WNOHANG) == pid) {  // a loaded run without load would mislead
+    std::cerr << "railcoll bench: the background traffic stopped before the measurement; its output:\n"
+              << traffic_output();
+    unlink(log_path);
+    return 1;
+  }
   std::vector<std::string> lines;
   int rc = run_workers(true, cluster_args, local_args, worker, &lines);
   kill(pid, SIGTERM);
-  int status = 0;
   for (int i = 0; i < 100 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(100000);
   if (waitpid(pid, &status, WNOHANG) == 0) kill(pid, SIGKILL), waitpid(pid, &status, 0);
+  std::istringstream moved(traffic_output());
+  for (std::string line; std::getline(moved, line);)  // "railcoll traffic: rank r (...) sent N MiB"
+    if (line.find(" sent ") != std::string::npos) std::cout << "# " << line << "\n";
+  unlink(log_path);
   if (rc != 0) {
     std::cerr << "railcoll bench: the benchmark ranks failed under background traffic (status " << rc << ")\n";
     return 1;

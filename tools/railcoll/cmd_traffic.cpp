@@ -28,6 +28,7 @@
 
 #include "args.hpp"
 #include "commands.hpp"
+#include "runtime/net.hpp"
 
 namespace railcoll::cli {
 
@@ -44,11 +45,13 @@ struct Endpoint {
   int port[kMaxRails];
 };
 
+// This node's rail addresses: RAILCOLL_RAILS (interfaces, subnets or addresses)
+// resolved as the runtime does.
 std::vector<std::string> rail_addresses() {
-  std::vector<std::string> out;
   const char* env = getenv("RAILCOLL_RAILS");
-  std::stringstream ss(env ? env : "127.0.0.1");
-  for (std::string a; std::getline(ss, a, ',') && out.size() < kMaxRails;) out.push_back(a);
+  auto out = rt::resolve_rails(env ? env : "");
+  if (out.empty()) out.push_back("127.0.0.1");
+  if (out.size() > kMaxRails) out.resize(kMaxRails);
   return out;
 }
 
@@ -58,8 +61,7 @@ int listen_on(const std::string& addr, int* port) {
   sa.sin_family = AF_INET;
   if (fd < 0 || inet_pton(AF_INET, addr.c_str(), &sa.sin_addr) != 1 ||
       bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || listen(fd, 64) != 0)
-    throw std::runtime_error("traffic: cannot listen on " + addr + " (RAILCOLL_RAILS must list addresses): " +
-                             strerror(errno));
+    throw std::runtime_error("traffic: cannot listen on " + addr + ": " + strerror(errno));
   socklen_t len = sizeof sa;
   getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
   *port = ntohs(sa.sin_port);

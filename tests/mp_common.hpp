@@ -1,0 +1,43 @@
+// What the multi-process test programs (mp_collectives, mp_more_collectives)
+// share: the calling rank for messages, a failure macro, the byte pattern of
+// (rank, call, index), and the registered algorithms of a collective.
+#pragma once
+#include <railcoll/railcoll.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace mp {
+
+inline int rank = -1;  // this process's rank, for messages
+
+// The byte rank `r` contributes at index i in call `call`: differs with each of
+// the three, so a misplaced, stale or foreign byte shows.
+inline unsigned char pattern(int r, int call, size_t i) {
+  return static_cast<unsigned char>((r * 131 + call * 31 + i * 7 + (i >> 8)) & 0xff);
+}
+
+// The algorithms of `collective` by name, then "auto"; empty if it has none.
+inline std::vector<std::string> algorithms(const std::string& collective) {
+  std::vector<std::string> v;
+  for (int i = 0; i < railcoll_algorithm_count(); ++i) {
+    const char *coll, *name;
+    railcoll_algorithm_name(i, &coll, &name);
+    if (collective == coll) v.push_back(name);
+  }
+  if (!v.empty()) v.push_back("auto");
+  return v;
+}
+
+}  // namespace mp
+
+// Reports a failure of this rank on stderr, in one write so that the lines of
+// ranks failing together do not interleave, and returns 1 from the caller.
+#define FAIL(...)                                                         \
+  do {                                                                    \
+    char what_[1024];                                                     \
+    snprintf(what_, sizeof what_, __VA_ARGS__);                           \
+    fprintf(stderr, "rank %d: %s\n", mp::rank, what_);                    \
+    return 1;                                                             \
+  } while (0)
