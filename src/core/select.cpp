@@ -13,7 +13,7 @@ std::string select_algorithm(const std::string& collective, const Topology& t, u
     // Ranks that share a node combine in shared memory first; one rank per node
     // wants latency (recursive doubling) for short vectors and bandwidth
     // (reduce-scatter + all-gather) for long ones.
-    if (t.nnodes() < t.nranks()) return bytes <= 1024 ? "smp_leader" : "smp";
+    if (t.nnodes() < t.nranks()) return bytes <= 64 * 1024 ? "smp_leader" : "smp";
     return bytes <= 16 * 1024 ? "recursive_doubling" : "rabenseifner";
   }
   // bcast and gather: the simulator on the calibrated testbed and on the seeds'
@@ -39,7 +39,7 @@ std::string selection_rules() {
   return "allgather: one node -> smp_direct; bytes per node <= 8 KiB -> smp_gather_bcast; <= 16 KiB -> "
          "smp_bruck; else smp_multileader\n"
          "barrier: several ranks per node -> smp; else dissemination\n"
-         "allreduce: several ranks per node -> <= 1 KiB smp_leader, else smp; else <= 16 KiB -> recursive_doubling, else rabenseifner\n"
+         "allreduce: several ranks per node -> <= 64 KiB smp_leader, else smp; else <= 16 KiB -> recursive_doubling, else rabenseifner\n"
          "bcast: one rank per node, >= 32 ranks and >= 128 KiB -> scatter_allgather; else smp\n"
          "gather: several ranks per node -> smp; else direct\n"
          "hw_multicast and hw_combining are never chosen; the runtime runs smp (bcast) and tree (barrier) "
