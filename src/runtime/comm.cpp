@@ -77,6 +77,11 @@ Bootstrap settings_from_env() {
       throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, std::string("RAILCOLL_RAIL_TIMEOUT='") + t + "' is not a number of seconds");
     b.rail_timeout = x;
   }
+  if (env("RAILCOLL_STRIPE_BYTES")) {
+    int x = env_int("RAILCOLL_STRIPE_BYTES", 1024);
+    if (x < 1) throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, "RAILCOLL_STRIPE_BYTES must be at least 1");
+    b.stripe_bytes = static_cast<uint64_t>(x);
+  }
   if (env("RAILCOLL_SPIN_US")) b.spin_seconds = env_int("RAILCOLL_SPIN_US", 0) * 1e-6;
   if (env("RAILCOLL_SHM_MIB")) b.shm_bytes = static_cast<uint64_t>(std::max(1, env_int("RAILCOLL_SHM_MIB", 256))) << 20;
   if (env("RAILCOLL_TEST_REPLAY_CALL")) b.replay_call = static_cast<uint64_t>(env_int("RAILCOLL_TEST_REPLAY_CALL", 0));
@@ -1440,7 +1445,9 @@ int Comm::rails_up() const {
 double Comm::timeout() const { return impl_->boot.timeout; }
 
 void Comm::run(const std::string& collective, const std::string& algorithm, const std::vector<uint64_t>& counts,
-               const AlgoOptions& opts, const Buffers& b) {
+               const AlgoOptions& call_opts, const Buffers& b) {
+  AlgoOptions opts = call_opts;
+  opts.stripe_threshold = impl_->boot.stripe_bytes;
   std::ostringstream key;
   key << collective << "/" << algorithm << "/" << opts.stripe_threshold << "/" << opts.concurrency << "/root "
       << opts.root << "/" << dtype_name(opts.dtype) << "/" << redop_name(opts.redop);

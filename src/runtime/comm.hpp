@@ -31,6 +31,10 @@ struct Bootstrap {
   // 2 cores): TCP's retransmission back-off after a loss at the shaper
   // (200, 400, 800 ms) outlasts it. 2 s rides out three back-offs.
   double rail_timeout = 2.0;
+  // RAILCOLL_STRIPE_BYTES: puts above this many bytes are split over all rails
+  // (the schedules' striping threshold; seed 000 §6.4 uses 1 KiB). Every rank
+  // must use the same value: it is part of the call's signature.
+  uint64_t stripe_bytes = 1024;
   std::string source;       // which launcher's variables were used
   // RAILCOLL_TEST_REPLAY_CALL=n (tests only): send one data frame of call n
   // again at the start of call n+2, which its receiver must refuse.
