@@ -2,7 +2,8 @@
 # Multi-process tests of bcast, gather, allreduce and every barrier: every
 # algorithm, roots other than 0, uneven nodes, 1-3 rails, locally (pretend nodes)
 # and, as root, on the emulated cluster; then bad arguments and counts that
-# differ between ranks, each an error on every rank within the deadline.
+# differ between ranks, each an error on every rank within the deadline; and the
+# background-traffic generator on the cluster.
 set -u
 RC=${1:?railcoll}; MP=${2:?mp_more_collectives}
 . "$(dirname "$0")/check_lib.sh"
@@ -38,6 +39,11 @@ if [ "$(id -u)" = 0 ]; then
       "$RC" cluster run --layout 1,3,2,2 --rails 2 -- "$MP" correct "$marks/c2"
     check "cluster: allreduce counts differ" "allreduce with mismatched counts -> " 8 -- \
       env RAILCOLL_TIMEOUT=5 "$RC" cluster run -- "$MP" mismatch allreduce
+    # The background-traffic generator moves data from every node over every rail.
+    check "cluster: traffic generator, uniform" "\(uniform\) sent [1-9][0-9]* MiB" 4 -- \
+      "$RC" cluster run --ppn 1 -- "$RC" traffic --pattern uniform --seconds 2
+    check "cluster: traffic generator, hotspot" "\(hotspot\) sent [0-9]+ MiB" 4 -- \
+      "$RC" cluster run --ppn 1 -- "$RC" traffic --pattern hotspot --seconds 2
   else
     fail=$((fail + 1)); echo "FAIL cluster up"; cat "$log"
   fi

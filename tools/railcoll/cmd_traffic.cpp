@@ -9,9 +9,6 @@
 // Listeners bind the rail addresses (RAILCOLL_RAILS); the ranks exchange their
 // ports through railcoll itself. It stops after T seconds (default 60) or on
 // SIGTERM, whichever comes first, and prints the bytes it moved.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <railcoll/railcoll.h>
 #include <signal.h>
@@ -53,34 +50,6 @@ std::vector<std::string> rail_addresses() {
   if (out.empty()) out.push_back("127.0.0.1");
   if (out.size() > kMaxRails) out.resize(kMaxRails);
   return out;
-}
-
-int listen_on(const std::string& addr, int* port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  if (fd < 0 || inet_pton(AF_INET, addr.c_str(), &sa.sin_addr) != 1 ||
-      bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || listen(fd, 64) != 0)
-    throw std::runtime_error("traffic: cannot listen on " + addr + ": " + strerror(errno));
-  socklen_t len = sizeof sa;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  *port = ntohs(sa.sin_port);
-  return fd;
-}
-
-int connect_to(const std::string& local, const char* addr, int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in me{}, to{};
-  me.sin_family = to.sin_family = AF_INET;
-  inet_pton(AF_INET, local.c_str(), &me.sin_addr);
-  inet_pton(AF_INET, addr, &to.sin_addr);
-  to.sin_port = htons(static_cast<uint16_t>(port));
-  if (bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me) != 0 ||
-      connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
 }
 
 // Drains every connection that reaches this rank's listeners until stopped.
@@ -127,7 +96,7 @@ int cmd_traffic(const std::vector<std::string>& argv) {
   std::vector<int> listeners;
   for (size_t r = 0; r < rails.size(); ++r) {
     snprintf(mine.addr[r], sizeof mine.addr[r], "%s", rails[r].c_str());
-    listeners.push_back(listen_on(rails[r], &mine.port[r]));
+    listeners.push_back(rt::tcp_listen(rails[r], 0, &mine.port[r]));
   }
   std::vector<Endpoint> all(n);
   if (railcoll_allgather(comm, &mine, all.data(), sizeof mine, nullptr) != RAILCOLL_OK) {
@@ -152,7 +121,14 @@ int cmd_traffic(const std::vector<std::string>& argv) {
       while (!stop && std::chrono::steady_clock::now() < until && !peers.empty()) {
         int p = peers[rng() % peers.size()];
         if (p == me) break;  // hotspot: node 0 only receives
-        if (to[p] < 0 && (to[p] = connect_to(rails[r], all[p].addr[r], all[p].port[r])) < 0) break;
+        if (to[p] < 0) {
+          try {
+            to[p] = rt::tcp_connect(rails[r], all[p].addr[r], all[p].port[r], rt::now_seconds() + 5);
+          } catch (const std::exception& e) {  // a generator that cannot reach a peer stops; the others go on
+            std::cerr << "railcoll traffic: rank " << me << ": " << e.what() << "\n";
+            break;
+          }
+        }
         ssize_t w = write(to[p], chunk.data(), chunk.size());
         if (w <= 0) break;
         sent += static_cast<uint64_t>(w);
