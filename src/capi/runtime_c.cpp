@@ -61,6 +61,13 @@ bool overlap(const void* a, size_t alen, const void* b, size_t blen) {
   return alen && blen && x < y + blen && y < x + alen;
 }
 
+// An in-place call's input lives in recvbuf, which the schedule overwrites while
+// it may still read the input: the runtime gets a copy as its send buffer.
+const void* input_copy(void* recvbuf, uint64_t offset, uint64_t bytes, std::vector<char>* copy) {
+  copy->assign(static_cast<char*>(recvbuf) + offset, static_cast<char*>(recvbuf) + offset + bytes);
+  return copy->data();
+}
+
 railcoll_status_t check_root(railcoll_comm_t comm, int root) {
   if (root < 0 || root >= comm->comm->size())
     return fail(RAILCOLL_ERR_ARG, "root " + std::to_string(root) + " is out of range (" +
@@ -81,9 +88,8 @@ railcoll_status_t gather_call(railcoll_comm_t comm, const void* sendbuf, void* r
   if (total > 0 && !recvbuf) return fail(RAILCOLL_ERR_ARG, "recvbuf is NULL with a non-zero size");
   if (counts[me] > 0 && !sendbuf && !in_place) return fail(RAILCOLL_ERR_ARG, "sendbuf is NULL with a non-zero size");
   std::vector<char> own;
-  if (in_place) {  // the runtime reads the send block while it writes recv: copy it out
-    own.assign(static_cast<char*>(recvbuf) + displ, static_cast<char*>(recvbuf) + displ + counts[me]);
-    sendbuf = own.data();
+  if (in_place) {
+    sendbuf = input_copy(recvbuf, displ, counts[me], &own);
   } else if (overlap(sendbuf, counts[me], recvbuf, total)) {
     return fail(RAILCOLL_ERR_ARG, "sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
   }
@@ -193,9 +199,8 @@ railcoll_status_t railcoll_gather(railcoll_comm_t comm, const void* sendbuf, voi
     if (bytes > 0 && !sendbuf && !(in_place && at_root))
       return fail(RAILCOLL_ERR_ARG, "sendbuf is NULL with a non-zero size");
     std::vector<char> own;
-    if (in_place && at_root) {  // the root's block is already in place; the schedule reads it from send
-      own.assign(static_cast<char*>(recvbuf) + me * bytes, static_cast<char*>(recvbuf) + (me + 1) * bytes);
-      sendbuf = own.data();
+    if (in_place && at_root) {  // the root's block is already in place in recvbuf
+      sendbuf = input_copy(recvbuf, me * bytes, bytes, &own);
     } else if (at_root && overlap(sendbuf, bytes, recvbuf, total)) {
       return fail(RAILCOLL_ERR_ARG, "sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
     }
@@ -232,9 +237,8 @@ railcoll_status_t railcoll_allreduce(railcoll_comm_t comm, const void* sendbuf, 
     if (bytes > 0 && !recvbuf) return fail(RAILCOLL_ERR_ARG, "recvbuf is NULL with a non-zero count");
     if (bytes > 0 && !sendbuf && !in_place) return fail(RAILCOLL_ERR_ARG, "sendbuf is NULL with a non-zero count");
     std::vector<char> input;
-    if (in_place) {  // schedules read send after writing recv: keep the input apart
-      input.assign(static_cast<char*>(recvbuf), static_cast<char*>(recvbuf) + bytes);
-      sendbuf = input.data();
+    if (in_place) {
+      sendbuf = input_copy(recvbuf, 0, bytes, &input);
     } else if (overlap(sendbuf, bytes, recvbuf, bytes)) {
       return fail(RAILCOLL_ERR_ARG, "sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
     }
