@@ -43,11 +43,14 @@ if expect 0 "up --nodes 2 --ppn 2 --rails 2" "$RC" cluster up --nodes 2 --ppn 2 
   has "prints the preset path" "wrote $tmp/x.preset"
   for key in name nodes ppn rails topology wire_latency_us hop_latency_us send_overhead_us recv_overhead_us gap_us \
     link_MBps pci_MBps pci_duplex dma_engines copy_MBps membus_MBps membus_shared_by flag_latency_us intranode_put \
-    socket_ns_per_byte cores cores_shared_by wakeup_us kernel_ns_per_byte spin_us spin_turn_us; do
+    socket_ns_per_byte cores cores_shared_by wakeup_us kernel_ns_per_byte spin_us spin_turn_us link_burst_bytes; do
     grep -Eq "^$key = [^ ]+ +# source: " "$tmp/x.preset" || bad "preset has no '$key = ...  # source:' line"
   done
   grep -Eq '^nodes = 2 ' "$tmp/x.preset" && grep -Eq '^ppn = 2 ' "$tmp/x.preset" && grep -Eq '^rails = 2 ' "$tmp/x.preset" &&
     ok "shape 2 nodes x 2 ranks, 2 rails" || bad "shape: $(grep -E '^(nodes|ppn|rails) ' "$tmp/x.preset" | tr '\n' ' ')"
+  # The cluster's shapers let 128 KiB bursts through (src/cluster/cluster.cpp, choose_shaping).
+  grep -Eq "^link_burst_bytes = 131072 " "$tmp/x.preset" && ok "the shapers' bucket is in the preset" ||
+    bad "link_burst_bytes: $(grep -E '^link_burst_bytes' "$tmp/x.preset")"
   expect 0 "the simulator accepts the preset" "$RC" sim allgather --preset "$tmp/x.preset" --algo direct -m 8:8
   expect 2 "--nodes-from-cluster with --local is refused" "$RC" calibrate --local --nodes-from-cluster -o "$tmp/y.preset"
   expect 0 "down" "$RC" cluster down

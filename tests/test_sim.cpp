@@ -325,6 +325,39 @@ TEST(Sim, SharedCoresAndSpinningWaits) {
   EXPECT_DOUBLE_EQ(simulate(s, m).finish_us[1], 16.75);
 }
 
+// Spinning waiters yield their core at every turn, so they do not slow a
+// working process: with free turns and free wake-ups, a sender's second put
+// (issued while ranks 1 and 2 wait) costs the same whether they spin or sleep.
+TEST(Sim, SpinnersYieldToWorkers) {
+  Machine m = test_machine();
+  m.cores = 1;
+  m.cores_machine_wide = true;
+  Schedule s = flows(Topology::from_ppn(3, 1, 1), {{0, 1, 1000}, {0, 2, 1000}});
+  std::vector<double> asleep = simulate(s, m).finish_us;
+  m.spin_us = 1000;
+  EXPECT_EQ(simulate(s, m).finish_us, asleep);
+}
+
+// A token bucket on the NIC links: after idle, a burst passes at once, the
+// rest at the link's rate. OneMessageByHand's bus (10 us) is slower than the
+// link, so a bucket changes nothing there; with a fast bus the link sets the
+// pace: 8000 B at 1000 MB/s = 8 us, or 2 us with a 6000 B bucket (both links'
+// buckets are full: each passes 6000 B at once).
+TEST(Sim, LinkTokenBucket) {
+  Machine m = test_machine();
+  Schedule s = allgather("direct", Topology::from_ppn(2, 1, 1), 8000);
+  m.link_burst_bytes = 6000;
+  EXPECT_DOUBLE_EQ(simulate(s, m).max_us, 17.5);
+  m.pci_MBps = 1e9;
+  m.link_burst_bytes = 0;
+  double paced = simulate(s, m).max_us;
+  m.link_burst_bytes = 6000;
+  EXPECT_NEAR(paced - simulate(s, m).max_us, 6.0, 1e-3);
+  // A bucket larger than the message: the link adds nothing.
+  m.link_burst_bytes = 1e6;
+  EXPECT_NEAR(paced - simulate(s, m).max_us, 8.0, 1e-3);
+}
+
 // A put to a rank of the same node through a local socket: the kernel copies on
 // both ends, no link. 8000 B at 1 ns per byte per end: issued at 1, copied in
 // until 9, received (0.5 us) and copied out (8 us) until 17.5.

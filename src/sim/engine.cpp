@@ -224,17 +224,18 @@ class Engine {
                      : c.owner * std::max(1, s_.rank_counters) + c.index;
   }
 
-  // `d` us of host work of rank r from t. With more runnable processes in its
-  // pool than cores (working or spinning in a wait: both are runnable), the
-  // scheduler shares the cores fairly, so the work runs at cores/runnable of a
-  // core; and a process does one thing at a time, so its receive work and its
-  // own work queue behind each other. Without contention, t + d.
+  // `d` us of host work of rank r from t. With more working processes in its
+  // pool than cores, the scheduler shares the cores fairly among them, so the
+  // work runs at cores/working of a core; processes spinning in a wait yield at
+  // every turn, so they take only what the workers leave. A process does one
+  // thing at a time: its receive work and its own work queue behind each other.
+  // Without contention, t + d.
   double cpu(int r, double t, double d) {
     if (!contended_) return t + d;
     expire_spins(now_);
     int p = pool(t_.node_of(r));
     double start = std::max(t, busy_[r]);
-    busy_[r] = start + d * std::max(1.0, static_cast<double>(active_[p] + spinning_[p]) / cores_);
+    busy_[r] = start + d * std::max(1.0, static_cast<double>(active_[p]) / cores_);
     return busy_[r];
   }
 

@@ -119,6 +119,7 @@ Machine parse_machine(const std::string& text, const std::string& origin) {
   m.recv_overhead_us = number("recv_overhead_us", 0, 1e6);
   m.gap_us = number("gap_us", 0, 1e6);
   m.link_MBps = number("link_MBps", 1e-3, 1e9);
+  m.link_burst_bytes = number("link_burst_bytes", 0, 1e12, true, 0);
   m.pci_MBps = number("pci_MBps", 1e-3, 1e9);
   m.pci_half_duplex = word("pci_duplex", {"half", "full"}, true, "full") == "half";
   m.pci_per_node = word("pci_shared_by", {"nic", "node"}, true, "nic") == "node";

@@ -22,6 +22,10 @@ struct Machine {
   double recv_overhead_us = 0;  // host time to complete one (o_r)
   double gap_us = 0;            // minimum time between two injections on a NIC (g)
   double link_MBps = 0;         // per link (NIC-switch and switch-switch), per direction (1 MB/s = 1 byte/us)
+  // A token bucket on each NIC's link, both directions (0: none): up to this
+  // many bytes pass without waiting for the link rate after the link was idle,
+  // as through the emulated cluster's tbf shapers (docs/cluster.md).
+  double link_burst_bytes = 0;
   double pci_MBps = 0;          // the host bus a NIC sits on
   bool pci_half_duplex = false;  // pci_duplex = half: reads (sends) and writes (receives) share pci_MBps
   bool pci_per_node = false;     // pci_shared_by = node: one bus for all of a node's NICs

@@ -14,6 +14,10 @@ Network::Network(const Machine& m, int nodes, int rails, uint64_t seed)
   multicast_root_.assign(rails, 0);
   nic_up_.assign(nics, {});
   nic_down_.assign(nics, {});
+  if (m.link_burst_bytes > 0) {  // full buckets: the links were idle before the run
+    up_bucket_.assign(nics, {m.link_burst_bytes, 0});
+    down_bucket_.assign(nics, {m.link_burst_bytes, 0});
+  }
   if (m.topology == "fattree") {
     arity_ = m.fattree_arity;
     span_.push_back(1);
@@ -120,6 +124,20 @@ double* Network::free_engine(long nic) {
   return engine;
 }
 
+// Token refill is booked in time order of the stage's start (holes ignored):
+// close enough for a shaper whose bucket is a fraction of a millisecond of traffic.
+double Network::link_time(Queue& q, std::vector<Bucket>& buckets, long nic, double ready, double bytes) {
+  if (buckets.empty()) return bytes / m_.link_MBps;
+  Bucket& b = buckets[nic];
+  double start = std::max(ready, q.free);
+  double tokens = std::min(m_.link_burst_bytes, b.tokens + std::max(0.0, start - b.at) * m_.link_MBps);
+  double pass = std::min(bytes, tokens), busy = (bytes - pass) / m_.link_MBps;
+  // While the rest is paced, the tokens that come in are its own.
+  b.tokens = tokens - pass;
+  b.at = std::max(b.at, start + busy);
+  return busy;
+}
+
 Network::Times Network::transfer(int a, int b, int rail, double t, uint64_t bytes, bool host_bus) {
   long nic_a = static_cast<long>(a) * rails_ + rail, nic_b = static_cast<long>(b) * rails_ + rail;
   double* engine = free_engine(nic_a);
@@ -136,7 +154,8 @@ Network::Times Network::transfer(int a, int b, int rail, double t, uint64_t byte
     return {left, h.end};
   }
   // Injection: at most one message per gap_us on this NIC.
-  stage(h, nic_up_[nic_a], on_link, 0, std::max(on_link, m_.gap_us));
+  const double up = link_time(nic_up_[nic_a], up_bucket_, nic_a, h.start, static_cast<double>(bytes));
+  stage(h, nic_up_[nic_a], up, 0, std::max(up, m_.gap_us));
   *engine = h.end;  // the engine is free once the bytes have left the NIC
   if (!tree_up_.empty()) {
     // Up to the lowest level whose subtree holds both nodes, then down the
@@ -163,7 +182,9 @@ Network::Times Network::transfer(int a, int b, int rail, double t, uint64_t byte
       stage(h, tree_down_[base + level_first_[l] + lower * arity_ + port[l]], on_link, m_.hop_latency_us);
     }
   }
-  stage(h, nic_down_[nic_b], on_link, m_.wire_latency_us);
+  const double down = link_time(nic_down_[nic_b], down_bucket_, nic_b, h.start + m_.wire_latency_us,
+                                static_cast<double>(bytes));
+  stage(h, nic_down_[nic_b], down, m_.wire_latency_us);
   if (host_bus) stage(h, (*bus_write_)[bus_b], on_bus, 0);
   return {left, h.end};
 }

@@ -74,6 +74,10 @@ class Network {
   struct Queue {
     double free = 0, hole_from = 0, hole_to = 0;
   };
+  // A NIC link's token bucket (Machine::link_burst_bytes): `tokens` at time `at`.
+  struct Bucket {
+    double tokens = 0, at = 0;
+  };
   struct Head {
     double start, end;  // when the first byte entered the current stage, and the last left it
   };
@@ -95,6 +99,10 @@ class Network {
   std::vector<Queue> bus_write_own_;     // per bus: writes (receives), full duplex only
   std::vector<Queue>* bus_write_;        // bus_read_ (half duplex) or bus_write_own_
   std::vector<Queue> nic_up_, nic_down_;  // per NIC: its link to the switch, each direction
+  std::vector<Bucket> up_bucket_, down_bucket_;  // per NIC, with link_burst_bytes only
+  // The time `bytes` keep a NIC link whose head is ready at `ready`: the bytes
+  // the bucket holds then pass at once, the rest at the link's rate.
+  double link_time(Queue& q, std::vector<Bucket>& buckets, long nic, double ready, double bytes);
   std::vector<Queue> tree_up_, tree_down_;  // fat tree: per rail, level, lower switch, up port
   std::vector<long> span_;               // arity^l
   std::vector<long> level_first_;        // first link of level l (l >= 1) within a rail

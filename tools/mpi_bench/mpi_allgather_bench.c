@@ -4,7 +4,8 @@
  * `railcoll cluster mpirun -- railcoll-mpi-bench ...`, docs/cluster.md).
  *
  * Timing follows the OSU benchmarks: for each size, every call is preceded by
- * an MPI_Barrier and timed alone with MPI_Wtime. --coll barrier instead times
+ * an MPI_Barrier and timed alone with MPI_Wtime; with -c a second MPI_Barrier
+ * after the call keeps validation out of every call's time. --coll barrier instead times
  * consecutive MPI_Barrier calls with nothing in between. Each rank averages
  * its calls; avg/min/max are the mean/min/max of those per-rank averages, in
  * us. p50/p90/p99 are percentiles over calls of the slowest rank's time (a
@@ -343,6 +344,9 @@ static SizeResult run_size(const Options* o, const Buffers* b, uint64_t bytes, u
     call_collective(o->coll, b, bytes);
     double t1 = MPI_Wtime();
     if (i >= warmup) r.seconds += t1 - t0, r.each[i - warmup] = t1 - t0;
+    /* Check only once every rank has left the call: a rank that checks while
+     * the slowest is still in it takes a core from it (2 cores here). */
+    if (o->check && o->coll != COLL_BARRIER) MPI_Barrier(MPI_COMM_WORLD);
     if (o->check && !r.wrong) r.wrong = count_wrong(o->coll, b, bytes, *call);
   }
   r.seconds /= iters;

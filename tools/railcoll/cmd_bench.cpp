@@ -260,6 +260,10 @@ int worker(const BenchOptions& o) {
         if (call.run(comm, &opts) != RAILCOLL_OK) return fail(algo + " at " + std::to_string(bytes) + " B");
         double t1 = now_us();
         if (i >= 0) lat[i] = t1 - t0;
+        // Check only once every rank has left the call: ranks that check while
+        // the slowest is still in it take cores from it (railcoll-mpi-bench does
+        // the same).
+        if (o.validate && !consecutive && railcoll_barrier(comm) != RAILCOLL_OK) return fail("barrier");
         std::string wrong = o.validate && !bad ? call.check(i + warmup) : "";
         if (!wrong.empty()) {
           std::cerr << "railcoll bench: rank " << me << ": " << algo << " at " << bytes << " B, call " << i << ": "
