@@ -109,6 +109,18 @@ TEST(Goal, RoundTripIsAFixpoint) {
       }
 }
 
+// `wait; signal; wait` where the signal only tells other ranks of the node
+// exports as two runs of recvs, the second requiring the first. The importer
+// once made them one run of waits, whose export required the front before both.
+TEST(Goal, DependentRunsOfWaitsRoundTrip) {
+  Topology t = Topology::from_node_sizes({1, 3}, 1);
+  Schedule s = build_schedule("allreduce", "smp", t, std::vector<uint64_t>(4, 4), call_defaults("allreduce"));
+  std::string g1 = to_goal(s);
+  Schedule imported = from_goal(g1, 1);
+  EXPECT_EQ(body(g1), body(to_goal(imported)));
+  EXPECT_GT(simulate(imported, big_machine(1)).max_us, 0);
+}
+
 TEST(Goal, ImportKeepsTheMessagesAndSimulates) {
   for (auto& spec : all_algorithms()) {
     if (std::string(spec.collective) != "allgather") continue;

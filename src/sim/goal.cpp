@@ -496,6 +496,8 @@ Schedule from_goal(const std::string& text, int rails) {
   s.shared_bytes.assign(N, 0);
   s.rank_counters = N ? *std::max_element(counters.begin(), counters.end()) : 0;
   s.programs.resize(N);
+  const int boundary_counter = s.rank_counters;  // counted by no wait
+  bool used_boundary = false;
 
   for (int r = 0; r < N; ++r) {
     auto& ops = g[r].ops;
@@ -517,6 +519,7 @@ Schedule from_goal(const std::string& text, int rails) {
       if (!indeg[i]) ready.insert({rank_of(static_cast<int>(i)), static_cast<int>(i)});
     std::vector<bool> flushed(n, false);
     std::vector<int> pending_sends;  // puts issued since the last flush
+    std::set<int> run;               // recvs of the trailing run of waits
     size_t done = 0;
     while (!ready.empty()) {
       int i = ready.begin()->second;
@@ -535,6 +538,7 @@ Schedule from_goal(const std::string& text, int rails) {
         s.programs[r].push_back(f);
         for (int q : pending_sends) flushed[q] = true;
         pending_sends.clear();
+        run.clear();
       }
       Op o;
       o.step = step[i];
@@ -546,6 +550,21 @@ Schedule from_goal(const std::string& text, int rails) {
         o.counter = {false, op.peer, match[r][i]};
         pending_sends.push_back(i);
       } else if (op.kind == 'r') {
+        // A recv that requires a recv of the run of waits just before it must
+        // not join that run: the exporter gives every wait of a run the same
+        // front. A signal nobody counts ends the run and exports as nothing.
+        bool after_run = false;
+        for (auto& [d, start_only] : op.req) after_run = after_run || run.count(d);
+        if (after_run) {
+          Op boundary;
+          boundary.kind = OpKind::Signal;
+          boundary.step = step[i];
+          boundary.counter = {false, r, boundary_counter};
+          s.programs[r].push_back(boundary);
+          used_boundary = true;
+          run.clear();
+        }
+        run.insert(i);
         o.kind = OpKind::Wait;
         o.counter = {false, r, match[r][i]};
         o.value = 1;
@@ -553,6 +572,7 @@ Schedule from_goal(const std::string& text, int rails) {
         o.kind = OpKind::Copy;  // calc 0: a copy of nothing, kept so the op count survives
         if (op.bytes) o.segs.push_back({{Region::Scratch, r, 0, op.bytes}, {Region::Scratch, r, op.bytes, op.bytes}});
       }
+      if (o.kind != OpKind::Wait) run.clear();
       s.programs[r].push_back(o);
       for (int u : users[i])
         if (--indeg[u] == 0) ready.insert({rank_of(u), u});
@@ -561,6 +581,7 @@ Schedule from_goal(const std::string& text, int rails) {
       for (size_t i = 0; i < n; ++i)
         if (indeg[i]) fail(ops[i].deps.empty() ? ops[i].line : ops[i].deps[0].line, "dependency cycle in rank " + std::to_string(r));
   }
+  if (used_boundary) ++s.rank_counters;
   return s;
 }
 
