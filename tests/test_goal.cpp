@@ -98,10 +98,10 @@ TEST(Goal, RoundTripIsAFixpoint) {
   // Every algorithm of every collective over uneven and non-consecutive layouts.
   std::vector<Topology> topos = {Topology::from_ppn(7, 1, 1), Topology::from_ppn(10, 3, 2),
                                  Topology::from_node_sizes({3, 1, 4, 2}, 3),
-                                 Topology::from_node_map({0, 1, 0, 2, 1, 2}, 2)};
+                                 Topology::from_node_map({0, 1, 0, 2, 1, 2}, 2), Topology::from_node_sizes({1, 3}, 1)};
   for (auto& spec : all_algorithms())
     for (auto& t : topos)
-      for (uint64_t bytes : {0, 5, 2000}) {
+      for (uint64_t bytes : {0, 1, 5, 2000}) {
         SCOPED_TRACE(std::string(spec.collective) + "/" + spec.name + " " + t.describe() + " " + std::to_string(bytes));
         Schedule s = build_schedule(spec.collective, spec.name, t, std::vector<uint64_t>(t.nranks(), bytes * 4), call_defaults(spec.collective));
         std::string g1 = to_goal(s);
