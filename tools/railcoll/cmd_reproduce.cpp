@@ -65,27 +65,77 @@ Curve run(const sim::Machine& m, const Topology& t, const std::string& algo, uin
   return c;
 }
 
+// `then` after `first` on every rank: a rank starts its part of `then` when it
+// has done its part of `first` (seed 004's Elanlib collectives are a
+// synchronization followed by a broadcast, §4.2). The counters of `then` are
+// numbered after those of `first`; the regions are as large as either needs.
+Schedule sequence(Schedule first, const Schedule& then) {
+  const int steps = first.stats().last_step + 1;
+  for (size_t r = 0; r < first.programs.size(); ++r)
+    for (Op op : then.programs[r]) {
+      if (op.kind == OpKind::Put || op.kind == OpKind::Signal || op.kind == OpKind::Wait)
+        op.counter.index += op.counter.on_node ? first.node_counters : first.rank_counters;
+      op.step += steps;
+      first.programs[r].push_back(std::move(op));
+    }
+  first.rank_counters += then.rank_counters;
+  first.node_counters += then.node_counters;
+  auto widen = [](std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
+    a.resize(std::max(a.size(), b.size()), 0);
+    for (size_t i = 0; i < b.size(); ++i) a[i] = std::max(a[i], b[i]);
+  };
+  widen(first.send_bytes, then.send_bytes);
+  widen(first.recv_bytes, then.recv_bytes);
+  widen(first.scratch_bytes, then.scratch_bytes);
+  widen(first.shared_bytes, then.shared_bytes);
+  first.collective = then.collective;
+  first.algorithm += " + " + then.algorithm;
+  first.root = then.root;
+  return first;
+}
+
+// The Elanlib collectives seed 004 measured, on contiguous nodes (§4.1-4.2):
+//   elan_hgsync  the hardware barrier: hw_combining;
+//   elan_gsync   the tree's 'ready' messages to rank 0, then the 'go' by
+//                hardware broadcast (a 0-byte multicast), as §4.1 describes it
+//                for adjacent nodes;
+//   elan_hbcast  elan_hgsync, then the hardware broadcast of the data;
+//   elan_bcast   the tree's 'ready' messages, then the hardware broadcast of the
+//                data, which also wakes the processes (§4.2).
+Schedule elanlib(const std::string& name, const Topology& t, uint64_t bytes) {
+  const std::vector<uint64_t> none(t.nranks(), 0);
+  AlgoOptions o;
+  auto multicast = [&](uint64_t b) {
+    return build_schedule("bcast", "hw_multicast", t, std::vector<uint64_t>(t.nranks(), b), o);
+  };
+  Schedule sync = name == "elan_hgsync" || name == "elan_hbcast" ? build_schedule("barrier", "hw_combining", t, none, o)
+                                                                   : barrier::build_tree_ready(t, BlockLayout(none), o);
+  if (name == "elan_hgsync") return sync;
+  return sequence(sync, multicast(name == "elan_gsync" ? 0 : bytes));
+}
+
 // elan_gather, the native all-gather, as seed 001 §2 describes it (seed 001 is
-// the paper whose Fig. 5 this is): up to 2 KiB the blocks are gathered in each
-// node's shared memory and the node leaders gather among themselves, single-port
-// and not striped (§6.2.1) -> smp_gather_bcast on one rail; up to 4 KiB a tree
-// over all processes, single-port -> gather_bcast on one rail; above 4 KiB the
-// gather runs over Tports, which stripe over the rails -> gather_bcast on all
-// rails; above 32 KiB the ring, also over Tports -> ring on all rails. The
-// broadcast is the software tree of those schedules, not the hardware broadcast
-// elan_gather uses (the simulator models it now; it is not composed into this
-// yet): the native time is an upper bound.
+// the paper whose Fig. 5 this is), and seed 000 §7: "a gather operation followed
+// by a hardware broadcast" up to 32 KiB. The gather: up to 2 KiB the blocks are
+// gathered in each node's shared memory and the node leaders gather among
+// themselves, single-port and not striped (§6.2.1) -> gather smp on one rail; up
+// to 4 KiB a tree over all processes, single-port -> gather tree on one rail;
+// above 4 KiB over Tports, which stripe over the rails -> gather tree on all
+// rails. Then elan_hbcast of the gathered N blocks (hardware barrier, hardware
+// multicast). Above 32 KiB the ring over Tports -> ring on all rails.
 Curve elan_gather(const sim::Machine& m, const Topology& t, uint64_t lo, uint64_t hi, std::vector<BenchRecord>* recs) {
   std::vector<int> node_sizes;
   for (int n = 0; n < t.nnodes(); ++n) node_sizes.push_back(t.node_size(n));
   Topology one_rail = Topology::from_node_sizes(node_sizes, 1);
   std::vector<BenchRecord> parts;
-  Curve smp = run(m, one_rail, "smp_gather_bcast", lo, std::min<uint64_t>(hi, 2048), &parts);
-  Curve tree = run(m, one_rail, "gather_bcast", std::max<uint64_t>(lo, 4096), std::min<uint64_t>(hi, 4096), &parts);
-  Curve tports = run(m, t, "gather_bcast", std::max<uint64_t>(lo, 8192), std::min<uint64_t>(hi, 32768), &parts);
-  Curve ring = run(m, t, "ring", std::max<uint64_t>(lo, 65536), hi, &parts);
-  Curve n;
-  for (const Curve* c : {&smp, &tree, &tports, &ring}) n.insert(c->begin(), c->end());
+  Curve n = run(m, t, "ring", std::max<uint64_t>(lo, 65536), hi, &parts);
+  for (uint64_t b = lo; b <= std::min<uint64_t>(hi, 32768); b *= 2) {
+    const Topology& on = b <= 4096 ? one_rail : t;
+    AlgoOptions root0;  // root 0, as elan_hbcast's source
+    Schedule gather = build_schedule("gather", b <= 2048 ? "smp" : "tree", on,
+                                     std::vector<uint64_t>(on.nranks(), b), root0);
+    n[b] = sim::simulate(sequence(gather, elanlib("elan_hbcast", on, b * on.nranks())), m).max_us;
+  }
   for (auto& [b, v] : n) recs->push_back(sim_record("allgather", "native (elan_gather)", b, t, v));
   return n;
 }
@@ -179,55 +229,6 @@ std::vector<Quantity> seed002(const std::string& plot_dir) {
     }
   }
   return q;
-}
-
-// `then` after `first` on every rank: a rank starts its part of `then` when it
-// has done its part of `first` (seed 004's Elanlib collectives are a
-// synchronization followed by a broadcast, §4.2). The counters of `then` are
-// numbered after those of `first`; the regions are as large as either needs.
-Schedule sequence(Schedule first, const Schedule& then) {
-  const int steps = first.stats().last_step + 1;
-  for (size_t r = 0; r < first.programs.size(); ++r)
-    for (Op op : then.programs[r]) {
-      if (op.kind == OpKind::Put || op.kind == OpKind::Signal || op.kind == OpKind::Wait)
-        op.counter.index += op.counter.on_node ? first.node_counters : first.rank_counters;
-      op.step += steps;
-      first.programs[r].push_back(std::move(op));
-    }
-  first.rank_counters += then.rank_counters;
-  first.node_counters += then.node_counters;
-  auto widen = [](std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
-    a.resize(std::max(a.size(), b.size()), 0);
-    for (size_t i = 0; i < b.size(); ++i) a[i] = std::max(a[i], b[i]);
-  };
-  widen(first.send_bytes, then.send_bytes);
-  widen(first.recv_bytes, then.recv_bytes);
-  widen(first.scratch_bytes, then.scratch_bytes);
-  widen(first.shared_bytes, then.shared_bytes);
-  first.collective = then.collective;
-  first.algorithm += " + " + then.algorithm;
-  first.root = then.root;
-  return first;
-}
-
-// The Elanlib collectives seed 004 measured, on contiguous nodes (§4.1-4.2):
-//   elan_hgsync  the hardware barrier: hw_combining;
-//   elan_gsync   the tree's 'ready' messages to rank 0, then the 'go' by
-//                hardware broadcast (a 0-byte multicast), as §4.1 describes it
-//                for adjacent nodes;
-//   elan_hbcast  elan_hgsync, then the hardware broadcast of the data;
-//   elan_bcast   the tree's 'ready' messages, then the hardware broadcast of the
-//                data, which also wakes the processes (§4.2).
-Schedule elanlib(const std::string& name, const Topology& t, uint64_t bytes) {
-  const std::vector<uint64_t> none(t.nranks(), 0);
-  AlgoOptions o;
-  auto multicast = [&](uint64_t b) {
-    return build_schedule("bcast", "hw_multicast", t, std::vector<uint64_t>(t.nranks(), b), o);
-  };
-  Schedule sync = name == "elan_hgsync" || name == "elan_hbcast" ? build_schedule("barrier", "hw_combining", t, none, o)
-                                                                   : barrier::build_tree_ready(t, BlockLayout(none), o);
-  if (name == "elan_hgsync") return sync;
-  return sequence(sync, multicast(name == "elan_gsync" ? 0 : bytes));
 }
 
 double slowest(const sim::Machine& m, const Schedule& s, const sim::SimOptions& o = {}) {
