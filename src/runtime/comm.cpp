@@ -23,6 +23,7 @@
 
 #include "railcoll/railcoll.h"
 #include "runtime/auth.hpp"
+#include "runtime/node_shm.hpp"
 #include "runtime/plan.hpp"
 #include "runtime/reduce.hpp"
 #include "runtime/store.hpp"
@@ -30,27 +31,7 @@
 
 namespace railcoll::rt {
 
-// ---------------------------------------------------------------- shared memory --
-
 namespace {
-
-constexpr int kMaxNodeCounters = 256;
-constexpr int kMaxLocalRanks = 512;
-constexpr uint64_t kShmMagic = 0x5241494c434f4c4cull;  // "RAILCOLL"
-constexpr size_t kShmHeader = 64 * 1024;
-
-struct NodeShm {
-  uint64_t magic;
-  uint64_t capacity;
-  std::atomic<uint64_t> counters[kMaxNodeCounters];
-  std::atomic<uint32_t> waiting[kMaxLocalRanks];
-  // The call each local rank is in, (sequence << 32) | 32 bits of its
-  // signature in one word so a reader never sees half of a new call: data a
-  // local peer leaves in shared memory carries no frame header, so ranks of a
-  // node compare their calls here.
-  std::atomic<uint64_t> call[kMaxLocalRanks];
-};
-static_assert(sizeof(NodeShm) <= kShmHeader, "shm header");
 
 // ---------------------------------------------------------------- connections --
 
@@ -128,9 +109,7 @@ struct Comm::Impl {
   std::string job;
   std::vector<Conn> conns;                       // all connections
   std::vector<std::vector<int>> conn_of;         // [peer][rail or 0 for local] -> index in conns
-  NodeShm* shm = nullptr;
-  char* shm_data = nullptr;
-  size_t shm_map_bytes = 0;
+  NodeSegment seg;  // the node's shared memory
   std::unique_ptr<StoreServer> store_server;
   std::vector<int> listen_fds;  // one per rail, then the Unix one; open during set-up
   std::string listen_nonce;     // proves a Hello is for this communicator (in the store)
@@ -274,7 +253,7 @@ struct Comm::Impl {
       listen_fds.clear();
     }
 
-    map_node_shm(store.get(), comm_index, deadline);
+    map_node_shm(seg, store.get(), job, comm_index, topo, me, boot.shm_bytes, deadline);
     if (store) {
       // Rank 0 keeps serving until everyone has finished starting.
       std::string prefix = "c" + std::to_string(comm_index) + "/";
@@ -657,54 +636,7 @@ struct Comm::Impl {
     for (int fd : listen_fds) close(fd);
     for (auto& q : pending) refuse(q, "the communicator is closing");
     for (auto& c : conns) close(c.fd);
-    if (shm) munmap(shm, shm_map_bytes);
-  }
-
-  // The node's segment: created by the node leader, opened by the others, and
-  // unlinked as soon as everyone has it mapped, so a crash leaves nothing in /dev/shm.
-  void map_node_shm(StoreClient* store, int comm_index, double deadline) {
-    shm_map_bytes = kShmHeader + boot.shm_bytes;
-    std::string name = "/railcoll-" + job + "-c" + std::to_string(comm_index) + "-n" + std::to_string(node);
-    for (auto& ch : name)
-      if (ch != '/' && !isalnum(static_cast<unsigned char>(ch)) && ch != '-') ch = '_';
-    bool leader = topo.is_leader(me);
-    std::string prefix = "c" + std::to_string(comm_index) + "/shm/" + std::to_string(node) + "/";
-    int fd = -1;
-    if (leader) {
-      fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-      if (fd < 0) throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, "cannot create shared memory " + name + ": " + strerror(errno));
-      if (ftruncate(fd, static_cast<off_t>(shm_map_bytes)) != 0) {
-        shm_unlink(name.c_str());
-        throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, "cannot size shared memory " + name + ": " + strerror(errno));
-      }
-    } else {
-      store->get(prefix + "created", deadline);
-      fd = shm_open(name.c_str(), O_RDWR, 0600);
-      if (fd < 0) throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, "cannot open shared memory " + name + ": " + strerror(errno));
-    }
-    void* p = mmap(nullptr, shm_map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) {
-      if (leader) shm_unlink(name.c_str());
-      throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, "cannot map shared memory " + name + ": " + strerror(errno));
-    }
-    shm = static_cast<NodeShm*>(p);
-    shm_data = static_cast<char*>(p) + kShmHeader;
-    if (leader) {  // the header is complete before anyone may open the segment
-      shm->capacity = boot.shm_bytes;
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-      shm->magic = kShmMagic;
-      if (store) store->set(prefix + "created", "1");
-    } else if (shm->magic != kShmMagic || shm->capacity != boot.shm_bytes) {
-      throw RuntimeError(RAILCOLL_ERR_MISMATCH, "shared memory " + name + " has a different size on the node leader (" +
-                                                    std::to_string(shm->capacity >> 20) + " MiB): RAILCOLL_SHM_MIB must be the same on every rank");
-    }
-    if (store) {
-      store->set(prefix + "mapped/" + std::to_string(topo.local_rank(me)), "1");
-      if (leader)
-        for (int l = 0; l < topo.node_size(node); ++l) store->get(prefix + "mapped/" + std::to_string(l), deadline);
-    }
-    if (leader) shm_unlink(name.c_str());
+    if (seg.shm) munmap(seg.shm, seg.bytes);
   }
 
   // ------------------------------------------------------------ errors
@@ -748,7 +680,7 @@ struct Comm::Impl {
       case Region::Send: return const_cast<char*>(static_cast<const char*>(bufs.send)) + sp.offset;
       case Region::Recv: return static_cast<char*>(bufs.recv) + sp.offset;
       case Region::Scratch: return scratch.data() + sp.offset;
-      case Region::Shared: return shm_data + sp.offset;
+      case Region::Shared: return seg.data + sp.offset;
     }
     return nullptr;
   }
@@ -761,7 +693,7 @@ struct Comm::Impl {
   }
 
   // ------------------------------------------------------------ counters
-  std::atomic<uint64_t>& node_counter(int index) { return shm->counters[index]; }
+  std::atomic<uint64_t>& node_counter(int index) { return seg.shm->counters[index]; }
 
   void bump(const CounterRef& c) {
     if (!c.on_node) {
@@ -771,7 +703,7 @@ struct Comm::Impl {
     node_counter(c.index).fetch_add(1, std::memory_order_seq_cst);
     // Wake local ranks that announced they block on a node counter.
     for (int r : topo.ranks_of(node)) {
-      if (r == me || !shm->waiting[topo.local_rank(r)].load(std::memory_order_seq_cst)) continue;
+      if (r == me || !seg.shm->waiting[topo.local_rank(r)].load(std::memory_order_seq_cst)) continue;
       Conn& c2 = conns[conn_of[r][0]];
       if (c2.closed) continue;
       SendItem it;
@@ -1088,7 +1020,7 @@ struct Comm::Impl {
         if (spin >= 4) sched_yield();
         continue;
       }
-      std::atomic<uint32_t>* flag = node_counter ? &shm->waiting[topo.local_rank(me)] : nullptr;
+      std::atomic<uint32_t>* flag = node_counter ? &seg.shm->waiting[topo.local_rank(me)] : nullptr;
       if (flag) {
         flag->store(1, std::memory_order_seq_cst);
         if (cond()) {
@@ -1146,7 +1078,7 @@ struct Comm::Impl {
     const auto& ranks = topo.ranks_of(node);
     const uint64_t mine = call_word(p);
     for (size_t i = 0; i < ranks.size(); ++i) {
-      uint64_t theirs = shm->call[i].load(std::memory_order_acquire);
+      uint64_t theirs = seg.shm->call[i].load(std::memory_order_acquire);
       if (ranks[i] != me && theirs >> 32 == (seq & 0xffffffffu) && theirs != mine)
         fail(RAILCOLL_ERR_MISMATCH, "local rank " + std::to_string(ranks[i]) + " is in a different call than this rank (" +
                                         p.what + "): the ranks disagree on the collective, its algorithm or its sizes");
@@ -1186,11 +1118,11 @@ struct Comm::Impl {
     plan = &p;
     bufs = b;
     const Schedule& s = p.sched;
-    if (s.shared_bytes[node] > shm->capacity)
+    if (s.shared_bytes[node] > seg.shm->capacity)
       throw RuntimeError(RAILCOLL_ERR_UNSUPPORTED,
                          p.what + " needs " + std::to_string(s.shared_bytes[node]) +
                              " bytes of node-shared memory; RAILCOLL_SHM_MIB allows " +
-                             std::to_string(shm->capacity >> 20) + " MiB");
+                             std::to_string(seg.shm->capacity >> 20) + " MiB");
     if (s.node_counters > kMaxNodeCounters)
       throw RuntimeError(RAILCOLL_ERR_UNSUPPORTED, p.what + " needs " + std::to_string(s.node_counters) +
                                                        " node counters; the shared segment has " +
@@ -1212,7 +1144,7 @@ struct Comm::Impl {
       apply_held(*it);
       it = held.erase(it);
     }
-    shm->call[topo.local_rank(me)].store(call_word(p), std::memory_order_release);
+    seg.shm->call[topo.local_rank(me)].store(call_word(p), std::memory_order_release);
     const auto& prog = s.programs[me];
     for (size_t i = 0; i < prog.size(); ++i) {
       const Op& op = prog[i];
@@ -1329,8 +1261,8 @@ struct Comm::Impl {
     }
     for (auto& c : conns) close(c.fd);
     conns.clear();
-    if (shm) munmap(shm, shm_map_bytes);
-    shm = nullptr;
+    if (seg.shm) munmap(seg.shm, seg.bytes);
+    seg.shm = nullptr;
   }
 };
 
