@@ -1064,12 +1064,6 @@ struct Comm::Impl {
            " did not answer a liveness probe (stopped, hung, or busy outside railcoll)";
   }
 
-  static std::string seconds_text(double s) {
-    std::ostringstream o;
-    o << s << " s";
-    return o.str();
-  }
-
   // ------------------------------------------------------------ a call
   // Local ranks whose increments this rank has just waited for are in this call:
   // any of them with another signature passed other sizes or another algorithm.
