@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "railcoll/railcoll.h"
@@ -24,6 +25,12 @@ namespace railcoll::rt {
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string seconds_text(double s) {
+  std::ostringstream o;
+  o << s << " s";
+  return o.str();
 }
 
 namespace {

@@ -13,6 +13,8 @@ struct RuntimeError : std::runtime_error {
 };
 
 double now_seconds();
+// "0.507 s": a duration for messages.
+std::string seconds_text(double s);
 
 // "a.b.c.d:port" -> (address, port); throws RuntimeError(ARG).
 std::pair<std::string, int> split_host_port(const std::string& hp);

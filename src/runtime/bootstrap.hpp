@@ -1,0 +1,45 @@
+// The settings a communicator starts from: who this process is (rank, size,
+// store), and the RAILCOLL_* tunables, read from the environment of whichever
+// launcher started it. Apart from comm.hpp because reading them needs no
+// communicator (the C API reads the settings alone for an explicit init).
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace railcoll::rt {
+
+struct Bootstrap {
+  int rank = 0, size = 1;
+  std::string store;        // host:port
+  std::string job_id;       // empty: the store makes one
+  std::string job_key;      // RAILCOLL_JOB_KEY: the secret every connection proves; empty: none
+  std::string node_id;      // identity of this node (RAILCOLL_NODE or hostname)
+  std::string rails_spec;   // RAILCOLL_RAILS
+  double timeout = 60;      // RAILCOLL_TIMEOUT, seconds
+  uint64_t shm_bytes = 256ull << 20;
+  // RAILCOLL_SPIN_US: how long a wait spins (yielding the core) before it sleeps
+  // in poll. 2 ms measured best on 16 ranks / 2 cores (0: 1090 us, 0.2 ms: 650 us,
+  // 2 ms: 500 us median for an 8 B smp_direct all-gather).
+  double spin_seconds = 0.002;
+  // RAILCOLL_RAIL_TIMEOUT: a rail that carries nothing this long while another
+  // rail to the same peer answers is given up (its traffic moves to the others).
+  // 0.5 s gave up healthy rails in make run (4 times in 13 minutes, 16 ranks on
+  // 2 cores): TCP's retransmission back-off after a loss at the shaper
+  // (200, 400, 800 ms) outlasts it. 2 s rides out three back-offs.
+  double rail_timeout = 2.0;
+  // RAILCOLL_STRIPE_BYTES: puts above this many bytes are split over all rails
+  // (the schedules' striping threshold; seed 000 §6.4 uses 1 KiB). Every rank
+  // must use the same value: it is part of the call's signature.
+  uint64_t stripe_bytes = 1024;
+  std::string source;       // which launcher's variables were used
+  // RAILCOLL_TEST_REPLAY_CALL=n (tests only): send one data frame of call n
+  // again at the start of call n+2, which its receiver must refuse.
+  uint64_t replay_call = 0;
+};
+// Reads the environment of railcoll's launchers, torchrun, Open MPI, Hydra, Slurm.
+Bootstrap bootstrap_from_env();
+// Only the settings that do not say who the process is (node, rails, key, job
+// id, timeouts): for a communicator whose rank, size and store are given.
+Bootstrap settings_from_env();
+
+}  // namespace railcoll::rt

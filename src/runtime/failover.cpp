@@ -1,0 +1,247 @@
+// Rail failover, members of Transport (transport.hpp). In a file of its own so
+// that comm.cpp reads as the progress engine and a call: the engine calls in
+// here when a socket or a frame says a rail is in trouble, and once per round
+// (check_rails) to watch the rails and reconnect the ones given up.
+//
+// A TCP connection that breaks, or stalls while another rail to the same peer
+// answers, is given up. Both sides then stop sending on it and tell the other
+// with a RailDown frame on a surviving rail carrying how many bytes of the
+// connection the peer's kernel has acknowledged (those are safe in its socket
+// and are still read, up to that count, then the connection is closed);
+// every frame beyond that goes again (flagged kFlagMoved) on the other rails.
+// Later puts avoid the rail; the lower rank reconnects it every kRailRetry s
+// and when that works it is used again. A call fails only when no rail to a
+// peer is left. The fast path pays a SIOCOUTQ per connection and call, and a
+// copy of what the peer's kernel has not acknowledged when the call returns.
+#include "runtime/transport.hpp"
+
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "railcoll/railcoll.h"
+#include "runtime/net.hpp"
+
+namespace railcoll::rt {
+
+// The other usable rails to c's peer.
+std::vector<Conn*> Transport::other_rails(const Conn& c) {
+  std::vector<Conn*> v;
+  for (int ci : conn_of[c.peer])
+    if (ci >= 0 && &conns[ci] != &c && !conns[ci].down && !conns[ci].closed) v.push_back(&conns[ci]);
+  return v;
+}
+
+// One log line when a rail loses its first connection, one when its last comes back.
+void Transport::rail_state(int rail, int delta, const std::string& why) {
+  int before = rail_down_count[rail];
+  rail_down_count[rail] += delta;
+  if (before == 0 && delta > 0)
+    fprintf(stderr, "railcoll: rank %d: rail %d (%s) is down: %s; its traffic moves to the other rails\n", me, rail,
+            rail_addr[rail].c_str(), why.c_str());
+  if (before > 0 && rail_down_count[rail] == 0)
+    fprintf(stderr, "railcoll: rank %d: rail %d (%s) is up again\n", me, rail, rail_addr[rail].c_str());
+}
+
+// Bytes of c the peer's kernel has acknowledged; frames wholly inside are let go.
+uint64_t Transport::release_confirmed(Conn& c) {
+  int q = 0;
+  if (ioctl(c.fd, SIOCOUTQ, &q) != 0) q = static_cast<int>(std::min<uint64_t>(c.written, INT32_MAX));
+  uint64_t confirmed = c.written - static_cast<uint64_t>(q);
+  while (!c.unacked.empty() && c.unacked.front().end <= confirmed) c.unacked.pop_front();
+  return confirmed;
+}
+
+// When a call returns, frames the peer has not acknowledged stop pointing
+// into the user's buffers: they are copied, in case they must go again.
+void Transport::keep_unconfirmed() {
+  for (auto& c : conns) {
+    if (c.rail < 0 || c.closed || c.unacked.empty()) continue;
+    release_confirmed(c);
+    for (auto& it : c.unacked) {
+      for (auto& v : it.iov) it.owned.append(static_cast<char*>(v.iov_base), v.iov_len);
+      it.iov.clear();
+    }
+  }
+}
+
+// Takes c's unsent and unconfirmed frames out of it, to be sent again.
+std::vector<SendItem> Transport::take_frames(Conn& c) {
+  std::vector<SendItem> v;
+  for (auto* q : {&c.unacked, &c.out})
+    for (auto& it : *q)
+      if (tracked(it.hdr.type)) {
+        it.done = 0;
+        it.hdr.flags |= kFlagMoved;
+        v.push_back(std::move(it));
+      }
+  c.unacked.clear();
+  c.out.clear();
+  return v;
+}
+
+void Transport::reset_stream(Conn& c, double now) {
+  c.hdr_got = 0;
+  c.in_payload = false;
+  c.dst.clear();
+  c.written = c.nread = 0;
+  c.told = false;
+  c.drain_to = -1;
+  c.heard_at = now;
+  c.outq = -1;
+  c.probed = false;
+}
+
+void Transport::rail_failed(Conn& c, const std::string& why) {
+  if (c.down || c.closed) return;
+  auto alive = other_rails(c);
+  if (alive.empty()) {
+    c.closed = true;
+    fail(RAILCOLL_ERR_PEER, c.name() + " " + why + ", and no other rail to rank " + std::to_string(c.peer) + " is left");
+  }
+  double now = now_seconds();
+  uint64_t confirmed = release_confirmed(c);
+  c.down = true;
+  c.down_at = now;
+  rail_state(c.rail, 1, "the connection to rank " + std::to_string(c.peer) + " " + why);
+  // The notice goes first on the one connection that carries all the frames
+  // sent again, so the peer knows where the old connection ends (and reads no
+  // further in it) before it sees any of them.
+  SendItem notice{header(Frame::RailDown, c.rail), {}, {}, 0, 0};
+  notice.hdr.offset = confirmed;
+  alive[0]->out.push_back(std::move(notice));
+  c.told = true;
+  for (auto& it : take_frames(c)) alive[0]->out.push_back(std::move(it));
+  close_if_drained(c);
+}
+
+// A given-up connection is closed once the peer's acknowledged bytes are read.
+void Transport::close_if_drained(Conn& c) {
+  if (!c.down || c.closed || !c.told || c.drain_to < 0 || c.nread < static_cast<uint64_t>(c.drain_to)) return;
+  close(c.fd);
+  c.fd = -1;
+  c.closed = true;
+  c.retry_at = now_seconds() + kRailRetry;
+}
+
+// The peer opened a new connection for a rail: it replaces the old one, and
+// whatever the old one had not delivered goes again on the new one.
+void Transport::reconnected(Conn& c, int fd, double now) {
+  // What the peer's kernel acknowledged on the old connection is read first.
+  for (uint64_t before = ~0ull; c.down && !c.closed && c.nread != before;) {
+    before = c.nread;
+    drive_recv(c);
+  }
+  std::vector<SendItem> again = take_frames(c);
+  if (!c.closed) close(c.fd);
+  if (c.down) rail_state(c.rail, -1, "");
+  c.fd = fd;
+  set_nonblocking(fd);
+  c.down = c.closed = c.bye = c.connecting = false;
+  reset_stream(c, now);
+  for (auto& it : again) c.out.push_back(std::move(it));
+}
+
+// Puts and signals go on the schedule's rail, or the next usable one.
+Conn& Transport::route(int peer, int rail, bool* moved) {
+  *moved = false;
+  if (topo.same_node(peer, me)) {
+    Conn& c = conns[conn_of[peer][0]];
+    if (c.closed) fail(RAILCOLL_ERR_PEER, c.name() + " is gone: cannot send to it");
+    return c;
+  }
+  int R = topo.rails();
+  for (int k = 0; k < R; ++k) {
+    Conn& c = conns[conn_of[peer][(rail + k) % R]];
+    if (c.down || c.closed) continue;
+    *moved = k > 0;
+    return c;
+  }
+  fail(RAILCOLL_ERR_PEER, "no rail to rank " + std::to_string(peer) + " is left: cannot send to it");
+  __builtin_unreachable();  // fail() throws; GCC does not see [[noreturn]] through a virtual call
+}
+
+void Transport::start_reconnect(Conn& c, double now) {
+  auto hp = split_host_port(peer_addr[c.peer][c.rail]);
+  c.fd = tcp_connect_start(rail_addr[c.rail], hp.first, hp.second);
+  c.retry_at = now + kRailRetry;
+  if (c.fd < 0) return;
+  c.connecting = true;
+  c.connect_until = now + kRailRetry;
+}
+
+void Transport::finish_connect(Conn& c, double now) {
+  int err = 0;
+  socklen_t len = sizeof err;
+  getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  std::string hello = hello_frame(c.peer, c.rail, c.generation + 1, peer_nonce[c.peer]);
+  if (err != 0 || send(c.fd, hello.data(), hello.size(), MSG_NOSIGNAL | MSG_DONTWAIT) != ssize_t(hello.size())) {
+    close(c.fd);
+    c.fd = -1;
+    c.connecting = false;
+    return;
+  }
+  ++c.generation;
+  c.down = c.closed = c.bye = c.connecting = false;
+  reset_stream(c, now);
+  rail_state(c.rail, -1, "");
+}
+
+// Every 20 ms: confirmed frames let go, stalled rails given up, down rails
+// reconnected (by the lower rank of the pair).
+void Transport::check_rails(double now) {
+  if (now < next_rail_check) return;
+  next_rail_check = now + 0.02;
+  for (auto& c : conns) {
+    if (c.rail < 0) continue;
+    if (c.down) {
+      if (!c.closed && now - c.down_at > 2 * kRailRetry) {  // the peer never said where to stop reading
+        c.drain_to = 0;
+        c.told = true;
+        close_if_drained(c);
+      }
+      if (!c.closed) continue;
+      if (c.connecting && now > c.connect_until) {
+        close(c.fd);
+        c.fd = -1;
+        c.connecting = false;
+      } else if (!c.connecting && me < c.peer && now >= c.retry_at) {
+        start_reconnect(c, now);
+      }
+      continue;
+    }
+    if (c.closed) continue;
+    if (c.unacked.empty() && c.out.empty()) {
+      c.outq = -1;  // idle: the stall clock starts when it has something to carry
+      continue;
+    }
+    // The kernel's send queue shrinking means the rail carries our bytes.
+    int q = 0;
+    if (ioctl(c.fd, SIOCOUTQ, &q) == 0) {
+      if (q == 0 || c.outq < 0 || q < c.outq) c.quiet_since = now, c.probed = false;
+      c.outq = q;
+      uint64_t confirmed = c.written - static_cast<uint64_t>(q);
+      while (!c.unacked.empty() && c.unacked.front().end <= confirmed) c.unacked.pop_front();
+    }
+    double quiet = now - c.quiet_since;
+    if (quiet > boot.rail_timeout / 2 && !c.probed) {  // ask the other rails for evidence the peer is alive
+      c.probed = true;
+      c.probe_at = now;
+      for (Conn* d : other_rails(c)) d->out.push_back(SendItem{header(Frame::Ping, -1), {}, {}, 0, 0});
+    }
+    if (quiet > boot.rail_timeout && c.probed) {
+      for (Conn* d : other_rails(c)) {
+        if (d->heard_at < c.probe_at) continue;
+        rail_failed(c, "carried nothing for " + seconds_text(quiet) + " while rail " + std::to_string(d->rail) +
+                           " to the same rank answered");
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace railcoll::rt

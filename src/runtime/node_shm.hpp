@@ -1,0 +1,50 @@
+// The node's shared-memory segment: its layout (counters, wake flags, the call
+// each local rank is in, then the shared buffer) and how the ranks of a node
+// come to map it. Apart from comm.cpp, which only uses the mapping, because
+// making it is set-up (named segment, leader creates, store says when).
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/topology.hpp"
+
+namespace railcoll::rt {
+
+class StoreClient;
+
+constexpr int kMaxNodeCounters = 256;
+constexpr int kMaxLocalRanks = 512;
+constexpr uint64_t kShmMagic = 0x5241494c434f4c4cull;  // "RAILCOLL"
+constexpr size_t kShmHeader = 64 * 1024;
+
+struct NodeShm {
+  uint64_t magic;
+  uint64_t capacity;
+  std::atomic<uint64_t> counters[kMaxNodeCounters];
+  std::atomic<uint32_t> waiting[kMaxLocalRanks];
+  // The call each local rank is in, (sequence << 32) | 32 bits of its
+  // signature in one word so a reader never sees half of a new call: data a
+  // local peer leaves in shared memory carries no frame header, so ranks of a
+  // node compare their calls here.
+  std::atomic<uint64_t> call[kMaxLocalRanks];
+};
+static_assert(sizeof(NodeShm) <= kShmHeader, "shm header");
+
+// One rank's mapping of its node's segment.
+struct NodeSegment {
+  NodeShm* shm = nullptr;
+  char* data = nullptr;  // the shared buffer, behind the header
+  size_t bytes = 0;      // mapped: the header and the buffer
+};
+
+// The node's segment: created by the node leader, opened by the others, and
+// unlinked as soon as everyone has it mapped, so a crash leaves nothing in /dev/shm.
+// shm_bytes: the buffer's capacity (RAILCOLL_SHM_MIB); store: null for a single
+// rank. seg is filled in as soon as the segment is mapped, so its owner unmaps
+// it even when a later step throws.
+void map_node_shm(NodeSegment& seg, StoreClient* store, const std::string& job, int comm_index, const Topology& topo,
+                  int me, uint64_t shm_bytes, double deadline);
+
+}  // namespace railcoll::rt
