@@ -32,7 +32,7 @@ sanitize: deps
 	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAILCOLL_SANITIZE=address,undefined >/dev/null
 	@cmake --build build-asan
 	cd build-asan && ctest --output-on-failure -R '$(SAN_TESTS)'
-	cd build-asan && flock /tmp/railcoll-cluster.lock ctest --output-on-failure -R 'multiprocess_cluster|rail_failover_cluster'
+	cd build-asan && flock /tmp/railcoll-cluster.lock env RAILCOLL_CLUSTER_LOCKED=make ctest --output-on-failure -R 'multiprocess_cluster|rail_failover_cluster'
 
 # 10,000 mixed, validated calls on the emulated cluster; files and memory compared.
 soak: build

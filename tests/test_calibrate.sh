@@ -13,6 +13,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 BIN=$(cd "$BIN" && pwd) || exit 1
 RC="$BIN/railcoll"
+. "$(dirname "$0")/cluster_lock.sh"
+cluster_lock
 pass=0 fail=0
 tmp=$(mktemp -d)
 # Whatever fails, the cluster goes down and the temp files go.

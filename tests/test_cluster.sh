@@ -11,6 +11,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 BIN=$(cd "$BIN" && pwd) || exit 1
 RC="$BIN/railcoll"
+. "$(dirname "$0")/cluster_lock.sh"
+cluster_lock
 export PATH="$BIN:$PATH"
 pass=0 fail=0
 out=$(mktemp) err=$(mktemp)

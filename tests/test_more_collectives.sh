@@ -29,8 +29,8 @@ unset RAILCOLL_TIMEOUT
 
 # The emulated cluster is shared with the other cluster tests: one user at a time.
 if [ "$(id -u)" = 0 ]; then
-  exec 9>/tmp/railcoll-cluster.lock
-  flock 9
+  . "$(dirname "$0")/cluster_lock.sh"
+  cluster_lock
   cluster_used=1
   "$RC" cluster down >/dev/null 2>&1
   if "$RC" cluster up --nodes 4 --ppn 2 --rails 3 --rate 1gbit >"$log" 2>&1; then
@@ -48,7 +48,7 @@ if [ "$(id -u)" = 0 ]; then
     fail=$((fail + 1)); echo "FAIL cluster up"; cat "$log"
   fi
   "$RC" cluster down >/dev/null 2>&1
-  flock -u 9
+  cluster_unlock
 else
   echo "skipped the emulated cluster: needs root"
 fi

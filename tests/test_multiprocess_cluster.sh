@@ -8,6 +8,8 @@ RC=${1:?railcoll}; MP=${2:?mp_collectives}
 HERE=$(cd "$(dirname "$0")" && pwd)
 if [ "$(id -u)" != 0 ]; then echo "skipped: needs root (network namespaces)"; echo "0 passed, 0 failed"; exit 0; fi
 . "$(dirname "$0")/check_lib.sh"
+. "$(dirname "$0")/cluster_lock.sh"
+cluster_lock
 cleanup() { "$RC" cluster down >/dev/null 2>&1; rm -f "$log"; }
 trap cleanup EXIT
 up() {
@@ -53,10 +55,18 @@ strangers_on_cluster() {
     said+=$(ip netns exec rc-n2 python3 "$HERE/stranger.py" store "$store" "$kind")"|"
   done
   for kind in garbage wrongkey otherjob; do
-    ip netns exec rc-n2 python3 "$HERE/stranger.py" data "$data" "$kind" "$job" >>"$log.strangers" &
+    ip netns exec rc-n2 python3 "$HERE/stranger.py" data "$data" "$kind" "$job" >"$log.stranger.$kind" &
   done
   wait "$launcher"
   wait
+  # Each stranger prints one line when it is done; a count taken before the
+  # last line was written once read 6 of 7 (seen twice in 8 runs).
+  for _ in $(seq 100); do
+    [ "$(cat "$log".stranger.* 2>/dev/null | wc -l)" -ge 3 ] && break
+    sleep 0.1
+  done
+  cat "$log".stranger.* >"$log.strangers" 2>/dev/null
+  rm -f "$log".stranger.*
   local closed refused correct
   closed=$(echo "$said" | grep -o "closed by the store" | wc -l)
   closed=$((closed + $(grep -c "closed by the rank" "$log.strangers")))

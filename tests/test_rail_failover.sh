@@ -15,6 +15,8 @@
 set -u
 RC=${1:?railcoll}; MP=${2:?mp_collectives}
 if [ "$(id -u)" != 0 ]; then echo "skipped: needs root (network namespaces)"; echo "0 passed, 0 failed"; exit 0; fi
+. "$(dirname "$0")/cluster_lock.sh"
+cluster_lock
 pass=0 fail=0
 out=$(mktemp)
 cleanup() { "$RC" cluster down >/dev/null 2>&1; rm -f "$out"; }
