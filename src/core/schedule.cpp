@@ -208,8 +208,8 @@ bool contiguous(const Span& a, const Span& b) {
 }
 // Drops empty segments and merges a segment into the previous one when both its
 // source and its destination continue the previous ones.
-std::vector<Segment> normalize(std::vector<Segment> segs) {
-  std::vector<Segment> out;
+SegList normalize(const SegList& segs) {
+  SegList out;
   for (auto& sg : segs) {
     if (sg.src.length == 0) continue;
     if (!out.empty() && contiguous(out.back().src, sg.src) && contiguous(out.back().dst, sg.dst)) {
@@ -223,7 +223,7 @@ std::vector<Segment> normalize(std::vector<Segment> segs) {
 }
 }  // namespace
 
-void ScheduleBuilder::put(int rank, int step, int peer, std::vector<Segment> segs, int rail,
+void ScheduleBuilder::put(int rank, int step, int peer, const SegList& segs, int rail,
                           CounterRef notify, HwAssist hw) {
   Op op;
   op.kind = OpKind::Put;
@@ -231,18 +231,17 @@ void ScheduleBuilder::put(int rank, int step, int peer, std::vector<Segment> seg
   op.step = step;
   op.peer = peer;
   op.rail = rail;
-  op.segs = normalize(std::move(segs));
+  op.segs = normalize(segs);
   op.counter = notify;
   s_.programs[rank].push_back(std::move(op));
 }
 
-void ScheduleBuilder::local_op(OpKind kind, int rank, int step, std::vector<Segment> segs) {
-  segs = normalize(std::move(segs));
-  if (segs.empty()) return;
+void ScheduleBuilder::local_op(OpKind kind, int rank, int step, const SegList& segs) {
   Op op;
+  op.segs = normalize(segs);
+  if (op.segs.empty()) return;
   op.kind = kind;
   op.step = step;
-  op.segs = std::move(segs);
   s_.programs[rank].push_back(std::move(op));
 }
 

@@ -92,6 +92,7 @@ class SegList {
   const Segment* end() const { return begin() + size_; }
   Segment& operator[](size_t i) { return begin()[i]; }
   const Segment& operator[](size_t i) const { return begin()[i]; }
+  Segment& back() { return begin()[size_ - 1]; }
 
  private:
   Segment one_{};
@@ -226,10 +227,11 @@ class ScheduleBuilder {
   // a step goes on rail j mod k; above the threshold it is striped over all rails.
   int rail_for(uint64_t length, int port) const;
 
-  void put(int rank, int step, int peer, std::vector<Segment> segs, int rail, CounterRef notify,
+  // Segments come as a SegList: the usual single one needs no allocation.
+  void put(int rank, int step, int peer, const SegList& segs, int rail, CounterRef notify,
            HwAssist hw = HwAssist::None);
-  void copy(int rank, int step, std::vector<Segment> segs) { local_op(OpKind::Copy, rank, step, std::move(segs)); }
-  void reduce(int rank, int step, std::vector<Segment> segs) { local_op(OpKind::Reduce, rank, step, std::move(segs)); }
+  void copy(int rank, int step, const SegList& segs) { local_op(OpKind::Copy, rank, step, segs); }
+  void reduce(int rank, int step, const SegList& segs) { local_op(OpKind::Reduce, rank, step, segs); }
   void signal(int rank, int step, CounterRef c);
   void wait(int rank, int step, CounterRef c, uint64_t value);
   void flush(int rank, int step);
@@ -237,7 +239,7 @@ class ScheduleBuilder {
   Schedule finish() { return std::move(s_); }
 
  private:
-  void local_op(OpKind kind, int rank, int step, std::vector<Segment> segs);
+  void local_op(OpKind kind, int rank, int step, const SegList& segs);
   Schedule s_;
 };
 
