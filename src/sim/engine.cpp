@@ -88,17 +88,18 @@ class EventQueue {
 // Consecutive puts of a rank flagged Multicast, with the same source span and
 // rail, are one injection (schedule.hpp, HwAssist): the end of the run that
 // starts at prog[first].
-size_t multicast_run_end(const std::vector<Op>& prog, size_t first) {
-  const Op& a = prog[first];
+size_t multicast_run_end(const Program& prog, size_t first) {
+  const Op a = prog[first];
   auto same_source = [&](const Op& b) {
     if (a.segs.empty() || b.segs.empty()) return a.segs.empty() && b.segs.empty();
     const Span &x = a.segs[0].src, &y = b.segs[0].src;
     return x.region == y.region && x.owner == y.owner && x.offset == y.offset && x.length == y.length;
   };
   size_t end = first + 1;
-  while (end < prog.size() && prog[end].kind == OpKind::Put && prog[end].hw == HwAssist::Multicast &&
-         prog[end].rail == a.rail && same_source(prog[end]))
-    ++end;
+  for (; end < prog.size() && prog.kind(end) == OpKind::Put && prog.hw(end) == HwAssist::Multicast; ++end) {
+    const Op b = prog[end];
+    if (b.rail != a.rail || !same_source(b)) break;
+  }
   return end;
 }
 
@@ -278,7 +279,7 @@ class Engine {
           }
           // A flush right after the put only moves the same resumption later:
           // one event instead of two (Direct's every put is followed by one).
-          if (pc_[r] < static_cast<int>(prog.size()) && prog[pc_[r]].kind == OpKind::Flush) {
+          if (pc_[r] < static_cast<int>(prog.size()) && prog.kind(pc_[r]) == OpKind::Flush) {
             ++pc_[r];
             resume = std::max(resume, local_done_[r]);
           }
@@ -374,7 +375,7 @@ class Engine {
   // source's node too (its NIC writes the copy: on a half-duplex bus the source
   // reads and writes every byte), and one DMA write per destination process
   // (it writes one process's memory per multicast, seed 004 §4.2).
-  double multicast(int r, int node, const std::vector<Op>& prog, size_t first, size_t end, double t) {
+  double multicast(int r, int node, const Program& prog, size_t first, size_t end, double t) {
     t = cpu(r, t, m_.send_overhead_us);
     std::vector<int> dests;
     for (size_t i = first; i < end; ++i) dests.push_back(prog[i].peer);
@@ -387,7 +388,10 @@ class Engine {
       last = std::max(last, m.arrive);
       local_done_[r] = std::max(local_done_[r], m.left);
     }
-    for (size_t i = first; i < end; ++i) arrive(last, prog[i].peer, counter_id(prog[i].counter), 0);
+    for (size_t i = first; i < end; ++i) {
+      const Op op = prog[i];
+      arrive(last, op.peer, counter_id(op.counter), 0);
+    }
     return t;
   }
 
