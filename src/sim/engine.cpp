@@ -22,10 +22,14 @@ enum Kind : int {
   kBackground,  // a: generator (one of its messages has arrived)
 };
 
+// 16 bytes, not 24: the queue moves every event a few times (below).
 struct Event {
   double t;
-  int kind, a, b;
+  uint32_t kind : 2, a : 30;
+  int32_t b;
 };
+constexpr size_t kMaxEventA = size_t{1} << 30;  // counters, ranks, generators
+static_assert(kBackground < 4, "an event's kind has 2 bits");
 
 // The event queue: a radix heap (Ahuja, Mehlhorn, Orlin and Tarjan 1990) on the
 // bits of the time, which sort like the time for times >= 0. Simulated time
@@ -232,6 +236,8 @@ class Engine {
     waiters_.assign(counters_.size(), {});
     add_combine_waves(combines);
     add_generators();
+    if (counters_.size() >= kMaxEventA || generators_.size() >= kMaxEventA)  // events name them in 30 bits
+      throw InputError("the simulator takes fewer than 2^30 counters and ranks");
   }
 
   SimResult run() {
@@ -270,7 +276,9 @@ class Engine {
   }
 
  private:
-  void push(double t, int kind, int a, int b) { heap_.push({t, kind, a, b}); }
+  void push(double t, int kind, int a, int b) {
+    heap_.push({t, static_cast<uint32_t>(kind), static_cast<uint32_t>(a), b});
+  }
   int pool(int node) const { return m_.cores_machine_wide ? 0 : node; }
 
   int counter_id(const CounterRef& c) const {
