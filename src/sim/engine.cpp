@@ -313,7 +313,7 @@ class Engine {
     const Program& prog = s_.programs[r];
     const int node = t_.node_of(r);
     Place& at = place_[r];
-    Op op;
+    Op& op = op_;
     while (at.pos != at.end) {
       const uint8_t* next = Program::decode(at.pos, &op);
       switch (op.kind) {
@@ -625,6 +625,7 @@ class Engine {
     }
   };
   std::vector<Place> place_;
+  Op op_;  // the op step() decodes into: one, not one per event
   int cores_ = 0;     // per pool
   std::vector<double> busy_;  // per rank: its host work is done until then (contended cores only)
   double now_ = 0;    // the time of the event being handled
