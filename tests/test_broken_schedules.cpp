@@ -24,7 +24,21 @@ int find_op(const Schedule& s, int rank, OpKind kind, int nth = 0) {
   return -1;
 }
 
-void erase_op(Schedule& s, int rank, int index) { s.programs[rank].erase(s.programs[rank].begin() + index); }
+// Programs are stored encoded (core/schedule.hpp, Program): an edit changes a
+// copy of a rank's ops and stores them again.
+template <class F>
+void edit(Schedule& s, int rank, F f) {
+  std::vector<Op> ops = s.programs[rank].ops();
+  f(ops);
+  s.programs[rank] = Program(ops);
+}
+template <class F>
+void edit_op(Schedule& s, int rank, int index, F f) {
+  edit(s, rank, [&](std::vector<Op>& ops) { f(ops[index]); });
+}
+void erase_op(Schedule& s, int rank, int index) {
+  edit(s, rank, [&](std::vector<Op>& ops) { ops.erase(ops.begin() + index); });
+}
 
 #define EXPECT_ERROR(schedule, text)                                           \
   do {                                                                         \
@@ -54,7 +68,7 @@ TEST(Broken, MissingWaitIsARace) {
 
 TEST(Broken, WaitThatCanNeverBeSatisfied) {
   Schedule s = build("direct", Topology::from_ppn(5, 1, 1));
-  s.programs[2][find_op(s, 2, OpKind::Wait)].value = 5;  // only 4 peers
+  edit_op(s, 2, find_op(s, 2, OpKind::Wait), [](Op& op) { op.value = 5; });  // only 4 peers
   EXPECT_ERROR(s, "rank 2 op #");
   EXPECT_ERROR(s, "to reach 5 but it can never pass 4");
 }
@@ -64,17 +78,19 @@ TEST(Broken, DeadlockOfTwoWaits) {
   // Make both ranks wait before they put: nobody ever sends.
   for (int r = 0; r < 2; ++r) {
     int w = find_op(s, r, OpKind::Wait);
-    Op wait = s.programs[r][w];
-    erase_op(s, r, w);
-    s.programs[r].insert(s.programs[r].begin(), wait);
+    edit(s, r, [&](std::vector<Op>& ops) {
+      Op wait = ops[w];
+      ops.erase(ops.begin() + w);
+      ops.insert(ops.begin(), wait);
+    });
   }
   EXPECT_ERROR(s, "can never pass 0");
 }
 
 TEST(Broken, WrongDestinationOffsetGivesWrongResult) {
   Schedule s = build("direct", Topology::from_ppn(4, 1, 1));
-  Op& put = s.programs[1][find_op(s, 1, OpKind::Put)];
-  put.segs[0].dst.offset = 0;  // rank 1's block written where rank 0's belongs
+  // rank 1's block written where rank 0's belongs
+  edit_op(s, 1, find_op(s, 1, OpKind::Put), [](Op& put) { put.segs[0].dst.offset = 0; });
   EXPECT_NE(first_error(s), "");
   std::string e = first_error(s);
   EXPECT_TRUE(e.find("expected bytes from offset 0 of rank") != std::string::npos ||
@@ -85,27 +101,30 @@ TEST(Broken, WrongDestinationOffsetGivesWrongResult) {
 TEST(Broken, DroppedPutLeavesBytesUnwritten) {
   Schedule s = build("direct", Topology::from_ppn(3, 1, 2));
   erase_op(s, 0, find_op(s, 0, OpKind::Put));  // rank 1 never gets block 0
-  s.programs[1][find_op(s, 1, OpKind::Wait)].value = 1;
+  edit_op(s, 1, find_op(s, 1, OpKind::Wait), [](Op& op) { op.value = 1; });
   EXPECT_ERROR(s, "rank 1 ends with bytes never written at recv[0,4)");
 }
 
 TEST(Broken, SpanOutOfBounds) {
   Schedule s = build("direct", Topology::from_ppn(4, 1, 1));
-  s.programs[3][find_op(s, 3, OpKind::Put)].segs[0].dst.offset = 14;
+  edit_op(s, 3, find_op(s, 3, OpKind::Put), [](Op& op) { op.segs[0].dst.offset = 14; });
   EXPECT_ERROR(s, "rank 3 op #");
   EXPECT_ERROR(s, "is out of bounds (size 16)");
 }
 
 TEST(Broken, SourceNotAddressable) {
   Schedule s = build("direct", Topology::from_ppn(4, 1, 1));
-  s.programs[3][find_op(s, 3, OpKind::Put)].segs[0].src.owner = 2;  // reads rank 2's send buffer
+  // reads rank 2's send buffer
+  edit_op(s, 3, find_op(s, 3, OpKind::Put), [](Op& op) { op.segs[0].src.owner = 2; });
   EXPECT_ERROR(s, "is not addressable by this rank");
 }
 
 TEST(Broken, WriteIntoSendBuffer) {
   Schedule s = build("direct", Topology::from_ppn(2, 1, 1));
-  s.programs[0][find_op(s, 0, OpKind::Put)].segs[0].dst.region = Region::Send;
-  s.programs[0][find_op(s, 0, OpKind::Put)].segs[0].dst.offset = 0;
+  edit_op(s, 0, find_op(s, 0, OpKind::Put), [](Op& op) {
+    op.segs[0].dst.region = Region::Send;
+    op.segs[0].dst.offset = 0;
+  });
   EXPECT_ERROR(s, "writes into a send buffer");
 }
 
@@ -113,17 +132,18 @@ TEST(Broken, WriteIntoSendBuffer) {
 // message can satisfy the step-0 wait. The verifier must not accept it.
 TEST(Broken, SharedCounterAcrossStepsIsAmbiguous) {
   Schedule s = build("bruck", Topology::from_ppn(9, 1, 2));
-  for (auto& prog : s.programs) {
-    uint64_t seen = 0;
-    for (auto& op : prog) {
-      if (op.kind == OpKind::Put) op.counter.index = 0;
-      if (op.kind == OpKind::Wait) {
-        op.counter.index = 0;
-        seen += op.value;
-        op.value = seen;
+  for (int r = 0; r < s.topo.nranks(); ++r)
+    edit(s, r, [](std::vector<Op>& ops) {
+      uint64_t seen = 0;
+      for (auto& op : ops) {
+        if (op.kind == OpKind::Put) op.counter.index = 0;
+        if (op.kind == OpKind::Wait) {
+          op.counter.index = 0;
+          seen += op.value;
+          op.value = seen;
+        }
       }
-    }
-  }
+    });
   EXPECT_ERROR(s, "a message meant for a later wait could satisfy it early");
 }
 
@@ -131,9 +151,10 @@ TEST(Broken, SharedCounterAcrossStepsIsAmbiguous) {
 // call overwrite the shared buffer) while a neighbour still copies out of it.
 TEST(Broken, SmpWithoutFinalSyncReturnsTooEarly) {
   Schedule s = build("smp_direct", Topology::from_ppn(8, 4, 2));
-  for (auto& prog : s.programs) {
-    while (prog.back().kind != OpKind::Copy) prog.pop_back();  // drop flush, signal, wait
-  }
+  for (int r = 0; r < s.topo.nranks(); ++r)
+    edit(s, r, [](std::vector<Op>& ops) {
+      while (ops.back().kind != OpKind::Copy) ops.pop_back();  // drop flush, signal, wait
+    });
   EXPECT_ERROR(s, "returns while");
   EXPECT_ERROR(s, "may still read shared[");
 }
@@ -141,12 +162,13 @@ TEST(Broken, SmpWithoutFinalSyncReturnsTooEarly) {
 // A leader that signals the end before its puts stop reading the shared buffer.
 TEST(Broken, SmpLeaderWithoutFlush) {
   Schedule s = build("smp_direct", Topology::from_ppn(8, 4, 2));
-  auto& prog = s.programs[0];
-  for (size_t i = prog.size(); i-- > 0;)
-    if (prog[i].kind == OpKind::Flush) {
-      prog.erase(prog.begin() + i);
-      break;
-    }
+  edit(s, 0, [](std::vector<Op>& ops) {
+    for (size_t i = ops.size(); i-- > 0;)
+      if (ops[i].kind == OpKind::Flush) {
+        ops.erase(ops.begin() + i);
+        break;
+      }
+  });
   EXPECT_ERROR(s, "(reading) may still read shared[");
 }
 
@@ -154,14 +176,15 @@ TEST(Broken, SmpLeaderWithoutFlush) {
 TEST(Broken, OverwriteWhilePeerReads) {
   Schedule s = build("ring", Topology::from_ppn(3, 1, 1));
   // Rank 0: after its step-1 put (which reads recv), copy its send block over that recv range.
-  auto& prog = s.programs[0];
   int put = find_op(s, 0, OpKind::Put, 1);
-  Op copy;
-  copy.kind = OpKind::Copy;
-  copy.step = 1;
-  Span src = {Region::Send, 0, 0, 4}, dst = prog[put].segs[0].src;
-  copy.segs = {{src, dst}};
-  prog.insert(prog.begin() + put + 1, copy);
+  edit(s, 0, [&](std::vector<Op>& ops) {
+    Op copy;
+    copy.kind = OpKind::Copy;
+    copy.step = 1;
+    Span src = {Region::Send, 0, 0, 4}, dst = ops[put].segs[0].src;
+    copy.segs = {{src, dst}};
+    ops.insert(ops.begin() + put + 1, copy);
+  });
   EXPECT_ERROR(s, "overwrites recv[");
   EXPECT_ERROR(s, "(reading) may still be reading it");
 }
@@ -170,13 +193,14 @@ TEST(Broken, OverwriteWhilePeerReads) {
 TEST(Broken, BarrierWithoutLastRound) {
   Topology t = Topology::from_ppn(8, 1, 1);
   Schedule s = build_schedule("barrier", "dissemination", t, std::vector<uint64_t>(8, 0), {});
-  for (auto& prog : s.programs) prog.resize(prog.size() - 2);  // drop the last put and wait
+  for (int r = 0; r < 8; ++r)  // drop the last put and wait
+    edit(s, r, [](std::vector<Op>& ops) { ops.resize(ops.size() - 2); });
   EXPECT_ERROR(s, "may leave the barrier before rank");
 }
 
 TEST(Broken, WaitOnSomeoneElsesCounter) {
   Schedule s = build("direct", Topology::from_ppn(3, 1, 1));
-  s.programs[1][find_op(s, 1, OpKind::Wait)].counter.owner = 2;
+  edit_op(s, 1, find_op(s, 1, OpKind::Wait), [](Op& op) { op.counter.owner = 2; });
   EXPECT_ERROR(s, "waits on a counter of another rank or node");
 }
 
@@ -204,8 +228,8 @@ TEST(Broken, BcastChunkAtWrongOffset) {
   o.stripe_threshold = 1 << 30;
   Schedule s = build_schedule("bcast", "pipelined_chain", Topology::from_ppn(12, 1, 2),
                               std::vector<uint64_t>(12, 64 * 1024), o);
-  Op& last = s.programs[10][find_op(s, 10, OpKind::Put, 1)];  // rank 10 -> 11, chunk 1
-  last.segs[0].dst.offset = 0;  // over chunk 0
+  // rank 10 -> 11, chunk 1, over chunk 0
+  edit_op(s, 10, find_op(s, 10, OpKind::Put, 1), [](Op& last) { last.segs[0].dst.offset = 0; });
   EXPECT_ERROR(s, "rank 10 op #3 (step 11: put -> 11, rail 1, 5461 B): writes recv[0,5461) of rank 11 while");
   EXPECT_ERROR(s, "may still be writing it");
 }
@@ -215,8 +239,10 @@ TEST(Broken, BcastChunkAtWrongOffset) {
 TEST(Broken, BcastSmpWithoutFinalSync) {
   // 1 MiB: the chunked chain through the node-shared buffers (short messages skip them)
   Schedule s = build_rooted("bcast", "smp", Topology::from_ppn(8, 4, 2), 1 << 20, 1);
-  for (auto& prog : s.programs)  // drop the sync: flush, signal, wait at the end
-    if (prog.size() >= 3 && prog[prog.size() - 3].kind == OpKind::Flush) prog.resize(prog.size() - 3);
+  for (int r = 0; r < 8; ++r)  // drop the sync: flush, signal, wait at the end
+    edit(s, r, [](std::vector<Op>& ops) {
+      if (ops.size() >= 3 && ops[ops.size() - 3].kind == OpKind::Flush) ops.resize(ops.size() - 3);
+    });
   EXPECT_ERROR(s, "returns while");
   EXPECT_ERROR(s, "may still read shared[");
 }
@@ -226,7 +252,7 @@ TEST(Broken, BcastSmpWithoutFinalSync) {
 TEST(Broken, GatherMissingABlock) {
   Schedule s = build_rooted("gather", "direct", Topology::from_ppn(4, 1, 2), 4, 2);
   erase_op(s, 0, find_op(s, 0, OpKind::Put));
-  s.programs[2][find_op(s, 2, OpKind::Wait)].value = 2;
+  edit_op(s, 2, find_op(s, 2, OpKind::Wait), [](Op& op) { op.value = 2; });
   EXPECT_ERROR(s, "rank 2 ends with bytes never written at recv[0,4); expected bytes from offset 0 of rank 0");
 }
 
@@ -254,7 +280,7 @@ Schedule build_allreduce(const std::string& algo, const Topology& t, uint64_t by
 TEST(Broken, AllreduceCountsARankTwice) {
   Schedule s = build_allreduce("recursive_doubling", Topology::from_ppn(4, 1, 1), 16);
   int i = find_op(s, 1, OpKind::Reduce);
-  s.programs[1].insert(s.programs[1].begin() + i + 1, s.programs[1][i]);
+  edit(s, 1, [&](std::vector<Op>& ops) { ops.insert(ops.begin() + i + 1, ops[i]); });
   EXPECT_ERROR(s, "rank 1 op #");
   EXPECT_ERROR(s, "a rank's contribution counted twice");
 }
@@ -270,9 +296,10 @@ TEST(Broken, AllreduceMissingACombine) {
 // every rank is counted once.
 TEST(Broken, AllreduceCombinesDifferentElements) {
   Schedule s = build_allreduce("recursive_doubling", Topology::from_ppn(2, 1, 1), 16);
-  Op& r = s.programs[0][find_op(s, 0, OpKind::Reduce)];
-  r.segs[0].src.offset += 4;
-  r.segs[0].src.length -= 4;
-  r.segs[0].dst.length -= 4;
+  edit_op(s, 0, find_op(s, 0, OpKind::Reduce), [](Op& r) {
+    r.segs[0].src.offset += 4;
+    r.segs[0].src.length -= 4;
+    r.segs[0].dst.length -= 4;
+  });
   EXPECT_ERROR(s, "combines elements at offset 0 with elements at offset 4");
 }

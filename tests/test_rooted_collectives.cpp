@@ -22,10 +22,10 @@ Schedule build(const std::string& coll, const std::string& algo, const Topology&
   return build_schedule(coll, algo, t, std::vector<uint64_t>(t.nranks(), bytes), o);
 }
 
-std::vector<const Op*> puts_of(const Schedule& s, int rank) {
-  std::vector<const Op*> out;
+std::vector<Op> puts_of(const Schedule& s, int rank) {
+  std::vector<Op> out;
   for (auto& op : s.programs[rank])
-    if (op.kind == OpKind::Put) out.push_back(&op);
+    if (op.kind == OpKind::Put) out.push_back(op);
   return out;
 }
 
@@ -52,10 +52,10 @@ TEST(Bcast, Binomial8Ranks) {
     EXPECT_EQ(st.messages, 7u);
     auto p = puts_of(s, root);
     ASSERT_EQ(p.size(), 3u);
-    EXPECT_EQ(p[0]->peer, (root + 4) % 8);
-    EXPECT_EQ(p[1]->peer, (root + 2) % 8);
-    EXPECT_EQ(p[2]->peer, (root + 1) % 8);
-    for (int i = 0; i < 3; ++i) EXPECT_EQ(p[i]->rail, i % 2);  // step s on rail s mod k
+    EXPECT_EQ(p[0].peer, (root + 4) % 8);
+    EXPECT_EQ(p[1].peer, (root + 2) % 8);
+    EXPECT_EQ(p[2].peer, (root + 1) % 8);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(p[i].rail, i % 2);  // step s on rail s mod k
     EXPECT_TRUE(verify_schedule(s).ok());
   }
 }
@@ -83,8 +83,8 @@ TEST(Bcast, PipelinedChainChunksAndRails) {
   int chunks = static_cast<int>(p.size());
   EXPECT_EQ(chunks, 22);  // floor(sqrt(8 * 262144 / (2 * 2048))) = floor(22.6)
   for (int c = 0; c < chunks; ++c) {
-    EXPECT_EQ(p[c]->rail, c % 2);
-    EXPECT_EQ(p[c]->peer, 1);
+    EXPECT_EQ(p[c].rail, c % 2);
+    EXPECT_EQ(p[c].peer, 1);
   }
   EXPECT_EQ(s.stats().comm_steps, 10 - 2 + chunks);
   EXPECT_EQ(s.stats().messages, static_cast<uint64_t>(9 * chunks));
@@ -92,9 +92,9 @@ TEST(Bcast, PipelinedChainChunksAndRails) {
   EXPECT_EQ(puts_of(build("bcast", "pipelined_chain", t, 64), 0).size(), 1u);
   // Node-major chain: from the root through its node, then node by node.
   Schedule n = build("bcast", "pipelined_chain", Topology::from_node_map({0, 1, 0, 1, 0, 1}, 1), 8, 3);
-  EXPECT_EQ(puts_of(n, 3)[0]->peer, 1);  // root 3 is on node 1 with ranks 1 and 5
-  EXPECT_EQ(puts_of(n, 1)[0]->peer, 5);
-  EXPECT_EQ(puts_of(n, 5)[0]->peer, 0);  // then node 0: 0, 2, 4
+  EXPECT_EQ(puts_of(n, 3)[0].peer, 1);  // root 3 is on node 1 with ranks 1 and 5
+  EXPECT_EQ(puts_of(n, 1)[0].peer, 5);
+  EXPECT_EQ(puts_of(n, 5)[0].peer, 0);  // then node 0: 0, 2, 4
   EXPECT_TRUE(verify_schedule(n).ok());
 }
 
@@ -117,23 +117,23 @@ TEST(Bcast, SmpOnFour4WayNodes) {
   EXPECT_EQ(small.shared_bytes[1], 0u);
   auto p = puts_of(small, 5);
   ASSERT_EQ(p.size(), 6u);  // 3 leaders' worth of tree edges (8, 12 in round 0; 0 in round 1) + 3 local ranks
-  EXPECT_EQ(p[0]->peer, 8);
-  EXPECT_EQ(p[1]->peer, 12);
-  EXPECT_EQ(p[2]->peer, 0);
-  EXPECT_NE(p[0]->rail, p[1]->rail);
-  EXPECT_EQ(p[1]->step, 0);
-  EXPECT_EQ(p[2]->step, 1);
-  for (int i = 3; i < 6; ++i) EXPECT_TRUE(t.same_node(5, p[i]->peer));
+  EXPECT_EQ(p[0].peer, 8);
+  EXPECT_EQ(p[1].peer, 12);
+  EXPECT_EQ(p[2].peer, 0);
+  EXPECT_NE(p[0].rail, p[1].rail);
+  EXPECT_EQ(p[1].step, 0);
+  EXPECT_EQ(p[2].step, 1);
+  for (int i = 3; i < 6; ++i) EXPECT_TRUE(t.same_node(5, p[i].peer));
   // Long: a chain of nodes through the node-shared buffers, chunks striped.
   Schedule large = build("bcast", "smp", t, 1 << 20, 5);
   for (int r = 0; r < 16; ++r)
-    for (auto* op : puts_of(large, r)) EXPECT_EQ(op->segs[0].dst.region, Region::Shared);
+    for (auto& op : puts_of(large, r)) EXPECT_EQ(op.segs[0].dst.region, Region::Shared);
   auto st = large.stats();
   EXPECT_LE(st.rail_bytes[0] - st.rail_bytes[1], 100u);  // striped: even up to a byte a part
   EXPECT_EQ(puts_of(large, 5).size(), 22u);  // floor(sqrt(2 * 1 MiB / (2 * 2 KiB))) chunks
-  EXPECT_EQ(puts_of(large, 5)[0]->peer, 8);
-  EXPECT_EQ(puts_of(large, 8)[0]->peer, 12);
-  EXPECT_EQ(puts_of(large, 12)[0]->peer, 0);
+  EXPECT_EQ(puts_of(large, 5)[0].peer, 8);
+  EXPECT_EQ(puts_of(large, 8)[0].peer, 12);
+  EXPECT_EQ(puts_of(large, 12)[0].peer, 0);
 }
 
 // One flagged injection: N-1 consecutive puts from the root, same source span.
@@ -170,11 +170,11 @@ TEST(Gather, Tree8Ranks) {
   // Relative rank 4 (rank 1) sends relative 4..7 = ranks 1..4: one segment at recv[10,50).
   auto p = puts_of(s, 1);
   ASSERT_EQ(p.size(), 1u);
-  ASSERT_EQ(p[0]->segs.size(), 1u);
-  EXPECT_EQ(p[0]->segs[0].dst.offset, 10u);
-  EXPECT_EQ(p[0]->segs[0].dst.length, 40u);
+  ASSERT_EQ(p[0].segs.size(), 1u);
+  EXPECT_EQ(p[0].segs[0].dst.offset, 10u);
+  EXPECT_EQ(p[0].segs[0].dst.length, 40u);
   // Relative rank 2 (rank 7) sends relative 2..3 = ranks 7, 0: two segments, wrapping.
-  EXPECT_EQ(puts_of(s, 7)[0]->segs.size(), 2u);
+  EXPECT_EQ(puts_of(s, 7)[0].segs.size(), 2u);
   EXPECT_TRUE(verify_schedule(s).ok());
 }
 
@@ -191,10 +191,10 @@ TEST(Gather, DirectKPorts) {
     }
     ASSERT_EQ(p.size(), 1u);
     int v = (r - 2 + 7) % 7;
-    EXPECT_EQ(p[0]->peer, 2);
-    EXPECT_EQ(p[0]->step, (v - 1) / 3);
-    EXPECT_EQ(p[0]->rail, (v - 1) % 3);
-    EXPECT_EQ(p[0]->segs[0].dst.offset, 8u * r);
+    EXPECT_EQ(p[0].peer, 2);
+    EXPECT_EQ(p[0].step, (v - 1) / 3);
+    EXPECT_EQ(p[0].rail, (v - 1) % 3);
+    EXPECT_EQ(p[0].segs[0].dst.offset, 8u * r);
   }
 }
 
@@ -208,8 +208,8 @@ TEST(Gather, SmpOnFour4WayNodes) {
   for (int leader : {0, 8, 12}) {
     auto p = puts_of(s, leader);
     ASSERT_EQ(p.size(), 1u);
-    EXPECT_EQ(p[0]->peer, 6);
-    EXPECT_EQ(p[0]->segs[0].src.region, Region::Shared);
+    EXPECT_EQ(p[0].peer, 6);
+    EXPECT_EQ(p[0].segs[0].src.region, Region::Shared);
   }
   EXPECT_TRUE(verify_schedule(s).ok());
 }
@@ -231,8 +231,8 @@ TEST(Barrier, HwCombiningFlags) {
   for (int r = 1; r < 9; ++r) {
     auto p = puts_of(s, r);
     ASSERT_EQ(p.size(), 1u);
-    EXPECT_EQ(p[0]->hw, HwAssist::Combine);
-    EXPECT_EQ(p[0]->peer, 0);
+    EXPECT_EQ(p[0].hw, HwAssist::Combine);
+    EXPECT_EQ(p[0].peer, 0);
   }
   const auto& prog = s.programs[0];
   ASSERT_EQ(prog.size(), 9u);

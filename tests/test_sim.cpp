@@ -373,7 +373,9 @@ TEST(Sim, LocalSocketPut) {
 TEST(Sim, RefusesOperationsItDoesNotModel) {
   Machine m = test_machine();
   Schedule s = flows(Topology::from_ppn(2, 1, 1), {{0, 1, 8}});
-  s.programs[0][0].kind = static_cast<OpKind>(42);
+  std::vector<Op> ops = s.programs[0].ops();
+  ops[0].kind = static_cast<OpKind>(42);
+  s.programs[0] = Program(ops);
   EXPECT_THROW(simulate(s, m), InputError);
 }
 

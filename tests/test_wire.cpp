@@ -98,14 +98,14 @@ struct DirectPlan : ::testing::Test {
   std::unique_ptr<Plan> plan = make_plan(topo, 2, "allgather", "direct", {4096, 4096, 4096, 4096}, {}, "k");
   FrameHeader frame_from_0(int part) {
     for (auto& kv : plan->incoming) {
-      if ((kv.first >> 32) != 0 || kv.second->kind != OpKind::Put) continue;
-      auto parts = put_parts(*plan, topo, 0, *kv.second);
+      if ((kv.first >> 32) != 0 || kv.second.kind != OpKind::Put) continue;
+      auto parts = put_parts(*plan, topo, 0, kv.second);
       FrameHeader h{};
       h.magic = kWireMagic, h.version = kWireVersion, h.type = static_cast<uint16_t>(Frame::Data);
       h.call_sig = plan->sig, h.sender = 0, h.op = static_cast<int32_t>(kv.first & 0xffffffff);
       h.part = static_cast<uint16_t>(part), h.nparts = static_cast<uint16_t>(parts.size());
       for (int p = 0; p < part; ++p) h.offset += parts[p].second;
-      h.length = parts[part].second, h.total = kv.second->bytes();
+      h.length = parts[part].second, h.total = kv.second.bytes();
       return h;
     }
     ADD_FAILURE() << "no put from rank 0 to rank 2";

@@ -413,7 +413,7 @@ struct Comm::Impl final : Transport {
       held.push_back(std::move(frame));
       return;
     }
-    part_arrived(c, h, *plan->incoming.at(key_of(h.sender, h.op)));
+    part_arrived(c, h, plan->incoming.at(key_of(h.sender, h.op)));
   }
 
   void drive_recv(Conn& c) override {
@@ -601,7 +601,7 @@ struct Comm::Impl final : Transport {
     std::ostringstream o;
     int shown = 0;
     for (auto& kv : plan->incoming) {
-      if (!(kv.second->counter == cref) || arrivals.done(kv.first)) continue;
+      if (!(kv.second.counter == cref) || arrivals.done(kv.first)) continue;
       if (shown++ < 6) o << (shown > 1 ? ", " : "") << "rank " << (kv.first >> 32) << " op #" << (kv.first & 0xffffffffu);
     }
     return shown ? " (still missing: " + o.str() + (shown > 6 ? ", ..." : "") + ")" : "";

@@ -29,18 +29,18 @@ std::unique_ptr<Plan> make_plan(const Topology& t, int me, const std::string& co
   for (int r = 0; r < t.nranks(); ++r) {
     const auto& prog = p->sched.programs[r];
     for (size_t i = 0; i < prog.size(); ++i) {
-      const Op& op = prog[i];
-      if (op.kind != OpKind::Put && op.kind != OpKind::Signal) continue;
+      if (prog.kind(i) != OpKind::Put && prog.kind(i) != OpKind::Signal) continue;
+      const Op op = prog[i];
       if (op.counter.on_node && op.counter.owner == node) ++p->node_increments[op.counter.index];
       if (r == me) continue;
       // A put arrives as Data, or, memcpy'd by a local sender, as a Notify when
       // it increments this rank's counter (a node counter it bumps itself).
       if (op.kind == OpKind::Put && op.peer == me && (!memcpy_put(t, r, op) || !op.counter.on_node))
-        p->incoming[key_of(r, static_cast<int>(i))] = &op;
+        p->incoming[key_of(r, static_cast<int>(i))] = op;
       if (op.kind == OpKind::Signal) {
         const CounterRef& c = op.counter;
         bool to_me = c.on_node ? (c.owner == node && !t.same_node(r, me) && t.leader(node) == me) : (c.owner == me);
-        if (to_me) p->incoming[key_of(r, static_cast<int>(i))] = &op;
+        if (to_me) p->incoming[key_of(r, static_cast<int>(i))] = op;
       }
     }
   }
@@ -67,7 +67,7 @@ const Op* match_frame(const Plan& p, const Topology& t, int me, const FrameHeade
            p.what;
     return nullptr;
   }
-  const Op& op = *it->second;
+  const Op& op = it->second;
   bool data = h.type == static_cast<uint16_t>(Frame::Data);
   if (data != (op.kind == OpKind::Put && !memcpy_put(t, h.sender, op))) {
     *why = "frame type does not match the schedule";

@@ -19,8 +19,9 @@ struct Plan {
   Schedule sched;
   uint64_t sig = 0;
   std::string what;  // "allgather/direct with 4096 B per rank"
-  // Puts and signals this rank receives as frames, by (sender, op).
-  std::unordered_map<uint64_t, const Op*> incoming;
+  // Puts and signals this rank receives as frames, by (sender, op); copies,
+  // since a program yields its ops by value (schedule.hpp, Program).
+  std::unordered_map<uint64_t, Op> incoming;
   std::vector<uint64_t> node_increments;  // per node counter of this rank's node
 };
 
