@@ -9,7 +9,7 @@ using namespace railcoll;
 namespace {
 
 Schedule build(const std::string& algo, const Topology& t, uint64_t bytes = 4) {
-  return build_schedule("allgather", algo, t, std::vector<uint64_t>(t.nranks(), bytes), {});
+  return build_schedule(Collective::Allgather, algo, t, std::vector<uint64_t>(t.nranks(), bytes), {});
 }
 
 // The first error, or "" when the schedule verifies.
@@ -192,7 +192,7 @@ TEST(Broken, OverwriteWhilePeerReads) {
 // A barrier whose last step is dropped lets a rank leave before all arrived.
 TEST(Broken, BarrierWithoutLastRound) {
   Topology t = Topology::from_ppn(8, 1, 1);
-  Schedule s = build_schedule("barrier", "dissemination", t, std::vector<uint64_t>(8, 0), {});
+  Schedule s = build_schedule(Collective::Barrier, "dissemination", t, std::vector<uint64_t>(8, 0), {});
   for (int r = 0; r < 8; ++r)  // drop the last put and wait
     edit(s, r, [](std::vector<Op>& ops) { ops.resize(ops.size() - 2); });
   EXPECT_ERROR(s, "may leave the barrier before rank");
@@ -205,7 +205,7 @@ TEST(Broken, WaitOnSomeoneElsesCounter) {
 }
 
 namespace {
-Schedule build_rooted(const std::string& coll, const std::string& algo, const Topology& t, uint64_t bytes, int root) {
+Schedule build_rooted(Collective coll, const std::string& algo, const Topology& t, uint64_t bytes, int root) {
   AlgoOptions o;
   o.root = root;
   return build_schedule(coll, algo, t, std::vector<uint64_t>(t.nranks(), bytes), o);
@@ -215,7 +215,7 @@ Schedule build_rooted(const std::string& coll, const std::string& algo, const To
 // A broadcast that never sends one rank its copy: the root's last binomial put
 // (to relative rank 1) and that rank's wait are gone.
 TEST(Broken, BcastMissingARank) {
-  Schedule s = build_rooted("bcast", "binomial", Topology::from_ppn(8, 1, 2), 64, 3);
+  Schedule s = build_rooted(Collective::Bcast, "binomial", Topology::from_ppn(8, 1, 2), 64, 3);
   erase_op(s, 3, find_op(s, 3, OpKind::Put, 2));
   erase_op(s, 4, find_op(s, 4, OpKind::Wait));
   EXPECT_ERROR(s, "rank 4 ends with bytes never written at recv[0,64); expected bytes from offset 0 of rank 3");
@@ -226,7 +226,7 @@ TEST(Broken, BcastMissingARank) {
 TEST(Broken, BcastChunkAtWrongOffset) {
   AlgoOptions o;
   o.stripe_threshold = 1 << 30;
-  Schedule s = build_schedule("bcast", "pipelined_chain", Topology::from_ppn(12, 1, 2),
+  Schedule s = build_schedule(Collective::Bcast, "pipelined_chain", Topology::from_ppn(12, 1, 2),
                               std::vector<uint64_t>(12, 64 * 1024), o);
   // rank 10 -> 11, chunk 1, over chunk 0
   edit_op(s, 10, find_op(s, 10, OpKind::Put, 1), [](Op& last) { last.segs[0].dst.offset = 0; });
@@ -238,7 +238,7 @@ TEST(Broken, BcastChunkAtWrongOffset) {
 // overwrite the shared buffer while a neighbour still copies out of it.
 TEST(Broken, BcastSmpWithoutFinalSync) {
   // 1 MiB: the chunked chain through the node-shared buffers (short messages skip them)
-  Schedule s = build_rooted("bcast", "smp", Topology::from_ppn(8, 4, 2), 1 << 20, 1);
+  Schedule s = build_rooted(Collective::Bcast, "smp", Topology::from_ppn(8, 4, 2), 1 << 20, 1);
   for (int r = 0; r < 8; ++r)  // drop the sync: flush, signal, wait at the end
     edit(s, r, [](std::vector<Op>& ops) {
       if (ops.size() >= 3 && ops[ops.size() - 3].kind == OpKind::Flush) ops.resize(ops.size() - 3);
@@ -250,7 +250,7 @@ TEST(Broken, BcastSmpWithoutFinalSync) {
 // A gather missing one rank's block: rank 0's put is gone and the root waits
 // for one arrival fewer.
 TEST(Broken, GatherMissingABlock) {
-  Schedule s = build_rooted("gather", "direct", Topology::from_ppn(4, 1, 2), 4, 2);
+  Schedule s = build_rooted(Collective::Gather, "direct", Topology::from_ppn(4, 1, 2), 4, 2);
   erase_op(s, 0, find_op(s, 0, OpKind::Put));
   edit_op(s, 2, find_op(s, 2, OpKind::Wait), [](Op& op) { op.value = 2; });
   EXPECT_ERROR(s, "rank 2 ends with bytes never written at recv[0,4); expected bytes from offset 0 of rank 0");
@@ -259,7 +259,7 @@ TEST(Broken, GatherMissingABlock) {
 // A gather tree whose inner rank forwards its subtree before its children's
 // blocks are in.
 TEST(Broken, GatherTreeForwardsBeforeChildren) {
-  Schedule s = build_rooted("gather", "tree", Topology::from_ppn(8, 1, 1), 4, 0);
+  Schedule s = build_rooted(Collective::Gather, "tree", Topology::from_ppn(8, 1, 1), 4, 0);
   erase_op(s, 4, find_op(s, 4, OpKind::Wait));  // rank 4 collects ranks 5..7
   std::string e = first_error(s);
   EXPECT_NE(e.find("rank 4 op #"), std::string::npos) << e;
@@ -272,7 +272,7 @@ namespace {
 Schedule build_allreduce(const std::string& algo, const Topology& t, uint64_t bytes) {
   AlgoOptions o;
   o.dtype = DataType::Int32;
-  return build_schedule("allreduce", algo, t, std::vector<uint64_t>(t.nranks(), bytes), o);
+  return build_schedule(Collective::Allreduce, algo, t, std::vector<uint64_t>(t.nranks(), bytes), o);
 }
 }  // namespace
 

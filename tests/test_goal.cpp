@@ -15,7 +15,7 @@ using namespace railcoll::sim;
 namespace {
 
 Schedule allgather(const std::string& algo, const Topology& t, uint64_t bytes) {
-  return build_schedule("allgather", algo, t, std::vector<uint64_t>(t.nranks(), bytes), AlgoOptions{});
+  return build_schedule(Collective::Allgather, algo, t, std::vector<uint64_t>(t.nranks(), bytes), AlgoOptions{});
 }
 
 // The GOAL body without the comment header (which names the algorithm, and an
@@ -102,7 +102,7 @@ TEST(Goal, RoundTripIsAFixpoint) {
   for (auto& spec : all_algorithms())
     for (auto& t : topos)
       for (uint64_t bytes : {0, 1, 5, 2000}) {
-        SCOPED_TRACE(std::string(spec.collective) + "/" + spec.name + " " + t.describe() + " " + std::to_string(bytes));
+        SCOPED_TRACE(std::string(collective_name(spec.collective)) + "/" + spec.name + " " + t.describe() + " " + std::to_string(bytes));
         Schedule s = build_schedule(spec.collective, spec.name, t, std::vector<uint64_t>(t.nranks(), bytes * 4), call_defaults(spec.collective));
         std::string g1 = to_goal(s);
         EXPECT_EQ(body(g1), body(to_goal(from_goal(g1, t.rails()))));
@@ -114,7 +114,7 @@ TEST(Goal, RoundTripIsAFixpoint) {
 // once made them one run of waits, whose export required the front before both.
 TEST(Goal, DependentRunsOfWaitsRoundTrip) {
   Topology t = Topology::from_node_sizes({1, 3}, 1);
-  Schedule s = build_schedule("allreduce", "smp", t, std::vector<uint64_t>(4, 4), call_defaults("allreduce"));
+  Schedule s = build_schedule(Collective::Allreduce, "smp", t, std::vector<uint64_t>(4, 4), call_defaults(Collective::Allreduce));
   std::string g1 = to_goal(s);
   Schedule imported = from_goal(g1, 1);
   EXPECT_EQ(body(g1), body(to_goal(imported)));
@@ -123,7 +123,7 @@ TEST(Goal, DependentRunsOfWaitsRoundTrip) {
 
 TEST(Goal, ImportKeepsTheMessagesAndSimulates) {
   for (auto& spec : all_algorithms()) {
-    if (std::string(spec.collective) != "allgather") continue;
+    if (spec.collective != Collective::Allgather) continue;
     Topology t = Topology::from_ppn(8, 2, 2);
     Schedule s = allgather(spec.name, t, 64);
     std::string g = to_goal(s);
@@ -164,7 +164,7 @@ l3 irequires l2
 }
 )";
   Schedule s = from_goal(text);
-  EXPECT_EQ(s.collective, "goal");
+  EXPECT_EQ(s.collective, Collective::Goal);
   EXPECT_EQ(s.algorithm, "imported");
   ASSERT_EQ(s.programs.size(), 2u);
   // Rank 0: put, flush (the recv requires the send), wait.

@@ -13,7 +13,7 @@ namespace {
 
 Schedule build(const std::string& algo, const Topology& t, uint64_t bytes = 1, AlgoOptions o = {},
                std::vector<std::string> given = {}) {
-  return build_schedule("allgather", algo, t, std::vector<uint64_t>(t.nranks(), bytes), o, given);
+  return build_schedule(Collective::Allgather, algo, t, std::vector<uint64_t>(t.nranks(), bytes), o, given);
 }
 
 // Destinations of rank p's puts at each step.
@@ -233,13 +233,13 @@ TEST(BadInput, RegistryNamesTheProblem) {
     return std::string("no error");
   };
   std::vector<uint64_t> c(4, 1);
-  EXPECT_EQ(msg([&] { build_schedule("allgather", "nope", t, c, {}); }),
+  EXPECT_EQ(msg([&] { build_schedule(Collective::Allgather, "nope", t, c, {}); }),
             "unknown allgather algorithm 'nope' (railcoll algos lists them)");
-  EXPECT_EQ(msg([&] { build_schedule("scatter", "direct", t, c, {}); }),
-            "unknown collective 'scatter' (railcoll algos lists them)");
-  EXPECT_EQ(msg([&] { build_schedule("allgather", "bruck", t, c, {}, {"concurrency"}); }),
+  EXPECT_EQ(msg([&] { collective_from_name("scatter"); }),
+            "unknown collective 'scatter' (one of: allgather, barrier, bcast, gather, allreduce)");
+  EXPECT_EQ(msg([&] { build_schedule(Collective::Allgather, "bruck", t, c, {}, {"concurrency"}); }),
             "allgather algorithm 'bruck' does not take the option --concurrency");
-  EXPECT_EQ(msg([&] { build_schedule("allgather", "bruck", t, {1, 2}, {}); }), "got 2 block sizes for 4 ranks");
-  EXPECT_EQ(msg([&] { build_schedule("allgather", "bruck", t, std::vector<uint64_t>(4, 1ull << 41), {}); }),
+  EXPECT_EQ(msg([&] { build_schedule(Collective::Allgather, "bruck", t, {1, 2}, {}); }), "got 2 block sizes for 4 ranks");
+  EXPECT_EQ(msg([&] { build_schedule(Collective::Allgather, "bruck", t, std::vector<uint64_t>(4, 1ull << 41), {}); }),
             "bytes per rank 2199023255552 is above the limit of 2^40");
 }

@@ -14,7 +14,7 @@ using namespace railcoll;
 
 namespace {
 
-Schedule build(const std::string& coll, const std::string& algo, const Topology& t, uint64_t bytes, int root = 0,
+Schedule build(Collective coll, const std::string& algo, const Topology& t, uint64_t bytes, int root = 0,
                uint64_t stripe_threshold = 1024) {
   AlgoOptions o;
   o.root = root;
@@ -46,7 +46,7 @@ std::map<int, uint64_t> received(const Schedule& s) {
 // relative ranks 4, 2, 1 in that order), whatever the root.
 TEST(Bcast, Binomial8Ranks) {
   for (int root : {0, 3}) {
-    Schedule s = build("bcast", "binomial", Topology::from_ppn(8, 1, 2), 64, root);
+    Schedule s = build(Collective::Bcast, "binomial", Topology::from_ppn(8, 1, 2), 64, root);
     auto st = s.stats();
     EXPECT_EQ(st.comm_steps, 3);
     EXPECT_EQ(st.messages, 7u);
@@ -64,7 +64,7 @@ TEST(Bcast, Binomial8Ranks) {
 // already has: every non-root rank receives exactly m, the root nothing.
 TEST(Bcast, ScatterAllgatherReceivesEachByteOnce) {
   for (int N : {2, 5, 8, 13}) {
-    Schedule s = build("bcast", "scatter_allgather", Topology::from_ppn(N, 1, 2), 1000, N - 1);
+    Schedule s = build(Collective::Bcast, "scatter_allgather", Topology::from_ppn(N, 1, 2), 1000, N - 1);
     auto got = received(s);
     for (int r = 0; r < N; ++r) EXPECT_EQ(got[r], r == N - 1 ? 0u : 1000u) << "N " << N << " rank " << r;
     // Scatter: the root sends ceil(log2 N) subtrees, halving.
@@ -78,7 +78,7 @@ TEST(Bcast, ScatterAllgatherReceivesEachByteOnce) {
 // rail c mod k when not striped; N-2+C communication steps.
 TEST(Bcast, PipelinedChainChunksAndRails) {
   Topology t = Topology::from_ppn(10, 1, 2);
-  Schedule s = build("bcast", "pipelined_chain", t, 256 * 1024, 0, 1ull << 30);
+  Schedule s = build(Collective::Bcast, "pipelined_chain", t, 256 * 1024, 0, 1ull << 30);
   auto p = puts_of(s, 0);
   int chunks = static_cast<int>(p.size());
   EXPECT_EQ(chunks, 22);  // floor(sqrt(8 * 262144 / (2 * 2048))) = floor(22.6)
@@ -89,9 +89,9 @@ TEST(Bcast, PipelinedChainChunksAndRails) {
   EXPECT_EQ(s.stats().comm_steps, 10 - 2 + chunks);
   EXPECT_EQ(s.stats().messages, static_cast<uint64_t>(9 * chunks));
   // Short messages: one chunk, a plain chain.
-  EXPECT_EQ(puts_of(build("bcast", "pipelined_chain", t, 64), 0).size(), 1u);
+  EXPECT_EQ(puts_of(build(Collective::Bcast, "pipelined_chain", t, 64), 0).size(), 1u);
   // Node-major chain: from the root through its node, then node by node.
-  Schedule n = build("bcast", "pipelined_chain", Topology::from_node_map({0, 1, 0, 1, 0, 1}, 1), 8, 3);
+  Schedule n = build(Collective::Bcast, "pipelined_chain", Topology::from_node_map({0, 1, 0, 1, 0, 1}, 1), 8, 3);
   EXPECT_EQ(puts_of(n, 3)[0].peer, 1);  // root 3 is on node 1 with ranks 1 and 5
   EXPECT_EQ(puts_of(n, 1)[0].peer, 5);
   EXPECT_EQ(puts_of(n, 5)[0].peer, 0);  // then node 0: 0, 2, 4
@@ -107,13 +107,13 @@ TEST(Bcast, PipelinedChainChunksAndRails) {
 TEST(Bcast, SmpOnFour4WayNodes) {
   Topology t = Topology::from_ppn(16, 4, 2);
   for (uint64_t m : {256ull, 1ull << 20}) {
-    Schedule s = build("bcast", "smp", t, m, 5);
+    Schedule s = build(Collective::Bcast, "smp", t, m, 5);
     EXPECT_EQ(s.stats().net_bytes, 3 * m) << m;
     EXPECT_TRUE(verify_schedule(s).ok());
   }
   // Short: a (k+1)-nomial tree of node leaders, private buffers only, then one
   // message from each leader to each of its local ranks; no shared buffer.
-  Schedule small = build("bcast", "smp", t, 256, 5);
+  Schedule small = build(Collective::Bcast, "smp", t, 256, 5);
   EXPECT_EQ(small.shared_bytes[1], 0u);
   auto p = puts_of(small, 5);
   ASSERT_EQ(p.size(), 6u);  // 3 leaders' worth of tree edges (8, 12 in round 0; 0 in round 1) + 3 local ranks
@@ -125,7 +125,7 @@ TEST(Bcast, SmpOnFour4WayNodes) {
   EXPECT_EQ(p[2].step, 1);
   for (int i = 3; i < 6; ++i) EXPECT_TRUE(t.same_node(5, p[i].peer));
   // Long: a chain of nodes through the node-shared buffers, chunks striped.
-  Schedule large = build("bcast", "smp", t, 1 << 20, 5);
+  Schedule large = build(Collective::Bcast, "smp", t, 1 << 20, 5);
   for (int r = 0; r < 16; ++r)
     for (auto& op : puts_of(large, r)) EXPECT_EQ(op.segs[0].dst.region, Region::Shared);
   auto st = large.stats();
@@ -138,7 +138,7 @@ TEST(Bcast, SmpOnFour4WayNodes) {
 
 // One flagged injection: N-1 consecutive puts from the root, same source span.
 TEST(Bcast, HwMulticastIsOneFlaggedInjection) {
-  Schedule s = build("bcast", "hw_multicast", Topology::from_ppn(12, 4, 2), 100, 7);
+  Schedule s = build(Collective::Bcast, "hw_multicast", Topology::from_ppn(12, 4, 2), 100, 7);
   const auto& prog = s.programs[7];
   ASSERT_EQ(prog.size(), 11u);
   for (auto& op : prog) {
@@ -157,7 +157,7 @@ TEST(Bcast, HwMulticastIsOneFlaggedInjection) {
 // whose blocks land at their final offsets: relative rank 4's subtree (ranks
 // 1..4) as one segment, relative rank 2's (ranks 7 and 0) as two, wrapping.
 TEST(Gather, Tree8Ranks) {
-  Schedule s = build("gather", "tree", Topology::from_ppn(8, 1, 1), 10, 5);
+  Schedule s = build(Collective::Gather, "tree", Topology::from_ppn(8, 1, 1), 10, 5);
   auto st = s.stats();
   EXPECT_EQ(st.comm_steps, 3);
   EXPECT_EQ(st.messages, 7u);
@@ -181,7 +181,7 @@ TEST(Gather, Tree8Ranks) {
 // k-port Direct gather: every rank one put straight into the root's recv; the
 // k senders of a step on k different rails.
 TEST(Gather, DirectKPorts) {
-  Schedule s = build("gather", "direct", Topology::from_ppn(7, 1, 3), 8, 2);
+  Schedule s = build(Collective::Gather, "direct", Topology::from_ppn(7, 1, 3), 8, 2);
   EXPECT_EQ(s.stats().comm_steps, 2);  // ceil(6 / 3)
   for (int r = 0; r < 7; ++r) {
     auto p = puts_of(s, r);
@@ -201,7 +201,7 @@ TEST(Gather, DirectKPorts) {
 // seed 001 §5.1 shm_gather: on four 4-way nodes, three network messages (one
 // per other node, its four blocks), the root copies its node's blocks out.
 TEST(Gather, SmpOnFour4WayNodes) {
-  Schedule s = build("gather", "smp", Topology::from_ppn(16, 4, 2), 256, 6);
+  Schedule s = build(Collective::Gather, "smp", Topology::from_ppn(16, 4, 2), 256, 6);
   auto st = s.stats();
   EXPECT_EQ(st.messages, 3u);
   EXPECT_EQ(st.net_bytes, 3u * 1024);
@@ -217,7 +217,7 @@ TEST(Gather, SmpOnFour4WayNodes) {
 // elan_gsync's shape: 2 (N-1) messages for any N, 2 x depth steps.
 TEST(Barrier, TreeMessages) {
   for (int N = 1; N <= 64; ++N) {
-    Schedule s = build("barrier", "tree", Topology::from_ppn(N, 1, 2), 0);
+    Schedule s = build(Collective::Barrier, "tree", Topology::from_ppn(N, 1, 2), 0);
     EXPECT_EQ(s.stats().messages, 2u * (N - 1)) << N;
     int depth = 0;
     for (long reach = 1, level = 1; reach < N; level *= 4, reach += level) ++depth;
@@ -227,7 +227,7 @@ TEST(Barrier, TreeMessages) {
 
 // elan_hgsync: N-1 combined readies into rank 0, then one multicast 'go'.
 TEST(Barrier, HwCombiningFlags) {
-  Schedule s = build("barrier", "hw_combining", Topology::from_ppn(9, 3, 1), 0);
+  Schedule s = build(Collective::Barrier, "hw_combining", Topology::from_ppn(9, 3, 1), 0);
   for (int r = 1; r < 9; ++r) {
     auto p = puts_of(s, r);
     ASSERT_EQ(p.size(), 1u);
@@ -251,19 +251,19 @@ TEST(Selection, NeverHardwareAndSubstitutesExist) {
     for (int ppn : {1, 4})
       for (uint64_t bytes : {0ull, 1ull, 4096ull, 1ull << 20}) {
         Topology t = Topology::from_ppn(N, ppn, 2);
-        for (const char* coll : {"bcast", "gather", "barrier"}) {
+        for (Collective coll : {Collective::Bcast, Collective::Gather, Collective::Barrier}) {
           std::string a = select_algorithm(coll, t, bytes);
-          EXPECT_NE(a.rfind("hw_", 0), 0u) << coll << " " << a;
-          EXPECT_NE(find_algorithm(coll, a), nullptr) << coll << " " << a;
+          EXPECT_NE(a.rfind("hw_", 0), 0u) << collective_name(coll) << " " << a;
+          EXPECT_NE(find_algorithm(coll, a), nullptr) << collective_name(coll) << " " << a;
         }
       }
-  EXPECT_EQ(software_equivalent("bcast", "hw_multicast"), "smp");
-  EXPECT_EQ(software_equivalent("barrier", "hw_combining"), "tree");
-  EXPECT_EQ(software_equivalent("bcast", "binomial"), "binomial");
-  EXPECT_NE(find_algorithm("bcast", software_equivalent("bcast", "hw_multicast")), nullptr);
-  EXPECT_NE(find_algorithm("barrier", software_equivalent("barrier", "hw_combining")), nullptr);
-  EXPECT_EQ(select_algorithm("bcast", Topology::from_ppn(64, 1, 1), 1 << 20), "scatter_allgather");
-  EXPECT_EQ(select_algorithm("bcast", Topology::from_ppn(16, 4, 2), 1 << 20), "smp");
+  EXPECT_EQ(software_equivalent(Collective::Bcast, "hw_multicast"), "smp");
+  EXPECT_EQ(software_equivalent(Collective::Barrier, "hw_combining"), "tree");
+  EXPECT_EQ(software_equivalent(Collective::Bcast, "binomial"), "binomial");
+  EXPECT_NE(find_algorithm(Collective::Bcast, software_equivalent(Collective::Bcast, "hw_multicast")), nullptr);
+  EXPECT_NE(find_algorithm(Collective::Barrier, software_equivalent(Collective::Barrier, "hw_combining")), nullptr);
+  EXPECT_EQ(select_algorithm(Collective::Bcast, Topology::from_ppn(64, 1, 1), 1 << 20), "scatter_allgather");
+  EXPECT_EQ(select_algorithm(Collective::Bcast, Topology::from_ppn(16, 4, 2), 1 << 20), "smp");
 }
 
 // The sweep's sizes (at most 1500 B) keep smp broadcasting with one chunk down
@@ -276,7 +276,7 @@ TEST(Bcast, SmpChainVerifiesOnManyLayouts) {
   for (const Topology& t : layouts)
     for (int root : {0, t.nranks() / 2, t.nranks() - 1})
       for (uint64_t m : {200 * 1024ull, 1000 * 1000ull + 7}) {
-        Schedule s = build("bcast", "smp", t, m, root);
+        Schedule s = build(Collective::Bcast, "smp", t, m, root);
         EXPECT_GT(s.stats().messages, static_cast<uint64_t>(t.nnodes() - 1)) << t.describe() << " is not chunked";
         VerifyResult v = verify_schedule(s);
         EXPECT_TRUE(v.ok()) << (v.ok() ? "" : v.errors[0]);

@@ -53,7 +53,7 @@ struct Flow {
 };
 Schedule flows(const Topology& t, const std::vector<Flow>& fs) {
   BlockLayout L(std::vector<uint64_t>(t.nranks(), 1 << 20));
-  ScheduleBuilder b("test", "flows", t, L, AlgoOptions{});
+  ScheduleBuilder b(Collective::Goal, "flows", t, L, AlgoOptions{});
   std::vector<int> incoming(t.nranks(), 0);
   for (auto& f : fs) {
     b.put(f.from, 0, f.to, {{b.send(f.from, 0, f.bytes), b.recv(f.to, 0, f.bytes)}}, 0, b.rank_counter(f.to, 0));
@@ -67,7 +67,7 @@ Schedule flows(const Topology& t, const std::vector<Flow>& fs) {
 Schedule allgather(const std::string& algo, const Topology& t, uint64_t bytes, uint64_t stripe = 1024) {
   AlgoOptions o;
   o.stripe_threshold = stripe;
-  return build_schedule("allgather", algo, t, std::vector<uint64_t>(t.nranks(), bytes), o);
+  return build_schedule(Collective::Allgather, algo, t, std::vector<uint64_t>(t.nranks(), bytes), o);
 }
 
 }  // namespace
@@ -122,7 +122,7 @@ TEST(Sim, Deterministic) {
   Machine m = test_machine();
   Topology t = Topology::from_ppn(16, 4, 2);
   for (auto& a : all_algorithms()) {
-    if (std::string(a.collective) != "allgather") continue;
+    if (a.collective != Collective::Allgather) continue;
     Schedule s = allgather(a.name, t, 3000);
     SimResult x = simulate(s, m), y = simulate(s, m);
     EXPECT_EQ(x.finish_us, y.finish_us) << a.name;
@@ -404,7 +404,7 @@ struct Mcast {
 };
 Schedule multicasts(const Topology& t, const std::vector<Mcast>& ms) {
   BlockLayout L(std::vector<uint64_t>(t.nranks(), 1 << 20));
-  ScheduleBuilder b("test", "multicasts", t, L, AlgoOptions{});
+  ScheduleBuilder b(Collective::Goal, "multicasts", t, L, AlgoOptions{});
   for (auto& mc : ms)
     for (int q : mc.to) {
       b.put(mc.root, 0, q, {{b.send(mc.root, 0, mc.bytes), b.recv(q, 0, mc.bytes)}}, 0, b.rank_counter(q, 0),
@@ -414,7 +414,7 @@ Schedule multicasts(const Topology& t, const std::vector<Mcast>& ms) {
   return b.finish();
 }
 
-Schedule algorithm(const std::string& coll, const std::string& algo, const Topology& t, uint64_t bytes) {
+Schedule algorithm(Collective coll, const std::string& algo, const Topology& t, uint64_t bytes) {
   return build_schedule(coll, algo, t, std::vector<uint64_t>(t.nranks(), bytes), call_defaults(coll));
 }
 
@@ -430,7 +430,7 @@ Schedule algorithm(const std::string& coll, const std::string& algo, const Topol
 TEST(SimHardware, MulticastByHand) {
   Machine m = hw_machine();
   Topology t = Topology::from_ppn(16, 1, 1);
-  SimResult r = simulate(algorithm("bcast", "hw_multicast", t, 8000), m);
+  SimResult r = simulate(algorithm(Collective::Bcast, "hw_multicast", t, 8000), m);
   EXPECT_DOUBLE_EQ(r.max_us, 14.5);
   for (int q = 1; q < 16; ++q) EXPECT_DOUBLE_EQ(r.finish_us[q], 14.5) << q;
   EXPECT_DOUBLE_EQ(simulate(flows(t, {{0, 15, 8000}}), m).max_us, 14.5);
@@ -438,7 +438,7 @@ TEST(SimHardware, MulticastByHand) {
   // bus the source's own copy follows its read (11.5..21.5), and since the
   // switches replicate in lockstep, everyone has the bytes at 21.5: 22.0.
   m.pci_half_duplex = true;
-  EXPECT_DOUBLE_EQ(simulate(algorithm("bcast", "hw_multicast", t, 8000), m).max_us, 22.0);
+  EXPECT_DOUBLE_EQ(simulate(algorithm(Collective::Bcast, "hw_multicast", t, 8000), m).max_us, 22.0);
 }
 
 // The combining barrier on 16 nodes (2 levels), every rank there at 0:
@@ -449,11 +449,11 @@ TEST(SimHardware, MulticastByHand) {
 // receive 0.5: 10.5 - independent of the number of processes.
 TEST(SimHardware, CombiningBarrierByHand) {
   Machine m = hw_machine();
-  SimResult r = simulate(algorithm("barrier", "hw_combining", Topology::from_ppn(16, 1, 1), 0), m);
+  SimResult r = simulate(algorithm(Collective::Barrier, "hw_combining", Topology::from_ppn(16, 1, 1), 0), m);
   EXPECT_DOUBLE_EQ(r.max_us, 10.5);
   EXPECT_DOUBLE_EQ(r.finish_us[0], 7.5);  // rank 0 is done when its 'go' has left
   // 64 ranks on the same 16 nodes: the same two traversals.
-  EXPECT_DOUBLE_EQ(simulate(algorithm("barrier", "hw_combining", Topology::from_ppn(64, 4, 1), 0), m).max_us, 10.5);
+  EXPECT_DOUBLE_EQ(simulate(algorithm(Collective::Barrier, "hw_combining", Topology::from_ppn(64, 4, 1), 0), m).max_us, 10.5);
 }
 
 // The root switch passes one multicast at a time (seed 004 §2.3.1): on a
@@ -482,12 +482,12 @@ TEST(SimHardware, RefusedWithoutTheHardware) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(error(algorithm("bcast", "hw_multicast", t, 64), m).find("needs the hardware multicast"),
+  EXPECT_NE(error(algorithm(Collective::Bcast, "hw_multicast", t, 64), m).find("needs the hardware multicast"),
             std::string::npos);
-  EXPECT_NE(error(algorithm("barrier", "hw_combining", t, 0), m).find("needs the hardware barrier"),
+  EXPECT_NE(error(algorithm(Collective::Barrier, "hw_combining", t, 0), m).find("needs the hardware barrier"),
             std::string::npos);
   m.hw_multicast = m.hw_barrier = true;
-  EXPECT_EQ(error(algorithm("barrier", "hw_combining", t, 0), m), "no error");
+  EXPECT_EQ(error(algorithm(Collective::Barrier, "hw_combining", t, 0), m), "no error");
   // Nodes 1 and 3 without 2: the switches cannot deliver to that set.
   EXPECT_NE(error(multicasts(t, {{0, {1, 3}, 64}}), m).find("not a contiguous range"), std::string::npos);
   // The source inside the range is fine (root 5 broadcasting to all).
@@ -501,7 +501,7 @@ TEST(SimHardware, RefusedWithoutTheHardware) {
 TEST(SimHardware, PacketsInterleaveWithBackgroundTraffic) {
   Machine m = hw_machine();
   Topology t = Topology::from_ppn(16, 1, 1);
-  Schedule s = algorithm("barrier", "hw_combining", t, 0);
+  Schedule s = algorithm(Collective::Barrier, "hw_combining", t, 0);
   SimOptions load;
   load.background = "uniform";
   double quiet = simulate(s, m).max_us, message_us = load.background_bytes / m.nic_MBps();
@@ -527,6 +527,6 @@ TEST(SimHardware, BuffersInNicMemory) {
   Machine m = hw_machine();
   SimOptions o;
   o.nic_memory = true;
-  EXPECT_DOUBLE_EQ(simulate(algorithm("bcast", "hw_multicast", Topology::from_ppn(16, 1, 1), 8000), m, o).max_us,
+  EXPECT_DOUBLE_EQ(simulate(algorithm(Collective::Bcast, "hw_multicast", Topology::from_ppn(16, 1, 1), 8000), m, o).max_us,
                    12.5);
 }

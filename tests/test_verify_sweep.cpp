@@ -24,5 +24,5 @@ INSTANTIATE_TEST_SUITE_P(AllAlgorithms, Sweep, testing::ValuesIn([] {
                            return v;
                          }()),
                          [](const testing::TestParamInfo<const AlgoSpec*>& i) {
-                           return std::string(i.param->collective) + "_" + i.param->name;
+                           return std::string(collective_name(i.param->collective)) + "_" + i.param->name;
                          });

@@ -95,7 +95,7 @@ namespace {
 // 2 nodes x 2 ranks, 2 rails; rank 2 receives rank 0's striped 4 KiB block.
 struct DirectPlan : ::testing::Test {
   Topology topo = Topology::from_node_map({0, 0, 1, 1}, 2);
-  std::unique_ptr<Plan> plan = make_plan(topo, 2, "allgather", "direct", {4096, 4096, 4096, 4096}, {}, "k");
+  std::unique_ptr<Plan> plan = make_plan(topo, 2, Collective::Allgather, "direct", {4096, 4096, 4096, 4096}, {}, "k");
   FrameHeader frame_from_0(int part) {
     for (auto& kv : plan->incoming) {
       if ((kv.first >> 32) != 0 || kv.second.kind != OpKind::Put) continue;

@@ -103,7 +103,9 @@ typedef enum { RAILCOLL_SUM = 0, RAILCOLL_MIN = 1, RAILCOLL_MAX = 2 } railcoll_o
  * Floating-point sums depend on the algorithm's order of combination (as in MPI). */
 railcoll_status_t railcoll_allreduce(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
                                      railcoll_datatype_t type, railcoll_op_t op, const railcoll_call_opts_t* opts);
-/* The algorithm a call of `collective` with `bytes` per rank would use. */
+/* The algorithm a call of `collective` ("allgather", "bcast", ...) with `bytes`
+ * per rank would use. The string stays valid while the library is loaded. NULL
+ * for an unknown collective or algorithm (railcoll_last_error() says which). */
 const char* railcoll_algorithm_for(railcoll_comm_t comm, const char* collective, size_t bytes,
                                    const railcoll_call_opts_t* opts);
 

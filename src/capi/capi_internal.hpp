@@ -6,7 +6,6 @@
 
 #include "core/errors.hpp"
 #include "railcoll/railcoll.h"
-#include "runtime/net.hpp"
 
 namespace railcoll::capi {
 
@@ -19,10 +18,8 @@ railcoll_status_t guarded(F f) {
   try {
     clear_error();
     return f();
-  } catch (const railcoll::InputError& e) {
-    return fail(RAILCOLL_ERR_ARG, e.what());
-  } catch (const railcoll::rt::RuntimeError& e) {
-    return fail(static_cast<railcoll_status_t>(e.code), e.what());
+  } catch (const railcoll::Error& e) {
+    return fail(static_cast<railcoll_status_t>(e.status), e.what());
   } catch (const std::bad_alloc&) {
     return fail(RAILCOLL_ERR_NOMEM, "out of memory");
   } catch (const std::exception& e) {

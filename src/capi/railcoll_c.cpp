@@ -20,6 +20,15 @@ void clear_error() { last_error.clear(); }
 const char* last_error_text() { return last_error.c_str(); }
 }  // namespace railcoll::capi
 
+// The internal Status mirrors the public codes one to one.
+static_assert(static_cast<int>(railcoll::Status::Arg) == RAILCOLL_ERR_ARG &&
+                  static_cast<int>(railcoll::Status::Verify) == RAILCOLL_ERR_VERIFY &&
+                  static_cast<int>(railcoll::Status::Timeout) == RAILCOLL_ERR_TIMEOUT &&
+                  static_cast<int>(railcoll::Status::Peer) == RAILCOLL_ERR_PEER &&
+                  static_cast<int>(railcoll::Status::Mismatch) == RAILCOLL_ERR_MISMATCH &&
+                  static_cast<int>(railcoll::Status::Broken) == RAILCOLL_ERR_BROKEN,
+              "railcoll::Status and railcoll_status_t disagree");
+
 using railcoll::capi::fail;
 using railcoll::capi::guarded;
 
@@ -53,7 +62,7 @@ int railcoll_algorithm_count(void) { return static_cast<int>(railcoll::all_algor
 railcoll_status_t railcoll_algorithm_name(int index, const char** collective, const char** name) {
   if (index < 0 || index >= railcoll_algorithm_count() || !collective || !name)
     return fail(RAILCOLL_ERR_ARG, "algorithm index out of range or null output pointer");
-  *collective = railcoll::all_algorithms()[index].collective;
+  *collective = railcoll::collective_name(railcoll::all_algorithms()[index].collective);
   *name = railcoll::all_algorithms()[index].name;
   return RAILCOLL_OK;
 }
@@ -66,7 +75,7 @@ railcoll_status_t railcoll_verify_allgather(const char* algorithm, int nranks, c
     std::vector<int> map(nranks);
     for (int r = 0; r < nranks; ++r) map[r] = node_of ? node_of[r] : r;
     auto topo = railcoll::Topology::from_node_map(map, rails);
-    auto s = railcoll::build_schedule("allgather", algorithm, topo, std::vector<uint64_t>(nranks, bytes), {});
+    auto s = railcoll::build_schedule(railcoll::Collective::Allgather, algorithm, topo, std::vector<uint64_t>(nranks, bytes), {});
     auto v = railcoll::verify_schedule(s);
     if (!v.ok()) return fail(RAILCOLL_ERR_VERIFY, v.errors[0]);
     return RAILCOLL_OK;

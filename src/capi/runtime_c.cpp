@@ -15,7 +15,6 @@
 
 struct railcoll_comm {
   std::unique_ptr<railcoll::rt::Comm> comm;
-  std::string last_algorithm;
   std::set<std::string> warned_hardware;  // hardware algorithms already reported as substituted
 };
 
@@ -25,7 +24,8 @@ using railcoll::capi::fail;
 using railcoll::capi::guarded;
 
 // The algorithm for a call: the per-call option, else RAILCOLL_<COLL>_ALGO, else the rules.
-std::string choose(railcoll_comm* c, const std::string& coll, uint64_t bytes, const railcoll_call_opts_t* opts) {
+std::string choose(railcoll_comm* c, railcoll::Collective collective, uint64_t bytes, const railcoll_call_opts_t* opts) {
+  const std::string coll = railcoll::collective_name(collective);
   std::string name, from = "the call's options";
   if (opts && opts->algorithm && *opts->algorithm) name = opts->algorithm;
   std::string var = "RAILCOLL_" + coll + "_ALGO";
@@ -34,24 +34,23 @@ std::string choose(railcoll_comm* c, const std::string& coll, uint64_t bytes, co
     name = getenv(var.c_str());
     from = var;
   }
-  if (name.empty() || name == "auto") return railcoll::select_algorithm(coll, c->comm->topo(), bytes);
-  if (!railcoll::find_algorithm(coll, name))
+  if (name.empty() || name == "auto") return railcoll::select_algorithm(collective, c->comm->topo(), bytes);
+  if (!railcoll::find_algorithm(collective, name))
     throw railcoll::InputError("unknown " + coll + " algorithm '" + name + "' (from " + from +
                                "; railcoll algos lists them)");
-  std::string software = railcoll::software_equivalent(coll, name);
+  std::string software = railcoll::software_equivalent(collective, name);
   if (software != name && c->warned_hardware.insert(coll + "/" + name).second && c->comm->rank() == 0)
     fprintf(stderr, "railcoll: %s/%s needs network hardware this cluster lacks; running %s/%s instead\n",
             coll.c_str(), name.c_str(), coll.c_str(), software.c_str());
   return software;
 }
 
-railcoll_status_t run(railcoll_comm* c, const std::string& coll, const void* send, void* recv,
+railcoll_status_t run(railcoll_comm* c, railcoll::Collective coll, const void* send, void* recv,
                       std::vector<uint64_t> counts, const railcoll_call_opts_t* opts,
                       const railcoll::AlgoOptions& args = {}) {
   uint64_t largest = 0;
   for (auto n : counts) largest = std::max(largest, n);
   std::string algo = choose(c, coll, largest, opts);
-  c->last_algorithm = algo;
   c->comm->run(coll, algo, counts, args, {send, recv});
   return RAILCOLL_OK;
 }
@@ -93,7 +92,7 @@ railcoll_status_t gather_call(railcoll_comm_t comm, const void* sendbuf, void* r
   } else if (overlap(sendbuf, counts[me], recvbuf, total)) {
     return fail(RAILCOLL_ERR_ARG, "sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
   }
-  return run(comm, "allgather", sendbuf, recvbuf, std::move(counts), opts);
+  return run(comm, railcoll::Collective::Allgather, sendbuf, recvbuf, std::move(counts), opts);
 }
 
 }  // namespace
@@ -169,7 +168,7 @@ railcoll_status_t railcoll_allgatherv(railcoll_comm_t comm, const void* sendbuf,
 railcoll_status_t railcoll_barrier(railcoll_comm_t comm) {
   return guarded([&]() -> railcoll_status_t {
     if (!comm || !comm->comm) return fail(RAILCOLL_ERR_ARG, "communicator is NULL");
-    return run(comm, "barrier", nullptr, nullptr, std::vector<uint64_t>(comm->comm->size(), 0), nullptr);
+    return run(comm, railcoll::Collective::Barrier, nullptr, nullptr, std::vector<uint64_t>(comm->comm->size(), 0), nullptr);
   });
 }
 
@@ -182,7 +181,7 @@ railcoll_status_t railcoll_bcast(railcoll_comm_t comm, void* buf, size_t bytes, 
     railcoll::AlgoOptions args;
     args.root = root;
     bool at_root = comm->comm->rank() == root;
-    return run(comm, "bcast", at_root ? buf : nullptr, at_root ? nullptr : buf,
+    return run(comm, railcoll::Collective::Bcast, at_root ? buf : nullptr, at_root ? nullptr : buf,
                std::vector<uint64_t>(comm->comm->size(), bytes), opts, args);
   });
 }
@@ -206,7 +205,7 @@ railcoll_status_t railcoll_gather(railcoll_comm_t comm, const void* sendbuf, voi
     }
     railcoll::AlgoOptions args;
     args.root = root;
-    return run(comm, "gather", sendbuf, at_root ? recvbuf : nullptr, std::vector<uint64_t>(n, bytes), opts, args);
+    return run(comm, railcoll::Collective::Gather, sendbuf, at_root ? recvbuf : nullptr, std::vector<uint64_t>(n, bytes), opts, args);
   });
 }
 
@@ -242,16 +241,20 @@ railcoll_status_t railcoll_allreduce(railcoll_comm_t comm, const void* sendbuf, 
     } else if (overlap(sendbuf, bytes, recvbuf, bytes)) {
       return fail(RAILCOLL_ERR_ARG, "sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
     }
-    return run(comm, "allreduce", sendbuf, recvbuf, std::vector<uint64_t>(comm->comm->size(), bytes), opts, args);
+    return run(comm, railcoll::Collective::Allreduce, sendbuf, recvbuf, std::vector<uint64_t>(comm->comm->size(), bytes), opts, args);
   });
 }
 
 const char* railcoll_algorithm_for(railcoll_comm_t comm, const char* collective, size_t bytes,
                                    const railcoll_call_opts_t* opts) {
-  if (!comm || !comm->comm || !collective) return nullptr;
+  if (!comm || !comm->comm || !collective) {
+    fail(RAILCOLL_ERR_ARG, "railcoll_algorithm_for: communicator or collective is NULL");
+    return nullptr;
+  }
   try {
-    comm->last_algorithm = choose(comm, collective, bytes, opts);
-    return comm->last_algorithm.c_str();
+    railcoll::Collective coll = railcoll::collective_from_name(collective);
+    // The registry's own copy of the name: valid for the life of the library.
+    return railcoll::find_algorithm(coll, choose(comm, coll, bytes, opts))->name;
   } catch (const std::exception& e) {
     fail(RAILCOLL_ERR_ARG, e.what());
     return nullptr;

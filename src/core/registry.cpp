@@ -14,87 +14,80 @@ namespace railcoll {
 const std::vector<AlgoSpec>& all_algorithms() {
   using namespace allgather;
   static const std::vector<AlgoSpec> table = {
-      {"allgather", "direct", "k-port Direct: each rank writes its block to k others per step",
+      {Collective::Allgather, "direct", "k-port Direct: each rank writes its block to k others per step",
        "ceil((N-1)/k) (ts + m tau)", "seed 000 §6.1", {}, build_direct},
-      {"allgather", "stdex", "k-port Standard Exchange (recursive doubling in base k+1), correction steps",
+      {Collective::Allgather, "stdex", "k-port Standard Exchange (recursive doubling in base k+1), correction steps",
        "log_{k+1}N ts + (N-1)/k m tau", "seed 000 §6.2, seed 001 §6.1.2", {}, build_stdex},
-      {"allgather", "bruck", "k-port Bruck: log_{k+1} N rounds on a rotated buffer, final local shift",
+      {Collective::Allgather, "bruck", "k-port Bruck: log_{k+1} N rounds on a rotated buffer, final local shift",
        "ceil(log_{k+1}N) ts + (N-1)/k m tau", "seed 000 §6.3", {}, build_bruck},
-      {"allgather", "ring", "ring: N-1 steps, each rank forwards one block to its right neighbour",
+      {Collective::Allgather, "ring", "ring: N-1 steps, each rank forwards one block to its right neighbour",
        "(N-1) (ts + m tau)", "seed 001 §2 (elan_gather, large messages)", {}, build_ring},
-      {"allgather", "recursive_doubling", "pairwise exchange: log2 N steps, message doubles each step",
+      {Collective::Allgather, "recursive_doubling", "pairwise exchange: log2 N steps, message doubles each step",
        "log2N ts + (N-1) m tau", "seed 002 §3 eq. (2)", {}, build_recursive_doubling},
-      {"allgather", "gather_bcast", "binomial gather to rank 0, then binomial broadcast (native baseline)",
+      {Collective::Allgather, "gather_bcast", "binomial gather to rank 0, then binomial broadcast (native baseline)",
        "2 log2N ts + (N-1) m tau + log2N N m tau", "seed 000 §2, seed 001 §2", {}, build_gather_bcast},
-      {"allgather", "concurrent_exchange", "C groups exchange pairwise, every message also to the peers of the pair",
+      {Collective::Allgather, "concurrent_exchange", "C groups exchange pairwise, every message also to the peers of the pair",
        "sum_i [T(2^i m) + (C-1) delta], i < log2(N/C)", "seed 002 §3.1", {"concurrency"},
        build_concurrent_exchange},
-      {"allgather", "concurrent_exchange_split", "pairwise exchange, half of each block to the pair, half to the co-pair",
+      {Collective::Allgather, "concurrent_exchange_split", "pairwise exchange, half of each block to the pair, half to the co-pair",
        "sum_i T2(2^i m / 2), i < log2 N", "seed 002 §3.2", {}, build_concurrent_exchange_split},
-      {"allgather", "smp_gather_bcast", "shm gather, Direct gather of masters to root, broadcast, shm copy-out",
+      {Collective::Allgather, "smp_gather_bcast", "shm gather, Direct gather of masters to root, broadcast, shm copy-out",
        "P m c + (ts + (M-1) P m tau/k) + ceil(log_{k+1}M) (ts + N m tau) + N m c", "seed 001 §6.2.1", {}, build_smp_gather_bcast},
-      {"allgather", "smp_direct", "shm gather, k-port Direct among node masters, overlapped shm copy-out",
+      {Collective::Allgather, "smp_direct", "shm gather, k-port Direct among node masters, overlapped shm copy-out",
        "P m c + ceil((M-1)/k) (ts + P m tau) + (N-P) m c", "seed 001 §6.2.2", {}, build_smp_direct},
-      {"allgather", "smp_bruck", "shm gather, k-port Bruck among node masters, copy-out instead of shift",
+      {Collective::Allgather, "smp_bruck", "shm gather, k-port Bruck among node masters, copy-out instead of shift",
        "P m c + ceil(log_{k+1}M) ts + (M-1)/k P m tau + (N-P) m c", "seed 001 §6.2.2", {}, build_smp_bruck},
-      {"allgather", "smp_multileader", "shm gather, every local rank sends its share of the node on rail r mod k",
+      {Collective::Allgather, "smp_multileader", "shm gather, every local rank sends its share of the node on rail r mod k",
        "P m c + (M-1) (ts + P m tau / k) + (N-P) m c", "railcoll (beyond seed 001)", {},
        build_smp_multileader},
-      {"barrier", "dissemination", "dissemination: log2 N rounds, rank p signals p + 2^s",
+      {Collective::Barrier, "dissemination", "dissemination: log2 N rounds, rank p signals p + 2^s",
        "ceil(log2 N) ts", "Hensgen, Finkel, Manber 1988", {}, barrier::build_dissemination},
-      {"barrier", "smp", "shared-memory flags inside a node, dissemination among node leaders",
+      {Collective::Barrier, "smp", "shared-memory flags inside a node, dissemination among node leaders",
        "2 t_flag + ceil(log2 M) ts", "seed 001 §5.1 flags, seed 004 §4", {}, barrier::build_smp},
-      {"barrier", "tree", "balanced 4-ary tree: 'ready' up to rank 0, 'go' down the same tree (elan_gsync)",
+      {Collective::Barrier, "tree", "balanced 4-ary tree: 'ready' up to rank 0, 'go' down the same tree (elan_gsync)",
        "2 ceil(log4 N) ts", "seed 004 §4.1 Fig. 6, seed 003 §4.3", {}, barrier::build_tree},
-      {"barrier", "hw_combining", "hardware barrier: readies combined by the switches, one multicast 'go'",
+      {Collective::Barrier, "hw_combining", "hardware barrier: readies combined by the switches, one multicast 'go'",
        "2 ts (hardware); 2 (N-1) messages as plain puts", "seed 004 §4.1 Fig. 7, seed 003 §4.3", {},
        barrier::build_hw_combining},
-      {"bcast", "binomial", "binomial tree from the root, step s on rail s mod k",
+      {Collective::Bcast, "binomial", "binomial tree from the root, step s on rail s mod k",
        "ceil(log2 N) (ts + m tau)", "seed 004 §2.3.2, seed 003 §4.2", {}, bcast::build_binomial},
-      {"bcast", "scatter_allgather", "binomial scatter of N chunks, then ring all-gather of the chunks (van de Geijn)",
+      {Collective::Bcast, "scatter_allgather", "binomial scatter of N chunks, then ring all-gather of the chunks (van de Geijn)",
        "(ceil(log2 N) + N-1) ts + 2 (N-1)/N m tau", "van de Geijn; MPICH long bcast", {},
        bcast::build_scatter_allgather},
-      {"bcast", "pipelined_chain", "chain over the ranks (node-major), message in C chunks, chunk c on rail c mod k",
+      {Collective::Bcast, "pipelined_chain", "chain over the ranks (node-major), message in C chunks, chunk c on rail c mod k",
        "(N-2+C) (ts + m/C tau), C = sqrt((N-2) m / 2 KiB)", "seed 000 §5 striping; pipelined chain", {},
        bcast::build_pipelined_chain},
-      {"bcast", "smp", "node leaders receive into shared memory, forward at once (tree or chunked chain), shm copy-out",
+      {Collective::Bcast, "smp", "node leaders receive into shared memory, forward at once (tree or chunked chain), shm copy-out",
        "C=1: R (ts + m tau) + 2 m c; C>1: (M-2+C) (ts + m/C tau/k) + m/C c", "seed 004 §4.2, seed 001 §5.1", {},
        bcast::build_smp},
-      {"bcast", "hw_multicast", "hardware multicast: one flagged put per destination, one injection",
+      {Collective::Bcast, "hw_multicast", "hardware multicast: one flagged put per destination, one injection",
        "ts + m tau (hardware); (N-1) (ts + m tau) as plain puts", "seed 004 §4.2, seed 003 §4.1", {},
        bcast::build_hw_multicast},
-      {"gather", "tree", "binomial gather to the root, subtrees collected in scratch",
+      {Collective::Gather, "tree", "binomial gather to the root, subtrees collected in scratch",
        "ceil(log2 N) ts + (N-1) m tau", "seed 001 §2 (elan_gather)", {}, gather::build_tree},
-      {"gather", "direct", "k-port Direct: every rank puts its block into the root's recv, port (v-1) mod k",
+      {Collective::Gather, "direct", "k-port Direct: every rank puts its block into the root's recv, port (v-1) mod k",
        "ceil((N-1)/k) (ts + m tau)", "seed 000 §6.1, seed 001 §2", {}, gather::build_direct},
-      {"gather", "smp", "shm gather per node, leaders put node blocks to the root, root copies out",
+      {Collective::Gather, "smp", "shm gather per node, leaders put node blocks to the root, root copies out",
        "P m c + ceil((M-1)/k) (ts + P m tau) + P m c", "seed 001 §5.1, §6.2.1", {}, gather::build_smp},
       // allreduce
-      {"allreduce", "recursive_doubling", "log2 N exchanges of the whole vector, both partners combine",
+      {Collective::Allreduce, "recursive_doubling", "log2 N exchanges of the whole vector, both partners combine",
        "ceil(log2 N) (ts + m tau + m gamma)", "seed 002 §3 pairwise exchange, combining", {},
        allreduce::build_recursive_doubling},
-      {"allreduce", "ring", "ring reduce-scatter then ring all-gather, N chunks",
+      {Collective::Allreduce, "ring", "ring reduce-scatter then ring all-gather, N chunks",
        "2 (N-1) (ts + m/N tau) + (N-1)/N m gamma", "Patarasuk and Yuan 2009", {}, allreduce::build_ring},
-      {"allreduce", "rabenseifner", "reduce-scatter by recursive halving, all-gather by recursive doubling",
+      {Collective::Allreduce, "rabenseifner", "reduce-scatter by recursive halving, all-gather by recursive doubling",
        "2 log2 N ts + 2 (N-1)/N m tau + (N-1)/N m gamma", "Rabenseifner 2004", {}, allreduce::build_rabenseifner},
-      {"allreduce", "smp", "shm reduce-scatter in the node, one leader per slice across nodes, shm copy-out",
+      {Collective::Allreduce, "smp", "shm reduce-scatter in the node, one leader per slice across nodes, shm copy-out",
        "2 m c + (P-1)/P m gamma + ceil(log2 M) (ts + m/P tau + m/P gamma)", "seed 003 §2, seed 004 §4, seed 001 §5.1",
        {}, allreduce::build_smp},
-      {"allreduce", "smp_leader", "one leader per node combines the node in shm, leaders allreduce, results sent out",
+      {Collective::Allreduce, "smp_leader", "one leader per node combines the node in shm, leaders allreduce, results sent out",
        "m c + (P-1) m gamma + ceil(log2 M) (ts + m tau + m gamma) + (P-1) (ts_shm + m c)", "seed 004 §4", {},
        allreduce::build_smp_leader},
   };
   return table;
 }
 
-std::vector<std::string> collectives() {
-  std::vector<std::string> out;
-  for (auto& a : all_algorithms())
-    if (std::find(out.begin(), out.end(), a.collective) == out.end()) out.push_back(a.collective);
-  return out;
-}
-
-const AlgoSpec* find_algorithm(const std::string& collective, const std::string& name) {
+const AlgoSpec* find_algorithm(Collective collective, const std::string& name) {
   for (auto& a : all_algorithms())
     if (collective == a.collective && name == a.name) return &a;
   return nullptr;
@@ -104,44 +97,43 @@ namespace {
 
 // The arguments of rooted and reducing collectives: the errors every rank must
 // report alike (the sizes are checked against each other by the caller).
-void check_call_args(const std::string& collective, const Topology& topo, const std::vector<uint64_t>& counts,
+void check_call_args(Collective collective, const Topology& topo, const std::vector<uint64_t>& counts,
                      const AlgoOptions& opts) {
+  const CollectiveTraits& c = traits(collective);
   const int N = topo.nranks();
-  if ((collective == "bcast" || collective == "gather") && (opts.root < 0 || opts.root >= N))
+  if (c.rooted && (opts.root < 0 || opts.root >= N))
     throw InputError("root " + std::to_string(opts.root) + " is out of range (" + std::to_string(N) + " ranks)");
-  bool equal = std::all_of(counts.begin(), counts.end(), [&](uint64_t c) { return c == counts[0]; });
-  if ((collective == "bcast" || collective == "allreduce") && !equal)
-    throw InputError(collective + " needs the same byte count on every rank");
-  if (collective == "allreduce") {
+  bool equal = std::all_of(counts.begin(), counts.end(), [&](uint64_t n) { return n == counts[0]; });
+  if (c.equal_counts && c.moves_data && !equal) throw InputError(std::string(c.name) + " needs the same byte count on every rank");
+  if (c.reducing) {
     if (opts.dtype == DataType::Byte)
-      throw InputError("allreduce needs a data type (int32, int64, float or double)");
+      throw InputError(std::string(c.name) + " needs a data type (int32, int64, float or double)");
     size_t e = dtype_size(opts.dtype);
     if (!counts.empty() && counts[0] % e != 0)
-      throw InputError("allreduce of " + std::string(dtype_name(opts.dtype)) + ": " + std::to_string(counts[0]) +
+      throw InputError(std::string(c.name) + " of " + dtype_name(opts.dtype) + ": " + std::to_string(counts[0]) +
                        " bytes is not a whole number of " + std::to_string(e) + "-byte elements");
   }
 }
 
 }  // namespace
 
-AlgoOptions call_defaults(const std::string& collective) {
+AlgoOptions call_defaults(Collective collective) {
   AlgoOptions o;
-  if (collective == "allreduce") o.dtype = DataType::Float32;
+  if (traits(collective).reducing) o.dtype = DataType::Float32;
   return o;
 }
 
-Schedule build_schedule(const std::string& collective, const std::string& algorithm, const Topology& topo,
+Schedule build_schedule(Collective collective, const std::string& algorithm, const Topology& topo,
                         const std::vector<uint64_t>& counts, const AlgoOptions& opts,
                         const std::vector<std::string>& given_options) {
-  auto colls = collectives();
-  if (std::find(colls.begin(), colls.end(), collective) == colls.end())
-    throw InputError("unknown collective '" + collective + "' (railcoll algos lists them)");
+  const std::string coll = collective_name(collective);
+  if (!traits(collective).user_facing) throw InputError("collective '" + coll + "' has no algorithms to build");
   const AlgoSpec* spec = find_algorithm(collective, algorithm);
   if (!spec)
-    throw InputError("unknown " + collective + " algorithm '" + algorithm + "' (railcoll algos lists them)");
+    throw InputError("unknown " + coll + " algorithm '" + algorithm + "' (railcoll algos lists them)");
   for (auto& o : given_options)
     if (std::find(spec->options.begin(), spec->options.end(), o) == spec->options.end())
-      throw InputError(collective + " algorithm '" + algorithm + "' does not take the option --" + o);
+      throw InputError(coll + " algorithm '" + algorithm + "' does not take the option --" + o);
   if (static_cast<int>(counts.size()) != topo.nranks())
     throw InputError("got " + std::to_string(counts.size()) + " block sizes for " +
                      std::to_string(topo.nranks()) + " ranks");

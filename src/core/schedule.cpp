@@ -28,47 +28,6 @@ const char* op_name(OpKind k) {
   return "?";
 }
 
-const char* dtype_name(DataType t) {
-  switch (t) {
-    case DataType::Byte: return "byte";
-    case DataType::Int32: return "int32";
-    case DataType::Int64: return "int64";
-    case DataType::Float32: return "float";
-    case DataType::Float64: return "double";
-  }
-  return "?";
-}
-
-const char* redop_name(ReduceOp o) {
-  switch (o) {
-    case ReduceOp::Sum: return "sum";
-    case ReduceOp::Min: return "min";
-    case ReduceOp::Max: return "max";
-  }
-  return "?";
-}
-
-size_t dtype_size(DataType t) {
-  switch (t) {
-    case DataType::Byte: return 1;
-    case DataType::Int32: case DataType::Float32: return 4;
-    case DataType::Int64: case DataType::Float64: return 8;
-  }
-  return 1;
-}
-
-bool parse_dtype(const std::string& s, DataType* out) {
-  for (DataType t : {DataType::Byte, DataType::Int32, DataType::Int64, DataType::Float32, DataType::Float64})
-    if (s == dtype_name(t)) return *out = t, true;
-  return false;
-}
-
-bool parse_redop(const std::string& s, ReduceOp* out) {
-  for (ReduceOp o : {ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max})
-    if (s == redop_name(o)) return *out = o, true;
-  return false;
-}
-
 uint64_t Op::bytes() const {
   uint64_t b = 0;
   for (auto& s : segs) b += s.src.length;
@@ -289,30 +248,9 @@ uint64_t BlockLayout::cyclic_bytes(int first, int nblocks) const {
   return range_bytes(first, N) + range_bytes(0, last - N);
 }
 
-void collective_region_sizes(const std::string& collective, const BlockLayout& layout, int root,
-                             std::vector<uint64_t>* send, std::vector<uint64_t>* recv) {
-  const int N = layout.n();
-  if (collective == "bcast") {
-    send->assign(N, 0);
-    recv->assign(N, layout.count[root]);
-    (*send)[root] = layout.count[root];
-    (*recv)[root] = 0;
-  } else if (collective == "gather") {
-    *send = layout.count;
-    recv->assign(N, 0);
-    (*recv)[root] = layout.total();
-  } else if (collective == "allreduce") {
-    *send = layout.count;
-    *recv = layout.count;
-  } else {
-    *send = layout.count;
-    recv->assign(N, layout.total());
-  }
-}
-
-ScheduleBuilder::ScheduleBuilder(std::string collective, std::string algorithm, const Topology& topo,
+ScheduleBuilder::ScheduleBuilder(Collective collective, std::string algorithm, const Topology& topo,
                                  const BlockLayout& layout, const AlgoOptions& opts) {
-  s_.collective = std::move(collective);
+  s_.collective = collective;
   s_.algorithm = std::move(algorithm);
   s_.topo = topo;
   s_.stripe_threshold = opts.stripe_threshold;
@@ -320,7 +258,7 @@ ScheduleBuilder::ScheduleBuilder(std::string collective, std::string algorithm, 
   s_.dtype = opts.dtype;
   s_.redop = opts.redop;
   int N = topo.nranks();
-  collective_region_sizes(s_.collective, layout, opts.root, &s_.send_bytes, &s_.recv_bytes);
+  traits(collective).region_sizes(layout, opts.root, &s_.send_bytes, &s_.recv_bytes);
   s_.scratch_bytes.assign(N, 0);
   s_.shared_bytes.assign(topo.nnodes(), 0);
   s_.programs.assign(N, {});

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/collective.hpp"
 #include "core/topology.hpp"
 
 namespace railcoll {
@@ -110,15 +111,6 @@ constexpr int kStripe = -1;  // put.rail: split evenly over all rails
 
 enum class OpKind : uint8_t { Put, Copy, Reduce, Signal, Wait, Flush };
 const char* op_name(OpKind k);
-
-// Element types and operators of reductions (allreduce). Byte: no reduction.
-enum class DataType : uint8_t { Byte, Int32, Int64, Float32, Float64 };
-enum class ReduceOp : uint8_t { Sum, Min, Max };
-const char* dtype_name(DataType t);
-const char* redop_name(ReduceOp o);
-size_t dtype_size(DataType t);
-bool parse_dtype(const std::string& s, DataType* out);
-bool parse_redop(const std::string& s, ReduceOp* out);
 
 // Network hardware a put may use instead of point-to-point messages (Quadrics,
 // seed 004 §3; seed 003 §3). The verifier and the runtime treat such puts as
@@ -231,7 +223,7 @@ struct ScheduleStats {
 };
 
 struct Schedule {
-  std::string collective;
+  Collective collective = Collective::Allgather;
   std::string algorithm;
   Topology topo;
   uint64_t stripe_threshold = 1024;
@@ -274,18 +266,10 @@ struct AlgoOptions {
   ReduceOp redop = ReduceOp::Sum;   // allreduce
 };
 
-// Region sizes of a collective, given the per-rank byte counts:
-//   allgather, barrier: send = count[r], recv = sum of counts on every rank
-//   gather:             send = count[r], recv = sum at the root, 0 elsewhere
-//   bcast:              send = count[root] at the root, recv = count[root] elsewhere
-//   allreduce:          send = recv = count[r] (equal on every rank)
-void collective_region_sizes(const std::string& collective, const BlockLayout& layout, int root,
-                             std::vector<uint64_t>* send, std::vector<uint64_t>* recv);
-
 // Helper that algorithms use to write programs.
 class ScheduleBuilder {
  public:
-  ScheduleBuilder(std::string collective, std::string algorithm, const Topology& topo,
+  ScheduleBuilder(Collective collective, std::string algorithm, const Topology& topo,
                   const BlockLayout& layout, const AlgoOptions& opts);
 
   const Topology& topo() const { return s_.topo; }

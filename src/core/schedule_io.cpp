@@ -29,8 +29,8 @@ const char* hw_text(HwAssist hw) {
 
 // "allreduce of float, sum, root 0": the call's arguments that are not sizes.
 std::string call_args_text(const Schedule& s) {
-  if (s.collective == "allreduce") return std::string(", ") + dtype_name(s.dtype) + " " + redop_name(s.redop);
-  if (s.collective == "bcast" || s.collective == "gather") return ", root " + std::to_string(s.root);
+  if (traits(s.collective).reducing) return std::string(", ") + dtype_name(s.dtype) + " " + redop_name(s.redop);
+  if (traits(s.collective).rooted) return ", root " + std::to_string(s.root);
   return "";
 }
 
@@ -122,7 +122,7 @@ void print_schedule_json(std::ostream& o, const Schedule& s) {
   const Topology& t = s.topo;
   std::vector<int> node_of;
   for (int r = 0; r < t.nranks(); ++r) node_of.push_back(t.node_of(r));
-  o << "{\"collective\":\"" << s.collective << "\",\"algorithm\":\"" << s.algorithm << "\",\"ranks\":" << t.nranks()
+  o << "{\"collective\":\"" << collective_name(s.collective) << "\",\"algorithm\":\"" << s.algorithm << "\",\"ranks\":" << t.nranks()
     << ",\"nodes\":" << t.nnodes() << ",\"rails\":" << t.rails() << ",\"stripe_threshold\":" << s.stripe_threshold
     << ",\"root\":" << s.root << ",\"dtype\":\"" << dtype_name(s.dtype) << "\",\"op\":\"" << redop_name(s.redop)
     << "\",\"node_of\":";

@@ -7,9 +7,9 @@ namespace railcoll {
 // inside a node always pays; small messages want few network steps (SMP Bruck,
 // seed 001 §7: SMP Gather+Bcast best up to 256 B, SMP Bruck from 512 B to 8 KiB);
 // large ones want every rail driven at once (one leader per rail).
-std::string select_algorithm(const std::string& collective, const Topology& t, uint64_t bytes) {
-  if (collective == "barrier") return t.nnodes() < t.nranks() ? "smp" : "dissemination";
-  if (collective == "allreduce") {
+std::string select_algorithm(Collective collective, const Topology& t, uint64_t bytes) {
+  if (collective == Collective::Barrier) return t.nnodes() < t.nranks() ? "smp" : "dissemination";
+  if (collective == Collective::Allreduce) {
     // Ranks that share a node combine in shared memory first; one rank per node
     // wants latency (recursive doubling) for short vectors and bandwidth
     // (reduce-scatter + all-gather) for long ones.
@@ -25,9 +25,9 @@ std::string select_algorithm(const std::string& collective, const Topology& t, u
   // only from 128 KiB on large flat machines (InfiniBand 128x1: 1.3 against
   // 1.6 ms at 256 KiB). Gather: direct's one network step beats the binomial
   // tree at every size in the model, and smp adds the node's shared memory.
-  if (collective == "bcast")
+  if (collective == Collective::Bcast)
     return t.nnodes() == t.nranks() && t.nranks() >= 32 && bytes >= 128 * 1024 ? "scatter_allgather" : "smp";
-  if (collective == "gather") return t.nnodes() < t.nranks() ? "smp" : "direct";
+  if (collective == Collective::Gather) return t.nnodes() < t.nranks() ? "smp" : "direct";
   if (t.nranks() == 1 || t.nnodes() == 1) return "smp_direct";
   uint64_t node_bytes = bytes * static_cast<uint64_t>(t.max_node_size());
   if (node_bytes <= 8 * 1024) return "smp_gather_bcast";
@@ -50,9 +50,9 @@ std::string selection_rules() {
 // back to elan_bcast, a software tree with shared-memory copies inside a node
 // (seed 004 §4.2: smp), and elan_hgsync's software twin is elan_gsync's tree of
 // 'ready' and 'go' messages (seed 004 §4.1: tree).
-std::string software_equivalent(const std::string& collective, const std::string& algorithm) {
-  if (collective == "bcast" && algorithm == "hw_multicast") return "smp";
-  if (collective == "barrier" && algorithm == "hw_combining") return "tree";
+std::string software_equivalent(Collective collective, const std::string& algorithm) {
+  if (collective == Collective::Bcast && algorithm == "hw_multicast") return "smp";
+  if (collective == Collective::Barrier && algorithm == "hw_combining") return "tree";
   return algorithm;
 }
 

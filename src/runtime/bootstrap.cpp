@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "railcoll/railcoll.h"
 #include "runtime/net.hpp"
 
 namespace railcoll::rt {
@@ -28,7 +27,7 @@ int env_int(const char* name, int dflt) {
   char* end = nullptr;
   long x = strtol(v, &end, 10);
   if (*end || x < 0 || x > (1 << 24))
-    throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, std::string(name) + "='" + v + "' is not a valid number");
+    throw RuntimeError(Status::Bootstrap, std::string(name) + "='" + v + "' is not a valid number");
   return static_cast<int>(x);
 }
 
@@ -50,19 +49,19 @@ Bootstrap settings_from_env() {
     char* end = nullptr;
     double x = strtod(t, &end);
     if (*end || !(x > 0) || x > 86400 * 7)
-      throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, std::string("RAILCOLL_TIMEOUT='") + t + "' is not a number of seconds");
+      throw RuntimeError(Status::Bootstrap, std::string("RAILCOLL_TIMEOUT='") + t + "' is not a number of seconds");
     b.timeout = x;
   }
   if (const char* t = env("RAILCOLL_RAIL_TIMEOUT")) {
     char* end = nullptr;
     double x = strtod(t, &end);
     if (*end || !(x > 0) || x > 3600)
-      throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, std::string("RAILCOLL_RAIL_TIMEOUT='") + t + "' is not a number of seconds");
+      throw RuntimeError(Status::Bootstrap, std::string("RAILCOLL_RAIL_TIMEOUT='") + t + "' is not a number of seconds");
     b.rail_timeout = x;
   }
   if (env("RAILCOLL_STRIPE_BYTES")) {
     int x = env_int("RAILCOLL_STRIPE_BYTES", 1024);
-    if (x < 1) throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, "RAILCOLL_STRIPE_BYTES must be at least 1");
+    if (x < 1) throw RuntimeError(Status::Bootstrap, "RAILCOLL_STRIPE_BYTES must be at least 1");
     b.stripe_bytes = static_cast<uint64_t>(x);
   }
   if (env("RAILCOLL_SPIN_US")) b.spin_seconds = env_int("RAILCOLL_SPIN_US", 0) * 1e-6;
@@ -90,14 +89,14 @@ Bootstrap bootstrap_from_env() {
     break;
   }
   if (b.size < 1 || b.rank >= b.size)
-    throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, "rank " + std::to_string(b.rank) + " is not below size " +
+    throw RuntimeError(Status::Bootstrap, "rank " + std::to_string(b.rank) + " is not below size " +
                                                    std::to_string(b.size) + " (from " + b.source + " variables)");
   if (env("RAILCOLL_STORE"))
     b.store = env("RAILCOLL_STORE");
   else if (env("MASTER_ADDR") && env("MASTER_PORT"))
     b.store = std::string(env("MASTER_ADDR")) + ":" + env("MASTER_PORT");
   if (b.size > 1 && b.store.empty())
-    throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP,
+    throw RuntimeError(Status::Bootstrap,
                        "no store address: set RAILCOLL_STORE=host:port (rank 0 listens there) or MASTER_ADDR and "
                        "MASTER_PORT; railcoll run and railcoll cluster run set it");
   return b;

@@ -21,7 +21,6 @@
 #include <set>
 #include <sstream>
 
-#include "railcoll/railcoll.h"
 #include "runtime/auth.hpp"
 #include "runtime/node_shm.hpp"
 #include "runtime/plan.hpp"
@@ -96,7 +95,7 @@ struct Comm::Impl final : Transport {
         try {
           store_server = std::make_unique<StoreServer>(hp.first, hp.second, boot.job_key, boot.job_id);
         } catch (const RuntimeError& e) {
-          throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, std::string("rank 0 cannot serve the store: ") + e.what());
+          throw RuntimeError(Status::Bootstrap, std::string("rank 0 cannot serve the store: ") + e.what());
         }
       }
       store = std::make_unique<StoreClient>(hp.first, hp.second, boot.job_key, boot.job_id, deadline);
@@ -124,10 +123,10 @@ struct Comm::Impl final : Transport {
       std::stringstream ss(info[r]);
       for (std::string f; std::getline(ss, f, '|');) fields[r].push_back(f);
       if (fields[r].size() < 2 || (N > 1 && fields[r].size() != 3 + static_cast<size_t>(rails_n)))
-        throw RuntimeError(RAILCOLL_ERR_PROTOCOL, "malformed store entry of rank " + std::to_string(r));
+        throw RuntimeError(Status::Protocol, "malformed store entry of rank " + std::to_string(r));
       node_of[r] = node_ids.emplace(fields[r][0], static_cast<int>(node_ids.size())).first->second;
       if (std::stoi(fields[r][1]) != rails_n)
-        throw RuntimeError(RAILCOLL_ERR_MISMATCH, "rank " + std::to_string(r) + " has " + fields[r][1] +
+        throw RuntimeError(Status::Mismatch, "rank " + std::to_string(r) + " has " + fields[r][1] +
                                                       " rails, this rank " + std::to_string(rails_n) +
                                                       " (check RAILCOLL_RAILS)");
     }
@@ -135,7 +134,7 @@ struct Comm::Impl final : Transport {
     topo = Topology::from_node_map(node_of, rails_n);
     node = topo.node_of(me);
     if (topo.node_size(node) > kMaxLocalRanks)
-      throw RuntimeError(RAILCOLL_ERR_UNSUPPORTED, "more than " + std::to_string(kMaxLocalRanks) + " ranks on one node");
+      throw RuntimeError(Status::Unsupported, "more than " + std::to_string(kMaxLocalRanks) + " ranks on one node");
 
     connect_peers(fields, "railcoll/" + job + "/" + std::to_string(comm_index) + "/", deadline);
 
@@ -159,7 +158,7 @@ struct Comm::Impl final : Transport {
   // ------------------------------------------------------------ errors
   // Marks the communicator broken and tells every peer, so nobody waits for the
   // deadline; an abort received from a peer is not passed on (its sender told all).
-  [[noreturn]] void fail(int code, const std::string& msg, bool tell_peers = true) override {
+  [[noreturn]] void fail(Status code, const std::string& msg, bool tell_peers = true) override {
     bool first = broken.empty();
     if (first) broken = msg;
     if (first && tell_peers) {
@@ -288,7 +287,7 @@ struct Comm::Impl final : Transport {
         if (errno == EAGAIN || errno == EINTR) return;
         if (c.rail >= 0) return rail_failed(c, std::string("refused a send: ") + strerror(errno));
         c.closed = true;
-        fail(RAILCOLL_ERR_PEER, "lost the connection to " + c.name() + ": " + strerror(errno));
+        fail(Status::Peer, "lost the connection to " + c.name() + ": " + strerror(errno));
       }
       it.done += static_cast<size_t>(w);
       c.written += static_cast<uint64_t>(w);
@@ -300,7 +299,7 @@ struct Comm::Impl final : Transport {
   }
 
   void protocol_error(Conn& c, const std::string& what) {
-    fail(RAILCOLL_ERR_PROTOCOL, "rejected a frame from " + c.name() + ": " + what);
+    fail(Status::Protocol, "rejected a frame from " + c.name() + ": " + what);
   }
 
   // A Data or Notify frame for the current call: checks it against the plan and
@@ -309,7 +308,7 @@ struct Comm::Impl final : Transport {
     std::string why;
     bool mismatch = false;
     const Op* op = match_frame(*plan, topo, me, h, rail, &why, &mismatch);
-    if (mismatch) fail(RAILCOLL_ERR_MISMATCH, c.name() + " " + why);
+    if (mismatch) fail(Status::Mismatch, c.name() + " " + why);
     if (!op) protocol_error(c, why);
     return *op;
   }
@@ -401,7 +400,7 @@ struct Comm::Impl final : Transport {
     c.in_payload = false;
     if (c.mode == Conn::Drop) return c.buffer.clear();
     if (h.type == static_cast<uint16_t>(Frame::Abort)) {
-      fail(RAILCOLL_ERR_PEER, "rank " + std::to_string(h.sender) + " aborted the collective: " +
+      fail(Status::Peer, "rank " + std::to_string(h.sender) + " aborted the collective: " +
                                   std::string(c.buffer.begin(), c.buffer.end()), false);
     }
     if (c.mode == Conn::Hold) {
@@ -488,7 +487,7 @@ struct Comm::Impl final : Transport {
     }
     c.closed = true;
     if (!c.bye)
-      fail(RAILCOLL_ERR_PEER, c.name() + " closed its connection without saying goodbye: it exited or died");
+      fail(Status::Peer, c.name() + " closed its connection without saying goodbye: it exited or died");
   }
 
   // One round of progress on every connection; blocks up to `wait_s` for one.
@@ -502,7 +501,7 @@ struct Comm::Impl final : Transport {
     for (auto& q : pending) p.push_back({q.fd, POLLIN, 0});
     int timeout_ms = wait_s <= 0 ? 0 : std::max(1, static_cast<int>(wait_s * 1000));
     int r = poll(p.data(), p.size(), timeout_ms);
-    if (r < 0 && errno != EINTR) fail(RAILCOLL_ERR_NETWORK, std::string("poll: ") + strerror(errno));
+    if (r < 0 && errno != EINTR) fail(Status::Network, std::string("poll: ") + strerror(errno));
     double now = now_seconds();
     for (size_t i = 0; i < conns.size(); ++i) {
       Conn& c = conns[i];
@@ -552,7 +551,7 @@ struct Comm::Impl final : Transport {
         probe_peers();
       }
       if (now_seconds() > deadline)
-        fail(RAILCOLL_ERR_TIMEOUT, "timed out after " + seconds_text(boot.timeout) + " " + what() + silent_peers());
+        fail(Status::Timeout, "timed out after " + seconds_text(boot.timeout) + " " + what() + silent_peers());
     }
   }
 
@@ -591,7 +590,7 @@ struct Comm::Impl final : Transport {
     for (size_t i = 0; i < ranks.size(); ++i) {
       uint64_t theirs = seg.shm->call[i].load(std::memory_order_acquire);
       if (ranks[i] != me && theirs >> 32 == (seq & 0xffffffffu) && theirs != mine)
-        fail(RAILCOLL_ERR_MISMATCH, "local rank " + std::to_string(ranks[i]) + " is in a different call than this rank (" +
+        fail(Status::Mismatch, "local rank " + std::to_string(ranks[i]) + " is in a different call than this rank (" +
                                         p.what + "): the ranks disagree on the collective, its algorithm or its sizes");
     }
   }
@@ -623,19 +622,19 @@ struct Comm::Impl final : Transport {
   }
 
   void run(const Plan& p, const Buffers& b) {
-    if (!broken.empty()) throw RuntimeError(RAILCOLL_ERR_BROKEN, "communicator is broken: " + broken);
+    if (!broken.empty()) throw RuntimeError(Status::Broken, "communicator is broken: " + broken);
     for (auto& c : conns)
-      if (c.closed && !c.bye && !c.down) fail(RAILCOLL_ERR_PEER, c.name() + " is gone");
+      if (c.closed && !c.bye && !c.down) fail(Status::Peer, c.name() + " is gone");
     plan = &p;
     bufs = b;
     const Schedule& s = p.sched;
     if (s.shared_bytes[node] > seg.shm->capacity)
-      throw RuntimeError(RAILCOLL_ERR_UNSUPPORTED,
+      throw RuntimeError(Status::Unsupported,
                          p.what + " needs " + std::to_string(s.shared_bytes[node]) +
                              " bytes of node-shared memory; RAILCOLL_SHM_MIB allows " +
                              std::to_string(seg.shm->capacity >> 20) + " MiB");
     if (s.node_counters > kMaxNodeCounters)
-      throw RuntimeError(RAILCOLL_ERR_UNSUPPORTED, p.what + " needs " + std::to_string(s.node_counters) +
+      throw RuntimeError(Status::Unsupported, p.what + " needs " + std::to_string(s.node_counters) +
                                                        " node counters; the shared segment has " +
                                                        std::to_string(kMaxNodeCounters));
     if (scratch.size() < s.scratch_bytes[me]) scratch.resize(s.scratch_bytes[me]);
@@ -757,12 +756,12 @@ int Comm::rails_up() const {
 }
 double Comm::timeout() const { return impl_->boot.timeout; }
 
-void Comm::run(const std::string& collective, const std::string& algorithm, const std::vector<uint64_t>& counts,
+void Comm::run(Collective collective, const std::string& algorithm, const std::vector<uint64_t>& counts,
                const AlgoOptions& call_opts, const Buffers& b) {
   AlgoOptions opts = call_opts;
   opts.stripe_threshold = impl_->boot.stripe_bytes;
   std::ostringstream key;
-  key << collective << "/" << algorithm << "/" << opts.stripe_threshold << "/" << opts.concurrency << "/root "
+  key << collective_name(collective) << "/" << algorithm << "/" << opts.stripe_threshold << "/" << opts.concurrency << "/root "
       << opts.root << "/" << dtype_name(opts.dtype) << "/" << redop_name(opts.redop);
   for (auto c : counts) key << "," << c;
   if (impl_->plans.size() >= 256 && !impl_->plans.count(key.str())) impl_->plans.clear();  // bounded cache

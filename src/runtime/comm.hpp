@@ -35,7 +35,7 @@ class Comm {
     const void* send = nullptr;
     void* recv = nullptr;
   };
-  void run(const std::string& collective, const std::string& algorithm, const std::vector<uint64_t>& counts,
+  void run(Collective collective, const std::string& algorithm, const std::vector<uint64_t>& counts,
            const AlgoOptions& opts, const Buffers& b);
 
   struct Impl;

@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "railcoll/railcoll.h"
 #include "runtime/net.hpp"
 
 namespace railcoll::rt {
@@ -101,7 +100,7 @@ void Transport::rail_failed(Conn& c, const std::string& why) {
   auto alive = other_rails(c);
   if (alive.empty()) {
     c.closed = true;
-    fail(RAILCOLL_ERR_PEER, c.name() + " " + why + ", and no other rail to rank " + std::to_string(c.peer) + " is left");
+    fail(Status::Peer, c.name() + " " + why + ", and no other rail to rank " + std::to_string(c.peer) + " is left");
   }
   double now = now_seconds();
   uint64_t confirmed = release_confirmed(c);
@@ -151,7 +150,7 @@ Conn& Transport::route(int peer, int rail, bool* moved) {
   *moved = false;
   if (topo.same_node(peer, me)) {
     Conn& c = conns[conn_of[peer][0]];
-    if (c.closed) fail(RAILCOLL_ERR_PEER, c.name() + " is gone: cannot send to it");
+    if (c.closed) fail(Status::Peer, c.name() + " is gone: cannot send to it");
     return c;
   }
   int R = topo.rails();
@@ -161,7 +160,7 @@ Conn& Transport::route(int peer, int rail, bool* moved) {
     *moved = k > 0;
     return c;
   }
-  fail(RAILCOLL_ERR_PEER, "no rail to rank " + std::to_string(peer) + " is left: cannot send to it");
+  fail(Status::Peer, "no rail to rank " + std::to_string(peer) + " is left: cannot send to it");
   __builtin_unreachable();  // fail() throws; GCC does not see [[noreturn]] through a virtual call
 }
 

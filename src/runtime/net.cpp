@@ -19,7 +19,6 @@
 #include <sstream>
 #include <thread>
 
-#include "railcoll/railcoll.h"
 
 namespace railcoll::rt {
 
@@ -35,7 +34,7 @@ std::string seconds_text(double s) {
 
 namespace {
 [[noreturn]] void sys_fail(const std::string& what) {
-  throw RuntimeError(RAILCOLL_ERR_NETWORK, what + ": " + strerror(errno));
+  throw RuntimeError(Status::Network, what + ": " + strerror(errno));
 }
 
 sockaddr_in inet_addr_of(const std::string& address, int port) {
@@ -43,7 +42,7 @@ sockaddr_in inet_addr_of(const std::string& address, int port) {
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
   if (inet_pton(AF_INET, address.c_str(), &a.sin_addr) != 1)
-    throw RuntimeError(RAILCOLL_ERR_ARG, "'" + address + "' is not an IPv4 address");
+    throw RuntimeError(Status::Arg, "'" + address + "' is not an IPv4 address");
   return a;
 }
 
@@ -71,14 +70,14 @@ int wait_fd(int fd, short events, double deadline) {
 std::pair<std::string, int> split_host_port(const std::string& hp) {
   auto colon = hp.rfind(':');
   if (colon == std::string::npos || colon == 0)
-    throw RuntimeError(RAILCOLL_ERR_ARG, "store address '" + hp + "' is not host:port");
+    throw RuntimeError(Status::Arg, "store address '" + hp + "' is not host:port");
   int port = 0;
   try {
     port = std::stoi(hp.substr(colon + 1));
   } catch (...) {
     port = -1;
   }
-  if (port <= 0 || port > 65535) throw RuntimeError(RAILCOLL_ERR_ARG, "store address '" + hp + "' has a bad port");
+  if (port <= 0 || port > 65535) throw RuntimeError(Status::Arg, "store address '" + hp + "' has a bad port");
   return {hp.substr(0, colon), port};
 }
 
@@ -197,7 +196,7 @@ int unix_connect(const std::string& name, double deadline) {
 
 int accept_until(int listen_fd, double deadline) {
   int r = wait_fd(listen_fd, POLLIN, deadline);
-  if (r == 0) throw RuntimeError(RAILCOLL_ERR_TIMEOUT, "timed out waiting for peers to connect");
+  if (r == 0) throw RuntimeError(Status::Timeout, "timed out waiting for peers to connect");
   if (r < 0) sys_fail("poll");
   int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
   if (fd < 0) sys_fail("accept");
@@ -215,7 +214,7 @@ void write_all(int fd, const void* data, size_t n, double deadline, const std::s
     }
     if (w < 0 && errno != EAGAIN && errno != EINTR) sys_fail("sending to " + what);
     int r = wait_fd(fd, POLLOUT, deadline);
-    if (r == 0) throw RuntimeError(RAILCOLL_ERR_TIMEOUT, "timed out sending to " + what);
+    if (r == 0) throw RuntimeError(Status::Timeout, "timed out sending to " + what);
     if (r < 0) sys_fail("poll");
   }
 }
@@ -229,10 +228,10 @@ void read_all(int fd, void* data, size_t n, double deadline, const std::string& 
       n -= static_cast<size_t>(r);
       continue;
     }
-    if (r == 0) throw RuntimeError(RAILCOLL_ERR_PEER, what + " closed the connection");
+    if (r == 0) throw RuntimeError(Status::Peer, what + " closed the connection");
     if (errno != EAGAIN && errno != EINTR) sys_fail("receiving from " + what);
     int w = wait_fd(fd, POLLIN, deadline);
-    if (w == 0) throw RuntimeError(RAILCOLL_ERR_TIMEOUT, "timed out receiving from " + what);
+    if (w == 0) throw RuntimeError(Status::Timeout, "timed out receiving from " + what);
     if (w < 0) sys_fail("poll");
   }
 }
@@ -271,7 +270,7 @@ std::vector<std::string> resolve_rails(const std::string& spec) {
     auto slash = item.find('/');
     in_addr ip{};
     if (inet_pton(AF_INET, item.substr(0, slash).c_str(), &ip) != 1)
-      throw RuntimeError(RAILCOLL_ERR_ARG, "RAILCOLL_RAILS entry '" + item +
+      throw RuntimeError(Status::Arg, "RAILCOLL_RAILS entry '" + item +
                                                "' is neither a local interface, a subnet nor an IPv4 address");
     if (slash == std::string::npos) {  // an address: loopback ones need not be configured
       rails.push_back(item.substr(0, slash));
@@ -287,10 +286,10 @@ std::vector<std::string> resolve_rails(const std::string& spec) {
         break;
       }
     if (found.empty())
-      throw RuntimeError(RAILCOLL_ERR_ARG, "RAILCOLL_RAILS subnet " + item + " has no address on this host");
+      throw RuntimeError(Status::Arg, "RAILCOLL_RAILS subnet " + item + " has no address on this host");
     rails.push_back(found);
   }
-  if (rails.empty()) throw RuntimeError(RAILCOLL_ERR_ARG, "RAILCOLL_RAILS='" + spec + "' names no rail");
+  if (rails.empty()) throw RuntimeError(Status::Arg, "RAILCOLL_RAILS='" + spec + "' names no rail");
   return rails;
 }
 

@@ -5,12 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "core/errors.hpp"
+
 namespace railcoll::rt {
 
-struct RuntimeError : std::runtime_error {
-  RuntimeError(int code, const std::string& w) : std::runtime_error(w), code(code) {}
-  int code;  // a railcoll_status_t
-};
 
 double now_seconds();
 // "0.507 s": a duration for messages.

@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "railcoll/railcoll.h"
 #include "runtime/net.hpp"
 #include "runtime/store.hpp"
 
@@ -30,21 +29,21 @@ void map_node_shm(NodeSegment& seg, StoreClient* store, const std::string& job, 
   int fd = -1;
   if (leader) {
     fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, "cannot create shared memory " + name + ": " + strerror(errno));
+    if (fd < 0) throw RuntimeError(Status::Bootstrap, "cannot create shared memory " + name + ": " + strerror(errno));
     if (ftruncate(fd, static_cast<off_t>(seg.bytes)) != 0) {
       shm_unlink(name.c_str());
-      throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, "cannot size shared memory " + name + ": " + strerror(errno));
+      throw RuntimeError(Status::Bootstrap, "cannot size shared memory " + name + ": " + strerror(errno));
     }
   } else {
     store->get(prefix + "created", deadline);
     fd = shm_open(name.c_str(), O_RDWR, 0600);
-    if (fd < 0) throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, "cannot open shared memory " + name + ": " + strerror(errno));
+    if (fd < 0) throw RuntimeError(Status::Bootstrap, "cannot open shared memory " + name + ": " + strerror(errno));
   }
   void* p = mmap(nullptr, seg.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (p == MAP_FAILED) {
     if (leader) shm_unlink(name.c_str());
-    throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, "cannot map shared memory " + name + ": " + strerror(errno));
+    throw RuntimeError(Status::Bootstrap, "cannot map shared memory " + name + ": " + strerror(errno));
   }
   seg.shm = static_cast<NodeShm*>(p);
   seg.data = static_cast<char*>(p) + kShmHeader;
@@ -54,7 +53,7 @@ void map_node_shm(NodeSegment& seg, StoreClient* store, const std::string& job, 
     seg.shm->magic = kShmMagic;
     if (store) store->set(prefix + "created", "1");
   } else if (seg.shm->magic != kShmMagic || seg.shm->capacity != shm_bytes) {
-    throw RuntimeError(RAILCOLL_ERR_MISMATCH, "shared memory " + name + " has a different size on the node leader (" +
+    throw RuntimeError(Status::Mismatch, "shared memory " + name + " has a different size on the node leader (" +
                                                   std::to_string(seg.shm->capacity >> 20) + " MiB): RAILCOLL_SHM_MIB must be the same on every rank");
   }
   if (store) {

@@ -16,13 +16,13 @@ bool memcpy_put(const Topology& t, int sender, const Op& op) {
          op.segs[0].dst.region == Region::Shared;
 }
 
-std::unique_ptr<Plan> make_plan(const Topology& t, int me, const std::string& collective, const std::string& algorithm,
+std::unique_ptr<Plan> make_plan(const Topology& t, int me, Collective collective, const std::string& algorithm,
                                 const std::vector<uint64_t>& counts, const AlgoOptions& opts, const std::string& key) {
   auto p = std::make_unique<Plan>();
   p->sched = build_schedule(collective, algorithm, t, counts, opts);
   p->sig = fnv(key);
   bool uniform = std::all_of(counts.begin(), counts.end(), [&](uint64_t c) { return c == counts[0]; });
-  p->what = collective + "/" + algorithm + " with " +
+  p->what = std::string(collective_name(collective)) + "/" + algorithm + " with " +
             (uniform && !counts.empty() ? std::to_string(counts[0]) + " B per rank" : "per-rank sizes");
   int node = t.node_of(me);
   p->node_increments.assign(std::max(1, p->sched.node_counters), 0);

@@ -34,7 +34,7 @@ inline uint64_t key_of(int sender, int op) {
 // by the sender, not a message; the receiver sees at most a Notify.
 bool memcpy_put(const Topology& t, int sender, const Op& op);
 
-std::unique_ptr<Plan> make_plan(const Topology& t, int me, const std::string& collective, const std::string& algorithm,
+std::unique_ptr<Plan> make_plan(const Topology& t, int me, Collective collective, const std::string& algorithm,
                                 const std::vector<uint64_t>& counts, const AlgoOptions& opts, const std::string& key);
 
 // The parts a put is sent in: (rail, bytes); one part to a rank of the same node.

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "railcoll/railcoll.h"
 #include "runtime/auth.hpp"
 #include "runtime/net.hpp"
 
@@ -133,7 +132,7 @@ bool StoreServerCore::feed(int client, const char* data, size_t n, std::vector<s
 StoreServer::StoreServer(const std::string& address, int port, const std::string& key, const std::string& job)
     : core_(key, job) {
   listen_fd_ = tcp_listen(address, port, nullptr);
-  if (pipe(wake_) != 0) throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, "pipe failed");
+  if (pipe(wake_) != 0) throw RuntimeError(Status::Bootstrap, "pipe failed");
   thread_ = std::thread([this] { serve(); });
 }
 
@@ -208,13 +207,13 @@ StoreClient::StoreClient(const std::string& address, int port, const std::string
   try {
     fd_ = tcp_connect("", address, port, deadline);
   } catch (const RuntimeError& e) {
-    throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, "cannot reach " + where_ + " (is rank 0 running?): " + e.what());
+    throw RuntimeError(Status::Bootstrap, "cannot reach " + where_ + " (is rank 0 running?): " + e.what());
   }
   try {
     char challenge[4 + kStoreNonce];
     read_all(fd_, challenge, sizeof challenge, deadline, where_);
     if (memcmp(challenge, kChallenge, 4) != 0)
-      throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, where_ + " does not speak the railcoll store protocol (version 2)");
+      throw RuntimeError(Status::Bootstrap, where_ + " does not speak the railcoll store protocol (version 2)");
     std::string server_nonce(challenge + 4, kStoreNonce), client_nonce = random_bytes(kStoreNonce);
     std::string answer = std::string(kAnswer, 4) + client_nonce + proof("client", key, job, server_nonce, client_nonce);
     write_all(fd_, answer.data(), answer.size(), deadline, where_);
@@ -222,13 +221,13 @@ StoreClient::StoreClient(const std::string& address, int port, const std::string
     read_all(fd_, accepted, sizeof accepted, deadline, where_);
     std::string expected = proof("server", key, job, server_nonce, client_nonce);
     if (memcmp(accepted, kAccepted, 4) != 0 || !equal_constant_time(accepted + 4, expected.data(), 32))
-      throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, where_ + " failed to prove it knows the job key");
+      throw RuntimeError(Status::Bootstrap, where_ + " failed to prove it knows the job key");
   } catch (const RuntimeError& e) {
     close(fd_);
     fd_ = -1;
-    if (e.code == RAILCOLL_ERR_BOOTSTRAP) throw;
+    if (e.status == Status::Bootstrap) throw;
     // The server closes on a wrong key without a word: say what that means.
-    throw RuntimeError(RAILCOLL_ERR_BOOTSTRAP, std::string(e.what()) + " during the handshake with " + where_ +
+    throw RuntimeError(Status::Bootstrap, std::string(e.what()) + " during the handshake with " + where_ +
                                                    " (a different RAILCOLL_JOB_KEY or RAILCOLL_JOB_ID than rank 0's?)");
   }
 }
@@ -248,13 +247,13 @@ std::string StoreClient::get(const std::string& key, double deadline) {
   uint32_t n = 0;
   try {
     read_all(fd_, &n, 4, deadline, where_);
-    if (n > kMaxStoreMessage) throw RuntimeError(RAILCOLL_ERR_PROTOCOL, "malformed reply from " + where_);
+    if (n > kMaxStoreMessage) throw RuntimeError(Status::Protocol, "malformed reply from " + where_);
     std::string v(n, '\0');
     read_all(fd_, v.data(), n, deadline, where_);
     return v;
   } catch (const RuntimeError& e) {
-    if (e.code == RAILCOLL_ERR_TIMEOUT)
-      throw RuntimeError(RAILCOLL_ERR_TIMEOUT, "timed out waiting for '" + key + "' in " + where_ +
+    if (e.status == Status::Timeout)
+      throw RuntimeError(Status::Timeout, "timed out waiting for '" + key + "' in " + where_ +
                                                     " (a rank did not start or died during start-up)");
     throw;
   }

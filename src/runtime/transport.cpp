@@ -13,7 +13,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "railcoll/railcoll.h"
 #include "runtime/auth.hpp"
 #include "runtime/net.hpp"
 
@@ -170,7 +169,7 @@ void Transport::accept_peers(int expected, double deadline) {
   for (int got = 0; got < expected;) {
     double now = now_seconds();
     if (now > deadline)
-      throw RuntimeError(RAILCOLL_ERR_TIMEOUT, "timed out waiting for peers to connect (" + std::to_string(got) +
+      throw RuntimeError(Status::Timeout, "timed out waiting for peers to connect (" + std::to_string(got) +
                                                    " of " + std::to_string(expected) + " connections made)");
     std::vector<pollfd> p;
     for (int fd : listen_fds) p.push_back({fd, POLLIN, 0});

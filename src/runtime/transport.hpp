@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "core/topology.hpp"
 #include "runtime/bootstrap.hpp"
 #include "runtime/wire.hpp"
@@ -145,7 +146,7 @@ struct Transport {
 
   // ------------------------------------------------------------ supplied by the communicator
   // Marks the communicator broken, tells every peer (unless tell_peers is false) and throws.
-  [[noreturn]] virtual void fail(int code, const std::string& msg, bool tell_peers = true) = 0;
+  [[noreturn]] virtual void fail(Status code, const std::string& msg, bool tell_peers = true) = 0;
   // A frame header of this rank in the current call.
   virtual FrameHeader header(Frame type, int op) const = 0;
   // Reads what has arrived on c and acts on it.

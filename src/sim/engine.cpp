@@ -149,7 +149,7 @@ struct CombineGroup {
 // hardware; returns the hardware barrier's waves, which the engine needs too.
 std::vector<CombineGroup> check_schedule(const Schedule& s, const Machine& m) {
   check_fits(s.topo, m);
-  const std::string who = s.collective + "/" + s.algorithm;
+  const std::string who = std::string(collective_name(s.collective)) + "/" + s.algorithm;
   std::map<std::tuple<bool, int, int>, CombineGroup> by_counter;
   std::string multicast_error;  // the first; reported after the barrier's (as before the one pass)
   for (int r = 0; r < static_cast<int>(s.programs.size()); ++r) {

@@ -219,7 +219,7 @@ std::string to_goal(const Schedule& s) {
     }
 
   std::ostringstream out;
-  out << "// railcoll " << s.collective << "/" << s.algorithm << ": " << s.topo.describe() << "\n"
+  out << "// railcoll " << collective_name(s.collective) << "/" << s.algorithm << ": " << s.topo.describe() << "\n"
       << "// send sizes: " << sizes_text(s.send_bytes) << "; recv sizes: " << sizes_text(s.recv_bytes) << "\n"
       << "// calc <n> is a local copy of n bytes (unit: bytes, not time); tag = label number of the send\n"
       << "num_ranks " << N << "\n";
@@ -487,7 +487,7 @@ Schedule from_goal(const std::string& text, int rails) {
   }
 
   Schedule s;
-  s.collective = "goal";
+  s.collective = Collective::Goal;
   s.algorithm = "imported";
   s.topo = Topology::from_ppn(N, 1, rails);
   s.send_bytes.assign(N, 0);

@@ -56,19 +56,21 @@ constexpr int kSizes = 5;
 }  // namespace
 
 std::string SweepCase::label() const {
-  std::string s = collective + "/" + algorithm + " " + topo.describe() + ", bytes ";
+  const CollectiveTraits& c = traits(collective);
+  std::string s = std::string(c.name) + "/" + algorithm + " " + topo.describe() + ", bytes ";
   bool uniform = true;
   for (auto c : counts) uniform &= c == counts[0];
   s += uniform ? std::to_string(counts[0]) : "variable";
   if (opts.concurrency) s += ", concurrency " + std::to_string(opts.concurrency);
-  if (collective == "bcast" || collective == "gather") s += ", root " + std::to_string(opts.root);
-  if (collective == "allreduce") s += std::string(", ") + dtype_name(opts.dtype) + " " + redop_name(opts.redop);
+  if (c.rooted) s += ", root " + std::to_string(opts.root);
+  if (c.reducing) s += std::string(", ") + dtype_name(opts.dtype) + " " + redop_name(opts.redop);
   return s;
 }
 
-std::vector<SweepCase> sweep_cases(const std::string& collective, const std::string& algorithm) {
+std::vector<SweepCase> sweep_cases(Collective collective, const std::string& algorithm) {
   std::vector<SweepCase> out;
   const AlgoSpec* spec = find_algorithm(collective, algorithm);
+  const CollectiveTraits& coll = traits(collective);
   bool takes_c = false;
   for (auto& o : spec->options) takes_c |= o == "concurrency";
   int index = 0;
@@ -78,10 +80,10 @@ std::vector<SweepCase> sweep_cases(const std::string& collective, const std::str
     c.algorithm = algorithm;
     c.topo = layout(lay, N, k);
     c.counts = sizes(size, N);
-    if (collective == "bcast" || collective == "gather") c.opts.root = (index * 5) % N;  // roots other than 0
-    if ((collective == "bcast" || collective == "allreduce") && size == kSizes - 1)
+    if (coll.rooted) c.opts.root = (index * 5) % N;  // roots other than 0
+    if (coll.equal_counts && size == kSizes - 1)
       c.counts.assign(N, 13);  // no per-rank sizes: one count for every rank
-    if (collective == "allreduce") {  // counts in elements of every type
+    if (coll.reducing) {  // counts in elements of every type
       const DataType types[] = {DataType::Int32, DataType::Int64, DataType::Float32, DataType::Float64};
       c.opts.dtype = types[index % 4];
       c.opts.redop = static_cast<ReduceOp>(index % 3);

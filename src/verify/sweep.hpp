@@ -11,7 +11,7 @@
 namespace railcoll {
 
 struct SweepCase {
-  std::string collective;
+  Collective collective = Collective::Allgather;
   std::string algorithm;
   Topology topo;
   std::vector<uint64_t> counts;
@@ -20,7 +20,7 @@ struct SweepCase {
   std::string label() const;
 };
 
-std::vector<SweepCase> sweep_cases(const std::string& collective, const std::string& algorithm);
+std::vector<SweepCase> sweep_cases(Collective collective, const std::string& algorithm);
 
 struct SweepOutcome {
   size_t passed = 0, failed = 0;

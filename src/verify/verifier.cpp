@@ -496,37 +496,32 @@ class Verifier {
   }
 
   void check_result() {
-    if (s_.collective == "barrier") {
-      // No rank may leave before every rank has entered: each end must know of
-      // every rank's first event.
-      for (int r = 0; r < N; ++r)
-        for (int x = 0; x < N; ++x)
-          if (end_[r][x] < 1) {
-            error("rank " + std::to_string(r) + " may leave the barrier before rank " + std::to_string(x) +
-                  " has entered it");
-            return;
-          }
-      return;
-    }
-    if (s_.collective == "allreduce") {
-      check_reduced();
-      return;
+    const CollectiveTraits& c = traits(s_.collective);
+    switch (c.result) {
+      case Result::None: return;
+      case Result::Synchronised:
+        // No rank may leave before every rank has entered: each end must know of
+        // every rank's first event.
+        for (int r = 0; r < N; ++r)
+          for (int x = 0; x < N; ++x)
+            if (end_[r][x] < 1) {
+              error("rank " + std::to_string(r) + " may leave the barrier before rank " + std::to_string(x) +
+                    " has entered it");
+              return;
+            }
+        return;
+      case Result::Reduction: check_reduced(); return;
+      case Result::Blocks:
+      case Result::RootBlock: break;
     }
     std::vector<int> targets;  // ranks whose recv must hold the blocks
-    if (s_.collective == "allgather") {
-      for (int r = 0; r < N; ++r) targets.push_back(r);
-    } else if (s_.collective == "gather") {
-      targets.push_back(s_.root);
-    } else if (s_.collective == "bcast") {
-      for (int r = 0; r < N; ++r)
-        if (r != s_.root) targets.push_back(r);
-    } else {
-      error("no expected result is defined for collective '" + s_.collective + "'");
-      return;
+    for (int r = 0; r < N; ++r) {
+      bool root = r == s_.root;
+      if (c.result == Result::RootBlock ? !root : (!c.result_at_root_only || root)) targets.push_back(r);
     }
-    // bcast: every target receives the root's send as one block.
+    // A root's block: every target receives the root's send as one block.
     std::vector<uint64_t> counts = s_.send_bytes;
-    if (s_.collective == "bcast") counts.assign(N, 0), counts[s_.root] = s_.send_bytes[s_.root];
+    if (c.result == Result::RootBlock) counts.assign(N, 0), counts[s_.root] = s_.send_bytes[s_.root];
     BlockLayout L(counts);
     for (int r : targets) {
       if (s_.recv_bytes[r] != L.total()) {
@@ -602,10 +597,10 @@ class Verifier {
 
 std::string schedule_title(const Schedule& s) {
   std::ostringstream o;
-  o << s.collective << "/" << s.algorithm << " [" << s.topo.describe() << "; ";
+  o << collective_name(s.collective) << "/" << s.algorithm << " [" << s.topo.describe() << "; ";
   bool uniform = std::all_of(s.send_bytes.begin(), s.send_bytes.end(),
                              [&](uint64_t b) { return b == s.send_bytes[0]; });
-  if (s.collective == "bcast" && s.root >= 0 && s.root < static_cast<int>(s.send_bytes.size()))
+  if (traits(s.collective).result == Result::RootBlock && s.root >= 0 && s.root < static_cast<int>(s.send_bytes.size()))
     o << s.send_bytes[s.root] << " B from root " << s.root;  // only the root sends
   else if (uniform && !s.send_bytes.empty())
     o << s.send_bytes[0] << " B per rank";

@@ -69,7 +69,7 @@ std::vector<Case>& cases() {
     for (auto& s : specs) {
       Case k{Topology::from_node_map(s.nodes, s.rails), s.me, nullptr,
              std::vector<uint64_t>(s.nodes.size(), s.bytes)};
-      k.plan = make_plan(k.topo, s.me, "allgather", s.algo, k.counts, {}, s.algo);
+      k.plan = make_plan(k.topo, s.me, railcoll::Collective::Allgather, s.algo, k.counts, {}, s.algo);
       c.push_back(std::move(k));
     }
     return c;

@@ -147,19 +147,17 @@ Topology topology_from(const Args& a) {
 
 ScheduleRequest schedule_request(const Args& a, const std::string& collective) {
   ScheduleRequest r;
-  r.collective = collective;
+  if (!parse_collective(collective, &r.collective))
+    throw UsageError("unknown collective '" + collective + "' (railcoll algos lists them)");
   if (!a.has("algo")) throw UsageError("--algo NAME is required (railcoll algos lists them)");
   r.algorithm = a.str("algo");
-  auto colls = collectives();
-  if (std::find(colls.begin(), colls.end(), collective) == colls.end())
-    throw UsageError("unknown collective '" + collective + "' (railcoll algos lists them)");
-  if (!find_algorithm(collective, r.algorithm))
+  if (!find_algorithm(r.collective, r.algorithm))
     throw UsageError("unknown " + collective + " algorithm '" + r.algorithm + "' (railcoll algos lists them)");
   r.topo = topology_from(a);
   uint64_t bytes = a.size("bytes", 1);
   if (bytes > kMaxBytesPerRank) throw UsageError("--bytes " + a.str("bytes") + " is absurdly large (limit 1 TiB)");
   r.counts.assign(r.topo.nranks(), bytes);
-  r.opts = call_defaults(collective);
+  r.opts = call_defaults(r.collective);
   r.opts.root = static_cast<int>(a.integer("root", 0, 0, r.topo.nranks() - 1));
   if (a.has("dtype") && !parse_dtype(a.str("dtype"), &r.opts.dtype))
     throw UsageError("--dtype must be int32, int64, float or double, not '" + a.str("dtype") + "'");

@@ -46,7 +46,8 @@ extern const std::set<std::string> kTopologyOptions;
 
 // The common schedule options: --bytes, --stripe-threshold, --concurrency, --root.
 struct ScheduleRequest {
-  std::string collective, algorithm;
+  Collective collective = Collective::Allgather;
+  std::string algorithm;
   Topology topo;
   std::vector<uint64_t> counts;
   AlgoOptions opts;

@@ -13,7 +13,7 @@ int cmd_algos(const std::vector<std::string>& argv) {
     std::cout << "[";
     bool first = true;
     for (auto& s : all_algorithms()) {
-      std::cout << (first ? "" : ",") << "\n {\"collective\":\"" << s.collective << "\",\"algorithm\":\"" << s.name
+      std::cout << (first ? "" : ",") << "\n {\"collective\":\"" << collective_name(s.collective) << "\",\"algorithm\":\"" << s.name
                 << "\",\"summary\":\"" << s.summary << "\",\"cost\":\"" << s.cost << "\",\"source\":\"" << s.source
                 << "\",\"options\":[";
       for (size_t i = 0; i < s.options.size(); ++i) std::cout << (i ? "," : "") << "\"" << s.options[i] << "\"";
@@ -23,8 +23,8 @@ int cmd_algos(const std::vector<std::string>& argv) {
     std::cout << "\n]\n";
     return 0;
   }
-  for (auto& coll : collectives()) {
-    std::cout << coll << ":\n";
+  for (Collective coll : user_collectives()) {
+    std::cout << collective_name(coll) << ":\n";
     for (auto& s : all_algorithms()) {
       if (coll != s.collective) continue;
       std::cout << "  " << std::left << std::setw(27) << s.name << s.summary << "  [" << s.source << "]\n";

@@ -35,6 +35,7 @@ namespace {
 
 struct BenchOptions {
   std::string collective = "allgather";
+  Collective coll = Collective::Allgather;
   std::string algo = "all";
   uint64_t min = 8, max = 1 << 20;
   int iters = 100, warmup = 10;
@@ -55,23 +56,25 @@ const std::set<std::string> kValued = {"algo", "m",     "i",     "x",       "jso
 
 BenchOptions parse(const std::vector<std::string>& argv) {
   Args a(argv, kFlags, kValued);
-  const std::set<std::string> benchable = {"allgather", "bcast", "gather", "allreduce", "barrier"};
-  if (a.positional().size() != 1 || !benchable.count(a.positional()[0]))
+  Collective coll;
+  if (a.positional().size() != 1 || !parse_collective(a.positional()[0], &coll))
     throw UsageError("usage: railcoll bench allgather|bcast|gather|allreduce|barrier [--algo A|all|auto] "
                      "[-m MIN:MAX] [-i N] [-x N] [-f] [-c] [--mpi] [--background complement|uniform|hotspot] "
                      "[--json F] [--csv F] [--plot F] [-n N] [--ppn P] [--rails K] [--local] "
                      "[--fault rail-down@T[:D] | kill@T]");
   BenchOptions o;
   o.collective = a.positional()[0];
+  o.coll = coll;
   o.algo = a.str("algo", "all");
-  if (o.algo != "all" && o.algo != "auto" && !find_algorithm(o.collective, o.algo))
+  if (o.algo != "all" && o.algo != "auto" && !find_algorithm(o.coll, o.algo))
     throw UsageError("unknown " + o.collective + " algorithm '" + o.algo + "' (railcoll algos lists them)");
   size_range(a, &o.min, &o.max);
   if (o.max > (1ull << 30)) throw UsageError("-m: at most 1 GiB per rank");
-  if (o.collective == "barrier") o.min = o.max = 0;
+  const bool moves_data = traits(o.coll).moves_data;
+  if (!moves_data) o.min = o.max = 0;
   // A barrier's latency distribution needs many consecutive calls (seed 004 §5).
-  o.iters = static_cast<int>(a.integer("i", o.collective == "barrier" ? 10000 : 100, 1, 1000000));
-  o.warmup = static_cast<int>(a.integer("x", o.collective == "barrier" ? 100 : 10, 0, 1000000));
+  o.iters = static_cast<int>(a.integer("i", moves_data ? 100 : 10000, 1, 1000000));
+  o.warmup = static_cast<int>(a.integer("x", moves_data ? 10 : 100, 0, 1000000));
   o.full = a.flag("f");
   o.validate = a.flag("c");
   o.mpi = a.flag("mpi");
@@ -116,64 +119,37 @@ double now_us() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-unsigned char pattern(int rank, int iter, size_t i) {
-  return static_cast<unsigned char>((rank * 131 + iter * 31 + i * 7 + (i >> 8)) & 0xff);
-}
-
-// Rank r's float element i in call c: small integers, so that sums are exact in
-// any order and a validated allreduce is checked exactly.
-float element(int rank, size_t i, int call) { return static_cast<float>((rank * 37 + i * 11 + call) % 1000) - 400; }
-
 // One call of the benchmarked collective: its buffers, the call, and the check
-// of every byte (-c). bcast and gather use root 0, allreduce sums floats.
+// of every byte (-c), as the collective's traits define them. bcast and gather
+// use root 0, allreduce sums floats.
 class BenchCall {
  public:
-  BenchCall(std::string coll, uint64_t bytes, int me, int n) : coll_(std::move(coll)), bytes_(bytes), me_(me), n_(n) {
-    bool gathers = coll_ == "allgather" || coll_ == "gather";
-    send_.assign(bytes + 4, 0);
-    recv_.assign(gathers ? bytes * n + 1 : bytes + 4, 0xEE);
+  BenchCall(Collective coll, uint64_t bytes, int me, int n) : t_(traits(coll)) {
+    shape_.rank = me;
+    shape_.nranks = n;
+    shape_.bytes = bytes;
+    if (t_.reducing) shape_.dtype = DataType::Float32;
+    send_.assign(t_.send_length(shape_) + 4, 0);
+    recv_.assign(std::max<uint64_t>(t_.recv_length(shape_), bytes * (t_.result == Result::Blocks ? n : 1)) + 4, 0);
   }
-  void prepare(int call) {
-    if (coll_ == "allreduce") {
-      for (size_t i = 0; i < bytes_ / 4; ++i) reinterpret_cast<float*>(send_.data())[i] = element(me_, i, call);
-    } else {
-      for (size_t b = 0; b < bytes_; ++b) send_[b] = pattern(coll_ == "bcast" ? 0 : me_, call, b);
-    }
-    std::fill(recv_.begin(), recv_.end(), 0xEE);
-    if (coll_ == "bcast" && me_ == 0) std::copy(send_.begin(), send_.begin() + bytes_, recv_.begin());
-  }
+  void prepare(int call) { t_.fill(shape_, call, send_.data(), recv_.data()); }
   railcoll_status_t run(railcoll_comm_t comm, const railcoll_call_opts_t* opts) {
-    if (coll_ == "allgather") return railcoll_allgather(comm, send_.data(), recv_.data(), bytes_, opts);
-    if (coll_ == "gather") return railcoll_gather(comm, send_.data(), recv_.data(), bytes_, 0, opts);
-    if (coll_ == "bcast") return railcoll_bcast(comm, recv_.data(), bytes_, 0, opts);
-    if (coll_ == "allreduce")
-      return railcoll_allreduce(comm, send_.data(), recv_.data(), bytes_ / 4, RAILCOLL_FLOAT, RAILCOLL_SUM, opts);
-    return railcoll_barrier(comm);
+    const uint64_t bytes = shape_.bytes;
+    switch (t_.id) {
+      case Collective::Allgather: return railcoll_allgather(comm, send_.data(), recv_.data(), bytes, opts);
+      case Collective::Gather: return railcoll_gather(comm, send_.data(), recv_.data(), bytes, 0, opts);
+      case Collective::Bcast: return railcoll_bcast(comm, recv_.data(), bytes, 0, opts);
+      case Collective::Allreduce:
+        return railcoll_allreduce(comm, send_.data(), recv_.data(), bytes / 4, RAILCOLL_FLOAT, RAILCOLL_SUM, opts);
+      default: return railcoll_barrier(comm);
+    }
   }
   // "" when the result is right, else what is wrong.
-  std::string check(int call) const {
-    if (coll_ == "allgather" || (coll_ == "gather" && me_ == 0)) {
-      for (int r = 0; r < n_; ++r)
-        for (size_t b = 0; b < bytes_; ++b)
-          if (recv_[r * bytes_ + b] != pattern(r, call, b))
-            return "wrong byte " + std::to_string(b) + " of rank " + std::to_string(r) + "'s block";
-    } else if (coll_ == "bcast") {
-      for (size_t b = 0; b < bytes_; ++b)
-        if (recv_[b] != pattern(0, call, b)) return "wrong byte " + std::to_string(b);
-    } else if (coll_ == "allreduce") {
-      for (size_t i = 0; i < bytes_ / 4; ++i) {
-        float want = 0;
-        for (int r = 0; r < n_; ++r) want += element(r, i, call);
-        if (reinterpret_cast<const float*>(recv_.data())[i] != want) return "wrong sum at element " + std::to_string(i);
-      }
-    }
-    return "";
-  }
+  std::string check(int call) const { return t_.check(shape_, call, recv_.data()); }
 
  private:
-  std::string coll_;
-  uint64_t bytes_;
-  int me_, n_;
+  const CollectiveTraits& t_;
+  CallShape shape_;
   std::vector<unsigned char> send_, recv_;
 };
 
@@ -218,7 +194,7 @@ int worker(const BenchOptions& o) {
   std::vector<std::string> algos;
   if (o.algo == "all") {
     for (auto& s : all_algorithms())  // hardware algorithms would run their software twins again
-      if (s.collective == o.collective && software_equivalent(s.collective, s.name) == s.name)
+      if (s.collective == o.coll && software_equivalent(s.collective, s.name) == s.name)
         algos.push_back(s.name);
     algos.push_back("auto");
   } else {
@@ -241,11 +217,11 @@ int worker(const BenchOptions& o) {
       int iters = static_cast<int>(std::max<uint64_t>(5, std::min<uint64_t>(o.iters, (64ull << 20) / per_call)));
       iters = std::min(iters, o.iters);
       int warmup = std::min(o.warmup, std::max(1, iters / 5));
-      BenchCall call(o.collective, bytes, me, N);
+      BenchCall call(o.coll, bytes, me, N);
       railcoll_call_opts_t opts{algo.c_str(), 0};
       std::vector<double> lat(iters);
       int bad = 0;
-      bool consecutive = o.collective == "barrier";
+      bool consecutive = !traits(o.coll).moves_data;
       if (consecutive) {  // the same algorithm for the barrier that is measured and the ones around it
         setenv("RAILCOLL_BARRIER_ALGO", algo.c_str(), 1);
         if (algo == "auto") unsetenv("RAILCOLL_BARRIER_ALGO");

@@ -58,7 +58,7 @@ Curve run(const sim::Machine& m, const Topology& t, const std::string& algo, uin
   std::vector<std::string> given;
   if (concurrency) given.push_back("concurrency");
   for (uint64_t b = lo; b <= hi; b *= 2) {
-    Schedule s = build_schedule("allgather", algo, t, std::vector<uint64_t>(t.nranks(), b), o, given);
+    Schedule s = build_schedule(Collective::Allgather, algo, t, std::vector<uint64_t>(t.nranks(), b), o, given);
     c[b] = sim::simulate(s, m).max_us;
     recs->push_back(sim_record("allgather", algo, b, t, c[b]));
   }
@@ -106,9 +106,9 @@ Schedule elanlib(const std::string& name, const Topology& t, uint64_t bytes) {
   const std::vector<uint64_t> none(t.nranks(), 0);
   AlgoOptions o;
   auto multicast = [&](uint64_t b) {
-    return build_schedule("bcast", "hw_multicast", t, std::vector<uint64_t>(t.nranks(), b), o);
+    return build_schedule(Collective::Bcast, "hw_multicast", t, std::vector<uint64_t>(t.nranks(), b), o);
   };
-  Schedule sync = name == "elan_hgsync" || name == "elan_hbcast" ? build_schedule("barrier", "hw_combining", t, none, o)
+  Schedule sync = name == "elan_hgsync" || name == "elan_hbcast" ? build_schedule(Collective::Barrier, "hw_combining", t, none, o)
                                                                    : barrier::build_tree_ready(t, BlockLayout(none), o);
   if (name == "elan_hgsync") return sync;
   return sequence(sync, multicast(name == "elan_gsync" ? 0 : bytes));
@@ -132,7 +132,7 @@ Curve elan_gather(const sim::Machine& m, const Topology& t, uint64_t lo, uint64_
   for (uint64_t b = lo; b <= std::min<uint64_t>(hi, 32768); b *= 2) {
     const Topology& on = b <= 4096 ? one_rail : t;
     AlgoOptions root0;  // root 0, as elan_hbcast's source
-    Schedule gather = build_schedule("gather", b <= 2048 ? "smp" : "tree", on,
+    Schedule gather = build_schedule(Collective::Gather, b <= 2048 ? "smp" : "tree", on,
                                      std::vector<uint64_t>(on.nranks(), b), root0);
     n[b] = sim::simulate(sequence(gather, elanlib("elan_hbcast", on, b * on.nranks())), m).max_us;
   }
@@ -278,7 +278,7 @@ std::vector<Quantity> seed004(const std::string& plot_dir) {
     Topology t = Topology::from_ppn(n, 1, 1);
     hw[n] = slowest(m, elanlib("elan_hgsync", t, 0));
     sw[n] = slowest(m, elanlib("elan_gsync", t, 0));
-    double p2p = slowest(m, build_schedule("barrier", "tree", t, std::vector<uint64_t>(n, 0), AlgoOptions{}));
+    double p2p = slowest(m, build_schedule(Collective::Barrier, "tree", t, std::vector<uint64_t>(n, 0), AlgoOptions{}));
     fig9.push_back(sim_record("barrier", "elan_hgsync (hw_combining)", n, t, hw[n]));
     fig9.push_back(sim_record("barrier", "elan_gsync (tree ready, hw go)", n, t, sw[n]));
     fig9.push_back(sim_record("barrier", "tree (point-to-point go)", n, t, p2p));
@@ -342,17 +342,17 @@ std::vector<Quantity> seed003(const std::string& plot_dir) {
   // 'ready' and 'go' messages (§4.3).
   std::vector<BenchRecord> fig5, fig7;
   std::map<int, double> hw, sw, allreduce;
-  AlgoOptions sum = call_defaults("allreduce");
+  AlgoOptions sum = call_defaults(Collective::Allreduce);
   for (int n : node_counts(1024)) {
     Topology t = Topology::from_ppn(n, 1, 1);
     const std::vector<uint64_t> none(n, 0), two_floats(n, 8);
     hw[n] = slowest(m, elanlib("elan_hgsync", t, 0));
-    sw[n] = slowest(m, build_schedule("barrier", "tree", t, none, AlgoOptions{}));
+    sw[n] = slowest(m, build_schedule(Collective::Barrier, "tree", t, none, AlgoOptions{}));
     fig5.push_back(sim_record("barrier", "hardware (hw_combining)", n, t, hw[n]));
     fig5.push_back(sim_record("barrier", "software (tree)", n, t, sw[n]));
     // Fig. 7: railcoll's own choice of allreduce; the paper's combines on the
     // hosts up a tree and broadcasts the result (§4.5).
-    allreduce[n] = slowest(m, build_schedule("allreduce", select_algorithm("allreduce", t, 8), t, two_floats, sum));
+    allreduce[n] = slowest(m, build_schedule(Collective::Allreduce, select_algorithm(Collective::Allreduce, t, 8), t, two_floats, sum));
     fig7.push_back(sim_record("allreduce", "allreduce of 8 B (railcoll's choice)", n, t, allreduce[n]));
   }
   q.push_back({paper, "Fig. 5", "hardware barrier, 1024 nodes, us", 10, hw[1024], "us"});

@@ -54,9 +54,9 @@ int cmd_sim(const std::vector<std::string>& argv) {
   if (!argv.empty() && argv[0] == "reproduce") return cmd_reproduce({argv.begin() + 1, argv.end()});
   Args a(argv, {"nic-memory"}, valued);
   if (a.positional().size() == 1 && a.positional()[0] == "presets") return list_presets();
-  const std::set<std::string> simulated = {"allgather", "bcast", "gather", "allreduce", "barrier"};
-  if (a.positional().size() != 1 || !simulated.count(a.positional()[0])) throw UsageError(kUsage);
-  const std::string coll = a.positional()[0];
+  Collective coll;
+  if (a.positional().size() != 1 || !parse_collective(a.positional()[0], &coll)) throw UsageError(kUsage);
+  const std::string coll_name = a.positional()[0];
   if (!a.has("preset")) throw UsageError("--preset NAME is required (railcoll sim presets lists them)");
   sim::Machine m = sim::load_machine(a.str("preset"));
   sim::SimOptions quiet;
@@ -68,7 +68,7 @@ int cmd_sim(const std::vector<std::string>& argv) {
   sim::check_options(loaded);
   const bool background = loaded.background != "none";
   // A barrier's latency distribution needs many calls (seed 004 Figs. 11-12).
-  const int samples = static_cast<int>(a.integer("samples", coll == "barrier" ? 100 : 1, 1, 1000000));
+  const int samples = static_cast<int>(a.integer("samples", traits(coll).moves_data ? 1 : 100, 1, 1000000));
 
   // The machine's full size unless the topology is given.
   Topology topo;
@@ -88,13 +88,13 @@ int cmd_sim(const std::vector<std::string>& argv) {
     algos.push_back("auto");
   } else {
     if (algo != "auto" && !find_algorithm(coll, algo))
-      throw UsageError("unknown " + coll + " algorithm '" + algo + "' (railcoll algos lists them)");
+      throw UsageError("unknown " + coll_name + " algorithm '" + algo + "' (railcoll algos lists them)");
     algos.push_back(algo);
   }
   uint64_t lo = 8, hi = 1 << 20;
   size_range(a, &lo, &hi);
-  if (coll == "barrier") lo = hi = 0;
-  const std::vector<uint64_t> sizes = bench_sizes(coll, lo, hi);
+  if (!traits(coll).moves_data) lo = hi = 0;
+  const std::vector<uint64_t> sizes = bench_sizes(coll_name, lo, hi);
   AlgoOptions opts = call_defaults(coll);
   opts.root = static_cast<int>(a.integer("root", 0, 0, topo.nranks() - 1));
   opts.stripe_threshold = a.size("stripe-threshold", 1024);
@@ -130,7 +130,7 @@ int cmd_sim(const std::vector<std::string>& argv) {
   }
 
   BenchContext ctx;
-  ctx.collective = coll;
+  ctx.collective = coll_name;
   ctx.ranks = topo.nranks();
   ctx.nodes = topo.nnodes();
   ctx.rails = topo.rails();
@@ -163,7 +163,7 @@ int cmd_sim(const std::vector<std::string>& argv) {
       first.reset();
       sim::SimResult r = timed(s, quiet);
       BenchRecord rec;
-      rec.collective = coll;
+      rec.collective = coll_name;
       rec.algorithm = name;
       if (name == "auto") rec.chosen = chosen;
       rec.bytes = bytes;
@@ -175,7 +175,7 @@ int cmd_sim(const std::vector<std::string>& argv) {
       rec.min_us = r.min_us;
       rec.max_us = r.max_us;
       set_percentiles(&rec, {r.max_us});  // the slowest rank, as bench's median over calls
-      if (coll == "barrier") rec.samples_us = {r.max_us};
+      if (!traits(coll).moves_data) rec.samples_us = {r.max_us};
       print_table_row(std::cout, rec, false);
       recs.push_back(rec);
       if (!background) continue;
@@ -192,7 +192,7 @@ int cmd_sim(const std::vector<std::string>& argv) {
         slowest.push_back(x.max_us);
       }
       set_percentiles(&l, slowest);
-      l.samples_us = coll == "barrier" ? slowest : std::vector<double>{};
+      l.samples_us = !traits(coll).moves_data ? slowest : std::vector<double>{};
       loaded_recs.push_back(l);
     }
   }
@@ -206,7 +206,7 @@ int cmd_sim(const std::vector<std::string>& argv) {
             << static_cast<uint64_t>(events / std::max(sim_seconds, 1e-9)) << " events/s, schedule building not counted)\n";
   if (a.has("json")) write_json(a.str("json"), recs);
   if (a.has("csv")) write_csv(a.str("csv"), recs);
-  if (a.has("plot")) write_plot(recs, a.str("plot"), coll + " simulated on " + m.name);
+  if (a.has("plot")) write_plot(recs, a.str("plot"), coll_name + " simulated on " + m.name);
   return 0;
 }
 

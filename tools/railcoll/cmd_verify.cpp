@@ -18,7 +18,7 @@ int verify_all() {
     SweepOutcome o = run_sweep(cases);
     passed += o.passed;
     failed += o.failed;
-    std::cout << std::string(spec.collective) + "/" + spec.name << ": " << cases.size() << " cases, " << o.passed
+    std::cout << std::string(collective_name(spec.collective)) + "/" + spec.name << ": " << cases.size() << " cases, " << o.passed
               << " passed, " << o.failed << " failed\n";
     for (auto& f : o.failures) std::cout << "  FAIL " << f << "\n";
     std::cout.flush();

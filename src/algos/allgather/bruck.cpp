@@ -13,7 +13,7 @@
 namespace railcoll::allgather {
 
 Schedule build_bruck(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("allgather", "bruck", t, L, o);
+  ScheduleBuilder b(Collective::Allgather, "bruck", t, L, o);
   const int N = t.nranks(), k = t.rails();
   for (int p = 0; p < N; ++p) {
     b.set_scratch(p, L.total());

@@ -20,7 +20,7 @@
 namespace railcoll::allgather {
 
 Schedule build_concurrent_exchange_split(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("allgather", "concurrent_exchange_split", t, L, o);
+  ScheduleBuilder b(Collective::Allgather, "concurrent_exchange_split", t, L, o);
   const int N = t.nranks();
   int P = 1, levels = 0;
   while (P * 2 <= N) P *= 2, ++levels;

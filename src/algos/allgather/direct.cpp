@@ -10,7 +10,7 @@
 namespace railcoll::allgather {
 
 Schedule build_direct(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("allgather", "direct", t, L, o);
+  ScheduleBuilder b(Collective::Allgather, "direct", t, L, o);
   const int N = t.nranks(), k = t.rails();
   const int steps = (N - 1 + k - 1) / k;
   for (int p = 0; p < N; ++p) {

@@ -10,7 +10,7 @@
 namespace railcoll::allgather {
 
 Schedule build_gather_bcast(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("allgather", "gather_bcast", t, L, o);
+  ScheduleBuilder b(Collective::Allgather, "gather_bcast", t, L, o);
   const int N = t.nranks();
   int levels = 0;
   while ((1L << levels) < N) ++levels;

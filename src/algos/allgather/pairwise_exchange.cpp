@@ -19,7 +19,7 @@ int Groups::min_size() const {
 
 Schedule build_pairwise_exchange(const char* name, const Topology& t, const BlockLayout& L,
                                  const AlgoOptions& o, int concurrency) {
-  ScheduleBuilder b("allgather", name, t, L, o);
+  ScheduleBuilder b(Collective::Allgather, name, t, L, o);
   const int N = t.nranks();
   const Groups G(N, std::max(1, std::min(concurrency, N)));
   int P = 1, levels = 0;

@@ -9,7 +9,7 @@
 namespace railcoll::allgather {
 
 Schedule build_ring(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("allgather", "ring", t, L, o);
+  ScheduleBuilder b(Collective::Allgather, "ring", t, L, o);
   const int N = t.nranks();
   for (int p = 0; p < N; ++p) {
     int next = (p + 1) % N;

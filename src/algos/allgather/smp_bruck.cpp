@@ -18,7 +18,7 @@
 namespace railcoll::allgather {
 
 Schedule build_smp_bruck(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("allgather", "smp_bruck", t, L, o);
+  ScheduleBuilder b(Collective::Allgather, "smp_bruck", t, L, o);
   const int M = t.nnodes(), k = t.rails();
   enum { kGathered = 0, kDone = 1, kStep = 2 };  // kStep + i: chunks of Bruck step i
 

@@ -18,7 +18,7 @@
 namespace railcoll::allgather {
 
 Schedule build_smp_direct(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("allgather", "smp_direct", t, L, o);
+  ScheduleBuilder b(Collective::Allgather, "smp_direct", t, L, o);
   const int M = t.nnodes(), k = t.rails();
   const int steps = (M - 1 + k - 1) / k;
   enum { kGathered = 0, kDone = 1, kFrom = 2 };  // kFrom + q: node q's chunk is in

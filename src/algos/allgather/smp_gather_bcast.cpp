@@ -22,7 +22,7 @@
 namespace railcoll::allgather {
 
 Schedule build_smp_gather_bcast(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("allgather", "smp_gather_bcast", t, L, o);
+  ScheduleBuilder b(Collective::Allgather, "smp_gather_bcast", t, L, o);
   const int M = t.nnodes(), k = t.rails(), root = t.node_of(0);
   enum { kGathered = 0, kAtRoot = 1, kBcast = 2, kDone = 3 };
   const int copy_out_step = 2 + trees::ceil_log(k + 1, M);

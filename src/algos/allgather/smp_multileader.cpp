@@ -36,7 +36,7 @@ std::vector<std::pair<uint64_t, uint64_t>> share_ranges(const std::vector<std::p
 }  // namespace
 
 Schedule build_smp_multileader(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("allgather", "smp_multileader", t, L, o);
+  ScheduleBuilder b(Collective::Allgather, "smp_multileader", t, L, o);
   const int M = t.nnodes(), k = t.rails();
   enum { kGathered = 0, kDone = 1, kFrom = 2 };  // kFrom + q: a share of node q is in
   auto leaders = [&](int n) { return t.node_size(n); };  // every local rank

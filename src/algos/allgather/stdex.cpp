@@ -15,7 +15,7 @@
 namespace railcoll::allgather {
 
 Schedule build_stdex(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("allgather", "stdex", t, L, o);
+  ScheduleBuilder b(Collective::Allgather, "stdex", t, L, o);
   const int N = t.nranks(), k = t.rails(), K = k + 1;
   int P = 1, levels = 0;
   while (static_cast<long>(P) * K <= N) P *= K, ++levels;

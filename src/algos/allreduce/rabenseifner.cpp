@@ -14,7 +14,7 @@
 namespace railcoll::allreduce {
 
 Schedule build_rabenseifner(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("allreduce", "rabenseifner", t, L, o);
+  ScheduleBuilder b(Collective::Allreduce, "rabenseifner", t, L, o);
   const int N = t.nranks();
   const uint64_t m = L.count[0];
   Fold f(N);

@@ -10,7 +10,7 @@
 namespace railcoll::allreduce {
 
 Schedule build_recursive_doubling(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("allreduce", "recursive_doubling", t, L, o);
+  ScheduleBuilder b(Collective::Allreduce, "recursive_doubling", t, L, o);
   const int N = t.nranks();
   const uint64_t m = L.count[0];
   std::vector<Unit> units;

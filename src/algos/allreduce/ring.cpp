@@ -10,7 +10,7 @@
 namespace railcoll::allreduce {
 
 Schedule build_ring(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("allreduce", "ring", t, L, o);
+  ScheduleBuilder b(Collective::Allreduce, "ring", t, L, o);
   const int N = t.nranks();
   const uint64_t m = L.count[0];
   Chunks ch(m, dtype_size(o.dtype), N);

@@ -18,7 +18,7 @@
 namespace railcoll::allreduce {
 
 Schedule build_smp(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("allreduce", "smp", t, L, o);
+  ScheduleBuilder b(Collective::Allreduce, "smp", t, L, o);
   const int M = t.nnodes();
   const uint64_t m = L.count[0];
   const size_t elem = dtype_size(o.dtype);

@@ -15,7 +15,7 @@
 namespace railcoll::allreduce {
 
 Schedule build_smp_leader(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("allreduce", "smp_leader", t, L, o);
+  ScheduleBuilder b(Collective::Allreduce, "smp_leader", t, L, o);
   const int M = t.nnodes();
   const uint64_t m = L.count[0];
   if (m == 0) return b.finish();  // nothing to combine, nothing to wait for

@@ -9,7 +9,7 @@
 namespace railcoll::barrier {
 
 Schedule build_dissemination(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("barrier", "dissemination", t, L, o);
+  ScheduleBuilder b(Collective::Barrier, "dissemination", t, L, o);
   const int N = t.nranks();
   for (int p = 0; p < N; ++p) {
     int step = 0;

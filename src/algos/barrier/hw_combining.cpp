@@ -17,7 +17,7 @@
 namespace railcoll::barrier {
 
 Schedule build_hw_combining(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("barrier", "hw_combining", t, L, o);
+  ScheduleBuilder b(Collective::Barrier, "hw_combining", t, L, o);
   const int N = t.nranks();
   enum { kReady = 0, kGo = 1 };
   for (int p = 1; p < N; ++p) b.put(p, 0, 0, {}, 0, b.rank_counter(0, kReady), HwAssist::Combine);

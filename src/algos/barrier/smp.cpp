@@ -12,7 +12,7 @@
 namespace railcoll::barrier {
 
 Schedule build_smp(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("barrier", "smp", t, L, o);
+  ScheduleBuilder b(Collective::Barrier, "smp", t, L, o);
   const int M = t.nnodes();
   int rounds = 0;
   for (long d = 1; d < M; d *= 2) ++rounds;

@@ -26,7 +26,7 @@ constexpr int kFanout = 4;
 
 // The 'ready' phase, and with `go` the 'go' phase.
 Schedule build_phases(const Topology& t, const BlockLayout& L, const AlgoOptions& o, const char* name, bool go) {
-  ScheduleBuilder b("barrier", name, t, L, o);
+  ScheduleBuilder b(Collective::Barrier, name, t, L, o);
   const int N = t.nranks();
   enum { kReady = 0, kGo = 1 };
   auto depth = [](int p) {

@@ -15,7 +15,7 @@
 namespace railcoll::bcast {
 
 Schedule build_binomial(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("bcast", "binomial", t, L, o);
+  ScheduleBuilder b(Collective::Bcast, "binomial", t, L, o);
   const int N = t.nranks(), root = o.root;
   const uint64_t m = L.count[root];
   const trees::BinomialTree tree(N);

@@ -17,7 +17,7 @@
 namespace railcoll::bcast {
 
 Schedule build_hw_multicast(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("bcast", "hw_multicast", t, L, o);
+  ScheduleBuilder b(Collective::Bcast, "hw_multicast", t, L, o);
   const int N = t.nranks(), root = o.root;
   const uint64_t m = L.count[root];
   for (int q = 0; q < N; ++q) {

@@ -22,7 +22,7 @@
 namespace railcoll::bcast {
 
 Schedule build_pipelined_chain(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("bcast", "pipelined_chain", t, L, o);
+  ScheduleBuilder b(Collective::Bcast, "pipelined_chain", t, L, o);
   const int N = t.nranks(), M = t.nnodes(), root = o.root;
   const uint64_t m = L.count[root];
   std::vector<int> chain = {root};

@@ -20,7 +20,7 @@
 namespace railcoll::bcast {
 
 Schedule build_scatter_allgather(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("bcast", "scatter_allgather", t, L, o);
+  ScheduleBuilder b(Collective::Bcast, "scatter_allgather", t, L, o);
   const int N = t.nranks(), root = o.root;
   const uint64_t m = L.count[root];
   const trees::BinomialTree tree(N);

@@ -72,7 +72,7 @@ Schedule tree_with_fanout(ScheduleBuilder& b, const Topology& t, int root, uint6
 }  // namespace
 
 Schedule build_smp(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("bcast", "smp", t, L, o);
+  ScheduleBuilder b(Collective::Bcast, "smp", t, L, o);
   const int M = t.nnodes(), k = t.rails(), root = o.root, R = t.node_of(root);
   const uint64_t m = L.count[root];
   // Chunks for a chain of nodes; one chunk (the tree) where the model says the

@@ -16,7 +16,7 @@
 namespace railcoll::gather {
 
 Schedule build_direct(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("gather", "direct", t, L, o);
+  ScheduleBuilder b(Collective::Gather, "direct", t, L, o);
   const int N = t.nranks(), k = t.rails(), root = o.root;
   const int steps = (N - 1 + k - 1) / k;
   for (int p = 0; p < N; ++p) {

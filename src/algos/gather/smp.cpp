@@ -25,7 +25,7 @@
 namespace railcoll::gather {
 
 Schedule build_smp(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("gather", "smp", t, L, o);
+  ScheduleBuilder b(Collective::Gather, "smp", t, L, o);
   const int M = t.nnodes(), k = t.rails(), root = o.root, R = t.node_of(root);
   const int steps = (M - 1 + k - 1) / k;
   enum { kGathered = 0, kDone = 1 };  // node counters; rank counter 0 of the root: nodes arrived

@@ -21,7 +21,7 @@
 namespace railcoll::gather {
 
 Schedule build_tree(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b("gather", "tree", t, L, o);
+  ScheduleBuilder b(Collective::Gather, "tree", t, L, o);
   const int N = t.nranks(), root = o.root;
   const trees::BinomialTree tree(N);
   // Blocks in relative order: rel.displ[v] is where relative rank v's block
