@@ -3,7 +3,7 @@
 #include <iomanip>
 #include <sstream>
 
-#include "verify/verifier.hpp"
+#include <algorithm>
 
 namespace railcoll {
 
@@ -47,6 +47,43 @@ void json_array(std::ostream& o, const std::vector<T>& v) {
 }
 
 }  // namespace
+
+std::string schedule_title(const Schedule& s) {
+  std::ostringstream o;
+  o << collective_name(s.collective) << "/" << s.algorithm << " [" << s.topo.describe() << "; ";
+  bool uniform = std::all_of(s.send_bytes.begin(), s.send_bytes.end(),
+                             [&](uint64_t b) { return b == s.send_bytes[0]; });
+  if (traits(s.collective).result == Result::RootBlock && s.root >= 0 && s.root < static_cast<int>(s.send_bytes.size()))
+    o << s.send_bytes[s.root] << " B from root " << s.root;  // only the root sends
+  else if (uniform && !s.send_bytes.empty())
+    o << s.send_bytes[0] << " B per rank";
+  else
+    o << "variable bytes per rank";
+  o << "]";
+  return o.str();
+}
+
+std::string describe_op(const Schedule& s, int rank, int index) {
+  std::ostringstream o;
+  o << "op #" << index;
+  if (rank < 0 || rank >= static_cast<int>(s.programs.size()) || index < 0 ||
+      index >= static_cast<int>(s.programs[rank].size()))
+    return o.str();
+  const Op& op = s.programs[rank][index];
+  o << " (step " << op.step << ": " << op_name(op.kind);
+  if (op.kind == OpKind::Put) {
+    o << " -> " << op.peer << ", ";
+    if (op.rail == kStripe) o << "stripe"; else o << "rail " << op.rail;
+    o << ", " << op.bytes() << " B";
+  } else if (op.kind == OpKind::Copy) {
+    o << " " << op.bytes() << " B";
+  } else if (op.kind == OpKind::Wait || op.kind == OpKind::Signal) {
+    o << " " << (op.counter.on_node ? "n" : "r") << op.counter.owner << ".c" << op.counter.index;
+    if (op.kind == OpKind::Wait) o << " >= " << op.value;
+  }
+  o << ")";
+  return o.str();
+}
 
 std::string human_bytes(uint64_t b) {
   const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};

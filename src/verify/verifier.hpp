@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/schedule.hpp"
+#include "core/schedule_io.hpp"  // schedule_title, describe_op: the messages name them
 
 namespace railcoll {
 
@@ -32,9 +33,5 @@ struct VerifyResult {
 
 VerifyResult verify_schedule(const Schedule& s);
 
-// "allgather/bruck [9 ranks, 9 nodes x 1, 2 rails; 3 B per rank]"
-std::string schedule_title(const Schedule& s);
-// "op #5 (step 1: put -> 1, rail 0, 3 B)"
-std::string describe_op(const Schedule& s, int rank, int index);
 
 }  // namespace railcoll
