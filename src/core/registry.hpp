@@ -1,4 +1,8 @@
 // The table of algorithms by (collective, name), as MPICH's and UCC's tables.
+// Every algorithm file registers itself once, at the bottom of the file, with an
+// AlgorithmRegistrar (docs/extending.md, "How to add an algorithm"); this file
+// knows no algorithm by name. The IR library is linked whole (CMakeLists.txt) so
+// the linker keeps the registrars even though nothing references them.
 #pragma once
 #include <string>
 #include <vector>
@@ -7,10 +11,13 @@
 
 namespace railcoll {
 
-using BuildFn = Schedule (*)(const Topology&, const BlockLayout&, const AlgoOptions&);
+// Writes every rank's program into `b`, which build_schedule made for the
+// algorithm's collective and name (regions sized from the layout).
+using BuildFn = void (*)(ScheduleBuilder& b, const Topology&, const BlockLayout&, const AlgoOptions&);
 
 struct AlgoSpec {
   Collective collective;
+  int order;             // place among its collective's algorithms (`railcoll algos` lists them so)
   const char* name;
   const char* summary;   // one line for `railcoll algos`
   const char* cost;      // Hockney-model cost, one line
@@ -19,12 +26,24 @@ struct AlgoSpec {
   BuildFn build;
 };
 
+// Adds `spec` to the table when the program starts. One per algorithm file:
+//   const AlgorithmRegistrar registered{{Collective::Bcast, 1, "binomial", ...}};
+// A second algorithm of the same collective and name is a bug: it throws.
+struct AlgorithmRegistrar {
+  explicit AlgorithmRegistrar(AlgoSpec spec);
+};
+
+// Every registered algorithm, ordered by collective (enum order), then `order`,
+// then name. Complete once main() runs: do not call it from a static initialiser.
 const std::vector<AlgoSpec>& all_algorithms();
 // nullptr if unknown.
 const AlgoSpec* find_algorithm(Collective collective, const std::string& name);
+// "direct, stdex, bruck, ..." for messages naming the choices.
+std::string algorithm_names(Collective collective);
 
 // Validates the request (known algorithm, options it takes, sizes) and builds
-// the schedule. given_options names the options the user set explicitly.
+// the schedule, stamped with the collective and the algorithm's name.
+// given_options names the options the user set explicitly.
 // Throws InputError with a one-line message on bad input.
 Schedule build_schedule(Collective collective, const std::string& algorithm,
                         const Topology& topo, const std::vector<uint64_t>& counts,

@@ -9,11 +9,13 @@
 // from scratch into recv. Seed 000 Figure 4 shows N = 9, k = 2.
 // Hockney: T = ts*ceil(log_{k+1}N) + (N-1)/k * m*tau   [same as seed 001 eq. (2)]
 #include "algos/allgather/common.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::allgather {
 
-Schedule build_bruck(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Allgather, "bruck", t, L, o);
+namespace {
+
+void build_bruck(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int N = t.nranks(), k = t.rails();
   for (int p = 0; p < N; ++p) {
     b.set_scratch(p, L.total());
@@ -39,7 +41,13 @@ Schedule build_bruck(const Topology& t, const BlockLayout& L, const AlgoOptions&
     b.copy(p, step, {{b.scratch(p, 0, top), b.recv(p, L.displ[p], top)},
                      {b.scratch(p, top, L.displ[p]), b.recv(p, 0, L.displ[p])}});
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Allgather, 3, "bruck",
+    "k-port Bruck: log_{k+1} N rounds on a rotated buffer, final local shift",
+    "ceil(log_{k+1}N) ts + (N-1)/k m tau",
+    "seed 000 §6.3", {}, build_bruck}};
+
+}  // namespace
 
 }  // namespace railcoll::allgather

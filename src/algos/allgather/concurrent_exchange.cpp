@@ -12,12 +12,22 @@
 // In Hockney terms each step costs ts + 2^i m tau on the critical path, and a
 // rank sends C-1 + log2(N/C)*C messages, (N/C - 1)*C*m + (C-1)*m bytes.
 #include "algos/allgather/pairwise_exchange.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::allgather {
 
-Schedule build_concurrent_exchange(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
+namespace {
+
+void build_concurrent_exchange(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   int C = o.concurrency > 0 ? o.concurrency : t.rails();
-  return build_pairwise_exchange("concurrent_exchange", t, L, o, C);
+  build_pairwise_exchange(b, t, L, C);
 }
+
+const AlgorithmRegistrar registered{{Collective::Allgather, 7, "concurrent_exchange",
+    "C groups exchange pairwise, every message also to the peers of the pair",
+    "sum_i [T(2^i m) + (C-1) delta], i < log2(N/C)",
+    "seed 002 §3.1", {"concurrency"}, build_concurrent_exchange}};
+
+}  // namespace
 
 }  // namespace railcoll::allgather

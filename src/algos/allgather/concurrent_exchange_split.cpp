@@ -16,11 +16,13 @@
 #include <stdexcept>
 
 #include "algos/allgather/common.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::allgather {
 
-Schedule build_concurrent_exchange_split(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Allgather, "concurrent_exchange_split", t, L, o);
+namespace {
+
+void build_concurrent_exchange_split(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int N = t.nranks();
   int P = 1, levels = 0;
   while (P * 2 <= N) P *= 2, ++levels;
@@ -105,7 +107,13 @@ Schedule build_concurrent_exchange_split(const Topology& t, const BlockLayout& L
             b.rail_for(L.total(), 0), b.rank_counter(x, kUnfolded));
     }
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Allgather, 8, "concurrent_exchange_split",
+    "pairwise exchange, half of each block to the pair, half to the co-pair",
+    "sum_i T2(2^i m / 2), i < log2 N",
+    "seed 002 §3.2", {}, build_concurrent_exchange_split}};
+
+}  // namespace
 
 }  // namespace railcoll::allgather

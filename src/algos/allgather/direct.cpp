@@ -6,11 +6,13 @@
 // Hockney: T = ceil((N-1)/k) * (ts + m*tau)        [seed 000 eq. (1)]
 // Bytes sent per rank: (N-1)*m, (N-1)*m/k per rail with striping or one rail per port.
 #include "algos/allgather/common.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::allgather {
 
-Schedule build_direct(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Allgather, "direct", t, L, o);
+namespace {
+
+void build_direct(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int N = t.nranks(), k = t.rails();
   const int steps = (N - 1 + k - 1) / k;
   for (int p = 0; p < N; ++p) {
@@ -28,7 +30,13 @@ Schedule build_direct(const Topology& t, const BlockLayout& L, const AlgoOptions
     }
     b.wait(p, steps > 0 ? steps - 1 : 0, arrived, N - 1);
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Allgather, 1, "direct",
+    "k-port Direct: each rank writes its block to k others per step",
+    "ceil((N-1)/k) (ts + m tau)",
+    "seed 000 §6.1", {}, build_direct}};
+
+}  // namespace
 
 }  // namespace railcoll::allgather

@@ -6,11 +6,13 @@
 // Hockney, L = ceil(log2 N): gather  sum_{i<L} (ts + 2^i m tau) ~ L ts + (N-1) m tau,
 //                            bcast   L (ts + N m tau).
 #include "algos/allgather/common.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::allgather {
 
-Schedule build_gather_bcast(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Allgather, "gather_bcast", t, L, o);
+namespace {
+
+void build_gather_bcast(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int N = t.nranks();
   int levels = 0;
   while ((1L << levels) < N) ++levels;
@@ -39,7 +41,13 @@ Schedule build_gather_bcast(const Topology& t, const BlockLayout& L, const AlgoO
             b.rail_for(L.total(), 0), b.rank_counter(child, kFromParent));
     }
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Allgather, 6, "gather_bcast",
+    "binomial gather to rank 0, then binomial broadcast (native baseline)",
+    "2 log2N ts + (N-1) m tau + log2N N m tau",
+    "seed 000 §2, seed 001 §2", {}, build_gather_bcast}};
+
+}  // namespace
 
 }  // namespace railcoll::allgather

@@ -17,9 +17,7 @@ int Groups::min_size() const {
   return m;
 }
 
-Schedule build_pairwise_exchange(const char* name, const Topology& t, const BlockLayout& L,
-                                 const AlgoOptions& o, int concurrency) {
-  ScheduleBuilder b(Collective::Allgather, name, t, L, o);
+void build_pairwise_exchange(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, int concurrency) {
   const int N = t.nranks();
   const Groups G(N, std::max(1, std::min(concurrency, N)));
   int P = 1, levels = 0;
@@ -88,7 +86,6 @@ Schedule build_pairwise_exchange(const char* name, const Topology& t, const Bloc
       }
     }
   }
-  return b.finish();
 }
 
 }  // namespace railcoll::allgather

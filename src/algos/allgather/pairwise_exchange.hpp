@@ -19,8 +19,7 @@
 
 namespace railcoll::allgather {
 
-Schedule build_pairwise_exchange(const char* name, const Topology& t, const BlockLayout& L,
-                                 const AlgoOptions& o, int concurrency);
+void build_pairwise_exchange(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, int concurrency);
 
 // Balanced contiguous groups: group g holds ranks [first(g), first(g+1)).
 struct Groups {

@@ -7,11 +7,21 @@
 // seed 002 §3 eq. (2) is its cost with non-blocking, bidirectional messages.
 // Hockney (N = 2^L): T = L*ts + (N-1)*m*tau; otherwise + (ts + m tau) + (ts + N m tau).
 #include "algos/allgather/pairwise_exchange.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::allgather {
 
-Schedule build_recursive_doubling(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  return build_pairwise_exchange("recursive_doubling", t, L, o, 1);
+namespace {
+
+void build_recursive_doubling(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
+  build_pairwise_exchange(b, t, L, 1);
 }
+
+const AlgorithmRegistrar registered{{Collective::Allgather, 5, "recursive_doubling",
+    "pairwise exchange: log2 N steps, message doubles each step",
+    "log2N ts + (N-1) m tau",
+    "seed 002 §3 eq. (2)", {}, build_recursive_doubling}};
+
+}  // namespace
 
 }  // namespace railcoll::allgather

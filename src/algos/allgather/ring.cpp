@@ -5,11 +5,13 @@
 // 000 §5); above the threshold each message is striped.
 // Hockney: T = (N-1) * (ts + m*tau); bytes sent per rank (N-1)*m.
 #include "algos/allgather/common.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::allgather {
 
-Schedule build_ring(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Allgather, "ring", t, L, o);
+namespace {
+
+void build_ring(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int N = t.nranks();
   for (int p = 0; p < N; ++p) {
     int next = (p + 1) % N;
@@ -23,7 +25,13 @@ Schedule build_ring(const Topology& t, const BlockLayout& L, const AlgoOptions& 
     }
     if (N > 1) b.wait(p, N - 2, b.rank_counter(p, N - 2), 1);
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Allgather, 4, "ring",
+    "ring: N-1 steps, each rank forwards one block to its right neighbour",
+    "(N-1) (ts + m tau)",
+    "seed 001 §2 (elan_gather, large messages)", {}, build_ring}};
+
+}  // namespace
 
 }  // namespace railcoll::allgather

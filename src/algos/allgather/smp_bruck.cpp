@@ -14,11 +14,13 @@
 //   process"; then a final node sync.
 // Hockney: T = P m copy + ceil(log_{k+1} M) ts + (M-1)/k * P m tau + (N-P) m copy.
 #include "algos/allgather/common.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::allgather {
 
-Schedule build_smp_bruck(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Allgather, "smp_bruck", t, L, o);
+namespace {
+
+void build_smp_bruck(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes(), k = t.rails();
   enum { kGathered = 0, kDone = 1, kStep = 2 };  // kStep + i: chunks of Bruck step i
 
@@ -86,7 +88,13 @@ Schedule build_smp_bruck(const Topology& t, const BlockLayout& L, const AlgoOpti
     }
     node_final_sync(b, n, 1 + steps, kDone);
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Allgather, 11, "smp_bruck",
+    "shm gather, k-port Bruck among node masters, copy-out instead of shift",
+    "P m c + ceil(log_{k+1}M) ts + (M-1)/k P m tau + (N-P) m c",
+    "seed 001 §6.2.2", {}, build_smp_bruck}};
+
+}  // namespace
 
 }  // namespace railcoll::allgather

@@ -14,11 +14,13 @@
 // Hockney, M nodes, P per node: T = P m copy + ceil((M-1)/k) (ts + P m tau)
 //   + (N - P) m copy   (the own-node copy hides behind the network phase).
 #include "algos/allgather/common.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::allgather {
 
-Schedule build_smp_direct(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Allgather, "smp_direct", t, L, o);
+namespace {
+
+void build_smp_direct(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes(), k = t.rails();
   const int steps = (M - 1 + k - 1) / k;
   enum { kGathered = 0, kDone = 1, kFrom = 2 };  // kFrom + q: node q's chunk is in
@@ -56,7 +58,13 @@ Schedule build_smp_direct(const Topology& t, const BlockLayout& L, const AlgoOpt
     }
     node_final_sync(b, n, steps + 1, kDone);
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Allgather, 10, "smp_direct",
+    "shm gather, k-port Direct among node masters, overlapped shm copy-out",
+    "P m c + ceil((M-1)/k) (ts + P m tau) + (N-P) m c",
+    "seed 001 §6.2.2", {}, build_smp_direct}};
+
+}  // namespace
 
 }  // namespace railcoll::allgather

@@ -18,11 +18,13 @@
 // sends up to k whole buffers at once, so each rail carries n per round).
 #include "algos/allgather/common.hpp"
 #include "algos/common/trees.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::allgather {
 
-Schedule build_smp_gather_bcast(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Allgather, "smp_gather_bcast", t, L, o);
+namespace {
+
+void build_smp_gather_bcast(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes(), k = t.rails(), root = t.node_of(0);
   enum { kGathered = 0, kAtRoot = 1, kBcast = 2, kDone = 3 };
   const int copy_out_step = 2 + trees::ceil_log(k + 1, M);
@@ -62,7 +64,13 @@ Schedule build_smp_gather_bcast(const Topology& t, const BlockLayout& L, const A
     }
     node_final_sync(b, n, copy_out_step, kDone);
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Allgather, 9, "smp_gather_bcast",
+    "shm gather, Direct gather of masters to root, broadcast, shm copy-out",
+    "P m c + (ts + (M-1) P m tau/k) + ceil(log_{k+1}M) (ts + N m tau) + N m c",
+    "seed 001 §6.2.1", {}, build_smp_gather_bcast}};
+
+}  // namespace
 
 }  // namespace railcoll::allgather

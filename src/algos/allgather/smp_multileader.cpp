@@ -15,6 +15,7 @@
 // With fewer ranks than rails the shares are striped over the rails above the
 // threshold. Hockney: T = P m c + (M-1) (ts + P m tau / k) + (N-P) m c.
 #include "algos/allgather/common.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::allgather {
 
@@ -33,10 +34,7 @@ std::vector<std::pair<uint64_t, uint64_t>> share_ranges(const std::vector<std::p
   }
   return out;
 }
-}  // namespace
-
-Schedule build_smp_multileader(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Allgather, "smp_multileader", t, L, o);
+void build_smp_multileader(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes(), k = t.rails();
   enum { kGathered = 0, kDone = 1, kFrom = 2 };  // kFrom + q: a share of node q is in
   auto leaders = [&](int n) { return t.node_size(n); };  // every local rank
@@ -82,7 +80,13 @@ Schedule build_smp_multileader(const Topology& t, const BlockLayout& L, const Al
     }
     node_final_sync(b, n, M, kDone);
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Allgather, 12, "smp_multileader",
+    "shm gather, every local rank sends its share of the node on rail r mod k",
+    "P m c + (M-1) (ts + P m tau / k) + (N-P) m c",
+    "railcoll (beyond seed 001)", {}, build_smp_multileader}};
+
+}  // namespace
 
 }  // namespace railcoll::allgather

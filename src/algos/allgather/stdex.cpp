@@ -11,11 +11,13 @@
 // Hockney (N = (k+1)^L): T = ts*log_{k+1}N + (N-1)/k * m*tau      [seed 001 eq. (2)]
 // otherwise add (ts + m*tau) for the fold and (ts + N*m*tau) for the unfold.
 #include "algos/allgather/common.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::allgather {
 
-Schedule build_stdex(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Allgather, "stdex", t, L, o);
+namespace {
+
+void build_stdex(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int N = t.nranks(), k = t.rails(), K = k + 1;
   int P = 1, levels = 0;
   while (static_cast<long>(P) * K <= N) P *= K, ++levels;
@@ -69,7 +71,13 @@ Schedule build_stdex(const Topology& t, const BlockLayout& L, const AlgoOptions&
       b.put(p, unfold_step, x, {{b.recv(p, 0, L.total()), b.recv(x, 0, L.total())}},
             b.rail_for(L.total(), port++), b.rank_counter(x, kUnfolded));
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Allgather, 2, "stdex",
+    "k-port Standard Exchange (recursive doubling in base k+1), correction steps",
+    "log_{k+1}N ts + (N-1)/k m tau",
+    "seed 000 §6.2, seed 001 §6.1.2", {}, build_stdex}};
+
+}  // namespace
 
 }  // namespace railcoll::allgather

@@ -8,13 +8,14 @@
 // fold in and out as in recursive doubling (common.hpp).
 // Hockney: T = 2 log2 p2 ts + 2 (p2-1)/p2 m tau + (p2-1)/p2 m gamma
 //          (+ 2 (ts + m tau) + m gamma when N is not a power of two)
-#include "algos/allreduce/allreduce.hpp"
 #include "algos/allreduce/common.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::allreduce {
 
-Schedule build_rabenseifner(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Allreduce, "rabenseifner", t, L, o);
+namespace {
+
+void build_rabenseifner(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int N = t.nranks();
   const uint64_t m = L.count[0];
   Fold f(N);
@@ -65,7 +66,13 @@ Schedule build_rabenseifner(const Topology& t, const BlockLayout& L, const AlgoO
     }
   }
   fold_out(b, f, units, 1 + 2 * f.log2, b.rail_for(m, 0), 1 + 2 * f.log2);
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Allreduce, 3, "rabenseifner",
+    "reduce-scatter by recursive halving, all-gather by recursive doubling",
+    "2 log2 N ts + 2 (N-1)/N m tau + (N-1)/N m gamma",
+    "Rabenseifner 2004", {}, build_rabenseifner}};
+
+}  // namespace
 
 }  // namespace railcoll::allreduce

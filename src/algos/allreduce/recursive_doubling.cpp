@@ -4,13 +4,14 @@
 // result after (common.hpp, Fold). Latency-optimal, for short vectors.
 // Hockney: T = (ceil(log2 N) + 2 [N not a power of two]) (ts + m tau + m gamma)
 //          (m: vector bytes, gamma: combine time per byte)
-#include "algos/allreduce/allreduce.hpp"
 #include "algos/allreduce/common.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::allreduce {
 
-Schedule build_recursive_doubling(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Allreduce, "recursive_doubling", t, L, o);
+namespace {
+
+void build_recursive_doubling(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int N = t.nranks();
   const uint64_t m = L.count[0];
   std::vector<Unit> units;
@@ -20,7 +21,13 @@ Schedule build_recursive_doubling(const Topology& t, const BlockLayout& L, const
     b.set_scratch(r, m * (Fold(N).log2 + 1));
   }
   recursive_doubling(b, units, [&](int u, int slot) { return b.scratch(u, slot * m, m); }, 0, b.rail_for(m, 0), 0);
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Allreduce, 1, "recursive_doubling",
+    "log2 N exchanges of the whole vector, both partners combine",
+    "ceil(log2 N) (ts + m tau + m gamma)",
+    "seed 002 §3 pairwise exchange, combining", {}, build_recursive_doubling}};
+
+}  // namespace
 
 }  // namespace railcoll::allreduce

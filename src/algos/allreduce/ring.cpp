@@ -4,13 +4,14 @@
 // finished chunks around the ring straight into the neighbours' recv.
 // Bandwidth-optimal: every rank sends 2 (N-1)/N of the vector.
 // Hockney: T = 2 (N-1) (ts + m/N tau) + (N-1) m/N gamma
-#include "algos/allreduce/allreduce.hpp"
 #include "algos/allreduce/common.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::allreduce {
 
-Schedule build_ring(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Allreduce, "ring", t, L, o);
+namespace {
+
+void build_ring(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int N = t.nranks();
   const uint64_t m = L.count[0];
   Chunks ch(m, dtype_size(o.dtype), N);
@@ -39,7 +40,13 @@ Schedule build_ring(const Topology& t, const BlockLayout& L, const AlgoOptions& 
       b.wait(r, step, b.rank_counter(r, step), 1);
     }
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Allreduce, 2, "ring",
+    "ring reduce-scatter then ring all-gather, N chunks",
+    "2 (N-1) (ts + m/N tau) + (N-1)/N m gamma",
+    "Patarasuk and Yuan 2009", {}, build_ring}};
+
+}  // namespace
 
 }  // namespace railcoll::allreduce

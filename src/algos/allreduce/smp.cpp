@@ -12,17 +12,18 @@
 // Hockney: T = m c + (P-1)/P m gamma + (ceil(log2 M) + 2 [M not 2^x]) (ts + m/L tau + m/L gamma) + m c
 //          (P ranks per node, M nodes, c: shm copy time per byte)
 #include "algos/allgather/common.hpp"
-#include "algos/allreduce/allreduce.hpp"
 #include "algos/allreduce/common.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::allreduce {
 
-Schedule build_smp(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Allreduce, "smp", t, L, o);
+namespace {
+
+void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes();
   const uint64_t m = L.count[0];
   const size_t elem = dtype_size(o.dtype);
-  if (m == 0) return b.finish();  // nothing to combine, nothing to wait for
+  if (m == 0) return;  // nothing to combine, nothing to wait for
   int leaders = t.node_size(0);
   for (int n = 0; n < M; ++n) leaders = std::min(leaders, t.node_size(n));
   Chunks leader_slices(m, elem, leaders);
@@ -75,7 +76,13 @@ Schedule build_smp(const Topology& t, const BlockLayout& L, const AlgoOptions& o
     }
     allgather::node_final_sync(b, n, step + 1, kDone);
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Allreduce, 4, "smp",
+    "shm reduce-scatter in the node, one leader per slice across nodes, shm copy-out",
+    "2 m c + (P-1)/P m gamma + ceil(log2 M) (ts + m/P tau + m/P gamma)",
+    "seed 003 §2, seed 004 §4, seed 001 §5.1", {}, build_smp}};
+
+}  // namespace
 
 }  // namespace railcoll::allreduce

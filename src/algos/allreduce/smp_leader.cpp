@@ -9,16 +9,17 @@
 //      each), so nobody reads the shared buffer after the leader has: no final
 //      node-wide synchronization is needed.
 // Hockney: T = m c + (P-1) m gamma + (ceil(log2 M) + 2 [M not 2^x]) (ts + m tau + m gamma) + (P-1) (ts_shm + m c)
-#include "algos/allreduce/allreduce.hpp"
 #include "algos/allreduce/common.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::allreduce {
 
-Schedule build_smp_leader(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Allreduce, "smp_leader", t, L, o);
+namespace {
+
+void build_smp_leader(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes();
   const uint64_t m = L.count[0];
-  if (m == 0) return b.finish();  // nothing to combine, nothing to wait for
+  if (m == 0) return;  // nothing to combine, nothing to wait for
   Fold f(M);
   enum { kStaged = 0 };
   const int kResult = f.log2 + 2;  // rank counter after recursive doubling's
@@ -47,7 +48,13 @@ Schedule build_smp_leader(const Topology& t, const BlockLayout& L, const AlgoOpt
       b.wait(ranks[i], step, b.rank_counter(ranks[i], kResult), 1);
     }
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Allreduce, 5, "smp_leader",
+    "one leader per node combines the node in shm, leaders allreduce, results sent out",
+    "m c + (P-1) m gamma + ceil(log2 M) (ts + m tau + m gamma) + (P-1) (ts_shm + m c)",
+    "seed 004 §4", {}, build_smp_leader}};
+
+}  // namespace
 
 }  // namespace railcoll::allreduce

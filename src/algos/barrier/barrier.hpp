@@ -1,12 +1,9 @@
-// Builders of the barrier algorithms, one file each.
+// The one barrier building block used outside its file. The barrier algorithms
+// themselves register by name (core/registry.hpp) and have no header.
 #pragma once
 #include "core/schedule.hpp"
 
 namespace railcoll::barrier {
-Schedule build_dissemination(const Topology&, const BlockLayout&, const AlgoOptions&);
-Schedule build_smp(const Topology&, const BlockLayout&, const AlgoOptions&);
-Schedule build_tree(const Topology&, const BlockLayout&, const AlgoOptions&);
-Schedule build_hw_combining(const Topology&, const BlockLayout&, const AlgoOptions&);
 // The first phase of `tree` alone: the 'ready' messages up to rank 0, which
 // ends having heard from every rank. Not a barrier by itself (not registered):
 // elan_gsync follows it with a hardware 'go' and elan_bcast with the data's

@@ -4,12 +4,13 @@
 // and waits for the signal of p - 2^s. After the last step every rank has
 // heard, directly or through others, from every rank.
 // Hockney: T = ceil(log2 N) * ts; N*ceil(log2 N) messages, no bytes.
-#include "algos/barrier/barrier.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::barrier {
 
-Schedule build_dissemination(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Barrier, "dissemination", t, L, o);
+namespace {
+
+void build_dissemination(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int N = t.nranks();
   for (int p = 0; p < N; ++p) {
     int step = 0;
@@ -19,7 +20,13 @@ Schedule build_dissemination(const Topology& t, const BlockLayout& L, const Algo
       b.wait(p, step, b.rank_counter(p, step), 1);
     }
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Barrier, 1, "dissemination",
+    "dissemination: log2 N rounds, rank p signals p + 2^s",
+    "ceil(log2 N) ts",
+    "Hensgen, Finkel, Manber 1988", {}, build_dissemination}};
+
+}  // namespace
 
 }  // namespace railcoll::barrier

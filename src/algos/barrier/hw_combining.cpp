@@ -12,19 +12,26 @@
 // select.hpp software_equivalent).
 // Hockney with the hardware: T = 2 (ts + levels of the fat tree x hop latency),
 // independent of N; as plain puts: 2 (N-1) messages through rank 0.
-#include "algos/barrier/barrier.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::barrier {
 
-Schedule build_hw_combining(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Barrier, "hw_combining", t, L, o);
+namespace {
+
+void build_hw_combining(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int N = t.nranks();
   enum { kReady = 0, kGo = 1 };
   for (int p = 1; p < N; ++p) b.put(p, 0, 0, {}, 0, b.rank_counter(0, kReady), HwAssist::Combine);
   b.wait(0, 0, b.rank_counter(0, kReady), N - 1);
   for (int p = 1; p < N; ++p) b.put(0, 1, p, {}, 0, b.rank_counter(p, kGo), HwAssist::Multicast);
   for (int p = 1; p < N; ++p) b.wait(p, 1, b.rank_counter(p, kGo), 1);
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Barrier, 4, "hw_combining",
+    "hardware barrier: readies combined by the switches, one multicast 'go'",
+    "2 ts (hardware); 2 (N-1) messages as plain puts",
+    "seed 004 §4.1 Fig. 7, seed 003 §4.3", {}, build_hw_combining}};
+
+}  // namespace
 
 }  // namespace railcoll::barrier

@@ -7,12 +7,13 @@
 // (0-byte puts). Last step: the leader increments the node's release counter,
 // on which every local process waits.
 // Hockney: T = 2 * t_flag + ceil(log2 M) * ts   (M nodes; t_flag: a shared-memory flag)
-#include "algos/barrier/barrier.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::barrier {
 
-Schedule build_smp(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Barrier, "smp", t, L, o);
+namespace {
+
+void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes();
   int rounds = 0;
   for (long d = 1; d < M; d *= 2) ++rounds;
@@ -31,7 +32,13 @@ Schedule build_smp(const Topology& t, const BlockLayout& L, const AlgoOptions& o
     b.signal(leader, rounds + 1, released);
     for (int r : t.ranks_of(n)) b.wait(r, rounds + 1, released, 1);
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Barrier, 2, "smp",
+    "shared-memory flags inside a node, dissemination among node leaders",
+    "2 t_flag + ceil(log2 M) ts",
+    "seed 001 §5.1 flags, seed 004 §4", {}, build_smp}};
+
+}  // namespace
 
 }  // namespace railcoll::barrier

@@ -18,6 +18,7 @@
 #include <algorithm>
 
 #include "algos/barrier/barrier.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::barrier {
 
@@ -25,8 +26,7 @@ namespace {
 constexpr int kFanout = 4;
 
 // The 'ready' phase, and with `go` the 'go' phase.
-Schedule build_phases(const Topology& t, const BlockLayout& L, const AlgoOptions& o, const char* name, bool go) {
-  ScheduleBuilder b(Collective::Barrier, name, t, L, o);
+void build_phases(ScheduleBuilder& b, const Topology& t, bool go) {
   const int N = t.nranks();
   enum { kReady = 0, kGo = 1 };
   auto depth = [](int p) {
@@ -47,17 +47,23 @@ Schedule build_phases(const Topology& t, const BlockLayout& L, const AlgoOptions
     if (go)
       for (int i = 0; i < kids; ++i) b.put(p, D + d, first + i, {}, i % t.rails(), b.rank_counter(first + i, kGo));
   }
-  return b.finish();
 }
+
+void build_tree(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
+  build_phases(b, t, true);
+}
+
+const AlgorithmRegistrar registered{{Collective::Barrier, 3, "tree",
+    "balanced 4-ary tree: 'ready' up to rank 0, 'go' down the same tree (elan_gsync)",
+    "2 ceil(log4 N) ts",
+    "seed 004 §4.1 Fig. 6, seed 003 §4.3", {}, build_tree}};
 
 }  // namespace
 
-Schedule build_tree(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  return build_phases(t, L, o, "tree", true);
-}
-
 Schedule build_tree_ready(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  return build_phases(t, L, o, "tree_ready", false);
+  ScheduleBuilder b(Collective::Barrier, "tree_ready", t, L, o);
+  build_phases(b, t, false);
+  return b.finish();
 }
 
 }  // namespace railcoll::barrier

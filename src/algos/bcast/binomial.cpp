@@ -9,13 +9,14 @@
 // back, so step s goes on rail s mod k: up to k of them are on the wire at once.
 // Striped above the threshold.
 // Hockney, L = ceil(log2 N): T = L (ts + m tau); N-1 messages, the root sends L.
-#include "algos/bcast/bcast.hpp"
 #include "algos/common/trees.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::bcast {
 
-Schedule build_binomial(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Bcast, "binomial", t, L, o);
+namespace {
+
+void build_binomial(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int N = t.nranks(), root = o.root;
   const uint64_t m = L.count[root];
   const trees::BinomialTree tree(N);
@@ -28,7 +29,13 @@ Schedule build_binomial(const Topology& t, const BlockLayout& L, const AlgoOptio
       b.put(p, step, q, {{src, b.recv(q, 0, m)}}, b.rail_for(m, step), b.rank_counter(q, 0));
     }
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Bcast, 1, "binomial",
+    "binomial tree from the root, step s on rail s mod k",
+    "ceil(log2 N) (ts + m tau)",
+    "seed 004 §2.3.2, seed 003 §4.2", {}, build_binomial}};
+
+}  // namespace
 
 }  // namespace railcoll::bcast

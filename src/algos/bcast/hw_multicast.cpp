@@ -12,12 +12,14 @@
 // model to enforce, not the schedule's.
 // Hockney with the hardware: T = ts + m tau + (levels of the fat tree) hop
 // latency; as plain puts: (N-1) (ts + m tau) from the root.
-#include "algos/bcast/bcast.hpp"
+
+#include "core/registry.hpp"
 
 namespace railcoll::bcast {
 
-Schedule build_hw_multicast(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Bcast, "hw_multicast", t, L, o);
+namespace {
+
+void build_hw_multicast(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int N = t.nranks(), root = o.root;
   const uint64_t m = L.count[root];
   for (int q = 0; q < N; ++q) {
@@ -26,7 +28,13 @@ Schedule build_hw_multicast(const Topology& t, const BlockLayout& L, const AlgoO
           HwAssist::Multicast);
     b.wait(q, 0, b.rank_counter(q, 0), 1);
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Bcast, 5, "hw_multicast",
+    "hardware multicast: one flagged put per destination, one injection",
+    "ts + m tau (hardware); (N-1) (ts + m tau) as plain puts",
+    "seed 004 §4.2, seed 003 §4.1", {}, build_hw_multicast}};
+
+}  // namespace
 
 }  // namespace railcoll::bcast

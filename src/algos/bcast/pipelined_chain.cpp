@@ -16,13 +16,14 @@
 //   T = (N - 2 + C) (ts + m/(C k) tau)
 //   -> about m tau/k + 2 sqrt((N-2) m tau ts / k) at the best C: the rails'
 //   bandwidth, which no tree reaches, plus a fill that grows with sqrt(N).
-#include "algos/bcast/bcast.hpp"
 #include "algos/common/trees.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::bcast {
 
-Schedule build_pipelined_chain(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Bcast, "pipelined_chain", t, L, o);
+namespace {
+
+void build_pipelined_chain(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int N = t.nranks(), M = t.nnodes(), root = o.root;
   const uint64_t m = L.count[root];
   std::vector<int> chain = {root};
@@ -41,7 +42,13 @@ Schedule build_pipelined_chain(const Topology& t, const BlockLayout& L, const Al
       b.put(p, i + c, q, {{src, b.recv(q, off, len)}}, b.rail_for(len, c), b.rank_counter(q, c));
     }
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Bcast, 3, "pipelined_chain",
+    "chain over the ranks (node-major), message in C chunks, chunk c on rail c mod k",
+    "(N-2+C) (ts + m/C tau), C = sqrt((N-2) m / 2 KiB)",
+    "seed 000 §5 striping; pipelined chain", {}, build_pipelined_chain}};
+
+}  // namespace
 
 }  // namespace railcoll::bcast

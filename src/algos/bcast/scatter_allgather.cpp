@@ -14,13 +14,14 @@
 // Hockney: T = L ts + (N-1)/N m tau  +  (N-1) (ts + m/N tau)
 //            ~ (L + N - 1) ts + 2 (N-1)/N m tau
 // against the binomial L (ts + m tau): it wins once m tau (L - 2) > (N-1) ts.
-#include "algos/bcast/bcast.hpp"
 #include "algos/common/trees.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::bcast {
 
-Schedule build_scatter_allgather(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Bcast, "scatter_allgather", t, L, o);
+namespace {
+
+void build_scatter_allgather(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int N = t.nranks(), root = o.root;
   const uint64_t m = L.count[root];
   const trees::BinomialTree tree(N);
@@ -56,7 +57,13 @@ Schedule build_scatter_allgather(const Topology& t, const BlockLayout& L, const 
     int last = (v + 1) % N;  // the chunk of the last ring step
     if (N > 1 && needs(v, last)) b.wait(p, ring0 + N - 2, b.rank_counter(p, kRing + N - 2), 1);
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Bcast, 2, "scatter_allgather",
+    "binomial scatter of N chunks, then ring all-gather of the chunks (van de Geijn)",
+    "(ceil(log2 N) + N-1) ts + 2 (N-1)/N m tau",
+    "van de Geijn; MPICH long bcast", {}, build_scatter_allgather}};
+
+}  // namespace
 
 }  // namespace railcoll::bcast

@@ -30,8 +30,8 @@
 #include <algorithm>
 
 #include "algos/allgather/common.hpp"
-#include "algos/bcast/bcast.hpp"
 #include "algos/common/trees.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::bcast {
 
@@ -47,7 +47,7 @@ constexpr uint64_t kFanoutMaxBytes = 8 * 1024;
 // rank. No shared buffer, so no node-wide sync at the end: on a node with more
 // processes than cores each such sync is a round of wake-ups, which is what a
 // short broadcast costs here.
-Schedule tree_with_fanout(ScheduleBuilder& b, const Topology& t, int root, uint64_t m) {
+void tree_with_fanout(ScheduleBuilder& b, const Topology& t, int root, uint64_t m) {
   const int M = t.nnodes(), k = t.rails(), R = t.node_of(root);
   enum { kTree = 0, kFanout = 1 };  // rank counters
   auto leader_of = [&](int n) { return n == R ? root : t.leader(n); };
@@ -66,13 +66,9 @@ Schedule tree_with_fanout(ScheduleBuilder& b, const Topology& t, int root, uint6
       b.wait(r, rounds, b.rank_counter(r, kFanout), 1);
     }
   }
-  return b.finish();
 }
 
-}  // namespace
-
-Schedule build_smp(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Bcast, "smp", t, L, o);
+void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes(), k = t.rails(), root = o.root, R = t.node_of(root);
   const uint64_t m = L.count[root];
   // Chunks for a chain of nodes; one chunk (the tree) where the model says the
@@ -137,7 +133,13 @@ Schedule build_smp(const Topology& t, const BlockLayout& L, const AlgoOptions& o
     }
     if (shm) allgather::node_final_sync(b, n, arrival(u, C - 1), kDone);
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Bcast, 4, "smp",
+    "node leaders receive into shared memory, forward at once (tree or chunked chain), shm copy-out",
+    "C=1: R (ts + m tau) + 2 m c; C>1: (M-2+C) (ts + m/C tau/k) + m/C c",
+    "seed 004 §4.2, seed 001 §5.1", {}, build_smp}};
+
+}  // namespace
 
 }  // namespace railcoll::bcast

@@ -11,12 +11,13 @@
 // Hockney: T = ceil((N-1)/k) (ts + m tau): the root's k ports each take
 // (N-1)/k messages. One network step of latency, the most concurrent senders.
 #include "algos/common/trees.hpp"
-#include "algos/gather/gather.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::gather {
 
-Schedule build_direct(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Gather, "direct", t, L, o);
+namespace {
+
+void build_direct(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int N = t.nranks(), k = t.rails(), root = o.root;
   const int steps = (N - 1 + k - 1) / k;
   for (int p = 0; p < N; ++p) {
@@ -29,7 +30,13 @@ Schedule build_direct(const Topology& t, const BlockLayout& L, const AlgoOptions
             b.rail_for(L.count[p], (v - 1) % k), b.rank_counter(root, 0));
     }
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Gather, 2, "direct",
+    "k-port Direct: every rank puts its block into the root's recv, port (v-1) mod k",
+    "ceil((N-1)/k) (ts + m tau)",
+    "seed 000 §6.1, seed 001 §2", {}, build_direct}};
+
+}  // namespace
 
 }  // namespace railcoll::gather

@@ -20,12 +20,13 @@
 
 #include "algos/allgather/common.hpp"
 #include "algos/common/trees.hpp"
-#include "algos/gather/gather.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::gather {
 
-Schedule build_smp(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Gather, "smp", t, L, o);
+namespace {
+
+void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes(), k = t.rails(), root = o.root, R = t.node_of(root);
   const int steps = (M - 1 + k - 1) / k;
   enum { kGathered = 0, kDone = 1 };  // node counters; rank counter 0 of the root: nodes arrived
@@ -62,7 +63,13 @@ Schedule build_smp(const Topology& t, const BlockLayout& L, const AlgoOptions& o
     }
     if (size > 1) allgather::node_final_sync(b, n, std::max(steps, 1), kDone);
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Gather, 3, "smp",
+    "shm gather per node, leaders put node blocks to the root, root copies out",
+    "P m c + ceil((M-1)/k) (ts + P m tau) + P m c",
+    "seed 001 §5.1, §6.2.1", {}, build_smp}};
+
+}  // namespace
 
 }  // namespace railcoll::gather

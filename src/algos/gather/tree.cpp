@@ -16,12 +16,13 @@
 #include <algorithm>
 
 #include "algos/common/trees.hpp"
-#include "algos/gather/gather.hpp"
+#include "core/registry.hpp"
 
 namespace railcoll::gather {
 
-Schedule build_tree(const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
-  ScheduleBuilder b(Collective::Gather, "tree", t, L, o);
+namespace {
+
+void build_tree(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int N = t.nranks(), root = o.root;
   const trees::BinomialTree tree(N);
   // Blocks in relative order: rel.displ[v] is where relative rank v's block
@@ -57,7 +58,13 @@ Schedule build_tree(const Topology& t, const BlockLayout& L, const AlgoOptions& 
     }
     b.put(p, tree.up_step(v), q, std::move(segs), b.rail_for(len, tree.up_step(v)), b.rank_counter(q, 0));
   }
-  return b.finish();
 }
+
+const AlgorithmRegistrar registered{{Collective::Gather, 1, "tree",
+    "binomial gather to the root, subtrees collected in scratch",
+    "ceil(log2 N) ts + (N-1) m tau",
+    "seed 001 §2 (elan_gather)", {}, build_tree}};
+
+}  // namespace
 
 }  // namespace railcoll::gather
