@@ -15,6 +15,10 @@ int main(void) {
   const char *coll, *name;
   int node_of[16];
   int i;
+  char version[32];
+  snprintf(version, sizeof version, "%d.%d.%d", RAILCOLL_VERSION_MAJOR, RAILCOLL_VERSION_MINOR, RAILCOLL_VERSION_PATCH);
+  CHECK(strcmp(railcoll_version(), version) == 0); /* one version: the header's macros and the library agree */
+  CHECK(strcmp(railcoll_version(), RAILCOLL_VERSION_STRING) == 0);
   CHECK(railcoll_algorithm_count() >= 12);
   CHECK(railcoll_algorithm_name(0, &coll, &name) == RAILCOLL_OK);
   CHECK(strcmp(coll, "allgather") == 0);

@@ -6,14 +6,20 @@
 #ifndef RAILCOLL_RAILCOLL_H
 #define RAILCOLL_RAILCOLL_H
 
+#include <railcoll/version.h>
 #include <stddef.h>
+
+/* The library exports these functions and nothing else (it is built with
+ * hidden visibility). */
+#if defined(__GNUC__)
+#define RAILCOLL_API __attribute__((visibility("default")))
+#else
+#define RAILCOLL_API
+#endif
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define RAILCOLL_VERSION_MAJOR 0
-#define RAILCOLL_VERSION_MINOR 2
 
 typedef enum {
   RAILCOLL_OK = 0,
@@ -31,10 +37,12 @@ typedef enum {
   RAILCOLL_ERR_BROKEN = 12     /* the communicator failed earlier and cannot be used */
 } railcoll_status_t;
 
-const char* railcoll_version(void);
-const char* railcoll_strerror(railcoll_status_t status);
+/* The library's version, "MAJOR.MINOR.PATCH": RAILCOLL_VERSION_STRING of the
+ * header it was built with (a program can compare it with its own). */
+RAILCOLL_API const char* railcoll_version(void);
+RAILCOLL_API const char* railcoll_strerror(railcoll_status_t status);
 /* Detailed message of the last failed call on this thread ("" if none). */
-const char* railcoll_last_error(void);
+RAILCOLL_API const char* railcoll_last_error(void);
 
 /* ---- communicators and collectives ----
  *
@@ -46,17 +54,21 @@ const char* railcoll_last_error(void);
  * MASTER_ADDR/MASTER_PORT do. Rails come from RAILCOLL_RAILS (interfaces, subnets
  * or addresses, comma-separated) or are discovered. Every wait has a deadline:
  * RAILCOLL_TIMEOUT seconds (default 60). After a failed collective the
- * communicator returns RAILCOLL_ERR_BROKEN; destroy it and make a new one. */
+ * communicator returns RAILCOLL_ERR_BROKEN; destroy it and make a new one.
+ * The algorithm of a call comes from its options, else RAILCOLL_<COLL>_ALGO,
+ * else the tuning file RAILCOLL_TUNING names, else the default rules
+ * (docs/selection.md); a communicator is not made (RAILCOLL_ERR_ARG) while one
+ * of those variables names an unknown collective or algorithm or a bad file. */
 typedef struct railcoll_comm* railcoll_comm_t;
 
 #define RAILCOLL_IN_PLACE 1u /* flag: the send block is already at its place in recvbuf */
 
 typedef struct {
-  const char* algorithm; /* NULL or "auto": RAILCOLL_<COLL>_ALGO, else the rule table */
+  const char* algorithm; /* NULL or "auto": RAILCOLL_<COLL>_ALGO, else RAILCOLL_TUNING, else the defaults */
   unsigned flags;        /* RAILCOLL_IN_PLACE */
 } railcoll_call_opts_t;
 
-railcoll_status_t railcoll_comm_init(railcoll_comm_t* comm);
+RAILCOLL_API railcoll_status_t railcoll_comm_init(railcoll_comm_t* comm);
 /* A communicator of explicitly numbered ranks instead of the launcher's: rank
  * in [0, size), the store that rank 0 serves at "host:port" (a free port on one
  * of rank 0's addresses), and a job id no other communicator of the job uses.
@@ -64,61 +76,62 @@ railcoll_status_t railcoll_comm_init(railcoll_comm_t* comm);
  * the survivors of a failed communicator carry on: destroy it, agree on the new
  * numbering, store and job id (e.g. rank r -> r minus the dead ranks below it,
  * the old job id with a suffix), and call this on every survivor. */
-railcoll_status_t railcoll_comm_init_explicit(railcoll_comm_t* comm, int rank, int size, const char* store,
-                                              const char* job_id);
-railcoll_status_t railcoll_comm_destroy(railcoll_comm_t comm);
-int railcoll_comm_rank(railcoll_comm_t comm);
-int railcoll_comm_size(railcoll_comm_t comm);
-int railcoll_comm_nodes(railcoll_comm_t comm);
-int railcoll_comm_rails(railcoll_comm_t comm);
+RAILCOLL_API railcoll_status_t railcoll_comm_init_explicit(railcoll_comm_t* comm, int rank, int size, const char* store,
+                                                           const char* job_id);
+RAILCOLL_API railcoll_status_t railcoll_comm_destroy(railcoll_comm_t comm);
+RAILCOLL_API int railcoll_comm_rank(railcoll_comm_t comm);
+RAILCOLL_API int railcoll_comm_size(railcoll_comm_t comm);
+RAILCOLL_API int railcoll_comm_nodes(railcoll_comm_t comm);
+RAILCOLL_API int railcoll_comm_rails(railcoll_comm_t comm);
 /* Rails this rank can use now: a rail whose connection to some peer broke or
  * stalled (its traffic moved to the other rails, logged once on stderr) does
  * not count until it is reconnected. A call fails only when no rail to a peer
  * is left. */
-int railcoll_comm_rails_up(railcoll_comm_t comm);
+RAILCOLL_API int railcoll_comm_rails_up(railcoll_comm_t comm);
 
 /* Every rank contributes `bytes` from sendbuf; recvbuf (size * bytes) receives
  * every rank's block in rank order. opts may be NULL. */
-railcoll_status_t railcoll_allgather(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t bytes,
-                                     const railcoll_call_opts_t* opts);
+RAILCOLL_API railcoll_status_t railcoll_allgather(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                  size_t bytes, const railcoll_call_opts_t* opts);
 /* Rank r contributes counts[r] bytes; block r lands at the sum of counts[0..r-1].
  * Every rank must pass the same counts. */
-railcoll_status_t railcoll_allgatherv(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
-                                      const size_t* counts, const railcoll_call_opts_t* opts);
-railcoll_status_t railcoll_barrier(railcoll_comm_t comm);
+RAILCOLL_API railcoll_status_t railcoll_allgatherv(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                   const size_t* counts, const railcoll_call_opts_t* opts);
+RAILCOLL_API railcoll_status_t railcoll_barrier(railcoll_comm_t comm);
 
 /* The root's `bytes` of buf are copied into buf on every other rank. Every rank
  * passes the same bytes and root. */
-railcoll_status_t railcoll_bcast(railcoll_comm_t comm, void* buf, size_t bytes, int root,
-                                 const railcoll_call_opts_t* opts);
+RAILCOLL_API railcoll_status_t railcoll_bcast(railcoll_comm_t comm, void* buf, size_t bytes, int root,
+                                              const railcoll_call_opts_t* opts);
 /* Every rank contributes `bytes` from sendbuf; the root's recvbuf (size * bytes)
  * receives them in rank order (recvbuf is ignored elsewhere and may be NULL). */
-railcoll_status_t railcoll_gather(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t bytes,
-                                  int root, const railcoll_call_opts_t* opts);
+RAILCOLL_API railcoll_status_t railcoll_gather(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t bytes,
+                                               int root, const railcoll_call_opts_t* opts);
 
 typedef enum { RAILCOLL_INT32 = 1, RAILCOLL_INT64 = 2, RAILCOLL_FLOAT = 3, RAILCOLL_DOUBLE = 4 } railcoll_datatype_t;
 typedef enum { RAILCOLL_SUM = 0, RAILCOLL_MIN = 1, RAILCOLL_MAX = 2 } railcoll_op_t;
 /* recvbuf[i] = op over all ranks of sendbuf[i], for `count` elements of `type`.
  * With RAILCOLL_IN_PLACE, recvbuf holds the input and sendbuf is ignored.
  * Floating-point sums depend on the algorithm's order of combination (as in MPI). */
-railcoll_status_t railcoll_allreduce(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
-                                     railcoll_datatype_t type, railcoll_op_t op, const railcoll_call_opts_t* opts);
+RAILCOLL_API railcoll_status_t railcoll_allreduce(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                  size_t count, railcoll_datatype_t type, railcoll_op_t op,
+                                                  const railcoll_call_opts_t* opts);
 /* The algorithm a call of `collective` ("allgather", "bcast", ...) with `bytes`
  * per rank would use. The string stays valid while the library is loaded. NULL
  * for an unknown collective or algorithm (railcoll_last_error() says which). */
-const char* railcoll_algorithm_for(railcoll_comm_t comm, const char* collective, size_t bytes,
-                                   const railcoll_call_opts_t* opts);
+RAILCOLL_API const char* railcoll_algorithm_for(railcoll_comm_t comm, const char* collective, size_t bytes,
+                                                const railcoll_call_opts_t* opts);
 
 /* Algorithms, by index: 0 <= i < railcoll_algorithm_count(). */
-int railcoll_algorithm_count(void);
-railcoll_status_t railcoll_algorithm_name(int index, const char** collective, const char** name);
+RAILCOLL_API int railcoll_algorithm_count(void);
+RAILCOLL_API railcoll_status_t railcoll_algorithm_name(int index, const char** collective, const char** name);
 
 /* Builds the all-gather schedule of `algorithm` for `nranks` ranks, where rank r
  * lives on node node_of[r] (node_of may be NULL: one rank per node), with `rails`
  * rails and `bytes` per rank, and verifies it symbolically. RAILCOLL_OK when it
  * is correct; RAILCOLL_ERR_VERIFY with the verifier's message otherwise. */
-railcoll_status_t railcoll_verify_allgather(const char* algorithm, int nranks, const int* node_of, int rails,
-                                            size_t bytes);
+RAILCOLL_API railcoll_status_t railcoll_verify_allgather(const char* algorithm, int nranks, const int* node_of,
+                                                         int rails, size_t bytes);
 
 #ifdef __cplusplus
 }

@@ -34,7 +34,7 @@ using railcoll::capi::guarded;
 
 extern "C" {
 
-const char* railcoll_version(void) { return "0.1"; }
+const char* railcoll_version(void) { return RAILCOLL_VERSION_STRING; }
 
 const char* railcoll_strerror(railcoll_status_t status) {
   switch (status) {

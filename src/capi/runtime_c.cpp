@@ -9,12 +9,15 @@
 #include "capi/capi_internal.hpp"
 #include "core/errors.hpp"
 #include "core/registry.hpp"
-#include "core/select.hpp"
 #include "railcoll/railcoll.h"
 #include "runtime/comm.hpp"
+#include "select/select.hpp"
 
 struct railcoll_comm {
   std::unique_ptr<railcoll::rt::Comm> comm;
+  // RAILCOLL_<COLL>_ALGO checked and RAILCOLL_TUNING read when the communicator
+  // is made: a wrong name fails railcoll_comm_init, not the first call.
+  railcoll::Selector selector;
   std::set<std::string> warned_hardware;  // hardware algorithms already reported as substituted
 };
 
@@ -23,21 +26,13 @@ namespace {
 using railcoll::capi::fail;
 using railcoll::capi::guarded;
 
-// The algorithm for a call: the per-call option, else RAILCOLL_<COLL>_ALGO, else the rules.
+// The algorithm for a call: the per-call option, else RAILCOLL_<COLL>_ALGO, else
+// the tuning file, else the default rules (src/select/select.hpp), then the
+// software form of a hardware algorithm.
 std::string choose(railcoll_comm* c, railcoll::Collective collective, uint64_t bytes, const railcoll_call_opts_t* opts) {
   const std::string coll = railcoll::collective_name(collective);
-  std::string name, from = "the call's options";
-  if (opts && opts->algorithm && *opts->algorithm) name = opts->algorithm;
-  std::string var = "RAILCOLL_" + coll + "_ALGO";
-  for (auto& ch : var) ch = static_cast<char>(toupper(static_cast<unsigned char>(ch)));
-  if ((name.empty() || name == "auto") && getenv(var.c_str()) && *getenv(var.c_str())) {
-    name = getenv(var.c_str());
-    from = var;
-  }
-  if (name.empty() || name == "auto") return railcoll::select_algorithm(collective, c->comm->topo(), bytes);
-  if (!railcoll::find_algorithm(collective, name))
-    throw railcoll::InputError("unknown " + coll + " algorithm '" + name + "' (from " + from +
-                               "; railcoll algos lists them)");
+  const std::string requested = opts && opts->algorithm ? opts->algorithm : "";
+  const std::string name = c->selector.choose(collective, c->comm->topo(), bytes, requested).algorithm;
   std::string software = railcoll::software_equivalent(collective, name);
   if (software != name && c->warned_hardware.insert(coll + "/" + name).second && c->comm->rank() == 0)
     fprintf(stderr, "railcoll: %s/%s needs network hardware this cluster lacks; running %s/%s instead\n",
@@ -104,6 +99,7 @@ railcoll_status_t railcoll_comm_init(railcoll_comm_t* out) {
     if (!out) return fail(RAILCOLL_ERR_ARG, "railcoll_comm_init: output pointer is NULL");
     *out = nullptr;
     auto c = std::make_unique<railcoll_comm>();
+    c->selector = railcoll::Selector::from_environment();  // before any peer waits on this rank
     c->comm = std::make_unique<railcoll::rt::Comm>(railcoll::rt::bootstrap_from_env());
     *out = c.release();
     return RAILCOLL_OK;
@@ -129,6 +125,7 @@ railcoll_status_t railcoll_comm_init_explicit(railcoll_comm_t* out, int rank, in
     b.job_id = job_id;
     b.source = "railcoll_comm_init_explicit";
     auto c = std::make_unique<railcoll_comm>();
+    c->selector = railcoll::Selector::from_environment();
     c->comm = std::make_unique<railcoll::rt::Comm>(b);
     *out = c.release();
     return RAILCOLL_OK;

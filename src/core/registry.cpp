@@ -46,6 +46,11 @@ std::string algorithm_names(Collective collective) {
   return names;
 }
 
+std::string unknown_algorithm_message(Collective collective, const std::string& name, const std::string& source) {
+  return "unknown " + std::string(collective_name(collective)) + " algorithm '" + name + "' (" +
+         (source.empty() ? "" : "from " + source + "; ") + "one of: " + algorithm_names(collective) + ")";
+}
+
 namespace {
 
 // The arguments of rooted and reducing collectives: the errors every rank must

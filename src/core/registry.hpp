@@ -40,6 +40,9 @@ const std::vector<AlgoSpec>& all_algorithms();
 const AlgoSpec* find_algorithm(Collective collective, const std::string& name);
 // "direct, stdex, bruck, ..." for messages naming the choices.
 std::string algorithm_names(Collective collective);
+// "unknown allgather algorithm 'x' (from SOURCE; one of: direct, ...)"; no
+// "from" part when `source` is empty.
+std::string unknown_algorithm_message(Collective collective, const std::string& name, const std::string& source);
 
 // Validates the request (known algorithm, options it takes, sizes) and builds
 // the schedule, stamped with the collective and the algorithm's name.

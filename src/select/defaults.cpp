@@ -1,0 +1,108 @@
+// The default rules: which algorithm `auto` runs when neither the call, nor
+// RAILCOLL_<COLL>_ALGO, nor a tuning file says. First match wins; every
+// collective ends with a rule that matches everything. docs/selection.md shows
+// this table (a test compares the two).
+//
+// Where the thresholds come from:
+// * allgather: what was measured on the emulated cluster (4 nodes x 4 ranks,
+//   2 rails x 1 Gbit/s; docs/results.md) and the papers' findings: shared
+//   memory inside a node always pays; small messages want few network steps
+//   (SMP Bruck, seed 001 §7: SMP Gather+Bcast best up to 256 B, SMP Bruck from
+//   512 B to 8 KiB); large ones want every rail driven at once (one leader per
+//   rail).
+// * allreduce: ranks that share a node combine in shared memory first; one rank
+//   per node wants latency (recursive doubling) for short vectors and bandwidth
+//   (reduce-scatter + all-gather) for long ones.
+// * bcast and gather: the simulator on the calibrated testbed and on the seeds'
+//   machines (QsNetII 4x4 dual rail, Elan3 64x4, Elan4 and InfiniBand 128x1):
+//   smp is fastest wherever nodes hold several ranks, at every size (bcast at
+//   1 MiB on the testbed: 5.1 ms, against 7.8 for pipelined_chain and 15.8 for
+//   binomial; the rail bound is 4.5). With one rank per node it is the k-port
+//   tree, or the striped chain for long messages; scatter_allgather beats both
+//   only from 128 KiB on large flat machines (InfiniBand 128x1: 1.3 against
+//   1.6 ms at 256 KiB). Gather: direct's one network step beats the binomial
+//   tree at every size in the model, and smp adds the node's shared memory.
+// * hw_multicast and hw_combining are never chosen: the runtime has no such
+//   hardware and would run their software twins (select.hpp software_equivalent).
+#include "select/select.hpp"
+
+namespace railcoll {
+
+namespace {
+
+constexpr Range kAny{};
+constexpr Range kOne{1, 1};
+constexpr Range kSeveral{2, kNoLimit};  // ranks/node: some node holds several ranks
+constexpr Range upto(uint64_t hi) { return {0, hi}; }
+constexpr Range from(uint64_t lo) { return {lo, kNoLimit}; }
+constexpr uint64_t KiB = 1024;
+
+struct Row {
+  Collective collective;
+  Range ranks, nodes, ppn, bytes, node_bytes;
+  const char* algorithm;
+  const char* reason;
+};
+
+// clang-format off
+const Row kRows[] = {
+  // collective           ranks      nodes  ranks/node bytes/rank       bytes/node     algorithm
+  {Collective::Allgather, kAny,      kOne,  kAny,      kAny,            kAny,          "smp_direct",
+   "one node: shared memory only, no network step"},
+  {Collective::Allgather, kAny,      kAny,  kAny,      kAny,            upto(8 * KiB), "smp_gather_bcast",
+   "few network steps for small messages (seed 001 §7; emulated cluster 4x4, 2 rails, docs/results.md)"},
+  {Collective::Allgather, kAny,      kAny,  kAny,      kAny,            upto(16 * KiB), "smp_bruck",
+   "SMP Bruck next (seed 001 §7: from 512 B to 8 KiB; emulated cluster, docs/results.md)"},
+  {Collective::Allgather, kAny,      kAny,  kAny,      kAny,            kAny,          "smp_multileader",
+   "large messages drive every rail at once, one leader per rail (emulated cluster, docs/results.md)"},
+
+  {Collective::Barrier,   kAny,      kAny,  kSeveral,  kAny,            kAny,          "smp",
+   "shared-memory flags inside a node, dissemination among leaders"},
+  {Collective::Barrier,   kAny,      kAny,  kAny,      kAny,            kAny,          "dissemination",
+   "one rank per node: log2 N rounds, nothing to share"},
+
+  {Collective::Bcast,     from(32),  kAny,  kOne,      from(128 * KiB), kAny,          "scatter_allgather",
+   "large flat machines from 128 KiB (simulated InfiniBand 128x1: 1.3 against 1.6 ms at 256 KiB)"},
+  {Collective::Bcast,     kAny,      kAny,  kAny,      kAny,            kAny,          "smp",
+   "fastest at every size where nodes hold several ranks (simulated testbed, 1 MiB: 5.1 ms; chain 7.8, binomial 15.8)"},
+
+  {Collective::Gather,    kAny,      kAny,  kSeveral,  kAny,            kAny,          "smp",
+   "direct's one network step plus the node's shared memory (simulator)"},
+  {Collective::Gather,    kAny,      kAny,  kAny,      kAny,            kAny,          "direct",
+   "one network step beats the binomial tree at every size (simulator)"},
+
+  {Collective::Allreduce, kAny,      kAny,  kSeveral,  upto(64 * KiB),  kAny,          "smp_leader",
+   "combine in shared memory first; one leader per node for short vectors"},
+  {Collective::Allreduce, kAny,      kAny,  kSeveral,  kAny,            kAny,          "smp",
+   "combine in shared memory first; one leader per slice for long vectors"},
+  {Collective::Allreduce, kAny,      kAny,  kAny,      upto(16 * KiB),  kAny,          "recursive_doubling",
+   "one rank per node, short vectors: latency"},
+  {Collective::Allreduce, kAny,      kAny,  kAny,      kAny,            kAny,          "rabenseifner",
+   "one rank per node, long vectors: bandwidth (reduce-scatter + all-gather)"},
+};
+// clang-format on
+
+}  // namespace
+
+const std::vector<Rule>& default_rules() {
+  static const std::vector<Rule> rules = [] {
+    std::vector<Rule> out;
+    for (const Row& row : kRows) {
+      Rule r;
+      r.collective = row.collective;
+      r.ranks = row.ranks;
+      r.nodes = row.nodes;
+      r.ppn = row.ppn;
+      r.bytes = row.bytes;
+      r.node_bytes = row.node_bytes;
+      r.algorithm = row.algorithm;
+      r.reason = row.reason;
+      r.origin = "default#" + std::to_string(out.size());
+      out.push_back(r);
+    }
+    return out;
+  }();
+  return rules;
+}
+
+}  // namespace railcoll
