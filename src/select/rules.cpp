@@ -59,12 +59,13 @@ std::string conditions_text(const Rule& r) {
     if (range.any()) return;
     out += (out.empty() ? "" : ", ") + std::string(name) + " " + range_text(range, in_bytes);
   };
+  // The tuning file's keys (tuning_file.hpp), so a rule printed reads as one written.
   add("ranks", r.ranks, false);
   add("nodes", r.nodes, false);
-  add("ranks/node", r.ppn, false);
+  add("ppn", r.ppn, false);
   add("rails", r.rails, false);
-  add("bytes/rank", r.bytes, true);
-  add("bytes/node", r.node_bytes, true);
+  add("bytes", r.bytes, true);
+  add("node_bytes", r.node_bytes, true);
   return out.empty() ? "any" : out;
 }
 

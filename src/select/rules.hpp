@@ -50,7 +50,8 @@ struct Rule {
 // The first rule that matches, or nullptr.
 const Rule* first_match(const std::vector<Rule>& rules, const Situation& s);
 
-// "ranks/node >= 2, bytes/node <= 8K", or "any" when every range is open.
+// "ppn >= 2, node_bytes <= 8K" (the tuning file's keys), or "any" when every
+// range is open.
 std::string conditions_text(const Rule& r);
 // "8K", "1M", "8193": exact, a K/M/G suffix only for whole multiples.
 std::string exact_bytes(uint64_t b);

@@ -1,14 +1,38 @@
+// railcoll algos [--json | --rules [--markdown]]: the registered algorithms, or
+// the selection rules in force and where each came from (src/select).
 #include <iomanip>
 #include <iostream>
 
 #include "args.hpp"
 #include "commands.hpp"
+#include "select/select.hpp"
 
 namespace railcoll::cli {
 
+namespace {
+
+int print_rules(bool markdown) {
+  const Selector& s = environment_selector();
+  std::vector<Rule> rules = s.rules_in_force();
+  if (markdown) {
+    std::cout << rules_table_markdown(rules);
+    return 0;
+  }
+  std::cout << "# first match wins; a call's own algorithm option comes before all of these\n"
+            << "# (RAILCOLL_<COLL>_ALGO, then RAILCOLL_TUNING="
+            << (s.tuning_path().empty() ? "(unset)" : s.tuning_path()) << ", then the defaults; docs/selection.md)\n"
+            << rules_table_text(rules);
+  return 0;
+}
+
+}  // namespace
+
 int cmd_algos(const std::vector<std::string>& argv) {
-  Args a(argv, {"json"}, {});
-  if (!a.positional().empty()) throw UsageError("takes no arguments besides --json");
+  Args a(argv, {"json", "rules", "markdown"}, {});
+  if (!a.positional().empty()) throw UsageError("takes no arguments besides --json or --rules [--markdown]");
+  if (a.flag("json") && a.flag("rules")) throw UsageError("give --json or --rules, not both");
+  if (a.flag("markdown") && !a.flag("rules")) throw UsageError("--markdown goes with --rules");
+  if (a.flag("rules")) return print_rules(a.flag("markdown"));
   if (a.flag("json")) {
     std::cout << "[";
     bool first = true;

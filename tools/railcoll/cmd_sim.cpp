@@ -52,6 +52,7 @@ int cmd_sim(const std::vector<std::string>& argv) {
   valued.insert({"preset", "algo", "m", "json", "csv", "plot", "stripe-threshold", "concurrency", "root", "background",
                  "background-bytes", "seed", "samples"});
   if (!argv.empty() && argv[0] == "reproduce") return cmd_reproduce({argv.begin() + 1, argv.end()});
+  if (!argv.empty() && argv[0] == "tune") return cmd_sim_tune({argv.begin() + 1, argv.end()});
   Args a(argv, {"nic-memory"}, valued);
   if (a.positional().size() == 1 && a.positional()[0] == "presets") return list_presets();
   Collective coll;

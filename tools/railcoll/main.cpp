@@ -13,7 +13,9 @@ const char* kUsage =
     "usage: railcoll <command> [options]\n"
     "\n"
     "commands:\n"
-    "  algos [--json]                      list collectives and algorithms\n"
+    "  algos [--json | --rules]            list collectives and algorithms, or the selection rules in force\n"
+    "  tune [-o FILE] [--collectives C,C] [bench options] | sim tune --preset P [-o FILE] ...\n"
+    "                                      measure (or simulate) every algorithm into a tuning file\n"
     "  show COLL --algo A --ranks N [--ppn P | --nodes 4,4,5 | --node-map 0,1,0,1]\n"
     "       [--rails K] [--bytes B] [--stripe-threshold B] [--concurrency C] [--root R] [--json]\n"
     "                                      print the schedule of an algorithm\n"
@@ -62,6 +64,7 @@ int main(int argc, char** argv) {
     if (cmd == "goal") return cmd_goal(args);
     if (cmd == "calibrate") return cmd_calibrate(args);
     if (cmd == "traffic") return cmd_traffic(args);
+    if (cmd == "tune") return cmd_tune(args);
     std::cerr << "railcoll: unknown command '" << cmd << "' (railcoll --help lists them)\n";
     return 2;
   } catch (const UsageError& e) {
