@@ -7,7 +7,7 @@
 #include <set>
 
 #include "core/registry.hpp"
-#include "core/select.hpp"
+#include "select/select.hpp"
 #include "verify/verifier.hpp"
 
 using namespace railcoll;

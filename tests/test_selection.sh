@@ -70,6 +70,13 @@ for c in allgather barrier; do
   grep -qE "^$c +ranks 4, nodes 2, ppn 2, rails 2, .*file:$tmp/bench.json#" "$tmp/rules" || bad "tune: no $c rule for 4 ranks in the file"
 done
 
+# A program (the C API): the file's rule, unless the variable says otherwise.
+printf '{"rules": [{"collective": "allgather", "ranks": 1, "algorithm": "ring"}]}\n' >"$tmp/one.json"
+RAILCOLL_TUNING=$tmp/one.json RAILCOLL_SIZE=1 RAILCOLL_RANK=0 timeout 60 "$EXAMPLE" 2>&1 | grep -q "algorithm ring)" \
+  && ok "a program runs the tuning file's algorithm" || bad "a program ignores RAILCOLL_TUNING"
+RAILCOLL_TUNING=$tmp/one.json RAILCOLL_ALLGATHER_ALGO=bruck RAILCOLL_SIZE=1 RAILCOLL_RANK=0 timeout 60 "$EXAMPLE" 2>&1 \
+  | grep -q "algorithm bruck)" && ok "a program: the variable before the file" || bad "a program: the file won over the variable"
+
 # Refused: by the command, and by a program's railcoll_comm_init.
 printf '{"rules": [{"collective": "bcast", "algorithm": "smp", "bytes": [0, 100]},\n {"collective": "bcast", "algorithm": "binomial"}]}\n' >"$tmp/overlap.json"
 printf '{"rules": [{"collective": "gather", "algorithm": "ring"}]}\n' >"$tmp/unknown.json"
