@@ -46,10 +46,18 @@ void check_known(Collective collective, const std::string& name, const std::stri
 
 }  // namespace
 
-std::string algorithm_variable(Collective collective) {
-  std::string var = std::string(kPrefix) + collective_name(collective) + kSuffix;
-  for (auto& ch : var) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  return var;
+const std::string& algorithm_variable(Collective collective) {
+  // Made once: a call looks its variable up every time.
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (int c = 0; c <= static_cast<int>(Collective::Goal); ++c) {
+      std::string var = std::string(kPrefix) + collective_name(static_cast<Collective>(c)) + kSuffix;
+      for (auto& ch : var) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      out.push_back(var);
+    }
+    return out;
+  }();
+  return names[static_cast<size_t>(collective)];
 }
 
 void check_algorithm_variables(const std::vector<std::string>& variables) {
@@ -104,7 +112,7 @@ Choice Selector::choose(const Situation& s, const std::string& requested) const 
     check_known(s.collective, requested, "the call's options");
     return {requested, "the call's options"};
   }
-  const std::string var = algorithm_variable(s.collective);
+  const std::string& var = algorithm_variable(s.collective);
   if (const char* v = lookup_(var); v && !wants_auto(v)) {
     check_known(s.collective, v, var);
     return {v, var};

@@ -68,7 +68,7 @@ std::string select_algorithm(Collective collective, const Topology& t, uint64_t 
 // one of its algorithms (or auto). Throws InputError naming the variable.
 void check_algorithm_variables(const std::vector<std::string>& variables);
 // "RAILCOLL_ALLGATHER_ALGO"
-std::string algorithm_variable(Collective collective);
+const std::string& algorithm_variable(Collective collective);
 
 // The algorithm a runtime without network hardware support runs when asked for
 // `algorithm`: hw_multicast -> smp, hw_combining -> tree; any other, itself.
