@@ -4,8 +4,9 @@
 set -euo pipefail
 
 # clang + libclang-rt-14-dev: libFuzzer and the sanitizers' runtimes for tests/fuzz.
+# libssl-dev: libcrypto's HMAC-SHA256 for the runtime's job authentication.
 debian_packages=(cmake g++ make ninja-build libgtest-dev iproute2 util-linux
-                 openmpi-bin libopenmpi-dev python3 python3-pip clang libclang-rt-14-dev)
+                 openmpi-bin libopenmpi-dev python3 python3-pip clang libclang-rt-14-dev libssl-dev)
 python_modules=(matplotlib)
 
 missing=()
