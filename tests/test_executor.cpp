@@ -163,10 +163,17 @@ const Topology& two_by_two() {
   return t;
 }
 
-// The first Data frame rank 0 sends to rank 2.
-bool first_data_to_2(int to, const FakeFrame& f, bool* seen) {
-  if (*seen || to != 2 || f.hdr.sender != 0 || f.hdr.type != static_cast<uint16_t>(Frame::Data)) return false;
-  return *seen = true;
+// Alters the first Data frame rank 0 sends to rank 2 (change may also add
+// frames to send after it).
+void alter_first_frame_to_2(Ranks& ranks, std::function<void(FakeFrame*, std::vector<FakeFrame>*)> change) {
+  auto seen = std::make_shared<bool>(false);  // only rank 0's thread reads it
+  ranks.fabric.set_tamper([seen, change](int to, FakeFrame* f, std::vector<FakeFrame>* extra) {
+    if (f->hdr.sender == 0 && to == 2 && f->hdr.type == static_cast<uint16_t>(Frame::Data) && !*seen) {
+      *seen = true;
+      change(f, extra);
+    }
+    return true;
+  });
 }
 
 // Rank 2 refuses the frame with `expect` in its error and writes none of it;
@@ -201,30 +208,21 @@ void expect_refused_by_rank_2(Ranks& ranks, const std::string& expect) {
 
 TEST(ExecutorFaults, ADuplicatedFrameIsRefused) {
   Ranks ranks(two_by_two());
-  bool seen = false;
-  ranks.fabric.set_tamper([&](int to, FakeFrame* f, std::vector<FakeFrame>* extra) {
-    if (first_data_to_2(to, *f, &seen)) extra->push_back(*f);
-    return true;
-  });
+  alter_first_frame_to_2(ranks, [](FakeFrame* f, std::vector<FakeFrame>* extra) { extra->push_back(*f); });
   expect_refused_by_rank_2(ranks, "arrived twice in call 1 (a replayed frame)");
 }
 
 TEST(ExecutorFaults, AFrameAtAWrongOffsetIsAProtocolError) {
   Ranks ranks(two_by_two());
-  bool seen = false;
-  ranks.fabric.set_tamper([&](int to, FakeFrame* f, std::vector<FakeFrame>* /*extra*/) {
-    if (first_data_to_2(to, *f, &seen)) f->hdr.offset += 8;
-    return true;
-  });
+  alter_first_frame_to_2(ranks, [](FakeFrame* f, std::vector<FakeFrame>*) { f->hdr.offset += 8; });
   expect_refused_by_rank_2(ranks, "does not match the schedule");
 }
 
 TEST(ExecutorFaults, AFrameOfAWrongLengthIsAProtocolError) {
   Ranks ranks(two_by_two());
-  bool seen = false;
-  ranks.fabric.set_tamper([&](int to, FakeFrame* f, std::vector<FakeFrame>* /*extra*/) {
-    if (first_data_to_2(to, *f, &seen)) f->payload.push_back('x'), ++f->hdr.length;
-    return true;
+  alter_first_frame_to_2(ranks, [](FakeFrame* f, std::vector<FakeFrame>*) {
+    f->payload.push_back('x');
+    ++f->hdr.length;
   });
   expect_refused_by_rank_2(ranks, "does not match the schedule");
 }
@@ -232,11 +230,7 @@ TEST(ExecutorFaults, AFrameOfAWrongLengthIsAProtocolError) {
 TEST(ExecutorFaults, ARefusedFrameWritesNothing) {
   // Rank 2's block from rank 0 is refused: rank 2's recv keeps its guard bytes there.
   Ranks ranks(two_by_two());
-  bool seen = false;
-  ranks.fabric.set_tamper([&](int to, FakeFrame* f, std::vector<FakeFrame>* /*extra*/) {
-    if (first_data_to_2(to, *f, &seen)) f->hdr.total += 1;
-    return true;
-  });
+  alter_first_frame_to_2(ranks, [](FakeFrame* f, std::vector<FakeFrame>*) { f->hdr.total += 1; });
   Call c(ranks.topo, Collective::Allgather, "direct", 3000, 1);
   std::vector<unsigned char> before = c.recv[2];
   auto out = each_rank(4, [&](int r) { c.run(*ranks.exec[r], r); });

@@ -121,6 +121,19 @@ void SocketTransport::on_payload_done(Conn& c) {
   }
 }
 
+// What a read on c returned: true for bytes; false when there is nothing more
+// now, or the connection ended (then on_eof has dealt with it).
+bool SocketTransport::took(Conn& c, ssize_t r) {
+  if (r > 0) {
+    c.nread += static_cast<uint64_t>(r);
+    c.heard_at = now_seconds();
+    return true;
+  }
+  if (r < 0 && (errno == EAGAIN || errno == EINTR)) return false;
+  on_eof(c);
+  return false;
+}
+
 void SocketTransport::drive_recv(Conn& c) {
   for (int rounds = 0; rounds < 64; ++rounds) {
     // A given-up connection is read only up to what the peer says its kernel confirmed.
@@ -130,14 +143,8 @@ void SocketTransport::drive_recv(Conn& c) {
     if (!c.in_payload) {
       ssize_t r = recv(c.fd, reinterpret_cast<char*>(&c.hdr) + c.hdr_got, std::min(limit, sizeof c.hdr - c.hdr_got),
                        MSG_DONTWAIT);
-      if (r == 0) return on_eof(c);
-      if (r < 0) {
-        if (errno == EAGAIN || errno == EINTR) return;
-        return on_eof(c);
-      }
+      if (!took(c, r)) return;
       c.hdr_got += static_cast<size_t>(r);
-      c.nread += static_cast<uint64_t>(r);
-      c.heard_at = now_seconds();
       if (c.hdr_got < sizeof c.hdr) continue;
       c.hdr_got = 0;
       on_header(c);
@@ -163,14 +170,8 @@ void SocketTransport::drive_recv(Conn& c) {
     m.msg_iov = v;
     m.msg_iovlen = static_cast<size_t>(n);
     ssize_t r = recvmsg(c.fd, &m, MSG_DONTWAIT);
-    if (r == 0) return on_eof(c);
-    if (r < 0) {
-      if (errno == EAGAIN || errno == EINTR) return;
-      return on_eof(c);
-    }
+    if (!took(c, r)) return;
     c.payload_got += static_cast<size_t>(r);
-    c.nread += static_cast<uint64_t>(r);
-    c.heard_at = now_seconds();
     if (c.payload_got == c.hdr.length) on_payload_done(c);
     if (c.closed) return;
   }
