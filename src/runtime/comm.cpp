@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <map>
 #include <sstream>
 
@@ -16,6 +17,18 @@
 #include "runtime/socket_transport.hpp"
 
 namespace railcoll::rt {
+
+namespace {
+std::string what_failed(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "an unknown error";
+  }
+}
+}  // namespace
 
 struct Comm::Impl {
   Bootstrap settings;
@@ -46,30 +59,41 @@ void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline) {
   if (m.n < 1 || m.me < 0 || m.me >= m.n)
     throw RuntimeError(Status::Bootstrap, "the out-of-band exchange says rank " + std::to_string(m.me) + " of " +
                                               std::to_string(m.n));
-  static bool warned = false;
-  if (settings.job_key.empty() && m.n > 1 && m.me == 0 && !warned) {
-    warned = true;
+  static std::atomic<bool> warned{false};  // once per process, whichever thread makes communicators
+  if (settings.job_key.empty() && m.n > 1 && m.me == 0 && !warned.exchange(true)) {
     fprintf(stderr,
             "railcoll: RAILCOLL_JOB_KEY is not set: connections are checked for the job and communicator but not "
             "authenticated (railcoll run and railcoll cluster run set it; with another launcher give every rank "
             "the same secret)\n");
   }
-  const std::vector<std::string> rails = resolve_rails(settings.rails_spec);
-  m.transport = std::make_unique<SocketTransport>(settings, m.me, m.n, rails);
+  std::vector<std::string> rails;
+  std::exception_ptr failed;  // told to every rank in the exchange, so all fail together
+  try {
+    rails = resolve_rails(settings.rails_spec);
+    m.transport = std::make_unique<SocketTransport>(settings, m.me, m.n, rails);
+  } catch (...) {
+    failed = std::current_exception();
+  }
 
   // One exchange says who is where: every rank's node identity, rail count and
   // contact, and rank 0's job id and a tag it draws, which every rank adopts:
   // together they name this communicator's sockets and segments, so that
   // communicators made in any order, in one process or several, never meet.
+  // A rank that could not start sends its error instead.
   std::string job = settings.job_id;
   if (job.empty() && m.me == 0) job = std::to_string(getpid()) + "-" + std::to_string(static_cast<long>(now_seconds() * 1e6));
   const std::string tag = m.me == 0 ? to_hex(random_bytes(8).data(), 8) : "";
   auto records = allgather_strings(
-      oob, pack_fields({job, tag, settings.node_id, std::to_string(rails.size()), m.transport->contact()}));
+      oob, failed ? pack_fields({what_failed(failed)})
+                  : pack_fields({job, tag, settings.node_id, std::to_string(rails.size()), m.transport->contact()}));
+  if (failed) std::rethrow_exception(failed);
   std::vector<std::vector<std::string>> fields(m.n);
-  for (int r = 0; r < m.n; ++r)
-    if (!unpack_fields(records[r], &fields[r]) || fields[r].size() != 5 || fields[r][2].empty())
+  for (int r = 0; r < m.n; ++r) {
+    if (unpack_fields(records[r], &fields[r]) && fields[r].size() == 1)
+      throw RuntimeError(Status::Bootstrap, "rank " + std::to_string(r) + " could not start: " + fields[r][0]);
+    if (fields[r].size() != 5 || fields[r][2].empty())
       throw RuntimeError(Status::Protocol, "malformed set-up record of rank " + std::to_string(r));
+  }
   job = fields[0][0];
   if (job.empty() || fields[0][1].size() != 16 || from_hex(fields[0][1]).empty())
     throw RuntimeError(Status::Protocol, "rank 0's set-up record names no job or communicator");

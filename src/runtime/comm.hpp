@@ -51,9 +51,8 @@ class Comm {
   void run(Collective collective, const std::string& algorithm, const std::vector<uint64_t>& counts,
            const AlgoOptions& opts, const Buffers& b);
 
-  struct Impl;
-
  private:
+  struct Impl;
   void init(const Bootstrap& settings, OutOfBand& oob, double deadline);
   std::unique_ptr<Impl> impl_;
 };

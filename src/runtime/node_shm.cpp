@@ -16,18 +16,6 @@
 
 namespace railcoll::rt {
 
-namespace {
-
-// Throws, on every rank, if a rank could not do its step (it throws its own error).
-void all_or_none(OutOfBand& oob, bool ok, const std::string& step) {
-  auto failed = ranks_that_failed(oob, ok);
-  if (!ok || failed.empty()) return;
-  throw RuntimeError(Status::Bootstrap, "rank " + std::to_string(failed[0]) + " could not " + step +
-                                            " (its own error says why)");
-}
-
-}  // namespace
-
 void map_node_shm(NodeSegment& seg, OutOfBand& oob, const std::string& unique, const Topology& topo, int me,
                   uint64_t shm_bytes) {
   const int node = topo.node_of(me);
@@ -45,7 +33,7 @@ void map_node_shm(NodeSegment& seg, OutOfBand& oob, const std::string& unique, c
   };
 
   // 1. The leader creates it and writes the header.
-  std::string error;
+  std::exception_ptr failed;
   if (leader) {
     try {
       int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
@@ -64,20 +52,18 @@ void map_node_shm(NodeSegment& seg, OutOfBand& oob, const std::string& unique, c
       seg.shm->capacity = shm_bytes;
       std::atomic_thread_fence(std::memory_order_seq_cst);
       seg.shm->magic = kShmMagic;
-    } catch (const RuntimeError& e) {
-      error = e.what();
+    } catch (...) {
+      failed = std::current_exception();
     }
   }
   try {
-    all_or_none(oob, error.empty(), "create its node's shared memory");
-    if (!error.empty()) throw RuntimeError(Status::Bootstrap, error);
+    all_or_none(oob, failed, "create its node's shared memory");
   } catch (...) {
     if (leader && seg.shm) shm_unlink(name.c_str());
     throw;
   }
 
-  // 2. The others map it; 3. once all have, the leader unlinks it.
-  Status code = Status::Bootstrap;
+  // 2. The others map it; 3. once all have, the leader unlinks it (whatever happened).
   if (!leader) {
     try {
       int fd = shm_open(name.c_str(), O_RDWR, 0600);
@@ -87,20 +73,17 @@ void map_node_shm(NodeSegment& seg, OutOfBand& oob, const std::string& unique, c
         throw RuntimeError(Status::Mismatch, "shared memory " + name + " has a different size on the node leader (" +
                                                  std::to_string(seg.shm->capacity >> 20) +
                                                  " MiB): RAILCOLL_SHM_MIB must be the same on every rank");
-    } catch (const RuntimeError& e) {
-      error = e.what();
-      code = e.status;
+    } catch (...) {
+      failed = std::current_exception();
     }
   }
-  std::exception_ptr exchange_failed;  // the segment is unlinked whatever happens
   try {
-    all_or_none(oob, error.empty(), "map its node's shared memory");
+    all_or_none(oob, failed, "map its node's shared memory");
   } catch (...) {
-    exchange_failed = std::current_exception();
+    if (leader) shm_unlink(name.c_str());
+    throw;
   }
   if (leader) shm_unlink(name.c_str());
-  if (!error.empty()) throw RuntimeError(code, error);
-  if (exchange_failed) std::rethrow_exception(exchange_failed);
 }
 
 void unmap_node_shm(NodeSegment& seg) {

@@ -36,15 +36,16 @@ std::vector<std::string> allgather_strings(OutOfBand& oob, const std::string& mi
   return out;
 }
 
-std::vector<int> ranks_that_failed(OutOfBand& oob, bool ok) {
+void all_or_none(OutOfBand& oob, const std::exception_ptr& failed, const std::string& step) {
   const int n = oob.size();
-  std::vector<char> all(n);
-  char mine = ok ? 1 : 0;
-  oob.allgather(&mine, 1, all.data());
-  std::vector<int> failed;
+  std::vector<char> ok(n);
+  char mine = failed ? 0 : 1;
+  oob.allgather(&mine, 1, ok.data());
+  if (failed) std::rethrow_exception(failed);
   for (int r = 0; r < n; ++r)
-    if (!all[r]) failed.push_back(r);
-  return failed;
+    if (!ok[r])
+      throw RuntimeError(Status::Bootstrap,
+                         "rank " + std::to_string(r) + " could not " + step + " (its own error says why)");
 }
 
 std::string pack_fields(const std::vector<std::string>& fields) {

@@ -7,6 +7,7 @@
 // NCCL's out-of-band bootstrap callbacks allow.
 #pragma once
 #include <cstddef>
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,9 +30,12 @@ class OutOfBand {
 
 // Strings of any length from every rank (two exchanges: lengths, then padded bytes).
 std::vector<std::string> allgather_strings(OutOfBand& oob, const std::string& mine);
-// Every rank says whether its step worked; returns the ranks whose did not.
-// Lets every rank fail together instead of some waiting in the next exchange.
-std::vector<int> ranks_that_failed(OutOfBand& oob, bool ok);
+// Every rank says whether its step of set-up worked (`failed`: null, or what
+// this rank caught); if any did not, every rank throws: a rank that failed its
+// own error, the others one naming the first rank that failed. So no rank is
+// left waiting in the next exchange, which a caller's exchange (MPI) may do
+// without a deadline.
+void all_or_none(OutOfBand& oob, const std::exception_ptr& failed, const std::string& step);
 
 // Fields of a record (length-prefixed, so they may hold any byte).
 std::string pack_fields(const std::vector<std::string>& fields);

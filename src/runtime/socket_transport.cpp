@@ -60,7 +60,13 @@ void SocketTransport::connect(const Topology& topo, uint64_t comm_id, const std:
     if (!unpack_fields(contacts[r], &fields[r]) || fields[r].size() != 1 + rail_addr_.size() ||
         fields[r][0].size() != kListenNonce)
       throw RuntimeError(Status::Protocol, "malformed contact of rank " + std::to_string(r) + " in the set-up exchange");
-  connect_peers(fields, job, tag, deadline);
+  std::exception_ptr failed;
+  try {
+    connect_peers(fields, job, tag, deadline);
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  all_or_none(oob, failed, "connect to its peers");
   map_node_shm(seg_, oob, job + "-" + tag, topo_, me_, shm_bytes_);
 }
 
