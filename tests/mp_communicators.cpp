@@ -14,11 +14,8 @@
 // destroyed and the process must have the open files, threads and mappings it
 // had before the first (/proc/self/fd, /proc/self/task, no /dev/shm/railcoll
 // mapping in /proc/self/maps). Prints "rank r: communicators correct".
-#include <dirent.h>
-
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +23,7 @@
 #include "core/registry.hpp"
 #include "core/select.hpp"
 #include "runtime/comm.hpp"
+#include "process_holdings.hpp"
 
 using namespace railcoll;
 using namespace railcoll::rt;
@@ -33,22 +31,6 @@ using namespace railcoll::rt;
 namespace {
 
 int me = -1;
-
-int entries(const char* dir) {
-  int n = 0;
-  if (DIR* d = opendir(dir)) {
-    while (readdir(d)) ++n;
-    closedir(d);
-  }
-  return n;
-}
-
-int shm_mappings() {
-  std::ifstream maps("/proc/self/maps");
-  int n = 0;
-  for (std::string line; std::getline(maps, line);) n += line.find("/dev/shm/railcoll") != std::string::npos;
-  return n;
-}
 
 // The caller's exchange: all-gathers on an existing communicator.
 class OverComm final : public OutOfBand {
@@ -86,7 +68,7 @@ int fail(const std::string& what) {
 }  // namespace
 
 int main() {
-  const int fds0 = entries("/proc/self/fd"), threads0 = entries("/proc/self/task"), maps0 = shm_mappings();
+  const ProcessHoldings before = ProcessHoldings::now();
   const char* base = getenv("MP_PORT_BASE");
   if (!base) return fail("MP_PORT_BASE is not set");
   try {
@@ -141,11 +123,8 @@ int main() {
   } catch (const std::exception& e) {
     return fail(e.what());
   }
-  const int fds = entries("/proc/self/fd"), threads = entries("/proc/self/task"), maps = shm_mappings();
-  if (fds != fds0 || threads != threads0 || maps != maps0)
-    return fail("left behind: open files " + std::to_string(fds0) + " -> " + std::to_string(fds) + ", threads " +
-                std::to_string(threads0) + " -> " + std::to_string(threads) + ", shared-memory mappings " +
-                std::to_string(maps0) + " -> " + std::to_string(maps));
-  printf("rank %d: communicators correct (world, over world, 2 pairs; files %d, threads %d after)\n", me, fds, threads);
+  const ProcessHoldings after = ProcessHoldings::now();
+  if (!(after == before)) return fail("left behind: " + after.since(before));
+  printf("rank %d: communicators correct (world, over world, 2 pairs; %s)\n", me, after.since(before).c_str());
   return 0;
 }

@@ -3,13 +3,11 @@
 // the ranks are threads of one process and the exchange is a barrier between
 // them, so several real communicators (sockets, shared memory) live in one
 // process at once, with node identities the caller gives.
-#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -17,6 +15,7 @@
 #include "core/errors.hpp"
 #include "core/registry.hpp"
 #include "runtime/comm.hpp"
+#include "process_holdings.hpp"
 
 using namespace railcoll;
 using namespace railcoll::rt;
@@ -77,22 +76,6 @@ Bootstrap settings(const std::string& node) {
   return b;
 }
 
-int entries(const char* dir) {
-  int n = 0;
-  if (DIR* d = opendir(dir)) {
-    while (readdir(d)) ++n;
-    closedir(d);
-  }
-  return n;
-}
-
-int shm_mappings() {
-  std::ifstream maps("/proc/self/maps");
-  int n = 0;
-  for (std::string line; std::getline(maps, line);) n += line.find("/dev/shm/railcoll") != std::string::npos;
-  return n;
-}
-
 // Runs fn(rank) on a thread per rank; each rank's error ("" if none) and status.
 std::vector<std::pair<Status, std::string>> each_rank(int n, const std::function<void(int)>& fn) {
   std::vector<std::pair<Status, std::string>> out(n, {Status::Ok, ""});
@@ -120,7 +103,7 @@ std::string allgather_checked(Comm& c, uint64_t bytes, int call) {
 }
 
 TEST(CommOutOfBand, SeveralCommunicatorsInOneProcess) {
-  const int fds0 = entries("/proc/self/fd"), maps0 = shm_mappings();
+  const ProcessHoldings before = ProcessHoldings::now();
   const std::vector<std::string> node = {"host-a", "host-a", "host-b", "host-b"};
   ThreadExchange first(4), second(4);
   auto out = each_rank(4, [&](int r) {
@@ -136,8 +119,8 @@ TEST(CommOutOfBand, SeveralCommunicatorsInOneProcess) {
     }
   });
   for (int r = 0; r < 4; ++r) EXPECT_EQ(out[r].second, "") << "rank " << r;
-  EXPECT_EQ(entries("/proc/self/fd"), fds0) << "open files left behind";
-  EXPECT_EQ(shm_mappings(), maps0) << "shared memory left mapped";
+  const ProcessHoldings after = ProcessHoldings::now();
+  EXPECT_TRUE(after == before) << "left behind: " << after.since(before);
 }
 
 TEST(CommOutOfBand, ARankThatCannotStartFailsEveryRank) {
