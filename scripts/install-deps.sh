@@ -4,10 +4,11 @@
 set -euo pipefail
 
 # clang + libclang-rt-14-dev: libFuzzer and the sanitizers' runtimes for tests/fuzz.
-# nlohmann-json3-dev: the tuning file (src/select); pkg-config: the install test.
+# nlohmann-json3-dev: the tuning file (src/select) and bench records; pkg-config: the install test.
+# libssl-dev: libcrypto's HMAC-SHA256 for the runtime's job authentication.
 debian_packages=(cmake g++ make ninja-build libgtest-dev iproute2 util-linux
                  openmpi-bin libopenmpi-dev python3 python3-pip clang libclang-rt-14-dev
-                 nlohmann-json3-dev pkg-config)
+                 nlohmann-json3-dev pkg-config libssl-dev)
 python_modules=(matplotlib)
 
 missing=()

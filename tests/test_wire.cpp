@@ -1,4 +1,4 @@
-// The socket-free parts of the runtime's defences: HMAC-SHA256 against RFC 4231,
+// The socket-free parts of the runtime's defences: libcrypto's HMAC-SHA256 against RFC 4231,
 // the store's handshake and request decoder, and the checks every frame passes
 // against the receiver's plan before a byte of payload is written.
 #include <gtest/gtest.h>
@@ -16,16 +16,30 @@ std::string hex(const Digest& d) { return to_hex(d.data(), d.size()); }
 }  // namespace
 
 TEST(Auth, Sha256AndHmacMatchPublishedVectors) {
+  // FIPS 180-2 examples.
   EXPECT_EQ(hex(sha256("abc", 3)), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_EQ(hex(sha256("", 0)), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  // RFC 4231 test cases 1, 2 and 6 (a key longer than the block is hashed first).
+  // RFC 4231 test cases 1, 2, 3, 4, 6 and 7 (6 and 7: a key longer than the block is hashed first).
   EXPECT_EQ(hex(hmac_sha256(std::string(20, '\x0b'), std::string("Hi There"))),
             "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
   EXPECT_EQ(hex(hmac_sha256("Jefe", std::string("what do ya want for nothing?"))),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  EXPECT_EQ(hex(hmac_sha256(std::string(20, '\xaa'), std::string(50, '\xdd'))),
+            "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe");
+  std::string key4;
+  for (char c = 1; c <= 25; ++c) key4 += c;
+  EXPECT_EQ(hex(hmac_sha256(key4, std::string(50, '\xcd'))),
+            "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b");
   EXPECT_EQ(hex(hmac_sha256(std::string(131, '\xaa'),
                             std::string("Test Using Larger Than Block-Size Key - Hash Key First"))),
             "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+  EXPECT_EQ(hex(hmac_sha256(std::string(131, '\xaa'),
+                            std::string("This is a test using a larger than block-size key and a larger than "
+                                        "block-size data. The key needs to be hashed before being used by the HMAC "
+                                        "algorithm."))),
+            "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
+  // A job without RAILCOLL_JOB_KEY authenticates with the empty key (Python's hmac agrees).
+  EXPECT_EQ(hex(hmac_sha256("", std::string())), "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad");
   std::string a = "0123456789abcdef", b = a;
   EXPECT_TRUE(equal_constant_time(a.data(), b.data(), a.size()));
   b[15] = 'g';

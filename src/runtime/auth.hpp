@@ -1,6 +1,7 @@
-// Job authentication: HMAC-SHA256 over a per-job secret (RAILCOLL_JOB_KEY).
-// Self-contained (no crypto library): the handshakes of the store and of every
-// data connection prove knowledge of the key without sending it.
+// Job authentication: HMAC-SHA256 over a per-job secret (RAILCOLL_JOB_KEY),
+// computed by OpenSSL's libcrypto (a maintained implementation, not our own):
+// the handshakes of the store and of every data connection prove knowledge of
+// the key without sending it.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -15,7 +16,8 @@ Digest hmac_sha256(const std::string& key, const void* data, size_t n);
 inline Digest hmac_sha256(const std::string& key, const std::string& msg) {
   return hmac_sha256(key, msg.data(), msg.size());
 }
-// Compares without an early exit, so timing tells nothing about where they differ.
+// Compares without an early exit (CRYPTO_memcmp), so timing tells nothing about
+// where they differ.
 bool equal_constant_time(const void* a, const void* b, size_t n);
 // n bytes from the kernel's random source (getrandom); throws on failure.
 std::string random_bytes(size_t n);

@@ -1,7 +1,9 @@
-// Rail failover, members of Transport (transport.hpp). In a file of its own so
-// that comm.cpp reads as the progress engine and a call: the engine calls in
-// here when a socket or a frame says a rail is in trouble, and once per round
-// (check_rails) to watch the rails and reconnect the ones given up.
+// Rail failover, inside the SocketTransport (socket_transport.hpp): the
+// executor above never learns of it. The stream calls in here when a socket or
+// a frame says a rail is in trouble, progress once per round (check_rails) to
+// watch the rails and reconnect the ones given up, and send() to route a frame
+// around a rail that is down. Seed 000's second reason for several rails is
+// fault tolerance; this is it.
 //
 // A TCP connection that breaks, or stalls while another rail to the same peer
 // answers, is given up. Both sides then stop sending on it and tell the other
@@ -13,7 +15,7 @@
 // and when that works it is used again. A call fails only when no rail to a
 // peer is left. The fast path pays a SIOCOUTQ per connection and call, and a
 // copy of what the peer's kernel has not acknowledged when the call returns.
-#include "runtime/transport.hpp"
+#include "runtime/socket_transport.hpp"
 
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
@@ -28,26 +30,26 @@
 namespace railcoll::rt {
 
 // The other usable rails to c's peer.
-std::vector<Conn*> Transport::other_rails(const Conn& c) {
+std::vector<SocketTransport::Conn*> SocketTransport::other_rails(const Conn& c) {
   std::vector<Conn*> v;
-  for (int ci : conn_of[c.peer])
-    if (ci >= 0 && &conns[ci] != &c && !conns[ci].down && !conns[ci].closed) v.push_back(&conns[ci]);
+  for (int ci : conn_of_[c.peer])
+    if (ci >= 0 && &conns_[ci] != &c && !conns_[ci].down && !conns_[ci].closed) v.push_back(&conns_[ci]);
   return v;
 }
 
 // One log line when a rail loses its first connection, one when its last comes back.
-void Transport::rail_state(int rail, int delta, const std::string& why) {
-  int before = rail_down_count[rail];
-  rail_down_count[rail] += delta;
+void SocketTransport::rail_state(int rail, int delta, const std::string& why) {
+  int before = rail_down_count_[rail];
+  rail_down_count_[rail] += delta;
   if (before == 0 && delta > 0)
-    fprintf(stderr, "railcoll: rank %d: rail %d (%s) is down: %s; its traffic moves to the other rails\n", me, rail,
-            rail_addr[rail].c_str(), why.c_str());
-  if (before > 0 && rail_down_count[rail] == 0)
-    fprintf(stderr, "railcoll: rank %d: rail %d (%s) is up again\n", me, rail, rail_addr[rail].c_str());
+    fprintf(stderr, "railcoll: rank %d: rail %d (%s) is down: %s; its traffic moves to the other rails\n", me_, rail,
+            rail_addr_[rail].c_str(), why.c_str());
+  if (before > 0 && rail_down_count_[rail] == 0)
+    fprintf(stderr, "railcoll: rank %d: rail %d (%s) is up again\n", me_, rail, rail_addr_[rail].c_str());
 }
 
 // Bytes of c the peer's kernel has acknowledged; frames wholly inside are let go.
-uint64_t Transport::release_confirmed(Conn& c) {
+uint64_t SocketTransport::release_confirmed(Conn& c) {
   int q = 0;
   if (ioctl(c.fd, SIOCOUTQ, &q) != 0) q = static_cast<int>(std::min<uint64_t>(c.written, INT32_MAX));
   uint64_t confirmed = c.written - static_cast<uint64_t>(q);
@@ -57,8 +59,8 @@ uint64_t Transport::release_confirmed(Conn& c) {
 
 // When a call returns, frames the peer has not acknowledged stop pointing
 // into the user's buffers: they are copied, in case they must go again.
-void Transport::keep_unconfirmed() {
-  for (auto& c : conns) {
+void SocketTransport::keep_unconfirmed() {
+  for (auto& c : conns_) {
     if (c.rail < 0 || c.closed || c.unacked.empty()) continue;
     release_confirmed(c);
     for (auto& it : c.unacked) {
@@ -69,7 +71,7 @@ void Transport::keep_unconfirmed() {
 }
 
 // Takes c's unsent and unconfirmed frames out of it, to be sent again.
-std::vector<SendItem> Transport::take_frames(Conn& c) {
+std::vector<SocketTransport::SendItem> SocketTransport::take_frames(Conn& c) {
   std::vector<SendItem> v;
   for (auto* q : {&c.unacked, &c.out})
     for (auto& it : *q)
@@ -83,7 +85,7 @@ std::vector<SendItem> Transport::take_frames(Conn& c) {
   return v;
 }
 
-void Transport::reset_stream(Conn& c, double now) {
+void SocketTransport::reset_stream(Conn& c, double now) {
   c.hdr_got = 0;
   c.in_payload = false;
   c.dst.clear();
@@ -95,12 +97,13 @@ void Transport::reset_stream(Conn& c, double now) {
   c.probed = false;
 }
 
-void Transport::rail_failed(Conn& c, const std::string& why) {
+void SocketTransport::rail_failed(Conn& c, const std::string& why) {
   if (c.down || c.closed) return;
   auto alive = other_rails(c);
   if (alive.empty()) {
     c.closed = true;
-    fail(Status::Peer, c.name() + " " + why + ", and no other rail to rank " + std::to_string(c.peer) + " is left");
+    throw RuntimeError(Status::Peer,
+                       c.name() + " " + why + ", and no other rail to rank " + std::to_string(c.peer) + " is left");
   }
   double now = now_seconds();
   uint64_t confirmed = release_confirmed(c);
@@ -110,7 +113,9 @@ void Transport::rail_failed(Conn& c, const std::string& why) {
   // The notice goes first on the one connection that carries all the frames
   // sent again, so the peer knows where the old connection ends (and reads no
   // further in it) before it sees any of them.
-  SendItem notice{header(Frame::RailDown, c.rail), {}, {}, 0, 0};
+  SendItem notice;
+  notice.hdr = header(Frame::RailDown);
+  notice.hdr.op = c.rail;
   notice.hdr.offset = confirmed;
   alive[0]->out.push_back(std::move(notice));
   c.told = true;
@@ -118,10 +123,22 @@ void Transport::rail_failed(Conn& c, const std::string& why) {
   close_if_drained(c);
 }
 
+// The peer gave up its connection on rail h.op to this rank (notice on c): read
+// the old one up to the bytes the peer's kernel confirmed, then close it.
+void SocketTransport::rail_down_notice(Conn& c, const FrameHeader& h) {
+  if (h.length || c.rail < 0 || h.op < 0 || h.op >= topo_.rails() || h.op == c.rail)
+    protocol_error(c, "malformed rail-down notice");
+  Conn& gone = conns_[conn_of_[c.peer][h.op]];
+  if (gone.closed) return;
+  gone.drain_to = static_cast<int64_t>(h.offset);
+  if (!gone.down) rail_failed(gone, "was given up by rank " + std::to_string(c.peer));
+  close_if_drained(gone);
+}
+
 // A given-up connection is closed once the peer's acknowledged bytes are read.
-void Transport::close_if_drained(Conn& c) {
+void SocketTransport::close_if_drained(Conn& c) {
   if (!c.down || c.closed || !c.told || c.drain_to < 0 || c.nread < static_cast<uint64_t>(c.drain_to)) return;
-  close(c.fd);
+  ::close(c.fd);
   c.fd = -1;
   c.closed = true;
   c.retry_at = now_seconds() + kRailRetry;
@@ -129,14 +146,14 @@ void Transport::close_if_drained(Conn& c) {
 
 // The peer opened a new connection for a rail: it replaces the old one, and
 // whatever the old one had not delivered goes again on the new one.
-void Transport::reconnected(Conn& c, int fd, double now) {
+void SocketTransport::reconnected(Conn& c, int fd, double now) {
   // What the peer's kernel acknowledged on the old connection is read first.
   for (uint64_t before = ~0ull; c.down && !c.closed && c.nread != before;) {
     before = c.nread;
     drive_recv(c);
   }
   std::vector<SendItem> again = take_frames(c);
-  if (!c.closed) close(c.fd);
+  if (!c.closed) ::close(c.fd);
   if (c.down) rail_state(c.rail, -1, "");
   c.fd = fd;
   set_nonblocking(fd);
@@ -146,40 +163,39 @@ void Transport::reconnected(Conn& c, int fd, double now) {
 }
 
 // Puts and signals go on the schedule's rail, or the next usable one.
-Conn& Transport::route(int peer, int rail, bool* moved) {
+SocketTransport::Conn& SocketTransport::route(int peer, int rail, bool* moved) {
   *moved = false;
-  if (topo.same_node(peer, me)) {
-    Conn& c = conns[conn_of[peer][0]];
-    if (c.closed) fail(Status::Peer, c.name() + " is gone: cannot send to it");
+  if (topo_.same_node(peer, me_)) {
+    Conn& c = conns_[conn_of_[peer][0]];
+    if (c.closed) throw RuntimeError(Status::Peer, c.name() + " is gone: cannot send to it");
     return c;
   }
-  int R = topo.rails();
+  int R = topo_.rails();
   for (int k = 0; k < R; ++k) {
-    Conn& c = conns[conn_of[peer][(rail + k) % R]];
+    Conn& c = conns_[conn_of_[peer][(rail + k) % R]];
     if (c.down || c.closed) continue;
     *moved = k > 0;
     return c;
   }
-  fail(Status::Peer, "no rail to rank " + std::to_string(peer) + " is left: cannot send to it");
-  __builtin_unreachable();  // fail() throws; GCC does not see [[noreturn]] through a virtual call
+  throw RuntimeError(Status::Peer, "no rail to rank " + std::to_string(peer) + " is left: cannot send to it");
 }
 
-void Transport::start_reconnect(Conn& c, double now) {
-  auto hp = split_host_port(peer_addr[c.peer][c.rail]);
-  c.fd = tcp_connect_start(rail_addr[c.rail], hp.first, hp.second);
+void SocketTransport::start_reconnect(Conn& c, double now) {
+  auto hp = split_host_port(peer_addr_[c.peer][c.rail]);
+  c.fd = tcp_connect_start(rail_addr_[c.rail], hp.first, hp.second);
   c.retry_at = now + kRailRetry;
   if (c.fd < 0) return;
   c.connecting = true;
   c.connect_until = now + kRailRetry;
 }
 
-void Transport::finish_connect(Conn& c, double now) {
+void SocketTransport::finish_connect(Conn& c, double now) {
   int err = 0;
   socklen_t len = sizeof err;
   getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
-  std::string hello = hello_frame(c.peer, c.rail, c.generation + 1, peer_nonce[c.peer]);
-  if (err != 0 || send(c.fd, hello.data(), hello.size(), MSG_NOSIGNAL | MSG_DONTWAIT) != ssize_t(hello.size())) {
-    close(c.fd);
+  std::string hello = hello_frame(c.peer, c.rail, c.generation + 1, peer_nonce_[c.peer]);
+  if (err != 0 || ::send(c.fd, hello.data(), hello.size(), MSG_NOSIGNAL | MSG_DONTWAIT) != ssize_t(hello.size())) {
+    ::close(c.fd);
     c.fd = -1;
     c.connecting = false;
     return;
@@ -192,10 +208,10 @@ void Transport::finish_connect(Conn& c, double now) {
 
 // Every 20 ms: confirmed frames let go, stalled rails given up, down rails
 // reconnected (by the lower rank of the pair).
-void Transport::check_rails(double now) {
-  if (now < next_rail_check) return;
-  next_rail_check = now + 0.02;
-  for (auto& c : conns) {
+void SocketTransport::check_rails(double now) {
+  if (now < next_rail_check_) return;
+  next_rail_check_ = now + 0.02;
+  for (auto& c : conns_) {
     if (c.rail < 0) continue;
     if (c.down) {
       if (!c.closed && now - c.down_at > 2 * kRailRetry) {  // the peer never said where to stop reading
@@ -205,10 +221,10 @@ void Transport::check_rails(double now) {
       }
       if (!c.closed) continue;
       if (c.connecting && now > c.connect_until) {
-        close(c.fd);
+        ::close(c.fd);
         c.fd = -1;
         c.connecting = false;
-      } else if (!c.connecting && me < c.peer && now >= c.retry_at) {
+      } else if (!c.connecting && me_ < c.peer && now >= c.retry_at) {
         start_reconnect(c, now);
       }
       continue;
@@ -227,12 +243,12 @@ void Transport::check_rails(double now) {
       while (!c.unacked.empty() && c.unacked.front().end <= confirmed) c.unacked.pop_front();
     }
     double quiet = now - c.quiet_since;
-    if (quiet > boot.rail_timeout / 2 && !c.probed) {  // ask the other rails for evidence the peer is alive
+    if (quiet > rail_timeout_ / 2 && !c.probed) {  // ask the other rails for evidence the peer is alive
       c.probed = true;
       c.probe_at = now;
-      for (Conn* d : other_rails(c)) d->out.push_back(SendItem{header(Frame::Ping, -1), {}, {}, 0, 0});
+      for (Conn* d : other_rails(c)) queue(*d, Frame::Ping);
     }
-    if (quiet > boot.rail_timeout && c.probed) {
+    if (quiet > rail_timeout_ && c.probed) {
       for (Conn* d : other_rails(c)) {
         if (d->heard_at < c.probe_at) continue;
         rail_failed(c, "carried nothing for " + seconds_text(quiet) + " while rail " + std::to_string(d->rail) +

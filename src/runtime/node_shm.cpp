@@ -1,5 +1,5 @@
 // Creating and mapping the node's shared-memory segment (layout in node_shm.hpp).
-// Set-up only: the communicator (comm.cpp) calls it once and then uses the mapping.
+// Set-up only: the socket transport calls it once and then hands out the mapping.
 #include "runtime/node_shm.hpp"
 
 #include <fcntl.h>
@@ -9,59 +9,87 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 
-#include "runtime/net.hpp"
-#include "runtime/store.hpp"
+#include "core/errors.hpp"
+#include "runtime/oob.hpp"
 
 namespace railcoll::rt {
 
-// The node's segment: created by the node leader, opened by the others, and
-// unlinked as soon as everyone has it mapped, so a crash leaves nothing in /dev/shm.
-void map_node_shm(NodeSegment& seg, StoreClient* store, const std::string& job, int comm_index, const Topology& topo,
-                  int me, uint64_t shm_bytes, double deadline) {
-  int node = topo.node_of(me);
+void map_node_shm(NodeSegment& seg, OutOfBand& oob, const std::string& unique, const Topology& topo, int me,
+                  uint64_t shm_bytes) {
+  const int node = topo.node_of(me);
+  const bool leader = topo.is_leader(me);
   seg.bytes = kShmHeader + shm_bytes;
-  std::string name = "/railcoll-" + job + "-c" + std::to_string(comm_index) + "-n" + std::to_string(node);
+  std::string name = "/railcoll-" + unique + "-n" + std::to_string(node);
   for (auto& ch : name)
     if (ch != '/' && !isalnum(static_cast<unsigned char>(ch)) && ch != '-') ch = '_';
-  bool leader = topo.is_leader(me);
-  std::string prefix = "c" + std::to_string(comm_index) + "/shm/" + std::to_string(node) + "/";
-  int fd = -1;
+  auto map = [&](int fd) {
+    void* p = mmap(nullptr, seg.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) throw RuntimeError(Status::Bootstrap, "cannot map shared memory " + name + ": " + strerror(errno));
+    seg.shm = static_cast<NodeShm*>(p);
+    seg.data = static_cast<char*>(p) + kShmHeader;
+  };
+
+  // 1. The leader creates it and writes the header.
+  std::exception_ptr failed;
   if (leader) {
-    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) throw RuntimeError(Status::Bootstrap, "cannot create shared memory " + name + ": " + strerror(errno));
-    if (ftruncate(fd, static_cast<off_t>(seg.bytes)) != 0) {
-      shm_unlink(name.c_str());
-      throw RuntimeError(Status::Bootstrap, "cannot size shared memory " + name + ": " + strerror(errno));
+    try {
+      int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+      if (fd < 0) throw RuntimeError(Status::Bootstrap, "cannot create shared memory " + name + ": " + strerror(errno));
+      if (ftruncate(fd, static_cast<off_t>(seg.bytes)) != 0) {
+        close(fd);
+        shm_unlink(name.c_str());
+        throw RuntimeError(Status::Bootstrap, "cannot size shared memory " + name + ": " + strerror(errno));
+      }
+      try {
+        map(fd);
+      } catch (...) {
+        shm_unlink(name.c_str());
+        throw;
+      }
+      seg.shm->capacity = shm_bytes;
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      seg.shm->magic = kShmMagic;
+    } catch (...) {
+      failed = std::current_exception();
     }
-  } else {
-    store->get(prefix + "created", deadline);
-    fd = shm_open(name.c_str(), O_RDWR, 0600);
-    if (fd < 0) throw RuntimeError(Status::Bootstrap, "cannot open shared memory " + name + ": " + strerror(errno));
   }
-  void* p = mmap(nullptr, seg.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (p == MAP_FAILED) {
+  try {
+    all_or_none(oob, failed, "create its node's shared memory");
+  } catch (...) {
+    if (leader && seg.shm) shm_unlink(name.c_str());
+    throw;
+  }
+
+  // 2. The others map it; 3. once all have, the leader unlinks it (whatever happened).
+  if (!leader) {
+    try {
+      int fd = shm_open(name.c_str(), O_RDWR, 0600);
+      if (fd < 0) throw RuntimeError(Status::Bootstrap, "cannot open shared memory " + name + ": " + strerror(errno));
+      map(fd);
+      if (seg.shm->magic != kShmMagic || seg.shm->capacity != shm_bytes)
+        throw RuntimeError(Status::Mismatch, "shared memory " + name + " has a different size on the node leader (" +
+                                                 std::to_string(seg.shm->capacity >> 20) +
+                                                 " MiB): RAILCOLL_SHM_MIB must be the same on every rank");
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  }
+  try {
+    all_or_none(oob, failed, "map its node's shared memory");
+  } catch (...) {
     if (leader) shm_unlink(name.c_str());
-    throw RuntimeError(Status::Bootstrap, "cannot map shared memory " + name + ": " + strerror(errno));
-  }
-  seg.shm = static_cast<NodeShm*>(p);
-  seg.data = static_cast<char*>(p) + kShmHeader;
-  if (leader) {  // the header is complete before anyone may open the segment
-    seg.shm->capacity = shm_bytes;
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    seg.shm->magic = kShmMagic;
-    if (store) store->set(prefix + "created", "1");
-  } else if (seg.shm->magic != kShmMagic || seg.shm->capacity != shm_bytes) {
-    throw RuntimeError(Status::Mismatch, "shared memory " + name + " has a different size on the node leader (" +
-                                                  std::to_string(seg.shm->capacity >> 20) + " MiB): RAILCOLL_SHM_MIB must be the same on every rank");
-  }
-  if (store) {
-    store->set(prefix + "mapped/" + std::to_string(topo.local_rank(me)), "1");
-    if (leader)
-      for (int l = 0; l < topo.node_size(node); ++l) store->get(prefix + "mapped/" + std::to_string(l), deadline);
+    throw;
   }
   if (leader) shm_unlink(name.c_str());
+}
+
+void unmap_node_shm(NodeSegment& seg) {
+  if (seg.shm) munmap(seg.shm, seg.bytes);
+  seg.shm = nullptr;
+  seg.data = nullptr;
 }
 
 }  // namespace railcoll::rt

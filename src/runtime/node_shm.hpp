@@ -1,7 +1,8 @@
 // The node's shared-memory segment: its layout (counters, wake flags, the call
 // each local rank is in, then the shared buffer) and how the ranks of a node
-// come to map it. Apart from comm.cpp, which only uses the mapping, because
-// making it is set-up (named segment, leader creates, store says when).
+// come to map it. The executor only uses the mapping (Transport::node()); making
+// it is set-up (a named segment, the leader creates, the out-of-band exchange
+// says when). The fake transport lays out plain memory the same way.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -12,7 +13,7 @@
 
 namespace railcoll::rt {
 
-class StoreClient;
+class OutOfBand;
 
 constexpr int kMaxNodeCounters = 256;
 constexpr int kMaxLocalRanks = 512;
@@ -40,11 +41,14 @@ struct NodeSegment {
 };
 
 // The node's segment: created by the node leader, opened by the others, and
-// unlinked as soon as everyone has it mapped, so a crash leaves nothing in /dev/shm.
-// shm_bytes: the buffer's capacity (RAILCOLL_SHM_MIB); store: null for a single
-// rank. seg is filled in as soon as the segment is mapped, so its owner unmaps
-// it even when a later step throws.
-void map_node_shm(NodeSegment& seg, StoreClient* store, const std::string& job, int comm_index, const Topology& topo,
-                  int me, uint64_t shm_bytes, double deadline);
+// unlinked as soon as everyone has it mapped, so a crash leaves nothing in
+// /dev/shm. name: unique per communicator ("<job>-<tag>"); shm_bytes: the
+// buffer's capacity (RAILCOLL_SHM_MIB). Every rank of the communicator takes
+// part (two exchanges on `oob`), and all fail together if one rank cannot.
+// seg is filled in as soon as the segment is mapped, so its owner unmaps it
+// (unmap_node_shm) even when a later step throws.
+void map_node_shm(NodeSegment& seg, OutOfBand& oob, const std::string& name, const Topology& topo, int me,
+                  uint64_t shm_bytes);
+void unmap_node_shm(NodeSegment& seg);
 
 }  // namespace railcoll::rt

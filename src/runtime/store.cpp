@@ -161,7 +161,7 @@ void StoreServer::serve() {
   for (;;) {
     std::vector<pollfd> p{{wake_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
     for (int fd : clients) p.push_back({fd, POLLIN, 0});
-    if (poll(p.data(), p.size(), 1000) < 0 && errno != EINTR) return;
+    if (poll(p.data(), p.size(), 1000) < 0 && errno != EINTR) break;
     if (p[0].revents) break;
     std::vector<std::pair<int, std::string>> out;
     if (p[1].revents & POLLIN) {
@@ -196,6 +196,10 @@ void StoreServer::serve() {
     }
     clients.erase(std::remove(clients.begin(), clients.end(), -1), clients.end());
   }
+  // The listener goes first: a client that sees its connection close may at
+  // once connect for the next communicator, and must not land in this backlog.
+  close(listen_fd_);
+  listen_fd_ = -1;
   for (int fd : clients) close(fd);
 }
 
@@ -229,6 +233,22 @@ StoreClient::StoreClient(const std::string& address, int port, const std::string
     // The server closes on a wrong key without a word: say what that means.
     throw RuntimeError(Status::Bootstrap, std::string(e.what()) + " during the handshake with " + where_ +
                                                    " (a different RAILCOLL_JOB_KEY or RAILCOLL_JOB_ID than rank 0's?)");
+  }
+}
+
+void StoreClient::wait_closed(double deadline) {
+  for (;;) {
+    char c;
+    ssize_t r = recv(fd_, &c, 1, MSG_DONTWAIT);
+    if (r == 0) return;
+    if (r > 0) throw RuntimeError(Status::Protocol, where_ + " sent something after set-up");
+    if (errno != EAGAIN && errno != EINTR) return;  // reset: closed too
+    double left = deadline - now_seconds();
+    if (left <= 0)
+      throw RuntimeError(Status::Timeout, "timed out waiting for " + where_ +
+                                              " to close at the end of set-up (a rank did not finish starting)");
+    pollfd p{fd_, POLLIN, 0};
+    poll(&p, 1, static_cast<int>(std::min(left, 1.0) * 1000) + 1);
   }
 }
 

@@ -70,6 +70,8 @@ class StoreClient {
   ~StoreClient();
   void set(const std::string& key, const std::string& value);
   std::string get(const std::string& key, double deadline);  // waits until set
+  // Waits until the server closes this connection (it stopped serving).
+  void wait_closed(double deadline);
 
  private:
   int fd_ = -1;

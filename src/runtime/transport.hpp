@@ -1,156 +1,127 @@
-// The connections of a communicator: one TCP socket per (peer, rail) between
-// nodes, one Unix socket per local peer; how they are made at set-up, the door
-// that accepts and authenticates them (then and on reconnects), rail failover,
-// and the goodbye at the end. Kept apart from comm.cpp, which is the progress
-// engine and a call: this is what keeps the sockets there and usable. The
-// members are defined in transport.cpp (set-up, the door, goodbye) and
-// failover.cpp (rails given up, resent and reconnected).
+// The transport interface: everything the executor (executor.hpp) does that
+// crosses a process boundary goes through it, and nothing else does. Behind it
+// today: SocketTransport (socket_transport.hpp: TCP per (peer, rail) with rail
+// failover inside, Unix sockets to local peers, the node's POSIX shared
+// memory) and FakeTransport (fake_transport.hpp: N ranks in one process, for
+// tests). Later RDMA (UCX, verbs) goes behind it the same way; the architecture
+// page (../shared/design/ARCHITECTURE.md, "Runtime") draws the seam, and Gloo's
+// transport::Pair / UCC's TL split are the models.
+//
+// The contract, in the order a call uses it:
+//  * Sending: send() queues one frame (a header and payload pieces) to a peer.
+//    The payload is read from the caller's memory while the frame goes out, so
+//    it must stay as it is until sends_pending() is false or end_call() returns
+//    (after end_call the transport no longer points into it). For a peer on
+//    another node `rail` is the schedule's rail; if that rail is down the
+//    transport sends the frame on another and sets kFlagMoved in its header: the
+//    executor never learns about rails going down.
+//  * Receiving: inside progress() the transport hands every Data and Notify
+//    frame to the FrameSink attached to it: the header first (so the sink says
+//    where the payload goes, and the payload is received straight into its
+//    final place), then "done" once the payload is all there. Aborts from peers
+//    go to the sink too; everything else (hellos, pings, goodbyes, rail
+//    notices) stays inside the transport.
+//  * Node memory: node() is this rank's view of its node's shared segment
+//    (counters, call words, the shared buffer; layout in node_shm.hpp). The
+//    executor reads and writes it directly: memcpy puts into the shared buffer
+//    and counter increments cost no call. After raising a node counter it calls
+//    wake_node_sleepers(), and a wait on a node counter passes a NodeWait to
+//    progress() so that the transport may sleep until a local peer raises it
+//    (today wake flags and a Wake frame; a futex on the counter fits the same
+//    two calls).
+//  * Errors: a transport throws RuntimeError (Peer, Network, Protocol, Timeout)
+//    from any call; the executor then marks the communicator broken and calls
+//    abort_peers(), which never throws.
 #pragma once
-#include <poll.h>
 #include <sys/uio.h>
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <vector>
 
 #include "core/errors.hpp"
-#include "core/topology.hpp"
-#include "runtime/bootstrap.hpp"
+#include "runtime/node_shm.hpp"
 #include "runtime/wire.hpp"
 
 namespace railcoll::rt {
 
-struct SendItem {
-  FrameHeader hdr;
-  std::vector<iovec> iov;  // payload pieces (memory stays valid until the call ends)
-  std::string owned;       // payload owned by the item (Abort text)
-  size_t done = 0;         // bytes of header+payload already written
-  uint64_t end = 0;        // TCP: the connection's byte count once it is all written
-  size_t total() const {
-    size_t n = sizeof hdr + owned.size();
-    for (auto& v : iov) n += v.iov_len;
-    return n;
-  }
+// Where the payload of an arriving frame goes.
+enum class Landing : uint8_t {
+  Place,  // into the iovecs the sink filled in (its final place, no copy)
+  Hold,   // into a buffer the transport owns; handed to frame_done (a frame of a later call)
+  Drop,   // read and thrown away (a second copy of a frame sent again after a rail failed)
 };
 
-struct Conn {
-  int fd = -1;
-  int peer = -1;
-  int rail = -1;  // -1: the Unix socket to a local peer
-  bool closed = false, bye = false;
-  std::deque<SendItem> out;
-  // receive state
-  FrameHeader hdr{};
-  size_t hdr_got = 0;
-  bool in_payload = false;
-  std::vector<iovec> dst;   // where the payload goes
-  size_t payload_got = 0;
-  std::vector<char> buffer;  // held, text or dropped payloads
-  enum { Direct, Hold, Text, Drop } mode = Direct;
-  // Rail failover (TCP only): Data and Notify frames stay in `unacked` after
-  // they are written until the peer's kernel has acknowledged their last byte
-  // (written - SIOCOUTQ >= end), so they can be sent again on another rail if
-  // this one breaks or stalls. No acknowledgement frames: the kernel's do.
-  bool down = false;               // given up: nothing more is sent on it; traffic on the other rails
-  std::deque<SendItem> unacked;
-  uint64_t written = 0, nread = 0;  // bytes through this connection each way
-  bool told = false;               // our RailDown for it went to the peer
-  int64_t drain_to = -1;           // the peer's RailDown: read this many bytes, then close
-  double quiet_since = 0;          // last sign the rail moves our bytes (SIOCOUTQ dropped)
-  double heard_at = 0;             // last byte received on it
-  int outq = -1;                   // bytes in the kernel's send queue at the last look
-  bool probed = false;             // other rails pinged for evidence the peer is alive
-  double probe_at = 0;
-  double down_at = 0;
-  uint32_t generation = 1;         // connections made for this (peer, rail); in the Hello's seq
-  double retry_at = 0;             // the lower rank reconnects a down rail from then
-  bool connecting = false;
-  double connect_until = 0;
-  std::string name() const {
-    return "rank " + std::to_string(peer) + (rail >= 0 ? " (rail " + std::to_string(rail) + ")" : " (same node)");
-  }
+// The executor's side of receiving: narrow on purpose, so a transport knows
+// nothing of plans, calls or counters.
+class FrameSink {
+ public:
+  // A Data or Notify frame's header arrived from h.sender on `rail` (-1: from a
+  // local peer). Decides where its h.length payload bytes go; for Place it fills
+  // *place with the destination pieces (their lengths add up to h.length).
+  // Throws RuntimeError to refuse the frame: no payload byte is read then.
+  virtual Landing frame_header(const FrameHeader& h, int rail, std::vector<iovec>* place) = 0;
+  // The frame's payload is all there: in place, or (Hold) in *held, which the
+  // sink may take. Not called for Drop.
+  virtual void frame_done(const FrameHeader& h, int rail, std::vector<char>* held) = 0;
+  // A peer aborted the collective; `why` is its reason. Throws.
+  [[noreturn]] virtual void peer_aborted(int peer, const std::string& why) = 0;
+
+ protected:
+  ~FrameSink() = default;
 };
 
-// Frames that rail failover keeps until the peer's kernel has acknowledged them.
-inline bool tracked(uint16_t type) {
-  return type == static_cast<uint16_t>(Frame::Data) || type == static_cast<uint16_t>(Frame::Notify);
-}
+// A wait on a node counter: the transport may sleep only while the counter is
+// below target, and a local peer that raises it wakes the sleeper.
+struct NodeWait {
+  const std::atomic<uint64_t>* counter;
+  uint64_t target;
+};
 
-// The communicator's sockets and who is on the other end of each. The
-// communicator (Comm::Impl in comm.cpp) derives from it and supplies the three
-// hooks at the end: failing the call, the header of a frame of the current
-// call, and reading what arrived on a connection.
-struct Transport {
-  // Who this rank is (filled in by the communicator's set-up), then its sockets.
-  Bootstrap boot;
-  Topology topo;
-  int me = 0, N = 1, node = 0;
-  std::vector<std::string> rail_addr;
-  uint64_t comm_id = 0;
-  std::vector<Conn> conns;                       // all connections
-  std::vector<std::vector<int>> conn_of;         // [peer][rail or 0 for local] -> index in conns
-  std::vector<int> listen_fds;  // one per rail, then the Unix one; open during set-up
-  std::string listen_nonce;     // proves a Hello is for this communicator (in the store)
-  std::vector<std::vector<std::string>> peer_addr;  // [peer][rail] "host:port" of its listener
-  std::vector<std::string> peer_nonce;              // [peer] its listen nonce (for reconnect Hellos)
-  std::vector<int> rail_down_count;                 // [rail] connections given up on it
-  double next_rail_check = 0;
+class Transport {
+ public:
+  virtual ~Transport() = default;
 
-  Transport() = default;
-  Transport(const Transport&) = delete;
-  Transport& operator=(const Transport&) = delete;
-  virtual ~Transport();
+  // The executor that receives frames; set once, before the first progress().
+  virtual void attach(FrameSink* sink) = 0;
 
-  // ------------------------------------------------------------ set-up (transport.cpp)
-  void connect_peers(const std::vector<std::vector<std::string>>& fields, const std::string& uds_prefix,
-                     double deadline);
-  void add_conn(int fd, int peer, int rail);
-  std::string hello_frame(int peer, int rail, uint32_t generation, const std::string& nonce) const;
+  // ---- the node's shared memory (valid for the transport's life)
+  virtual NodeSegment node() const = 0;
+  // Wakes the local ranks sleeping on a node counter (after this rank raised one).
+  virtual void wake_node_sleepers() = 0;
 
-  // ------------------------------------------------------------ the door (transport.cpp)
-  struct Pending {
-    int fd;
-    bool tcp;
-    double until;
-    std::string in;
-  };
-  std::vector<Pending> pending;
+  // ---- sending
+  // Queues one frame to `peer`; payload: n pieces read in place (see above).
+  virtual void send(int peer, int rail, const FrameHeader& h, const iovec* payload, size_t n) = 0;
+  // Frames not yet handed over (to the kernel, or to the peer).
+  virtual bool sends_pending() const = 0;
 
-  void refuse(Pending& q, const std::string& why);
-  std::string hello_problem(const Pending& q, FrameHeader& h);
-  bool examine(Pending& q, double now, bool last);
-  bool accept_new(size_t i, double now);
-  int serve_door(const std::vector<pollfd>& p, size_t at, double now);
-  void accept_peers(int expected, double deadline);
+  // ---- a call
+  // Throws RuntimeError(Peer) if a peer is already known to be gone.
+  virtual void begin_call() = 0;
+  // The call returns: from now on the memory of its payloads may change.
+  virtual void end_call() = 0;
 
-  // ------------------------------------------------------------ rail failover (failover.cpp)
-  static constexpr double kRailRetry = 1.0;
+  // ---- progress
+  // Sends what can go, hands what arrived to the sink, answers what the
+  // transport answers itself. Blocks up to wait_s seconds (0: not at all) when
+  // nothing is there; with `sleep_on`, only while that node counter is below
+  // its target.
+  virtual void progress(double wait_s, const NodeWait* sleep_on) = 0;
 
-  std::vector<Conn*> other_rails(const Conn& c);
-  void rail_state(int rail, int delta, const std::string& why);
-  uint64_t release_confirmed(Conn& c);
-  void keep_unconfirmed();
-  std::vector<SendItem> take_frames(Conn& c);
-  void reset_stream(Conn& c, double now);
-  void rail_failed(Conn& c, const std::string& why);
-  void close_if_drained(Conn& c);
-  void reconnected(Conn& c, int fd, double now);
-  Conn& route(int peer, int rail, bool* moved);
-  void start_reconnect(Conn& c, double now);
-  void finish_connect(Conn& c, double now);
-  void check_rails(double now);
-
-  // ------------------------------------------------------------ the end (transport.cpp)
-  void goodbye(double deadline);
-
-  // ------------------------------------------------------------ supplied by the communicator
-  // Marks the communicator broken, tells every peer (unless tell_peers is false) and throws.
-  [[noreturn]] virtual void fail(Status code, const std::string& msg, bool tell_peers = true) = 0;
-  // A frame header of this rank in the current call.
-  virtual FrameHeader header(Frame type, int op) const = 0;
-  // Reads what has arrived on c and acts on it.
-  virtual void drive_recv(Conn& c) = 0;
+  // ---- peers
+  // Rails this rank can use to every peer now.
+  virtual int rails_up() const = 0;
+  // Asks every peer whether it is alive; answered_probe() says who answered
+  // since the last probe (a rank in a railcoll call answers at once).
+  virtual void probe_peers() = 0;
+  virtual bool answered_probe(int peer) const = 0;
+  // Tells every peer the collective failed (best effort, never throws).
+  virtual void abort_peers(const std::string& why) = 0;
+  // The end: goodbyes, connections closed, memory unmapped; until `deadline` at most.
+  virtual void close(double deadline) = 0;
 };
 
 }  // namespace railcoll::rt

@@ -6,6 +6,20 @@
 
 namespace railcoll::rt {
 
+FrameHeader make_header(Frame type, uint64_t comm, int sender) {
+  FrameHeader h{};
+  h.magic = kWireMagic;
+  h.version = kWireVersion;
+  h.type = static_cast<uint16_t>(type);
+  h.comm = comm;
+  h.sender = sender;
+  return h;
+}
+
+std::string link_name(int peer, int rail) {
+  return "rank " + std::to_string(peer) + (rail >= 0 ? " (rail " + std::to_string(rail) + ")" : " (same node)");
+}
+
 std::string header_problem(const FrameHeader& h, uint64_t comm, int peer) {
   if (h.magic != kWireMagic) return "bad magic (not a railcoll frame)";
   if (h.version != kWireVersion)

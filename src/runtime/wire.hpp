@@ -35,7 +35,7 @@ struct FrameHeader {
   uint32_t magic;
   uint16_t version;
   uint16_t type;       // Frame
-  uint64_t comm;       // communicator id (job id ^ communicator index)
+  uint64_t comm;       // the job's id (fnv of the job id): connections are per communicator
   uint64_t seq;        // collective call number on this communicator
   uint64_t call_sig;   // hash of (collective, algorithm, sizes) of the sender's call
   int32_t sender;      // sender's rank
@@ -55,6 +55,13 @@ constexpr uint64_t kMaxFrameLength = 1ull << 40;
 constexpr uint64_t kMaxAbortText = 4096;
 constexpr size_t kHelloProof = 32;    // HMAC-SHA256
 constexpr size_t kListenNonce = 16;   // per rank and communicator, published in the store
+
+// A header of `type` from `sender` of communicator `comm`, every other field 0.
+FrameHeader make_header(Frame type, uint64_t comm, int sender);
+
+// How a peer is named in messages: "rank 3 (rail 1)", or "rank 3 (same node)"
+// for rail -1 (the local socket).
+std::string link_name(int peer, int rail);
 
 // "" when the header may come from `peer` of communicator `comm`, else what is wrong
 // (magic, version, communicator, sender, type, absurd length).

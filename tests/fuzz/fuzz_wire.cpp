@@ -1,18 +1,22 @@
 // libFuzzer target for everything that decodes bytes from the network: the
-// store's handshake and requests (StoreServerCore) and the frame checks
+// store's handshake and requests (StoreServerCore), the frame checks
 // (header_problem, match_frame, Arrivals) with the payload written where the
-// runtime would write it. A write outside the buffers the schedule sizes is a
-// crash; so is any ASan/UBSan report.
+// runtime would write it, and the set-up records of the out-of-band exchange
+// (unpack_fields). A write outside the buffers the schedule sizes is a crash;
+// so is any ASan/UBSan report.
 //
-// Input: byte 0 picks the mode, the rest is the stream.
+// Input: byte 0 picks the mode (0xff: 3, else byte 0 mod 3, so the corpus
+// of the first three modes kept its meaning), the rest is the stream.
 //   0: raw bytes to the store, in chunks (the handshake decoder)
 //   1: a valid handshake first, then raw requests (the request decoder)
 //   2: 72-byte frame headers against the plans below (the frame checks)
+//   3: a set-up record (unpack_fields): what it accepts must pack back to the same bytes
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <vector>
 
+#include "runtime/oob.hpp"
 #include "runtime/plan.hpp"
 #include "runtime/store.hpp"
 #include "runtime/wire.hpp"
@@ -126,14 +130,21 @@ void fuzz_frames(const uint8_t* d, size_t n) {
   }
 }
 
+void fuzz_record(const uint8_t* d, size_t n) {
+  std::string packed(reinterpret_cast<const char*>(d), n);
+  std::vector<std::string> fields;
+  if (unpack_fields(packed, &fields) && pack_fields(fields) != packed) __builtin_trap();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  switch (data[0] % 3) {
+  switch (data[0] == 0xff ? 3 : data[0] % 3) {
     case 0: fuzz_store(data + 1, size - 1, false); break;
     case 1: fuzz_store(data + 1, size - 1, true); break;
     case 2: fuzz_frames(data + 1, size - 1); break;
+    case 3: fuzz_record(data + 1, size - 1); break;
   }
   return 0;
 }

@@ -1,0 +1,120 @@
+// The executor: runs the calling rank's program of a schedule (put, copy,
+// reduce, signal, wait, flush; the architecture page, "Schedule") over a
+// Transport (transport.hpp). It owns everything that is about calls: the call
+// sequence, counters, the scratch buffer, which parts of which messages have
+// arrived, frames held for a call not yet entered, mismatch detection between
+// ranks, deadlines, and whether the communicator is broken. It knows nothing
+// of sockets, rails or how the node's memory was made, so the same executor
+// runs on real processes (SocketTransport) and on N ranks in one process
+// (FakeTransport, for tests).
+#pragma once
+#include <sys/uio.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/topology.hpp"
+#include "runtime/bootstrap.hpp"
+#include "runtime/plan.hpp"
+#include "runtime/transport.hpp"
+
+namespace railcoll::rt {
+
+// The user's buffers of one call.
+struct Buffers {
+  const void* send = nullptr;
+  void* recv = nullptr;
+};
+
+class Executor final : private FrameSink {
+ public:
+  // Attaches itself to `transport` as its frame sink. comm_id: the id every
+  // frame of this communicator carries (agreed at set-up). Reads the timeout,
+  // spin budget and test hooks from `settings`.
+  Executor(Transport& transport, const Topology& topo, int me, uint64_t comm_id, const Bootstrap& settings);
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Runs this rank's program of `plan` on `b`. Throws RuntimeError; after a
+  // failure inside the call the executor is broken (later calls throw Broken)
+  // and every peer has been told. A call the node's memory cannot hold throws
+  // Unsupported before anything happens and breaks nothing.
+  void run(const Plan& plan, const Buffers& b);
+  // Waits (within the deadline) until this rank's frames are all handed over;
+  // errors are swallowed (the communicator is closing).
+  void finish();
+
+  // "" while usable, else why not.
+  const std::string& broken() const { return broken_; }
+  // Frames that arrived before their call was entered (readable from any thread).
+  uint64_t frames_held() const { return frames_held_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Held {
+    FrameHeader hdr;
+    int rail;
+    std::vector<char> payload;
+  };
+
+  // FrameSink
+  Landing frame_header(const FrameHeader& h, int rail, std::vector<iovec>* place) override;
+  void frame_done(const FrameHeader& h, int rail, std::vector<char>* held) override;
+  [[noreturn]] void peer_aborted(int peer, const std::string& why) override;
+
+  void execute(const Plan& p);
+  FrameHeader header(Frame type, int op) const;
+  char* resolve(const Span& sp) const;
+  void payload_iov(const Op& op, uint64_t off, uint64_t len, bool dst, std::vector<iovec>* out) const;
+  std::atomic<uint64_t>& node_counter(int index) const { return seg_.shm->counters[index]; }
+  void bump(const CounterRef& c);
+  void queue_put(const Op& op, int op_index);
+  void signal(const CounterRef& c, int op_index, int via);
+  const Op& check_frame(const FrameHeader& h, int rail) const;
+  void part_arrived(const FrameHeader& h, int rail, const Op& op);
+  void apply_held(const Held& f);
+  [[noreturn]] void protocol_error(int peer, int rail, const std::string& what) const;
+  template <class Cond, class What>
+  void wait_until(Cond cond, const NodeWait* sleep_on, What what);
+  std::string silent_peers() const;
+  std::string missing_senders(const CounterRef& cref) const;
+  uint64_t call_word(const Plan& p) const { return (seq_ << 32) | (p.sig & 0xffffffffu); }
+  void check_local_calls(const Plan& p) const;
+  void break_and_tell(const std::string& why);
+
+  Transport& t_;
+  const Topology topo_;
+  const int me_, node_;
+  const uint64_t comm_id_;
+  const double timeout_, spin_seconds_;
+  const uint64_t replay_call_;  // RAILCOLL_TEST_REPLAY_CALL
+  const NodeSegment seg_;
+
+  // Call state.
+  uint64_t seq_ = 1;
+  bool in_call_ = false;
+  const Plan* plan_ = nullptr;
+  Buffers bufs_;
+  std::vector<char> scratch_;
+  std::vector<uint64_t> rank_counters_;
+  std::vector<uint64_t> node_base_;  // node counters are cumulative: their value when this call began
+  Arrivals arrivals_;                // (sender, op) parts in this call
+  std::deque<Held> held_;            // frames of calls not entered yet
+  std::vector<iovec> send_iov_;      // reused for every put
+  std::string broken_;
+  std::atomic<uint64_t> frames_held_{0};
+
+  // RAILCOLL_TEST_REPLAY_CALL: a data frame of call n, sent again in call n+2.
+  struct Replay {
+    FrameHeader hdr;
+    int peer, rail;
+    std::string payload;
+  };
+  std::unique_ptr<Replay> replay_;
+  bool replayed_ = false;
+};
+
+}  // namespace railcoll::rt

@@ -1,0 +1,180 @@
+// The transport of real processes: one TCP socket per (peer, rail) between
+// nodes, each bound to its rail's address; one Unix socket per local peer; the
+// node's POSIX shared-memory segment. Rail failover lives inside it: the
+// executor above never learns that a rail went down.
+//
+// Its members are defined by topic:
+//   socket_transport.cpp  set-up (listeners, connections, the node segment),
+//                         sending, probes, aborts and the goodbye at the end
+//   stream.cpp            frames on one connection: writing the queue,
+//                         reading headers and payloads, the transport's own frames
+//   progress.cpp          one round over every socket, and sleeping in it
+//   failover.cpp          rails given up, their frames resent, reconnected
+//   door.cpp              (class Door) admitting connections that prove the job key
+#pragma once
+#include <poll.h>
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "core/topology.hpp"
+#include "runtime/bootstrap.hpp"
+#include "runtime/door.hpp"
+#include "runtime/transport.hpp"
+
+namespace railcoll::rt {
+
+class OutOfBand;
+
+class SocketTransport final : public Transport {
+ public:
+  // Opens this rank's rail listeners (one per rail address, bound to it).
+  SocketTransport(const Bootstrap& settings, int me, int nranks, std::vector<std::string> rail_addr);
+  ~SocketTransport() override;
+  SocketTransport(const SocketTransport&) = delete;
+  SocketTransport& operator=(const SocketTransport&) = delete;
+
+  // What a peer needs to connect to this rank (opaque bytes for the set-up
+  // exchange, as Gloo's Pair::address()): the rail listeners and a fresh nonce.
+  std::string contact() const;
+  // After the exchange: connections to every peer (the lower rank of a pair
+  // connects, the higher accepts through the door), then the node's segment.
+  // job and tag (hex, unique per communicator) name the local sockets and the
+  // segment; contacts: every rank's contact(); oob: the exchange, for the node
+  // segment's barriers.
+  void connect(const Topology& topo, uint64_t comm_id, const std::string& job, const std::string& tag,
+               const std::vector<std::string>& contacts, OutOfBand& oob, double deadline);
+
+  // ---- Transport
+  void attach(FrameSink* sink) override { sink_ = sink; }
+  NodeSegment node() const override { return seg_; }
+  void wake_node_sleepers() override;
+  void send(int peer, int rail, const FrameHeader& h, const iovec* payload, size_t n) override;
+  bool sends_pending() const override;
+  void begin_call() override;
+  void end_call() override;
+  void progress(double wait_s, const NodeWait* sleep_on) override;
+  int rails_up() const override;
+  void probe_peers() override;
+  bool answered_probe(int peer) const override { return answered_[peer] != 0; }
+  void abort_peers(const std::string& why) override;
+  void close(double deadline) override;
+
+ private:
+  struct SendItem {
+    FrameHeader hdr;
+    std::vector<iovec> iov;  // payload pieces, read in place (valid until the call ends)
+    std::string owned;       // payload the item owns (copied when the call ended)
+    size_t done = 0;         // bytes of header + payload written
+    uint64_t end = 0;        // TCP: the connection's byte count once it is all written
+    size_t total() const {
+      size_t n = sizeof hdr + owned.size();
+      for (auto& v : iov) n += v.iov_len;
+      return n;
+    }
+  };
+
+  struct Conn {
+    int fd = -1;
+    int peer = -1;
+    int rail = -1;  // -1: the Unix socket to a local peer
+    bool closed = false, bye = false;
+    std::deque<SendItem> out;
+    // Receiving: a header, then its payload into `dst`.
+    FrameHeader hdr{};
+    size_t hdr_got = 0;
+    bool in_payload = false;
+    enum { Place, Hold, Text, Drop } mode = Place;
+    std::vector<iovec> dst;
+    size_t payload_got = 0;
+    std::vector<char> buffer;  // held, text or dropped payloads
+    // Rail failover (TCP only): Data and Notify frames stay in `unacked` after
+    // they are written until the peer's kernel has acknowledged their last byte
+    // (written - SIOCOUTQ >= end), so they can be sent again on another rail if
+    // this one breaks or stalls. No acknowledgement frames: the kernel's do.
+    bool down = false;  // given up: nothing more is sent on it
+    std::deque<SendItem> unacked;
+    uint64_t written = 0, nread = 0;  // bytes through this connection each way
+    bool told = false;                // our RailDown for it went to the peer
+    int64_t drain_to = -1;            // the peer's RailDown: read this many bytes, then close
+    double quiet_since = 0;           // last sign the rail moves our bytes (SIOCOUTQ dropped)
+    double heard_at = 0;              // last byte received on it
+    int outq = -1;                    // bytes in the kernel's send queue at the last look
+    bool probed = false;              // other rails pinged for evidence the peer is alive
+    double probe_at = 0;
+    double down_at = 0;
+    uint32_t generation = 1;  // connections made for this (peer, rail); the Hello's seq
+    double retry_at = 0;      // the lower rank reconnects a down rail from then
+    bool connecting = false;
+    double connect_until = 0;
+    std::string name() const { return link_name(peer, rail); }
+  };
+
+  // Set-up and the end (socket_transport.cpp).
+  FrameHeader header(Frame type) const { return make_header(type, comm_id_, me_); }
+  std::string hello_frame(int peer, int rail, uint32_t generation, const std::string& nonce) const;
+  void connect_peers(const std::vector<std::vector<std::string>>& contact_fields, const std::string& job,
+                     const std::string& tag, double deadline);
+  void accept_peers(int expected, double deadline);
+  bool admit(const Door::Admitted& a, double now);
+  void add_conn(int fd, int peer, int rail);
+  void queue(Conn& c, Frame type, int op = -1);
+  void goodbye(double deadline);
+
+  // Frames on one connection (stream.cpp).
+  void drive_sends(Conn& c);
+  void drive_recv(Conn& c);
+  bool took(Conn& c, ssize_t r);
+  void on_header(Conn& c);
+  void on_payload_done(Conn& c);
+  void on_eof(Conn& c);
+  [[noreturn]] void protocol_error(const Conn& c, const std::string& what) const;
+
+  // Rail failover (failover.cpp).
+  static constexpr double kRailRetry = 1.0;
+  static bool tracked(uint16_t type) {
+    return type == static_cast<uint16_t>(Frame::Data) || type == static_cast<uint16_t>(Frame::Notify);
+  }
+  Conn& route(int peer, int rail, bool* moved);
+  std::vector<Conn*> other_rails(const Conn& c);
+  void rail_state(int rail, int delta, const std::string& why);
+  uint64_t release_confirmed(Conn& c);
+  void keep_unconfirmed();
+  std::vector<SendItem> take_frames(Conn& c);
+  void reset_stream(Conn& c, double now);
+  void rail_failed(Conn& c, const std::string& why);
+  void rail_down_notice(Conn& on, const FrameHeader& h);
+  void close_if_drained(Conn& c);
+  void reconnected(Conn& c, int fd, double now);
+  void start_reconnect(Conn& c, double now);
+  void finish_connect(Conn& c, double now);
+  void check_rails(double now);
+
+  const std::string job_key_;
+  const double timeout_, rail_timeout_;
+  const uint64_t shm_bytes_;
+  const int me_, n_;
+  const std::vector<std::string> rail_addr_;
+  std::vector<int> rail_port_;
+  const std::string listen_nonce_;  // proves a Hello is for this communicator
+  Topology topo_;
+  int node_ = 0;
+  uint64_t comm_id_ = 0;
+  Door door_;
+  std::vector<Conn> conns_;                          // all connections
+  std::vector<std::vector<int>> conn_of_;            // [peer][rail, or 0 for local] -> index in conns_
+  std::vector<std::vector<std::string>> peer_addr_;  // [peer][rail] "host:port" of its listener
+  std::vector<std::string> peer_nonce_;              // [peer] its nonce (for reconnect Hellos)
+  std::vector<int> rail_down_count_;                 // [rail] connections given up on it
+  double next_rail_check_ = 0;
+  std::vector<char> answered_;  // [peer] answered the last liveness probe
+  NodeSegment seg_;
+  FrameSink* sink_ = nullptr;
+  std::vector<pollfd> pollfds_;           // reused by every progress round
+  std::vector<Door::Admitted> admitted_;  // likewise
+};
+
+}  // namespace railcoll::rt

@@ -1,0 +1,340 @@
+// The real executor on the fake transport (src/runtime/fake_transport.hpp): N
+// ranks in one process, a thread each. Every registered algorithm of every
+// collective runs on several topologies and sizes, its result checked with the
+// collective's traits (fill/check); then faults a real network makes rare: a
+// duplicated frame, a frame of the wrong length or offset, a silent peer, a
+// peer that aborts or dies, frames of the next call arriving early.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include "core/errors.hpp"
+#include "core/registry.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/fake_transport.hpp"
+#include "runtime/plan.hpp"
+
+using namespace railcoll;
+using namespace railcoll::rt;
+
+namespace {
+
+Bootstrap settings(double timeout = 30) {
+  Bootstrap b;
+  b.timeout = timeout;
+  b.spin_seconds = 0.0002;  // up to 12 threads share 2 cores: sleep soon
+  return b;
+}
+
+struct Outcome {
+  Status status = Status::Ok;
+  std::string error;
+};
+
+// Runs fn(rank) on a thread per rank (except `idle` ones); each rank's outcome.
+std::vector<Outcome> each_rank(int n, const std::function<void(int)>& fn, const std::vector<int>& idle = {}) {
+  std::vector<Outcome> out(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    if (std::find(idle.begin(), idle.end(), r) != idle.end()) continue;
+    threads.emplace_back([&, r] {
+      try {
+        fn(r);
+      } catch (const Error& e) {
+        out[r] = {e.status, e.what()};
+      } catch (const std::exception& e) {
+        out[r] = {Status::Internal, e.what()};
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+// The ranks of a topology: a fabric and an executor each.
+struct Ranks {
+  explicit Ranks(const Topology& t, const Bootstrap& s = settings()) : topo(t), fabric(t) {
+    for (int r = 0; r < t.nranks(); ++r)
+      exec.push_back(std::make_unique<Executor>(fabric.transport(r), t, r, FakeFabric::kCommId, s));
+  }
+  Topology topo;
+  FakeFabric fabric;
+  std::vector<std::unique_ptr<Executor>> exec;
+};
+
+// One call of a collective on every rank: plans, buffers filled by the traits.
+struct Call {
+  Call(const Topology& t, Collective c, const std::string& algo, uint64_t bytes, int call_no, int root = 0)
+      : coll(c), number(call_no) {
+    const CollectiveTraits& tr = traits(c);
+    AlgoOptions opts = call_defaults(c);
+    opts.root = root;
+    std::vector<uint64_t> counts(t.nranks(), bytes);
+    std::string key = std::string(tr.name) + "/" + algo + "/" + std::to_string(bytes) + "/" + std::to_string(root);
+    for (int r = 0; r < t.nranks(); ++r) {
+      plans.push_back(make_plan(t, r, c, algo, counts, opts, key));
+      shapes.push_back({r, t.nranks(), root, bytes, opts.dtype, opts.redop});
+      send.emplace_back(tr.send_length(shapes[r]));
+      recv.emplace_back(tr.recv_length(shapes[r]));
+      tr.fill(shapes[r], call_no, send[r].data(), recv[r].data());
+    }
+  }
+  void run(Executor& e, int r) { e.run(*plans[r], {send[r].data(), recv[r].data()}); }
+  std::string check(int r) const { return traits(coll).check(shapes[r], number, recv[r].data()); }
+
+  Collective coll;
+  int number;
+  std::vector<std::unique_ptr<Plan>> plans;
+  std::vector<CallShape> shapes;
+  std::vector<std::vector<unsigned char>> send, recv;
+};
+
+struct Shape {
+  const char* name;
+  std::vector<int> node_of;
+  int rails;
+};
+
+const std::vector<Shape>& shapes() {
+  static const std::vector<Shape> v = {
+      {"1_rank", {0}, 1},
+      {"1_node_x3", {0, 0, 0}, 1},
+      {"2_nodes_x1_2_rails", {0, 1}, 2},
+      {"2_nodes_x2_2_rails", {0, 0, 1, 1}, 2},
+      {"4_nodes_x2_1_rail", {0, 0, 1, 1, 2, 2, 3, 3}, 1},
+      {"3_nodes_x3_3_rails", {0, 0, 0, 1, 1, 1, 2, 2, 2}, 3},
+      {"uneven_3_1_2_interleaved_2_rails", {0, 1, 0, 2, 0, 2}, 2},
+  };
+  return v;
+}
+
+// Bytes per rank: none, one, odd, and above the 1 KiB striping threshold
+// (whole elements for reductions).
+std::vector<uint64_t> sizes(Collective c) {
+  uint64_t e = traits(c).reducing ? dtype_size(call_defaults(c).dtype) : 1;
+  return {0, 1 * e, 7 * e, (3001 / e) * e};
+}
+
+// ---------------------------------------------------------------- every algorithm
+
+class EveryAlgorithm : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(EveryAlgorithm, RunsCorrectlyOnTheFakeTransport) {
+  const AlgoSpec& spec = all_algorithms()[GetParam()];
+  const CollectiveTraits& tr = traits(spec.collective);
+  for (const Shape& s : shapes()) {
+    Topology t = Topology::from_node_map(s.node_of, s.rails);
+    Ranks ranks(t);
+    int call = 0;
+    for (uint64_t bytes : sizes(spec.collective)) {
+      ++call;
+      const int root = tr.rooted ? (call * 5) % t.nranks() : 0;  // roots other than 0 too
+      Call c(t, spec.collective, spec.name, bytes, call, root);
+      auto out = each_rank(t.nranks(), [&](int r) { c.run(*ranks.exec[r], r); });
+      for (int r = 0; r < t.nranks(); ++r) {
+        ASSERT_EQ(out[r].status, Status::Ok) << s.name << ", " << bytes << " B, rank " << r << ": " << out[r].error;
+        EXPECT_EQ(c.check(r), "") << s.name << ", " << bytes << " B, root " << root << ", rank " << r;
+      }
+    }
+  }
+}
+
+std::vector<size_t> user_algorithms() {
+  std::vector<size_t> v;
+  for (size_t i = 0; i < all_algorithms().size(); ++i)
+    if (traits(all_algorithms()[i].collective).user_facing) v.push_back(i);
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Executor, EveryAlgorithm, ::testing::ValuesIn(user_algorithms()),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           const AlgoSpec& a = all_algorithms()[info.param];
+                           return std::string(collective_name(a.collective)) + "_" + a.name;
+                         });
+
+// ---------------------------------------------------------------- faults
+
+// 2 nodes x 2 ranks, 2 rails; a Direct all-gather of 3000 B per rank (striped).
+const Topology& two_by_two() {
+  static const Topology t = Topology::from_node_map({0, 0, 1, 1}, 2);
+  return t;
+}
+
+// Alters the first Data frame rank 0 sends to rank 2 (change may also add
+// frames to send after it).
+void alter_first_frame_to_2(Ranks& ranks, std::function<void(FakeFrame*, std::vector<FakeFrame>*)> change) {
+  auto seen = std::make_shared<bool>(false);  // only rank 0's thread reads it
+  ranks.fabric.set_tamper([seen, change](int to, FakeFrame* f, std::vector<FakeFrame>* extra) {
+    if (f->hdr.sender == 0 && to == 2 && f->hdr.type == static_cast<uint16_t>(Frame::Data) && !*seen) {
+      *seen = true;
+      change(f, extra);
+    }
+    return true;
+  });
+}
+
+// Rank 2 refuses the frame with `expect` in its error and writes none of it;
+// every other rank gets the abort, in this call or (if it had finished) the next.
+void expect_refused_by_rank_2(Ranks& ranks, const std::string& expect) {
+  Call first(ranks.topo, Collective::Allgather, "direct", 3000, 1);
+  auto out = each_rank(4, [&](int r) { first.run(*ranks.exec[r], r); });
+  EXPECT_EQ(out[2].status, Status::Protocol) << out[2].error;
+  EXPECT_NE(out[2].error.find(expect), std::string::npos) << out[2].error;
+  EXPECT_NE(out[2].error.find("rejected a frame from rank 0 (rail"), std::string::npos) << out[2].error;
+  Call second(ranks.topo, Collective::Allgather, "direct", 3000, 2);
+  for (int r : {0, 1, 3}) {
+    if (out[r].status == Status::Ok) {
+      try {
+        second.run(*ranks.exec[r], r);
+        ADD_FAILURE() << "rank " << r << " ran a call after rank 2 refused a frame";
+      } catch (const Error& e) {
+        out[r] = {e.status, e.what()};
+      }
+    }
+    EXPECT_EQ(out[r].status, Status::Peer) << "rank " << r << ": " << out[r].error;
+    EXPECT_NE(out[r].error.find("rank 2 aborted the collective"), std::string::npos) << out[r].error;
+  }
+  // Broken for good: the next call says so at once.
+  try {
+    second.run(*ranks.exec[2], 2);
+    ADD_FAILURE() << "a broken executor ran a call";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status, Status::Broken);
+  }
+}
+
+TEST(ExecutorFaults, ADuplicatedFrameIsRefused) {
+  Ranks ranks(two_by_two());
+  alter_first_frame_to_2(ranks, [](FakeFrame* f, std::vector<FakeFrame>* extra) { extra->push_back(*f); });
+  expect_refused_by_rank_2(ranks, "arrived twice in call 1 (a replayed frame)");
+}
+
+TEST(ExecutorFaults, AFrameAtAWrongOffsetIsAProtocolError) {
+  Ranks ranks(two_by_two());
+  alter_first_frame_to_2(ranks, [](FakeFrame* f, std::vector<FakeFrame>*) { f->hdr.offset += 8; });
+  expect_refused_by_rank_2(ranks, "does not match the schedule");
+}
+
+TEST(ExecutorFaults, AFrameOfAWrongLengthIsAProtocolError) {
+  Ranks ranks(two_by_two());
+  alter_first_frame_to_2(ranks, [](FakeFrame* f, std::vector<FakeFrame>*) {
+    f->payload.push_back('x');
+    ++f->hdr.length;
+  });
+  expect_refused_by_rank_2(ranks, "does not match the schedule");
+}
+
+TEST(ExecutorFaults, ARefusedFrameWritesNothing) {
+  // Rank 2's block from rank 0 is refused: rank 2's recv keeps its guard bytes there.
+  Ranks ranks(two_by_two());
+  alter_first_frame_to_2(ranks, [](FakeFrame* f, std::vector<FakeFrame>*) { f->hdr.total += 1; });
+  Call c(ranks.topo, Collective::Allgather, "direct", 3000, 1);
+  std::vector<unsigned char> before = c.recv[2];
+  auto out = each_rank(4, [&](int r) { c.run(*ranks.exec[r], r); });
+  EXPECT_EQ(out[2].status, Status::Protocol) << out[2].error;
+  for (size_t i = 0; i < 3000; ++i) ASSERT_EQ(c.recv[2][i], before[i]) << "byte " << i << " of rank 0's block";
+}
+
+TEST(ExecutorFaults, ASilentPeerIsNamedAtTheDeadline) {
+  Ranks ranks(two_by_two(), settings(1.0));
+  Call c(ranks.topo, Collective::Allgather, "direct", 3000, 1);
+  auto start = std::chrono::steady_clock::now();
+  auto out = each_rank(4, [&](int r) { c.run(*ranks.exec[r], r); }, {3});  // rank 3 never enters the call
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  int timeouts = 0;
+  for (int r : {0, 1, 2}) {
+    EXPECT_TRUE(out[r].status == Status::Timeout || out[r].status == Status::Peer) << r << ": " << out[r].error;
+    timeouts += out[r].status == Status::Timeout;
+    EXPECT_NE(out[r].error.find("rank 3 did not answer a liveness probe"), std::string::npos) << out[r].error;
+  }
+  EXPECT_GE(timeouts, 1);
+  EXPECT_LT(took, 10.0) << "every rank should fail soon after the 1 s deadline";
+}
+
+TEST(ExecutorFaults, APeerThatAbortsFailsEveryRank) {
+  Ranks ranks(two_by_two());
+  Call c(ranks.topo, Collective::Allgather, "direct", 3000, 1);
+  auto out = each_rank(4, [&](int r) {
+    if (r == 1)
+      ranks.fabric.transport(1).abort_peers("rank 1 gave up");
+    else
+      c.run(*ranks.exec[r], r);
+  });
+  for (int r : {0, 2, 3}) {
+    EXPECT_EQ(out[r].status, Status::Peer) << r << ": " << out[r].error;
+    EXPECT_NE(out[r].error.find("rank 1 aborted the collective: rank 1 gave up"), std::string::npos) << out[r].error;
+  }
+}
+
+TEST(ExecutorFaults, APeerThatDiesIsNamed) {
+  Ranks ranks(two_by_two());
+  ranks.fabric.kill(3);
+  Call c(ranks.topo, Collective::Allgather, "direct", 3000, 1);
+  auto out = each_rank(4, [&](int r) { c.run(*ranks.exec[r], r); }, {3});
+  for (int r : {0, 1, 2}) {
+    EXPECT_EQ(out[r].status, Status::Peer) << r << ": " << out[r].error;
+    EXPECT_NE(out[r].error.find("rank 3"), std::string::npos) << out[r].error;
+  }
+}
+
+TEST(ExecutorFaults, RanksInDifferentCallsAreAMismatch) {
+  Ranks ranks(two_by_two(), settings(5));
+  Call mine(ranks.topo, Collective::Allgather, "direct", 3000, 1), other(ranks.topo, Collective::Allgather, "direct", 2000, 1);
+  auto out = each_rank(4, [&](int r) { (r == 0 ? other : mine).run(*ranks.exec[r], r); });
+  int mismatches = 0;
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_NE(out[r].status, Status::Ok) << r;
+    mismatches += out[r].status == Status::Mismatch;
+  }
+  EXPECT_GE(mismatches, 1);
+}
+
+// Rank 1 runs ahead: its frames of call 2 reach rank 0 while rank 0 still waits
+// in call 1 (rank 1's frames of call 1 are held back in the fabric). Rank 0
+// holds them, then applies them when it enters call 2: both calls exact.
+TEST(ExecutorFaults, FramesOfTheNextCallAreHeldThenApplied) {
+  Topology t = Topology::from_node_map({0, 1}, 2);
+  Ranks ranks(t);
+  ranks.fabric.close_gate(0, [](const FrameHeader& h) { return h.sender == 1 && h.seq == 1; });
+  Call one(t, Collective::Allgather, "direct", 3000, 1), two(t, Collective::Allgather, "direct", 3000, 2);
+  std::thread opener([&] {
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (ranks.exec[0]->frames_held() == 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ranks.fabric.open_gate(0);
+  });
+  auto out = each_rank(2, [&](int r) {
+    one.run(*ranks.exec[r], r);
+    two.run(*ranks.exec[r], r);
+  });
+  opener.join();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(out[r].status, Status::Ok) << out[r].error;
+    EXPECT_EQ(one.check(r), "") << r;
+    EXPECT_EQ(two.check(r), "") << r;
+  }
+  EXPECT_GE(ranks.exec[0]->frames_held(), 2u) << "rank 1's striped block of call 2 (2 parts) arrived early";
+}
+
+TEST(ExecutorFaults, ACallTooBigForTheNodeMemoryBreaksNothing) {
+  Topology t = Topology::from_node_map({0, 0}, 1);
+  FakeFabric fabric(t, 4096);  // a 4 KiB shared buffer
+  std::vector<std::unique_ptr<Executor>> exec;
+  for (int r = 0; r < 2; ++r) exec.push_back(std::make_unique<Executor>(fabric.transport(r), t, r, FakeFabric::kCommId, settings()));
+  Call big(t, Collective::Allgather, "smp_direct", 1 << 20, 1), small(t, Collective::Allgather, "smp_direct", 100, 1);
+  auto out = each_rank(2, [&](int r) { big.run(*exec[r], r); });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(out[r].status, Status::Unsupported) << out[r].error;
+    EXPECT_NE(out[r].error.find("RAILCOLL_SHM_MIB"), std::string::npos) << out[r].error;
+  }
+  out = each_rank(2, [&](int r) { small.run(*exec[r], r); });
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(out[r].status, Status::Ok) << out[r].error;
+    EXPECT_EQ(small.check(r), "");
+  }
+}
+
+}  // namespace
