@@ -4,8 +4,10 @@
 set -euo pipefail
 
 # clang + libclang-rt-14-dev: libFuzzer and the sanitizers' runtimes for tests/fuzz.
+# nlohmann-json3-dev: the benchmark records' JSON codec (src/bench/records.cpp).
 debian_packages=(cmake g++ make ninja-build libgtest-dev iproute2 util-linux
-                 openmpi-bin libopenmpi-dev python3 python3-pip clang libclang-rt-14-dev)
+                 openmpi-bin libopenmpi-dev python3 python3-pip clang libclang-rt-14-dev
+                 nlohmann-json3-dev)
 python_modules=(matplotlib)
 
 missing=()
