@@ -74,6 +74,19 @@ void calls_for(uint64_t bytes, int ranks, int iters, int warmup, int* timed, int
 
 namespace {
 
+// Rank 0's gathered [entries, exits] of every rank -> CallTimes.
+CallTimes call_times(const std::vector<double>& every, int ranks, int calls) {
+  CallTimes ct;
+  ct.ranks = ranks;
+  ct.calls = calls;
+  for (int k = 0; k < ranks; ++k) {
+    auto from = every.begin() + static_cast<ptrdiff_t>(k) * 2 * calls;
+    ct.entry.insert(ct.entry.end(), from, from + calls);
+    ct.exit.insert(ct.exit.end(), from + calls, from + 2 * calls);
+  }
+  return ct;
+}
+
 // The context every rank agrees on, from small all-gathers at start-up.
 bool gather_context(railcoll_comm_t comm, const WorkerOptions& o, BenchContext* ctx) {
   const int N = railcoll_comm_size(comm);
@@ -98,6 +111,21 @@ bool gather_context(railcoll_comm_t comm, const WorkerOptions& o, BenchContext* 
   std::vector<uint64_t> clocks(N);
   if (railcoll_allgather(comm, &clock, clocks.data(), sizeof clock, nullptr) != RAILCOLL_OK) return false;
   ctx->shared_clock = std::all_of(clocks.begin(), clocks.end(), [&](uint64_t c) { return c == clock; });
+  if (ctx->shared_clock) {
+    // Spans start at the first rank's entry: how unevenly ranks leave the
+    // barrier before a call is part of every span. An empty call shows it.
+    constexpr int kRounds = 50;
+    std::vector<double> times(2 * kRounds), every(railcoll_comm_rank(comm) == 0 ? times.size() * N : 0);
+    for (int i = 0; i < kRounds; ++i) {
+      if (railcoll_barrier(comm) != RAILCOLL_OK) return false;
+      times[i] = monotonic_us();
+      times[kRounds + i] = monotonic_us();
+    }
+    if (railcoll_gather(comm, times.data(), every.empty() ? nullptr : every.data(), times.size() * sizeof(double), 0,
+                        nullptr) != RAILCOLL_OK)
+      return false;
+    if (!every.empty()) ctx->empty_span_p50_us = percentiles(combine(call_times(every, N, kRounds), true).span_us).p50;
+  }
   if (getenv("RAILCOLL_RAIL_RATE")) ctx->rail_bits_per_s = atof(getenv("RAILCOLL_RAIL_RATE"));
   ctx->where = getenv("RAILCOLL_CLUSTER") ? "emulated cluster" : "local processes";
   if (!getenv("RAILCOLL_CLUSTER") && ctx->nodes > 1) ctx->where += ", pretend nodes over loopback";
@@ -176,15 +204,7 @@ int run_worker(const WorkerOptions& o) {
         return 1;
       }
       if (me != 0) continue;
-      CallTimes ct;
-      ct.ranks = N;
-      ct.calls = iters;
-      for (int k = 0; k < N; ++k) {
-        auto from = every.begin() + static_cast<ptrdiff_t>(k) * 2 * iters;
-        ct.entry.insert(ct.entry.end(), from, from + iters);
-        ct.exit.insert(ct.exit.end(), from + iters, from + 2 * iters);
-      }
-      SizeStats s = combine(ct, ctx.shared_clock);
+      SizeStats s = combine(call_times(every, N, iters), ctx.shared_clock);
       BenchRecord r;
       r.collective = ctx.collective;
       r.algorithm = algo;

@@ -118,6 +118,7 @@ OrderedJson context_json(const BenchContext& c) {
   j["rail_bits_per_s"] = c.rail_bits_per_s;
   j["where"] = c.where;
   j["shared_clock"] = c.shared_clock;
+  if (c.empty_span_p50_us >= 0) j["empty_span_p50_us"] = us(c.empty_span_p50_us);
   return OrderedJson{{"context", j}};
 }
 
@@ -130,6 +131,7 @@ BenchContext context_from(const Json& j) {
   field(j, "rail_bits_per_s", &c.rail_bits_per_s);
   field(j, "where", &c.where);
   field(j, "shared_clock", &c.shared_clock);
+  field(j, "empty_span_p50_us", &c.empty_span_p50_us);
   if (auto it = j.find("ranks_per_node"); it != j.end() && it->is_array())
     for (auto& x : *it)
       if (x.is_number_integer()) c.ranks_per_node.push_back(x.get<int>());

@@ -41,6 +41,9 @@ struct BenchContext {
   double rail_bits_per_s = 0;  // per rail; 0 when unknown (local runs)
   std::string where;           // "emulated cluster" / "local processes, pretend nodes over loopback"
   bool shared_clock = false;   // every rank reads the same CLOCK_MONOTONIC: spans are measured
+  // The median span of an empty call after a barrier: how unevenly the ranks
+  // leave the barrier, which every span includes; -1: not measured.
+  double empty_span_p50_us = -1;
 };
 
 // One record as one line of JSON (no newline), fields in the documented order.

@@ -91,6 +91,9 @@ void print_summary(std::ostream& o, const std::vector<BenchRecord>& recs, const 
   o << " (" << c.where << "); " << m.name() << " in us";
   if (m.span) o << " (first rank in to last rank out)";
   o << "; speed-up = baseline / auto\n";
+  if (m.span && c.empty_span_p50_us >= 0)
+    o << "# every span includes how unevenly the ranks leave the barrier before the call: an empty call's span is "
+      << std::fixed << std::setprecision(1) << c.empty_span_p50_us << " us (median)\n";
   o << "# Size     best railcoll              auto                          mpi:tuned     mpi:han"
        "  auto/tuned  auto/han";
   if (have_bound) o << "  rail bound  auto eff";
