@@ -73,6 +73,7 @@ int run(const std::vector<std::string>& argv, bool worker) {
       return bench::fault_worker(f, p.algo, p.max, duration, a.str("fault-marker"), a.str("records"));
     }
     bench::PlacementRequest req;
+    req.local = a.flag("local");
     req.n = static_cast<int>(a.integer("n", 0, 1, 4096));
     req.ppn = static_cast<int>(a.integer("ppn", 0, 1, 4096));
     req.rails = static_cast<int>(a.integer("rails", 0, 1, 8));
