@@ -151,9 +151,13 @@ bool take(const Json& j, std::vector<BenchRecord>* recs, BenchContext* ctx) {
   return true;
 }
 
-std::string trimmed(const std::string& line) {
+// The JSON object on one line (a trailing comma allowed), or null when the
+// line holds none (other output, "[", "]").
+Json object_on(const std::string& line) {
   size_t a = line.find_first_not_of(" \t\r\n"), b = line.find_last_not_of(" \t\r\n,");
-  return a == std::string::npos || b == std::string::npos || b < a ? "" : line.substr(a, b - a + 1);
+  if (a == std::string::npos || b == std::string::npos || b < a || line[a] != '{') return nullptr;
+  Json j = Json::parse(line.substr(a, b - a + 1), nullptr, false);
+  return j.is_object() ? j : Json(nullptr);
 }
 
 }  // namespace
@@ -161,24 +165,13 @@ std::string trimmed(const std::string& line) {
 std::string to_json_line(const BenchRecord& r) { return to_json(r).dump(); }
 
 bool from_json_line(const std::string& line, BenchRecord* r) {
-  std::string t = trimmed(line);
-  if (t.empty() || t[0] != '{') return false;
-  Json j = Json::parse(t, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("algorithm")) return false;
+  Json j = object_on(line);
+  if (!j.is_object() || !j.contains("algorithm")) return false;
   *r = record_from(j);
   return true;
 }
 
 std::string context_line(const BenchContext& c) { return context_json(c).dump(); }
-
-bool context_from_line(const std::string& line, BenchContext* c) {
-  std::string t = trimmed(line);
-  if (t.empty() || t[0] != '{') return false;
-  Json j = Json::parse(t, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("context")) return false;
-  *c = context_from(j["context"]);
-  return true;
-}
 
 std::vector<BenchRecord> parse_records(const std::string& text, BenchContext* ctx, const std::string& source) {
   std::vector<BenchRecord> recs;
@@ -199,12 +192,8 @@ std::vector<BenchRecord> parse_records(const std::string& text, BenchContext* ct
   int number = 0;
   for (std::string line; std::getline(in, line);) {
     ++number;
-    std::string t = trimmed(line);
-    if (t.empty() || t[0] != '{') continue;
-    Json j = Json::parse(t, nullptr, false);
-    if (j.is_discarded()) continue;
     try {
-      take(j, &recs, ctx);
+      take(object_on(line), &recs, ctx);
     } catch (const InputError& e) {
       throw InputError(source + ": line " + std::to_string(number) + ": " + e.what());
     }

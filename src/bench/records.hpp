@@ -52,8 +52,8 @@ std::string to_json_line(const BenchRecord& r);
 // comma is allowed. Throws InputError for a record with a field of the wrong type.
 bool from_json_line(const std::string& line, BenchRecord* r);
 
+// The context as one line of JSON ({"context":{...}}); parse_records reads it back.
 std::string context_line(const BenchContext& c);
-bool context_from_line(const std::string& line, BenchContext* c);
 
 // Records in `text`: a JSON array (or one object), or one object per line with
 // other lines skipped. A context object sets *ctx. Throws InputError naming

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <random>
 #include <sstream>
+#include <optional>
 #include <stdexcept>
 
 #include "core/errors.hpp"
@@ -315,10 +316,12 @@ std::vector<int> layout_of(int n, int ppn) {
   return layout;
 }
 
-std::vector<int> parse_layout(const std::string& text, const std::string& what) {
+std::optional<std::vector<int>> parse_number_list(const std::string& text, int min, int max) {
   std::vector<int> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     size_t used = 0;
     long v = -1;
     try {
@@ -326,14 +329,20 @@ std::vector<int> parse_layout(const std::string& text, const std::string& what) 
     } catch (...) {
       used = 0;
     }
-    if (item.empty() || used != item.size() || v < 1 || v > 4096)
-      throw InputError(what + " expects ranks per node, whole numbers from 1 separated by commas (like 5,5,3), got '" +
-                       text + "'");
+    if (item.empty() || used != item.size() || v < min || v > max) return std::nullopt;
     out.push_back(static_cast<int>(v));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
   }
-  if (out.empty() || text.back() == ',')
-    throw InputError(what + " expects ranks per node, like 5,5,3, got '" + text + "'");
   return out;
+}
+
+std::vector<int> parse_layout(const std::string& text, const std::string& what) {
+  auto layout = parse_number_list(text, 1, 4096);
+  if (!layout)
+    throw InputError(what + " expects ranks per node, whole numbers from 1 separated by commas (like 5,5,3), got '" +
+                     text + "'");
+  return *layout;
 }
 
 std::string layout_text(const std::vector<int>& layout) {

@@ -15,6 +15,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,8 @@ std::map<std::string, std::string> rank_env(int rank, int size, int local_rank, 
 
 // n ranks, ppn per node: full nodes, then one with the rest ("13, 5" -> 5,5,3).
 std::vector<int> layout_of(int n, int ppn);
+// "4,0,12" -> {4, 0, 12} when every item is a whole number in [min, max].
+std::optional<std::vector<int>> parse_number_list(const std::string& text, int min, int max);
 // "5,5,3" <-> {5, 5, 3}; parse_layout throws InputError on anything else.
 std::vector<int> parse_layout(const std::string& text, const std::string& what = "--layout");
 std::string layout_text(const std::vector<int>& layout);

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "core/errors.hpp"
+#include "testbed/job.hpp"
 
 namespace railcoll::cli {
 
@@ -111,25 +112,9 @@ void size_range(const Args& a, uint64_t* lo, uint64_t* hi) {
 }
 
 std::vector<int> parse_int_list(const std::string& text, const std::string& what) {
-  std::vector<int> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    size_t used = 0;
-    long v = -1;
-    try {
-      v = std::stol(item, &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || v < 0 || v > (1 << 20))
-      throw UsageError(what + " expects a comma-separated list of whole numbers, got '" + text + "'");
-    out.push_back(static_cast<int>(v));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
+  auto list = testbed::parse_number_list(text, 0, 1 << 20);
+  if (!list) throw UsageError(what + " expects a comma-separated list of whole numbers, got '" + text + "'");
+  return *list;
 }
 
 Topology topology_from(const Args& a) {

@@ -27,6 +27,21 @@ const std::set<std::string> kValued = {"algo",    "m",          "i",     "x",   
 // Options that mean nothing with --fault: refused rather than ignored.
 const char* const kNotWithFault[] = {"mpi", "background", "csv", "plot", "f", "c", "i", "x"};
 
+// Where the ranks go: -n, --ppn, --layout, --rails, --local.
+bench::Placement placement(const Args& a) {
+  bench::PlacementRequest req;
+  req.local = a.flag("local");
+  req.n = static_cast<int>(a.integer("n", 0, 1, 4096));
+  req.ppn = static_cast<int>(a.integer("ppn", 0, 1, 4096));
+  req.rails = static_cast<int>(a.integer("rails", 0, 1, 8));
+  if (a.has("layout")) req.layout = testbed::parse_layout(a.str("layout"));
+  if (req.n > 0 && !req.layout.empty() && req.n != testbed::layout_ranks(req.layout))
+    throw UsageError(a.spelled("n") + " " + std::to_string(req.n) + " but --layout " + a.str("layout") + " holds " +
+                     std::to_string(testbed::layout_ranks(req.layout)) + " ranks");
+  if (!req.layout.empty()) req.n = 0;  // the layout says it all
+  return bench::choose_placement(req);
+}
+
 int run(const std::vector<std::string>& argv, bool worker) {
   Args a(argv, kFlags, kValued);
   Collective coll;
@@ -72,13 +87,7 @@ int run(const std::vector<std::string>& argv, bool worker) {
       }
       return bench::fault_worker(f, p.algo, p.max, duration, a.str("fault-marker"), a.str("records"));
     }
-    bench::PlacementRequest req;
-    req.local = a.flag("local");
-    req.n = static_cast<int>(a.integer("n", 0, 1, 4096));
-    req.ppn = static_cast<int>(a.integer("ppn", 0, 1, 4096));
-    req.rails = static_cast<int>(a.integer("rails", 0, 1, 8));
-    if (a.has("layout")) req.layout = testbed::parse_layout(a.str("layout"));
-    return bench::fault_driver(f, p.algo, p.max, bench::choose_placement(req), p.json);
+    return bench::fault_driver(f, p.algo, p.max, placement(a), p.json);
   }
 
   if (worker) {
@@ -92,17 +101,7 @@ int run(const std::vector<std::string>& argv, bool worker) {
     w.json = p.json, w.csv = p.csv, w.plot = p.plot;
     return bench::run_worker(w);
   }
-  bench::PlacementRequest req;
-  req.local = a.flag("local");
-  req.n = static_cast<int>(a.integer("n", 0, 1, 4096));
-  req.ppn = static_cast<int>(a.integer("ppn", 0, 1, 4096));
-  req.rails = static_cast<int>(a.integer("rails", 0, 1, 8));
-  if (a.has("layout")) req.layout = testbed::parse_layout(a.str("layout"));
-  if (req.n > 0 && !req.layout.empty() && req.n != testbed::layout_ranks(req.layout))
-    throw UsageError("-n " + std::to_string(req.n) + " but --layout " + a.str("layout") + " holds " +
-                     std::to_string(testbed::layout_ranks(req.layout)) + " ranks");
-  if (!req.layout.empty()) req.n = 0;  // the layout says it all
-  p.where = bench::choose_placement(req);
+  p.where = placement(a);
   return bench::run_bench(p);
 }
 
