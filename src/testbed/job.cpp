@@ -104,23 +104,38 @@ class Launcher {
     end_at_ = monotonic_seconds() + (rank >= 0 ? o_.grace_seconds : 0);
   }
 
-  void emit(int rank, int stream, const std::string& line) {
-    if (o_.on_line) return o_.on_line(rank, stream == 1, line);
-    write_fully(stream == 0 ? 1 : 2, o_.tag_output ? "[" + std::to_string(rank) + "] " + line : line);
-  }
-
-  // Forwards the whole lines read so far; with `all`, the rest too.
+  // Forwards the whole lines read so far; with `all`, the rest too, ended as
+  // a line so the next rank's output starts on a line of its own (likewise a
+  // piece of an overlong line). To the launcher's stdout/stderr all lines of
+  // one read go in one write: the launcher is their only writer, so they
+  // cannot interleave with another rank's.
   void forward(int rank, int stream, bool all) {
     std::string& buf = watched_[rank].pending[stream];
-    size_t from = 0;
-    for (size_t nl; (nl = buf.find('\n', from)) != std::string::npos; from = nl + 1)
-      emit(rank, stream, buf.substr(from, nl + 1 - from));
-    buf.erase(0, from);
-    if (!buf.empty() && (all || buf.size() >= kMaxLine)) {
-      // Ended as a line, so the next rank's output starts on a line of its own.
-      emit(rank, stream, buf + "\n");
-      buf.clear();
+    size_t end = buf.rfind('\n');
+    end = end == std::string::npos ? 0 : end + 1;  // [0, end) holds whole lines
+    if (buf.size() > end && (all || buf.size() - end >= kMaxLine)) {
+      buf += '\n';
+      end = buf.size();
     }
+    if (end == 0) return;
+    if (o_.on_line) {
+      for (size_t from = 0, nl; from < end; from = nl + 1) {
+        nl = buf.find('\n', from);
+        o_.on_line(rank, stream == 1, buf.substr(from, nl + 1 - from));
+      }
+    } else if (!o_.tag_output) {
+      write_fully(stream == 0 ? 1 : 2, buf.substr(0, end));
+    } else {
+      const std::string tag = "[" + std::to_string(rank) + "] ";
+      std::string out;
+      out.reserve(end + 16 * tag.size());
+      for (size_t from = 0, nl; from < end; from = nl + 1) {
+        nl = buf.find('\n', from);
+        out.append(tag).append(buf, from, nl + 1 - from);
+      }
+      write_fully(stream == 0 ? 1 : 2, out);
+    }
+    buf.erase(0, end);
   }
 
   void drain(int rank, bool final) {
