@@ -55,6 +55,11 @@ want='[0] alpha
 [ "$(sort "$tmp/out")" = "$want" ] && ok "stdin reaches rank 0 only; the others read end of file at once" ||
   bad "stdin: $(tr '\n' '|' <"$tmp/out")"
 
+head -c 3000000 /dev/urandom >"$tmp/data"
+launch $N3 -- sh -c '[ "$RAILCOLL_RANK" = 0 ] && md5sum || wc -c' <"$tmp/data" >"$tmp/out" 2>&1
+[ "$(grep -c '^0$' "$tmp/out")" -eq 2 ] && grep -q "^$(md5sum <"$tmp/data" | cut -d' ' -f1) " "$tmp/out" &&
+  ok "3 MB of binary stdin reach rank 0 intact, none the others" || bad "binary stdin: $(tr '\n' '|' <"$tmp/out")"
+
 # ---- a failed rank ends the others at once; every rank's status; the cause
 start=$(date +%s%N)
 launch $N4 -- sh -c '[ "$RAILCOLL_RANK" = 2 ] && { sleep 0.5; exit 3; }; sleep 60' >"$tmp/out" 2>"$tmp/err"; st=$?

@@ -1,6 +1,7 @@
 #include "testbed/job.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -63,6 +64,9 @@ class Launcher {
     ign.sa_handler = SIG_IGN;  // a closed stdout must not kill the launcher and orphan the job
     sigaction(SIGPIPE, &ign, &old_pipe);
     forwarded_signal = 0;
+    // Read the terminal only in the foreground: a launcher started with & must
+    // not be stopped by SIGTTIN (rank 0 then reads /dev/null).
+    forwarding_stdin_ = fcntl(0, F_GETFD) != -1 && (!isatty(0) || tcgetpgrp(0) == getpgrp());
     start_ = monotonic_seconds();
     start_all();
     watch();
@@ -82,7 +86,9 @@ class Launcher {
       SpawnOptions so;
       so.argv = ranks_[i].argv;
       so.env = ranks_[i].env;
-      so.in = i == 0 ? Stream::Inherit : Stream::Null;  // stdin goes to rank 0 only
+      // stdin goes to rank 0 only, through the launcher (forward_stdin): a rank
+      // in a process group of its own may not read the terminal itself.
+      so.in = i == 0 && forwarding_stdin_ ? Stream::Pipe : Stream::Null;
       so.out = so.err = Stream::Pipe;
       try {
         w.proc = Process(so);
@@ -151,6 +157,31 @@ class Launcher {
     }
   }
 
+  // The launcher's stdin -> rank 0, as rank 0 takes it; end of file closes
+  // rank 0's stdin. Nothing is read ahead while rank 0 has not taken the last piece.
+  void forward_stdin(bool stdin_readable) {
+    Process& p = watched_[0].proc;
+    if (!forwarding_stdin_ || p.stdin_fd() < 0) return;
+    if (stdin_pending_.empty() && stdin_readable) {
+      char buf[65536];
+      ssize_t n = read(0, buf, sizeof buf);
+      if (n > 0) stdin_pending_.assign(buf, static_cast<size_t>(n));
+      else if (n == 0 || errno != EINTR) stdin_eof_ = true;
+    }
+    while (!stdin_pending_.empty()) {
+      ssize_t n = write(p.stdin_fd(), stdin_pending_.data(), stdin_pending_.size());
+      if (n > 0) {
+        stdin_pending_.erase(0, static_cast<size_t>(n));
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else {
+        if (n < 0 && errno != EAGAIN) stdin_pending_.clear(), stdin_eof_ = true;  // rank 0 closed its stdin
+        break;
+      }
+    }
+    if (stdin_eof_ && stdin_pending_.empty()) p.close_stdin();
+  }
+
   void reaped(int rank) {
     Watched& w = watched_[rank];
     w.st.status = w.proc.status();
@@ -179,6 +210,10 @@ class Launcher {
     double term_at = 0;
     while (running() > 0) {
       std::vector<pollfd> fds;
+      const int rank0_in = watched_.empty() ? -1 : watched_[0].proc.stdin_fd();
+      const bool want_stdin = rank0_in >= 0 && stdin_pending_.empty() && !stdin_eof_;
+      if (want_stdin) fds.push_back({0, POLLIN, 0});
+      if (rank0_in >= 0 && !stdin_pending_.empty()) fds.push_back({rank0_in, POLLOUT, 0});
       for (auto& w : watched_)
         for (int fd : {w.proc.stdout_fd(), w.proc.stderr_fd(), w.proc.exit_fd()})
           if (fd >= 0) fds.push_back({fd, POLLIN, 0});
@@ -187,6 +222,7 @@ class Launcher {
       if (stage == 0 && o_.timeout_seconds > 0) next = std::min(next, start_ + o_.timeout_seconds);
       if (stage == 1) next = std::min(next, term_at + kKillAfter);
       poll(fds.data(), fds.size(), std::max(0, static_cast<int>((next - now) * 1000) + 1));
+      forward_stdin(want_stdin && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)));
       // Exits first, in rank order; then output.
       for (size_t i = 0; i < watched_.size(); ++i)
         if (watched_[i].proc.running() && watched_[i].proc.try_reap()) reaped(static_cast<int>(i));
@@ -221,6 +257,8 @@ class Launcher {
   std::vector<Watched> watched_;
   JobResult res_;
   double start_ = 0, end_at_ = 0;
+  bool forwarding_stdin_ = false, stdin_eof_ = false;
+  std::string stdin_pending_;  // read from the launcher's stdin, not yet taken by rank 0
 };
 
 }  // namespace

@@ -7,8 +7,11 @@
 // forwarded a whole line at a time (optionally "[rank] "-prefixed), so lines of
 // different ranks never interleave mid-line; a rank's unfinished last line is
 // forwarded when it exits, ended with a newline (as is a piece of a line
-// longer than 64 KiB). Only rank 0 reads the launcher's stdin (the others
-// get /dev/null). When a rank fails, the others are ended at once (SIGTERM, 3 s
+// longer than 64 KiB). Only rank 0 reads the launcher's stdin, which the
+// launcher copies into a pipe as rank 0 takes it (a rank in a process group of
+// its own may not read the terminal; a launcher in the background of a
+// terminal reads nothing and rank 0 gets end of file); the others get
+// /dev/null. When a rank fails, the others are ended at once (SIGTERM, 3 s
 // later SIGKILL) unless a grace period lets them finish on their own first
 // (fault-tolerance jobs whose survivors recover), and the result names the
 // first rank that failed, in time order, with every rank's status.

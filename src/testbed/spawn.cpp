@@ -85,7 +85,7 @@ Plumbing plumb(Stream s, const std::string& file, bool input) {
       if (pipe2(fds, O_CLOEXEC) != 0) throw SpawnError(errno_text("pipe"));
       p.child = input ? fds[0] : fds[1];
       p.parent = input ? fds[1] : fds[0];
-      if (!input) fcntl(p.parent, F_SETFL, fcntl(p.parent, F_GETFL) | O_NONBLOCK);
+      fcntl(p.parent, F_SETFL, fcntl(p.parent, F_GETFL) | O_NONBLOCK);
       break;
     }
   }

@@ -65,8 +65,8 @@ class Process {
   ~Process();
 
   pid_t pid() const { return pid_; }
-  // Pipe ends in the parent (-1 unless that stream is Stream::Pipe). The read
-  // ends are non-blocking.
+  // Pipe ends in the parent (-1 unless that stream is Stream::Pipe), all
+  // non-blocking.
   int stdout_fd() const { return out_fd_; }
   int stderr_fd() const { return err_fd_; }
   int stdin_fd() const { return in_fd_; }
