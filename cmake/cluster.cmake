@@ -1,12 +1,15 @@
-# Owned by the emulated-cluster work: src/cluster/, tools/railcoll/cmd_cluster.cpp,
-# tools/mpi_bench/, tests/test_cluster.sh.
-add_library(railcoll_cluster STATIC src/cluster/cluster.cpp)
-target_include_directories(railcoll_cluster PUBLIC src)
-target_link_libraries(railcoll_cluster PUBLIC railcoll_launch)
+# The test bed: the emulated cluster (network namespaces), the launchers, the
+# one process-spawn helper and the traffic generator (src/testbed/, every
+# source file of the directory); its traffic generator runs railcoll itself.
+railcoll_sources(TESTBED_SOURCES src/testbed)
+add_library(railcoll_testbed STATIC ${TESTBED_SOURCES})
+target_include_directories(railcoll_testbed PUBLIC src)
+target_link_libraries(railcoll_testbed PUBLIC railcoll_capi_static)
 
-# The Open MPI baseline: an OSU-style MPI_Allgather benchmark, run on the
-# emulated cluster by `railcoll cluster mpirun`. Optional: without an MPI
-# library the rest of railcoll builds as usual.
+# The Open MPI baseline: an OSU-style benchmark of MPI_Allgather, MPI_Bcast,
+# MPI_Gather, MPI_Allreduce and MPI_Barrier, run on the emulated cluster by
+# `railcoll cluster mpirun`. Optional: without an MPI library the rest of
+# railcoll builds as usual.
 find_package(MPI COMPONENTS C QUIET)
 if(MPI_C_FOUND)
   add_executable(railcoll-mpi-bench tools/mpi_bench/mpi_allgather_bench.c)

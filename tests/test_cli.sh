@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The railcoll command: outputs people and tools rely on, and bad input that
-# must give one line naming the problem, exit status 2 and no output on stdout.
+# must give one line naming the problem, exit status 2 and no output on stdout;
+# every verb's --help, --version, the benchmark's layouts and the plot's styles.
 set -u
 RC=${1:?path to railcoll}
+HERE=$(cd "$(dirname "$0")" && pwd)
 pass=0 fail=0
-out=$(mktemp) err=$(mktemp)
-trap 'rm -f "$out" "$err"' EXIT
+out=$(mktemp) err=$(mktemp) tmp=$(mktemp -d)
+trap 'rm -rf "$out" "$err" "$tmp"' EXIT
 
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
@@ -46,6 +48,92 @@ expect_usage_error "do not fit preset 'qsnet2-4x4-dual'" sim allgather --preset 
 bad=$(mktemp --suffix=.preset); printf 'name = x  # source: y\nnodes = 4\n' >"$bad"
 expect_usage_error "has no '# source: ...'" sim allgather --preset "$bad"
 rm -f "$bad"
+
+# Flags are named as they were typed: -n, not --n.
+expect_usage_error "-n expects a whole number, got 'x'" bench allgather -n x
+expect_usage_error "unknown option '-q'" bench allgather -q
+expect_usage_error "-i must be between 1 and 1000000, got 0" bench allgather -i 0
+expect_usage_error "option -m needs a value" bench allgather -m
+expect_usage_error "-n must be between 1 and 1024, got 0" run -n 0 -- true
+expect_usage_error "give only one of --ppn and --layout" run -n 4 --ppn 2 --layout 2,2 -- true
+expect_usage_error "--layout expects ranks per node" run --layout 2,0 -- true
+expect_usage_error "-n 5 but --layout 2,2 holds 4 ranks" bench allgather --layout 2,2 -n 5
+expect_usage_error "--background must be one of complement, uniform, hotspot" bench barrier --background random
+# --fault: options it cannot honour are refused, not ignored; it needs the cluster.
+expect_usage_error "--mpi does not go with --fault" bench allgather --fault kill@1 --mpi
+expect_usage_error "--plot does not go with --fault" bench allgather --fault kill@1 --plot x.png
+expect_usage_error "--fault expects rail-down@T[:D] or kill@T" bench allgather --fault crash@1
+expect_usage_error "--fault needs the emulated cluster" bench allgather --fault kill@1 --local --json "$tmp/f.json"
+# traffic: usage without arguments (it used to run for a minute), an error outside a job.
+timeout 10 "$RC" traffic >"$out" 2>"$err"; st=$?
+[ $st -eq 2 ] && [ ! -s "$out" ] && grep -q "^usage: railcoll traffic --pattern" "$err" && ok ||
+  bad "traffic without arguments: exit $st, stderr $(head -c 200 "$err")"
+(unset RAILCOLL_RANK OMPI_COMM_WORLD_RANK PMI_RANK SLURM_PROCID RANK
+ expect_usage_error "the generator runs as the ranks of a job" traffic --pattern uniform --seconds 1)
+
+# Every verb answers --help and -h with its usage on stdout, exit 0, nothing on stderr.
+for verb in algos show verify run bench sim goal calibrate cluster traffic; do
+  for h in --help -h; do
+    "$RC" $verb $h >"$out" 2>"$err"; st=$?
+    if [ $st -eq 0 ] && [ ! -s "$err" ] && head -1 "$out" | grep -q "^usage: railcoll $verb"; then ok
+    else bad "railcoll $verb $h: exit $st, stdout '$(head -c 120 "$out")', stderr '$(head -c 200 "$err")'"; fi
+  done
+done
+# ... also after a sub-verb or other options, and the launchers pass a program's own --help on.
+for args in "goal export --help" "sim reproduce --help" "cluster run --help" "show allgather --algo bruck -h" \
+    "bench allgather -m 8:16 --help"; do
+  "$RC" $args >"$out" 2>"$err" && grep -q "^usage: railcoll ${args%% *}" "$out" && [ ! -s "$err" ] && ok ||
+    bad "railcoll $args: $(head -c 200 "$err")"
+done
+[ "$("$RC" run -n 1 -- sh -c 'echo "$1"' sh --help)" = "--help" ] && ok || bad "run -- PROG --help must reach PROG"
+"$RC" help bench | grep -q "^usage: railcoll bench" && ok || bad "railcoll help bench"
+"$RC" --help | grep -q "^  traffic --pattern" && ok || bad "railcoll --help lists traffic"
+"$RC" --version | grep -Eq "^railcoll [0-9]+\.[0-9]+" && ok || bad "railcoll --version: $("$RC" --version 2>&1)"
+
+# bench: -n not a multiple of --ppn is an uneven layout, never more ranks;
+# --layout likewise; every record and the context say so.
+bench_local() {  # NAME EXPECTED-PLACEMENT EXPECTED-RANKS ARGS...
+  local name=$1 where=$2 ranks=$3; shift 3
+  timeout 120 "$RC" bench allgather --local --algo direct -m 8:16 -i 3 -x 1 -c --json "$tmp/u.json" "$@" >"$out" 2>"$err"
+  local st=$?
+  if [ $st -ne 0 ]; then bad "$name: exit $st: $(tail -c 300 "$err")"; return; fi
+  grep -qF "$where" "$out" || { bad "$name: no '$where' in: $(head -2 "$out")"; return; }
+  python3 -c '
+import json, sys
+recs = json.load(open(sys.argv[1]))
+assert len(recs) == 2 and all(r["ranks"] == int(sys.argv[2]) and r["validated"] for r in recs), recs
+' "$tmp/u.json" "$ranks" && ok || bad "$name: records"
+}
+bench_local "bench -n 5 --ppn 2" "5 ranks on 3 pretend nodes (2,2,1)" 5 -n 5 --ppn 2 --rails 1
+bench_local "bench --layout 2,1" "3 ranks on 2 pretend nodes (2,1)" 3 --layout 2,1
+# Spans: measured (one host clock); the bcast summary compares them.
+timeout 120 "$RC" bench bcast --local --algo binomial -m 64:64 -i 5 -n 3 --ppn 1 --json "$tmp/b.json" >"$out" 2>"$err" &&
+  grep -q "median span in us (first rank in to last rank out)" "$out" &&
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))[0]; assert r["span_p50_us"] >= r["p50_us"] > 0, r' "$tmp/b.json" &&
+  ok || bad "bench bcast: span in the records and the summary: $(tail -c 300 "$out") $(tail -c 300 "$err")"
+
+# The plot: every algorithm its own colour and marker (direct and smp_bruck
+# used to share a colour), and a PNG drawn from records.
+python3 - "$HERE/../scripts" <<'PY' && ok || bad "plot styles are not distinct"
+import sys
+sys.path.insert(0, sys.argv[1])
+import plot_bench
+names = ["direct", "recursive_doubling", "ring", "bruck", "stdex", "gather_bcast", "smp_gather_bcast", "smp_direct",
+         "smp_bruck", "smp_multileader", "concurrent_exchange", "concurrent_exchange_split", "pairwise_exchange",
+         "extra1", "extra2", "auto", "mpi:tuned", "mpi:han"]
+s = plot_bench.styles_for(names)
+pairs = [(v["color"], v["marker"]) for v in s.values()]
+assert len(set(pairs)) == len(names), pairs
+colours = [v["color"] for v in s.values()]
+assert len(set(colours)) == len(names), colours            # up to 20 lines: no colour twice
+assert len(set(v["marker"] for k, v in s.items() if k != "auto" and names.index(k) < 12)) == 12
+PY
+if python3 -c "import matplotlib" 2>/dev/null; then
+  "$RC" bench allgather --local --algo all -m 8:16 -i 2 -x 1 -n 2 --plot "$tmp/p.png" >"$out" 2>"$err" &&
+    [ "$(head -c 4 "$tmp/p.png" | od -An -c | tr -d ' ')" = "211PNG" ] && ok || bad "bench --plot: $(tail -c 300 "$err")"
+else
+  echo "note: no matplotlib; the PNG check is skipped"
+fi
 
 # algos: one line per algorithm, and valid JSON
 n=$("$RC" algos | grep -c '^  ')

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The emulated cluster for real: up, status, run, mpirun (the Open MPI
 # baseline), wrong use, down. Needs root (network namespaces); skipped
-# otherwise. Takes ~15 s.
+# otherwise. Takes ~45 s.
 #   usage: test_cluster.sh BUILD_BIN_DIR   (the directory with railcoll and railcoll-mpi-bench)
 set -u
 BIN=${1:?usage: test_cluster.sh BUILD_BIN_DIR}
@@ -108,6 +108,37 @@ if command -v mpirun >/dev/null && [ -x "$BIN/railcoll-mpi-bench" ]; then
 else
   echo "note: no mpirun or railcoll-mpi-bench; the Open MPI checks are skipped"
 fi
+
+# ---- the launcher's behaviour on the cluster: whole lines, stdin to rank 0,
+# a failed rank ending the others, statuses (tests/test_launcher.sh)
+if "$(dirname "$0")/test_launcher.sh" "$RC" cluster >"$out" 2>&1; then ok "launcher behaviour on the cluster ($(tail -1 "$out"))"
+else bad "launcher behaviour on the cluster: $(grep FAIL "$out" | head -5 | tr '\n' ' ')"; fi
+
+# ---- bench: an uneven layout runs exactly the ranks asked for; too many is an error
+if expect 0 "bench -n 5 --ppn 2 on 3 nodes" "$RC" bench allgather --algo direct -m 8:64 -i 3 -x 1 -c -n 5 --ppn 2 \
+  --json "$out.json"; then
+  grep -q "on the emulated cluster: 5 ranks on 3 nodes (2,2,1)" "$out" &&
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert len(r) == 4 and all(x["ranks"] == 5 and x["nodes"] == 3 and x["validated"] and x["span_p50_us"] > 0 for x in r), r' "$out.json" &&
+    ok "bench -n 5 --ppn 2: 5 ranks as 2,2,1, validated, spans measured" || bad "bench -n 5 --ppn 2: $(head -c 400 "$out")"
+fi
+if expect 2 "bench -n 7 --ppn 2 needs 4 nodes: an error, not 8 ranks" "$RC" bench allgather -n 7 --ppn 2; then
+  grep -q "need 4 nodes (2,2,2,1) but the cluster has 3" "$err" || bad "bench -n 7 --ppn 2: $(said)"
+fi
+expect 0 "bench --layout 1,2 --mpi: Open MPI on the same layout" "$RC" bench gather --algo auto -m 8:8 -i 3 -x 1 \
+  --layout 1,2 --mpi --json "$out.json" &&
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert sorted(x["algorithm"] for x in r) == ["auto", "mpi:han", "mpi:tuned"] and all(x["ranks"] == 3 for x in r), r' "$out.json" &&
+  grep -q "median span in us" "$out" && ok "gather with Open MPI on layout 1,2: spans compared" ||
+  bad "bench --layout 1,2 --mpi: $(head -c 400 "$out")"
+# --fault honours --json: the phases and the verdict as a file.
+if expect 0 "bench --fault rail-down@1:1 --json" "$RC" bench allgather --fault rail-down@1:1 -m 64K --json "$out.json"; then
+  python3 -c '
+import json, sys
+f = json.load(open(sys.argv[1]))
+assert f["fault"] == "rail-down@1:1" and f["ok"] and f["wrong_results"] == 0 and f["ranks"] == 6, f
+assert [p["phase"] for p in f["phases"]] == ["before", "during", "after"] and all(p["calls"] > 0 for p in f["phases"]), f
+' "$out.json" && ok "--fault --json: before/during/after, nothing wrong" || bad "--fault --json: $(cat "$out.json")"
+fi
+rm -f "$out.json"
 
 # ---- wrong use
 if expect 2 "up while up exits 2" "$RC" cluster up --nodes 2; then

@@ -8,6 +8,7 @@
 # with; no shared memory may be left. Prints one line per run and a summary.
 #   usage: test_peer_failure.sh RAILCOLL MP_COLLECTIVES KILL_RUNS STOP_RUNS [cluster]
 # "cluster": on the emulated cluster (root; the caller brings it up, 3 nodes x 2).
+# The launchers end a job's other ranks once one dies; --grace lets the survivors recover.
 set -u
 RC=${1:?railcoll}; MP=${2:?mp_collectives}; KILLS=${3:-3}; STOPS=${4:-2}; WHERE=${5:-local}
 N=6 VICTIM=5 LIMIT=3.0
@@ -36,10 +37,10 @@ one_run() {  # one_run SIGNAL INDEX
   export MP_PIDFILE=$dir/pid MP_VICTIM=$VICTIM MP_RECOVERY_JOB=recover-$$-$sig-$i
   if [ "$WHERE" = cluster ]; then
     export MP_RECOVERY_STORE=198.18.0.1:$((10000 + RANDOM % 20000))  # below the ephemeral ports
-    "$RC" cluster run --timeout 60 -- "$MP" loop 65536 >"$out" 2>&1 &
+    "$RC" cluster run --timeout 60 --grace 30 -- "$MP" loop 65536 >"$out" 2>&1 &
   else
     export MP_RECOVERY_STORE=127.0.0.1:$(free_port)
-    "$RC" run -n $N --ppn 2 --rails 2 --timeout 60 -- "$MP" loop 65536 >"$out" 2>&1 &
+    "$RC" run -n $N --ppn 2 --rails 2 --timeout 60 --grace 30 -- "$MP" loop 65536 >"$out" 2>&1 &
   fi
   launcher=$!
   for _ in $(seq 200); do [ -s "$dir/pid" ] && break; sleep 0.05; done

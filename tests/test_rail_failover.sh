@@ -61,7 +61,8 @@ correct=$(grep -c "steady [0-9]* calls correct, 0 failed" "$out")
 # ---- 3. no rail left: an error within the deadline on every rank
 ( sleep 1; rail 0 down; rail 1 down; sleep 6; rail 0 up; rail 1 up ) &
 flapper=$!
-RAILCOLL_TIMEOUT=2 timeout 120 "$RC" cluster run --timeout 60 -- "$MP" steady 1048576 direct 30 >"$out" 2>&1
+# --grace: the first rank to fail must not end the others before they report.
+RAILCOLL_TIMEOUT=2 timeout 120 "$RC" cluster run --timeout 60 --grace 30 -- "$MP" steady 1048576 direct 30 >"$out" 2>&1
 wait "$flapper"
 failed=$(grep -cE "call [0-9]+ failed: (deadline passed|a peer failed)" "$out")
 [ "$failed" -eq 6 ] && ok "both rails of a node down: all 6 ranks return an error" || bad "no rail left: $failed of 6 ranks failed"

@@ -4,21 +4,27 @@
  * `railcoll cluster mpirun -- railcoll-mpi-bench ...`, docs/cluster.md).
  *
  * Timing follows the OSU benchmarks: for each size, every call is preceded by
- * an MPI_Barrier and timed alone with MPI_Wtime; with -c a second MPI_Barrier
- * after the call keeps validation out of every call's time. --coll barrier instead times
- * consecutive MPI_Barrier calls with nothing in between. Each rank averages
+ * an MPI_Barrier and timed alone; with -c a second MPI_Barrier after the call
+ * keeps validation out of every call's time. --coll barrier instead times
+ * consecutive MPI_Barrier calls with nothing in between. Each rank records its
+ * entry into and exit from every call on CLOCK_MONOTONIC. Each rank averages
  * its calls; avg/min/max are the mean/min/max of those per-rank averages, in
  * us. p50/p90/p99 are percentiles over calls of the slowest rank's time (a
  * call is done when its last rank is; railcoll bench reports the same).
+ * span_p50/p90/p99 are percentiles over calls of the span, the last rank's
+ * exit minus the first rank's entry: written only when every rank reads the
+ * same clock (the same kernel and time namespace, as on the emulated
+ * cluster), since differences of unrelated clocks mean nothing.
  *
  * Output: one JSON object per size on stdout, from rank 0 (one for barrier):
- * {"collective":NAME,"algorithm":LABEL,"bytes":B,"ranks":N,"nodes":M,"rails":K,
+ * {"collective":NAME,"algorithm":LABEL,"bytes":B,"ranks":N,"nodes":M,"rails":K,"ppn":P,
  *  "avg_us":X,"min_us":X,"max_us":X,"p50_us":X,"p90_us":X,"p99_us":X,
+ *  ["span_p50_us":X,"span_p90_us":X,"span_p99_us":X,]
  *  "iterations":N,"validated":true|false[,"samples_us":[X,...]]}
  * bytes: per rank for allgather and gather, the message for bcast, the vector
- * for allreduce (a multiple of 4: bytes/4 floats), 0 for barrier.
- * samples_us (--samples): the slowest rank's time of every timed call, in
- * call order.
+ * for allreduce (a multiple of 4: bytes/4 floats), 0 for barrier. ppn: the
+ * most ranks on one node. samples_us (--samples): the slowest rank's time of
+ * every timed call, in call order.
  *
  * Exit status: 0 ok, 1 a validation error or out of memory, 2 bad usage. */
 #include <mpi.h>
@@ -26,6 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 /* Large sizes run fewer calls: at most kCapBytes received by the busiest rank
  * per size (but at least kMinLargeIters calls, and never more than -i).
@@ -299,17 +307,6 @@ static void print_json_string(const char* s) {
   putchar('"');
 }
 
-static int count_nodes(void) {
-  MPI_Comm node;
-  int local = 0, leaders = 0;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  MPI_Comm_rank(node, &local);
-  int leader = local == 0;
-  MPI_Allreduce(&leader, &leaders, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  MPI_Comm_free(&node);
-  return leaders;
-}
-
 /* Timed and warm-up calls for one size, after the kCapBytes limit. */
 static void calls_for(const Options* o, uint64_t bytes, int nranks, int* iters, int* warmup) {
   /* What the busiest rank (gather's root) receives per call; 0 for barrier. */
@@ -329,21 +326,49 @@ typedef struct {
   uint64_t wrong;  /* bytes (floats for allreduce) that failed validation */
   int iters;
   double* each;    /* seconds of every timed call (malloc'd) */
+  double* times;   /* entries, then exits of every timed call, CLOCK_MONOTONIC seconds (malloc'd) */
 } SizeResult;
 
+/* CLOCK_MONOTONIC in seconds: one clock for every process of a host, in every
+ * network namespace. */
+static double monotonic_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Equal on two ranks exactly when they read the same CLOCK_MONOTONIC: the
+ * kernel's boot id and the time namespace, hashed (FNV-1a). */
+static uint64_t clock_identity(void) {
+  char boot[64] = "";
+  FILE* f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (f) {
+    if (!fgets(boot, sizeof boot, f)) boot[0] = 0;
+    fclose(f);
+  }
+  struct stat st;
+  uint64_t h = 1469598103934665603ull, ns = stat("/proc/self/ns/time", &st) == 0 ? (uint64_t)st.st_ino : 0;
+  for (const char* c = boot; *c; ++c) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+  return h ^ (ns * 0x9E3779B97F4A7C15ull);
+}
+
 static SizeResult run_size(const Options* o, const Buffers* b, uint64_t bytes, uint32_t* call) {
-  SizeResult r = {0, 0, 0, NULL};
+  SizeResult r = {0, 0, 0, NULL, NULL};
   int iters, warmup;
   calls_for(o, bytes, b->nranks, &iters, &warmup);
   r.iters = iters;
   r.each = calloc((size_t)iters, sizeof(double));
+  r.times = calloc(2 * (size_t)iters, sizeof(double));
   for (int i = 0; i < warmup + iters; ++i, ++*call) {
     if (o->check) prepare_buffers(o->coll, b, bytes, *call);
     if (o->coll != COLL_BARRIER) MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
+    double t0 = monotonic_seconds();
     call_collective(o->coll, b, bytes);
-    double t1 = MPI_Wtime();
-    if (i >= warmup) r.seconds += t1 - t0, r.each[i - warmup] = t1 - t0;
+    double t1 = monotonic_seconds();
+    if (i >= warmup) {
+      r.seconds += t1 - t0, r.each[i - warmup] = t1 - t0;
+      r.times[i - warmup] = t0, r.times[iters + i - warmup] = t1;
+    }
     /* Check only once every rank has left the call: a rank that checks while
      * the slowest is still in it takes a core from it (2 cores here). */
     if (o->check && o->coll != COLL_BARRIER) MPI_Barrier(MPI_COMM_WORLD);
@@ -356,9 +381,16 @@ static SizeResult run_size(const Options* o, const Buffers* b, uint64_t bytes, u
 typedef struct {
   double avg_us, min_us, max_us;    /* over ranks of each rank's mean */
   double p50_us, p90_us, p99_us;    /* over calls of the slowest rank's time */
+  double span_p50_us, span_p90_us, span_p99_us; /* over calls of the span; < 0: not measured */
   const double* slowest_s;          /* the slowest rank's time of each call, NULL without --samples */
   int iters, validated;
 } SizeStats;
+
+/* What every record says about the job. */
+typedef struct {
+  int nranks, nodes, ppn;
+  int shared_clock; /* every rank reads the same CLOCK_MONOTONIC */
+} Job;
 
 static int cmp_double(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
@@ -371,13 +403,17 @@ static double percentile(const double* sorted, int n, double q) {
   return sorted[k < n ? k : n - 1];
 }
 
-static void report(const Options* o, uint64_t bytes, int nranks, int nodes, const SizeStats* s) {
+static void report(const Options* o, uint64_t bytes, const Job* job, const SizeStats* s) {
   printf("{\"collective\":\"%s\",\"algorithm\":", kCollectiveNames[o->coll]);
   print_json_string(o->label);
-  printf(",\"bytes\":%llu,\"ranks\":%d,\"nodes\":%d,\"rails\":%d,\"avg_us\":%.2f,\"min_us\":%.2f,\"max_us\":%.2f,"
-         "\"p50_us\":%.2f,\"p90_us\":%.2f,\"p99_us\":%.2f,\"iterations\":%d,\"validated\":%s",
-         (unsigned long long)bytes, nranks, nodes, o->rails, s->avg_us, s->min_us, s->max_us, s->p50_us, s->p90_us,
-         s->p99_us, s->iters, s->validated ? "true" : "false");
+  printf(",\"bytes\":%llu,\"ranks\":%d,\"nodes\":%d,\"rails\":%d,\"ppn\":%d,\"avg_us\":%.2f,\"min_us\":%.2f,"
+         "\"max_us\":%.2f,\"p50_us\":%.2f,\"p90_us\":%.2f,\"p99_us\":%.2f",
+         (unsigned long long)bytes, job->nranks, job->nodes, o->rails, job->ppn, s->avg_us, s->min_us, s->max_us,
+         s->p50_us, s->p90_us, s->p99_us);
+  if (s->span_p50_us >= 0)
+    printf(",\"span_p50_us\":%.2f,\"span_p90_us\":%.2f,\"span_p99_us\":%.2f", s->span_p50_us, s->span_p90_us,
+           s->span_p99_us);
+  printf(",\"iterations\":%d,\"validated\":%s", s->iters, s->validated ? "true" : "false");
   if (s->slowest_s) {
     printf(",\"samples_us\":[");
     for (int i = 0; i < s->iters; ++i) printf("%s%.2f", i ? "," : "", s->slowest_s[i] * 1e6);
@@ -389,24 +425,43 @@ static void report(const Options* o, uint64_t bytes, int nranks, int nodes, cons
 
 /* Combines every rank's result for one size, prints the record from rank 0;
  * returns the exit status so far (1 if a rank saw a wrong byte). */
-static int summarize(const Options* o, uint64_t bytes, int me, int nranks, int nodes, const SizeResult* r) {
+static int summarize(const Options* o, uint64_t bytes, int me, const Job* job, const SizeResult* r) {
+  const int nranks = job->nranks, iters = r->iters;
   double us = r->seconds * 1e6, min_us = 0, max_us = 0, sum_us = 0;
   unsigned long long wrong = r->wrong, all_wrong = 0;
   MPI_Reduce(&us, &min_us, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
   MPI_Reduce(&us, &max_us, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   MPI_Reduce(&us, &sum_us, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
   MPI_Allreduce(&wrong, &all_wrong, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-  double* slowest = calloc((size_t)r->iters, sizeof(double));
-  double* sorted = calloc((size_t)r->iters, sizeof(double));
-  MPI_Reduce(r->each, slowest, r->iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  double* slowest = calloc((size_t)iters, sizeof(double));
+  double* sorted = calloc((size_t)iters, sizeof(double));
+  double* every = me == 0 ? calloc(2 * (size_t)iters * (size_t)nranks, sizeof(double)) : NULL;
+  MPI_Reduce(r->each, slowest, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  MPI_Gather(r->times, 2 * iters, MPI_DOUBLE, every, 2 * iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   if (me == 0) {
-    memcpy(sorted, slowest, (size_t)r->iters * sizeof(double));
-    qsort(sorted, (size_t)r->iters, sizeof(double), cmp_double);
+    memcpy(sorted, slowest, (size_t)iters * sizeof(double));
+    qsort(sorted, (size_t)iters, sizeof(double), cmp_double);
     SizeStats s = {sum_us / nranks, min_us, max_us,
-                   percentile(sorted, r->iters, 0.50) * 1e6, percentile(sorted, r->iters, 0.90) * 1e6,
-                   percentile(sorted, r->iters, 0.99) * 1e6, o->samples ? slowest : NULL,
-                   r->iters, o->check && !all_wrong};
-    report(o, bytes, nranks, nodes, &s);
+                   percentile(sorted, iters, 0.50) * 1e6, percentile(sorted, iters, 0.90) * 1e6,
+                   percentile(sorted, iters, 0.99) * 1e6, -1, -1, -1, o->samples ? slowest : NULL,
+                   iters, o->check && !all_wrong};
+    if (job->shared_clock) {
+      /* every[k * 2 * iters + i]: rank k's entry into call i; + iters: its exit. */
+      for (int i = 0; i < iters; ++i) {
+        double first_in = every[i], last_out = every[iters + i];
+        for (int k = 1; k < nranks; ++k) {
+          const double* t = every + (size_t)k * 2 * (size_t)iters;
+          if (t[i] < first_in) first_in = t[i];
+          if (t[iters + i] > last_out) last_out = t[iters + i];
+        }
+        sorted[i] = last_out - first_in;
+      }
+      qsort(sorted, (size_t)iters, sizeof(double), cmp_double);
+      s.span_p50_us = percentile(sorted, iters, 0.50) * 1e6;
+      s.span_p90_us = percentile(sorted, iters, 0.90) * 1e6;
+      s.span_p99_us = percentile(sorted, iters, 0.99) * 1e6;
+    }
+    report(o, bytes, job, &s);
     if (all_wrong)
       fprintf(stderr, "railcoll-mpi-bench: validation FAILED: %s of %llu bytes: %llu wrong %s in the first bad "
                       "call of each rank (each rank's first one is reported on stderr)\n",
@@ -415,7 +470,30 @@ static int summarize(const Options* o, uint64_t bytes, int me, int nranks, int n
   }
   free(slowest);
   free(sorted);
+  free(every);
   return all_wrong ? 1 : 0;
+}
+
+/* Ranks, nodes (MPI_COMM_TYPE_SHARED groups), the most ranks on one node, and
+ * whether all ranks read one clock. */
+static Job describe_job(void) {
+  Job job = {0, 0, 0, 0};
+  MPI_Comm node;
+  int local = 0, local_size = 0, leaders = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &job.nranks);
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &local);
+  MPI_Comm_size(node, &local_size);
+  int leader = local == 0;
+  MPI_Allreduce(&leader, &leaders, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&local_size, &job.ppn, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Comm_free(&node);
+  job.nodes = leaders;
+  unsigned long long mine = clock_identity(), lo = 0, hi = 0;
+  MPI_Allreduce(&mine, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&mine, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  job.shared_clock = lo == hi;
+  return job;
 }
 
 int main(int argc, char** argv) {
@@ -447,7 +525,8 @@ int main(int argc, char** argv) {
   /* Defined contents for the calls that -c does not prepare (small integers,
    * not NaNs or denormals, for allreduce). */
   prepare_buffers(o.coll, &b, max_message, 0);
-  int nodes = count_nodes(), status = 0;
+  Job job = describe_job();
+  int status = 0;
   uint32_t call = 1;
   uint64_t previous = UINT64_MAX;
   for (uint64_t size = o.min_bytes; size <= o.max_bytes && !status; size *= 2) {
@@ -455,8 +534,9 @@ int main(int argc, char** argv) {
     if (bytes == previous) continue; /* allreduce: 1 and 2 round up to 4; barrier: one record */
     previous = bytes;
     SizeResult r = run_size(&o, &b, bytes, &call);
-    status = summarize(&o, bytes, me, nranks, nodes, &r);
+    status = summarize(&o, bytes, me, &job, &r);
     free(r.each);
+    free(r.times);
   }
   free(b.send);
   free(b.recv);

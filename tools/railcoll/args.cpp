@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "core/errors.hpp"
+#include "testbed/job.hpp"
 
 namespace railcoll::cli {
 
@@ -14,12 +15,13 @@ Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& fl
            const std::set<std::string>& valued) {
   for (size_t i = 0; i < argv.size(); ++i) {
     // Single-dash short options (-n 4, -m 8:1M, -i 100, -c) read like long ones.
-    std::string a = argv[i];
+    const std::string& typed = argv[i];
+    std::string a = typed;
     if (a.size() >= 2 && a[0] == '-' && a[1] != '-' && !std::isdigit(static_cast<unsigned char>(a[1])))
       a = "-" + a;
     if (a.rfind("--", 0) != 0 || a == "--") {
       if (a.size() > 1 && a[0] == '-' && !std::isdigit(static_cast<unsigned char>(a[1])))
-        throw UsageError("unknown option '" + a + "'");
+        throw UsageError("unknown option '" + typed + "'");
       positional_.push_back(a);
       continue;
     }
@@ -30,20 +32,28 @@ Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& fl
       name = name.substr(0, eq);
       inline_value = true;
     }
+    typed_[name] = typed.substr(0, typed.find('='));
+    if ((name == "h" || name == "help") && !flags.count(name) && !valued.count(name)) throw HelpRequested{};
     if (flags.count(name)) {
-      if (inline_value) throw UsageError("option --" + name + " takes no value");
+      if (inline_value) throw UsageError("option " + spelled(name) + " takes no value");
       values_[name] = "";
     } else if (valued.count(name)) {
       if (!inline_value) {
-        if (i + 1 >= argv.size()) throw UsageError("option --" + name + " needs a value");
+        if (i + 1 >= argv.size()) throw UsageError("option " + spelled(name) + " needs a value");
         value = argv[++i];
       }
-      if (values_.count(name)) throw UsageError("option --" + name + " is given twice");
+      if (values_.count(name)) throw UsageError("option " + spelled(name) + " is given twice");
       values_[name] = value;
     } else {
-      throw UsageError("unknown option '--" + name + "'");
+      throw UsageError("unknown option '" + typed_[name] + "'");
     }
   }
+}
+
+std::string Args::spelled(const std::string& name) const {
+  auto it = typed_.find(name);
+  if (it != typed_.end()) return it->second;
+  return (name.size() == 1 ? "-" : "--") + name;
 }
 
 std::string Args::str(const std::string& name, const std::string& dflt) const {
@@ -62,9 +72,9 @@ long Args::integer(const std::string& name, long dflt, long min, long max) const
   } catch (...) {
     used = 0;
   }
-  if (v.empty() || used != v.size()) throw UsageError("--" + name + " expects a whole number, got '" + v + "'");
+  if (v.empty() || used != v.size()) throw UsageError(spelled(name) + " expects a whole number, got '" + v + "'");
   if (x < min || x > max)
-    throw UsageError("--" + name + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
+    throw UsageError(spelled(name) + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
                      ", got " + v);
   return x;
 }
@@ -89,7 +99,7 @@ uint64_t parse_size(const std::string& text, const std::string& what) {
 }
 
 uint64_t Args::size(const std::string& name, uint64_t dflt) const {
-  return has(name) ? parse_size(str(name), "--" + name) : dflt;
+  return has(name) ? parse_size(str(name), spelled(name)) : dflt;
 }
 
 void size_range(const Args& a, uint64_t* lo, uint64_t* hi) {
@@ -102,25 +112,9 @@ void size_range(const Args& a, uint64_t* lo, uint64_t* hi) {
 }
 
 std::vector<int> parse_int_list(const std::string& text, const std::string& what) {
-  std::vector<int> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    size_t used = 0;
-    long v = -1;
-    try {
-      v = std::stol(item, &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || v < 0 || v > (1 << 20))
-      throw UsageError(what + " expects a comma-separated list of whole numbers, got '" + text + "'");
-    out.push_back(static_cast<int>(v));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
+  auto list = testbed::parse_number_list(text, 0, 1 << 20);
+  if (!list) throw UsageError(what + " expects a comma-separated list of whole numbers, got '" + text + "'");
+  return *list;
 }
 
 Topology topology_from(const Args& a) {

@@ -17,9 +17,13 @@ struct UsageError : std::runtime_error {
   explicit UsageError(const std::string& w) : std::runtime_error(w) {}
 };
 
+// -h or --help among a verb's options: main() prints the verb's usage (usage.hpp) and exits 0.
+struct HelpRequested {};
+
 class Args {
  public:
-  // flags: options without a value; valued: options with one.
+  // flags: options without a value; valued: options with one. -h and --help
+  // throw HelpRequested unless a verb declares them itself.
   Args(const std::vector<std::string>& argv, const std::set<std::string>& flags,
        const std::set<std::string>& valued);
   bool has(const std::string& name) const { return values_.count(name) > 0; }
@@ -28,9 +32,13 @@ class Args {
   long integer(const std::string& name, long dflt, long min, long max) const;
   uint64_t size(const std::string& name, uint64_t dflt) const;  // bytes, K/M/G suffixes
   const std::vector<std::string>& positional() const { return positional_; }
+  // The option as the user typed it ("-n", "--rails"), for messages; options
+  // not given are shown as they would be typed (one letter: "-n").
+  std::string spelled(const std::string& name) const;
 
  private:
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::string> typed_;
   std::vector<std::string> positional_;
 };
 

@@ -1,19 +1,20 @@
-// railcoll run -n N [--ppn P] [--rails K] [--timeout S] -- PROG ARGS...
-// The local launcher: N processes on this machine. With --ppn the ranks are cut
-// into pretend nodes (shared memory inside, loopback sockets between); --rails K
-// gives every rank K loopback addresses to use as rails.
-#include <glob.h>
-#include <unistd.h>
-
+// railcoll run -n N [--ppn P | --layout 2,3,1] [--rails K] [--timeout S] [--grace S] [--tag-output] -- PROG ARGS...
+// The local launcher (src/testbed/job.hpp): N processes on this machine. With
+// --ppn or --layout the ranks are cut into pretend nodes (shared memory inside,
+// loopback sockets between); --rails K gives every rank K loopback addresses
+// to use as rails.
 #include <iostream>
 
 #include "args.hpp"
 #include "commands.hpp"
-#include "launch/job.hpp"
+#include "job_args.hpp"
+#include "testbed/job.hpp"
 
 namespace railcoll::cli {
 
-namespace {
+const std::set<std::string> kJobFlags = {"tag-output"};
+const std::set<std::string> kJobValued = {"timeout", "grace"};
+
 std::vector<std::string> split_at_dashes(const std::vector<std::string>& argv, std::vector<std::string>* prog) {
   std::vector<std::string> opts;
   bool after = false;
@@ -26,55 +27,51 @@ std::vector<std::string> split_at_dashes(const std::vector<std::string>& argv, s
   }
   return opts;
 }
-// Belt and braces: the runtime unlinks its segments as soon as they are mapped.
-void remove_job_shm(const std::string& job_id) {
-  glob_t g{};
-  std::string pattern = "/dev/shm/railcoll-" + job_id + "-*";
-  if (glob(pattern.c_str(), 0, nullptr, &g) == 0)
-    for (size_t i = 0; i < g.gl_pathc; ++i) unlink(g.gl_pathv[i]);
-  globfree(&g);
+
+testbed::JobOptions job_options(const Args& a, double default_timeout) {
+  testbed::JobOptions o;
+  o.timeout_seconds = static_cast<double>(a.integer("timeout", static_cast<long>(default_timeout), 0, 7 * 86400));
+  o.grace_seconds = static_cast<double>(a.integer("grace", 0, 0, 86400));
+  o.tag_output = a.flag("tag-output");
+  return o;
 }
 
-std::vector<launch::RankProcess> local_job(int n, int ppn, int rails, const std::vector<std::string>& prog,
-                                           std::string* job_id) {
-  *job_id = launch::new_job_id();
-  const std::string key = launch::new_job_key();
-  std::string store = "127.0.0.1:" + std::to_string(launch::free_port("127.0.0.1"));
-  std::string rail_list;
-  for (int r = 0; r < rails; ++r) rail_list += (r ? ",127.0.0." : "127.0.0.") + std::to_string(r + 1);
-  std::vector<launch::RankProcess> ranks;
-  for (int r = 0; r < n; ++r) {
-    int node = ppn > 0 ? r / ppn : 0;
-    int local = ppn > 0 ? r % ppn : r;
-    int local_size = ppn > 0 ? std::min(ppn, n - node * ppn) : n;
-    launch::RankProcess p;
-    p.argv = prog;
-    p.env = launch::rank_env(r, n, local, local_size, node, store, *job_id, key, rail_list);
-    if (ppn <= 0) p.env.erase("RAILCOLL_NODE");  // one real node: its hostname
-    ranks.push_back(std::move(p));
-  }
-  return ranks;
+int report_job(const std::string& verb, const testbed::JobResult& r) {
+  if (r.exit_status != 0)
+    std::cerr << "railcoll " << verb << ": " << r.failure << "\n"
+              << "railcoll " << verb << ": every rank:\n"
+              << r.rank_report() << std::flush;
+  return r.exit_status;
 }
-
-}  // namespace
 
 int cmd_run(const std::vector<std::string>& argv) {
   std::vector<std::string> prog;
   auto opts = split_at_dashes(argv, &prog);
-  Args a(opts, {}, {"n", "np", "ppn", "rails", "timeout"});
+  std::set<std::string> valued = {"n", "np", "ppn", "layout", "rails"};
+  valued.insert(kJobValued.begin(), kJobValued.end());
+  Args a(opts, kJobFlags, valued);
   if (!a.positional().empty() || prog.empty())
-    throw UsageError("usage: railcoll run -n N [--ppn P] [--rails K] [--timeout S] -- PROG ARGS...");
-  int n = static_cast<int>(a.has("np") ? a.integer("np", 1, 1, 1024) : a.integer("n", 0, 1, 1024));
-  if (n == 0) throw UsageError("-n N (the number of ranks) is required");
-  int ppn = static_cast<int>(a.integer("ppn", 0, 1, 1024));
-  int rails = static_cast<int>(a.integer("rails", 1, 1, 8));
-  double timeout = static_cast<double>(a.integer("timeout", 0, 0, 7 * 86400));
-  std::string job;
-  auto ranks = local_job(n, ppn, rails, prog, &job);
-  auto res = launch::run_job(ranks, 10, timeout);
-  remove_job_shm(job);
-  if (res.exit_status != 0) std::cerr << "railcoll run: " << res.failure << "\n";
-  return res.exit_status;
+    throw UsageError("usage: railcoll run -n N [--ppn P | --layout 2,3,1] [--rails K] [--timeout S] [--grace S] "
+                     "[--tag-output] -- PROG ARGS...");
+  if (a.has("n") && a.has("np")) throw UsageError("give only one of -n and --np");
+  if (a.has("ppn") && a.has("layout")) throw UsageError("give only one of --ppn and --layout");
+  const char* n_name = a.has("np") ? "np" : "n";
+  int n = static_cast<int>(a.integer(n_name, 0, 1, 1024));
+  testbed::LocalJob job;
+  job.rails = static_cast<int>(a.integer("rails", 1, 1, 8));
+  job.program = prog;
+  if (a.has("layout")) {
+    job.layout = testbed::parse_layout(a.str("layout"));
+    if (n && n != testbed::layout_ranks(job.layout))
+      throw UsageError(a.spelled(n_name) + " " + std::to_string(n) + " but --layout " + a.str("layout") + " holds " +
+                       std::to_string(testbed::layout_ranks(job.layout)) + " ranks");
+    job.pretend_nodes = true;
+  } else {
+    if (n == 0) throw UsageError("-n N (the number of ranks) is required, or --layout");
+    job.pretend_nodes = a.has("ppn");
+    job.layout = testbed::layout_of(n, static_cast<int>(a.integer("ppn", n, 1, 1024)));
+  }
+  return report_job("run", testbed::run_local_job(job, job_options(a, 0)));
 }
 
 }  // namespace railcoll::cli

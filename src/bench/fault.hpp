@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <string>
 
-namespace railcoll::cli {
+#include "bench/driver.hpp"
+
+namespace railcoll::bench {
 
 struct FaultSpec {
   enum Kind { RailDown, Kill } kind = RailDown;
@@ -14,6 +16,7 @@ struct FaultSpec {
   std::string text;
 };
 // "rail-down@3", "rail-down@3:4" (down for 4 s; default: as long as T), "kill@3".
+// Throws InputError on anything else.
 FaultSpec parse_fault(const std::string& text);
 
 // A rank of the fault run (started by a launcher): `marker` is a path prefix
@@ -21,7 +24,11 @@ FaultSpec parse_fault(const std::string& text);
 // the last rank's pid); rank 0 appends "#call t=S us=U" records.
 int fault_worker(const FaultSpec& f, const std::string& algo, uint64_t bytes, double duration,
                  const std::string& marker, const std::string& records);
-// The driver: starts the workers on the cluster, injects the fault, reports.
-int fault_driver(const FaultSpec& f, const std::string& algo, uint64_t bytes);
 
-}  // namespace railcoll::cli
+// The driver: starts the workers on the cluster (`where` must be the
+// cluster), injects the fault, reports, and writes the phases as JSON to
+// `json` when given. Returns the exit status.
+int fault_driver(const FaultSpec& f, const std::string& algo, uint64_t bytes, const Placement& where,
+                 const std::string& json);
+
+}  // namespace railcoll::bench

@@ -1,4 +1,4 @@
-#include "bench_fault.hpp"
+#include "bench/fault.hpp"
 
 #include <railcoll/railcoll.h>
 #include <signal.h>
@@ -9,18 +9,19 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 #include <vector>
 
-#include "args.hpp"
-#include "bench_report.hpp"
-#include "cluster/cluster.hpp"
+#include "core/errors.hpp"
+#include "testbed/cluster.hpp"
+#include "testbed/spawn.hpp"
 
-namespace railcoll::cli {
+namespace railcoll::bench {
 
 namespace {
-double mono() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double mono() { return testbed::monotonic_seconds(); }
 
 unsigned char pattern(int rank, int call, size_t i) {
   return static_cast<unsigned char>((rank * 131 + call * 31 + i * 7 + (i >> 8)) & 0xff);
@@ -29,7 +30,8 @@ unsigned char pattern(int rank, int call, size_t i) {
 double seconds_of(const std::string& s, const std::string& what) {
   char* end = nullptr;
   double x = strtod(s.c_str(), &end);
-  if (s.empty() || *end || !(x > 0) || x > 3600) throw UsageError("--fault: " + what + " '" + s + "' is not a number of seconds");
+  if (s.empty() || *end || !(x > 0) || x > 3600)
+    throw InputError("--fault: " + what + " '" + s + "' is not a number of seconds");
   return x;
 }
 }  // namespace
@@ -40,13 +42,13 @@ FaultSpec parse_fault(const std::string& text) {
   auto at = text.find('@');
   std::string kind = text.substr(0, at);
   if (at == std::string::npos || (kind != "rail-down" && kind != "kill"))
-    throw UsageError("--fault expects rail-down@T[:D] or kill@T (seconds), got '" + text + "'");
+    throw InputError("--fault expects rail-down@T[:D] or kill@T (seconds), got '" + text + "'");
   std::string when = text.substr(at + 1);
   auto colon = when.find(':');
   f.kind = kind == "kill" ? FaultSpec::Kill : FaultSpec::RailDown;
   f.at = seconds_of(when.substr(0, colon), "T");
   if (colon != std::string::npos) {
-    if (f.kind == FaultSpec::Kill) throw UsageError("--fault kill@T takes no duration");
+    if (f.kind == FaultSpec::Kill) throw InputError("--fault kill@T takes no duration");
     f.length = seconds_of(when.substr(colon + 1), "D");
   } else {
     f.length = f.at;
@@ -103,23 +105,39 @@ int fault_worker(const FaultSpec& f, const std::string& algo, uint64_t bytes, do
   return wrong ? 1 : 0;
 }
 
-int fault_driver(const FaultSpec& f, const std::string& algo, uint64_t bytes) {
+namespace {
+
+struct Phase {
+  std::string name;
+  double from = 0, to = 0;
+  size_t calls = 0;
+  double median_us = 0, gbytes_per_s = 0;
+};
+
+}  // namespace
+
+int fault_driver(const FaultSpec& f, const std::string& algo, uint64_t bytes, const Placement& where,
+                 const std::string& json) {
   auto cfg = cluster::load_state();
-  if (!cfg || !cluster_is_up())
-    throw UsageError("--fault needs the emulated cluster: railcoll cluster up (as root) first");
-  if (cfg->nodes < 2) throw UsageError("--fault needs a cluster of at least 2 nodes");
-  if (f.kind == FaultSpec::RailDown && cfg->rails < 2)
-    throw UsageError("--fault rail-down needs at least 2 rails (with one, the job has nothing to move to)");
+  if (!where.cluster || !cfg) throw InputError("--fault needs the emulated cluster: railcoll cluster up (as root) first");
+  if (where.layout.size() < 2) throw InputError("--fault needs ranks on at least 2 nodes");
+  const int rails = where.rails > 0 ? where.rails : cfg->rails;
+  if (f.kind == FaultSpec::RailDown && rails < 2)
+    throw InputError("--fault rail-down needs at least 2 rails (with one, the job has nothing to move to)");
+  const int ranks = testbed::layout_ranks(where.layout);
   double duration = f.kind == FaultSpec::Kill ? f.at + 30 : f.at + f.length + std::max(3.0, f.at);
   char tmpl[] = "/tmp/railcoll-fault-XXXXXX";
-  if (!mkdtemp(tmpl)) throw std::runtime_error("cannot make a directory in /tmp");
+  if (!mkdtemp(tmpl)) throw RuntimeError(Status::Internal, "cannot make a directory in /tmp");
   std::string dir = tmpl, marker = dir + "/m";
-  const int node = 1, rail = cfg->rails - 1;
+  const int node = 1, rail = rails - 1;
   std::string what = f.kind == FaultSpec::Kill ? "the last rank killed" :
                      "rail " + std::to_string(rail) + " of node " + std::to_string(node) + " down";
-  std::cout << "railcoll bench: allgather/" << algo << ", " << bytes << " B per rank, on the emulated cluster; "
-            << what << " at " << f.at << " s" << (f.kind == FaultSpec::RailDown ? " for " + std::to_string(f.length).substr(0, 4) + " s" : "")
-            << "\n" << std::flush;
+  std::cout << "railcoll bench: allgather/" << algo << ", " << bytes << " B per rank, on the emulated cluster ("
+            << where.text() << "); " << what << " at " << f.at << " s"
+            << (f.kind == FaultSpec::RailDown ? " for " + std::to_string(f.length).substr(0, 4) + " s" : "") << "\n"
+            << std::flush;
+  const std::string ns = cluster::node_name(node), dev = cluster::rail_if_name(rail);
+  auto set_link = [&](const char* state) { testbed::run({"ip", "netns", "exec", ns, "ip", "link", "set", dev, state}, 30); };
 
   // The injector waits for the first timed call, then acts on its own clock.
   std::string injected;
@@ -128,29 +146,37 @@ int fault_driver(const FaultSpec& f, const std::string& algo, uint64_t bytes) {
     for (double give_up = mono() + 120; mono() < give_up && !(std::ifstream(marker + ".start") >> t0);)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (t0 == 0) return;
-    std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(t0 + f.at))));
-    std::string ns = cluster::node_name(node), dev = cluster::rail_if_name(rail);
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::max(0.0, t0 + f.at - mono())));
     if (f.kind == FaultSpec::Kill) {
       int pid = 0;
       if (std::ifstream(marker + ".pid") >> pid && pid > 0) kill(pid, SIGKILL);
       injected = "killed pid " + std::to_string(pid);
       return;
     }
-    run_command({"ip", "netns", "exec", ns, "ip", "link", "set", dev, "down"});
+    set_link("down");
     std::this_thread::sleep_for(std::chrono::duration<double>(f.length));
-    run_command({"ip", "netns", "exec", ns, "ip", "link", "set", dev, "up"});
+    set_link("up");
     injected = ns + " " + dev + " down and up";
   });
-  std::vector<std::string> worker = {self_exe(), "bench", "allgather", "--worker", "--fault", f.text, "--algo", algo,
-                                     "-m", std::to_string(bytes), "--fault-marker", marker,
+  std::vector<std::string> worker = {testbed::self_exe(), "bench", "allgather", "--worker", "--fault", f.text,
+                                     "--algo", algo, "-m", std::to_string(bytes), "--fault-marker", marker,
                                      "--duration", std::to_string(duration)};
   std::vector<std::string> lines;
   std::string out;
-  int rc = run_workers(true, {}, {}, worker, &lines, &out);
+  testbed::JobOptions jo;
+  jo.grace_seconds = 60;  // the survivors of a kill report their errors themselves
+  jo.timeout_seconds = duration + 120;
+  jo.on_line = [&](int, bool, const std::string& line) { out += line; };
+  testbed::JobResult job;
+  try {
+    job = run_workers(where, worker, &lines, jo);
+  } catch (...) {
+    injector.join();
+    if (f.kind == FaultSpec::RailDown) set_link("up");
+    throw;
+  }
   injector.join();
-  // Make sure the rail is up whatever happened.
-  if (f.kind == FaultSpec::RailDown)
-    run_command({"ip", "netns", "exec", cluster::node_name(node), "ip", "link", "set", cluster::rail_if_name(rail), "up"});
+  if (f.kind == FaultSpec::RailDown) set_link("up");  // whatever happened
   for (auto* suffix : {".start", ".pid"}) unlink((marker + suffix).c_str());
   rmdir(dir.c_str());
 
@@ -162,48 +188,80 @@ int fault_driver(const FaultSpec& f, const std::string& algo, uint64_t bytes) {
     Call c{};
     if (sscanf(l.c_str(), "#call t=%lf us=%lf", &c.t, &c.us) == 2) calls.push_back(c);
   }
-  int ranks = 0, wrong = 0, done = 0;
+  int wrong = 0, done = 0;
   std::vector<std::string> errors;
   std::istringstream in(out);
   for (std::string l; std::getline(in, l);) {
     int r, n, w, f1, f2;
-    if (sscanf(l.c_str(), "#fault-done rank=%d calls=%d wrong=%d rails_up_fewest=%d rails_up_end=%d", &r, &n, &w, &f1, &f2) == 5)
-      ++done, wrong += w, ranks = std::max(ranks, r + 1);
+    if (sscanf(l.c_str(), "#fault-done rank=%d calls=%d wrong=%d rails_up_fewest=%d rails_up_end=%d", &r, &n, &w, &f1,
+               &f2) == 5)
+      ++done, wrong += w;
     if (l.rfind("#fault-error", 0) == 0) errors.push_back(l.substr(13));
   }
-  ranks = std::max<int>(ranks, static_cast<int>(errors.size()) + 1);
+  std::vector<Phase> phases;
   auto phase = [&](const char* name, double a, double b) {
+    Phase p{name, a, b, 0, 0, 0};
     std::vector<double> us;
     double last = a;
     for (auto& c : calls)
       if (c.t >= a && c.t < b) us.push_back(c.us), last = c.t;
-    double span = std::max(1e-9, (b > 1e8 ? last : b) - a);
+    p.to = b > 1e8 ? last : b;
+    double span = std::max(1e-9, p.to - a);
+    p.calls = us.size();
     if (us.empty()) {
-      printf("%-8s %5.1f-%-5.1f %6d %12s %12s\n", name, a, b, 0, "-", "-");
-      return 0.0;
+      printf("%-8s %5.1f-%-5.1f %6d %12s %12s\n", name, a, p.to, 0, "-", "-");
+    } else {
+      std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
+      p.median_us = us[us.size() / 2];
+      p.gbytes_per_s = static_cast<double>(us.size()) * static_cast<double>(bytes) * ranks / span / 1e9;
+      printf("%-8s %5.1f-%-5.1f %6zu %12.0f %12.3f\n", name, a, p.to, us.size(), p.median_us, p.gbytes_per_s);
     }
-    std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
-    double med = us[us.size() / 2];
-    double gbps = static_cast<double>(us.size()) * static_cast<double>(bytes) * cfg->nodes * cfg->ppn / span / 1e9;
-    printf("%-8s %5.1f-%-5.1f %6zu %12.0f %12.3f\n", name, a, b > 1e8 ? last : b, us.size(), med, gbps);
-    return gbps;
+    phases.push_back(p);
+    return p.gbytes_per_s;
   };
   printf("# phase   seconds      calls   median(us)  GB/s gathered\n");
+  int status;
   if (f.kind == FaultSpec::RailDown) {
     double before = phase("before", 0, f.at);
     double during = phase("during", f.at, f.at + f.length);
     double after = phase("after", f.at + f.length, 1e9);
     if (before > 0)
-      printf("throughput during the outage: %.0f%% of before; after: %.0f%%\n", 100 * during / before, 100 * after / before);
-    printf("%d of %d ranks finished, %d wrong results, %zu failed calls (%s)\n", done, cfg->nodes * cfg->ppn, wrong,
-           errors.size(), injected.c_str());
-    return rc == 0 && errors.empty() && wrong == 0 ? 0 : 1;
+      printf("throughput during the outage: %.0f%% of before; after: %.0f%%\n", 100 * during / before,
+             100 * after / before);
+    printf("%d of %d ranks finished, %d wrong results, %zu failed calls (%s)\n", done, ranks, wrong, errors.size(),
+           injected.c_str());
+    status = job.exit_status == 0 && errors.empty() && wrong == 0 ? 0 : 1;
+  } else {
+    phase("before", 0, f.at);
+    printf("after the kill (%s):\n", injected.c_str());
+    for (auto& e : errors) printf("  %s\n", e.c_str());
+    printf("%zu of %d survivors returned an error\n", errors.size(), ranks - 1);
+    status = static_cast<int>(errors.size()) == ranks - 1 ? 0 : 1;
   }
-  phase("before", 0, f.at);
-  printf("after the kill (%s):\n", injected.c_str());
-  for (auto& e : errors) printf("  %s\n", e.c_str());
-  printf("%zu of %d survivors returned an error\n", errors.size(), cfg->nodes * cfg->ppn - 1);
-  return static_cast<int>(errors.size()) == cfg->nodes * cfg->ppn - 1 ? 0 : 1;
+  fflush(stdout);
+  if (!json.empty()) {
+    nlohmann::ordered_json j;
+    j["fault"] = f.text;
+    j["collective"] = "allgather";
+    j["algorithm"] = algo;
+    j["bytes"] = bytes;
+    j["ranks"] = ranks;
+    j["nodes"] = where.layout.size();
+    j["rails"] = rails;
+    j["injected"] = injected;
+    j["phases"] = nlohmann::ordered_json::array();
+    for (auto& p : phases)
+      j["phases"].push_back({{"phase", p.name}, {"from_s", p.from}, {"to_s", p.to}, {"calls", p.calls},
+                             {"p50_us", p.median_us}, {"gbytes_per_s", p.gbytes_per_s}});
+    j["ranks_finished"] = done;
+    j["wrong_results"] = wrong;
+    j["failed_calls"] = errors.size();
+    j["errors"] = errors;
+    j["ok"] = status == 0;
+    std::ofstream(json) << j.dump(1) << "\n";
+    std::cout << "wrote " << json << "\n";
+  }
+  return status;
 }
 
-}  // namespace railcoll::cli
+}  // namespace railcoll::bench

@@ -1,11 +1,9 @@
-#include "cluster/cluster.hpp"
+#include "testbed/cluster.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,9 +19,15 @@
 #include <set>
 #include <sstream>
 
+#include "testbed/spawn.hpp"
+
 namespace fs = std::filesystem;
 
 namespace railcoll::cluster {
+
+using testbed::run;
+using testbed::RunResult;
+using testbed::SpawnError;
 
 // ---------------------------------------------------------------- names
 
@@ -106,75 +110,21 @@ std::string one_line(std::string s) {
 }
 
 struct CommandResult {
-  int status = 0;  // exit status, 128+signal, or -1 if it could not start
+  int status = 0;  // exit status, 128+signal, 124 if killed at the time limit
   std::string out, err;
 };
 
 // Runs argv (no shell), capturing stdout and stderr. `ip` and `tc` answer in
 // milliseconds; the time limit only guards against a wedged kernel or tool.
 CommandResult run_command(const std::vector<std::string>& argv, double timeout_s = 60) {
-  CommandResult res;
-  int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) return {-1, "", std::string("pipe: ") + strerror(errno)};
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    close(out_pipe[0]), close(out_pipe[1]);
-    return {-1, "", std::string("pipe: ") + strerror(errno)};
+  try {
+    RunResult r = run(argv, timeout_s);
+    CommandResult res{r.code(), r.out, r.err};
+    if (r.timed_out) res.err = "no answer within " + std::to_string(static_cast<int>(timeout_s)) + " s; killed";
+    return res;
+  } catch (const SpawnError& e) {
+    return {-1, "", e.what()};
   }
-  pid_t pid = fork();
-  if (pid == 0) {
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, 0);
-    dup2(out_pipe[1], 1);
-    dup2(err_pipe[1], 2);
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    dprintf(2, "cannot run %s: %s", args[0], strerror(errno));
-    _exit(127);
-  }
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  if (pid < 0) {
-    close(out_pipe[0]), close(err_pipe[0]);
-    return {-1, "", std::string("fork: ") + strerror(errno)};
-  }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&res.out, &res.err};
-  int open_fds = 2;
-  bool timed_out = false;
-  while (open_fds > 0) {
-    int left_ms = static_cast<int>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
-    if (left_ms <= 0) {
-      timed_out = true;
-      kill(pid, SIGKILL);
-      break;
-    }
-    int n = poll(fds, 2, left_ms);
-    if (n < 0 && errno == EINTR) continue;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      char buf[4096];
-      ssize_t got = read(fds[i].fd, buf, sizeof buf);
-      if (got > 0) {
-        sinks[i]->append(buf, static_cast<size_t>(got));
-      } else if (got == 0 || errno != EINTR) {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
-      }
-    }
-  }
-  for (auto& f : fds)
-    if (f.fd >= 0) close(f.fd);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  res.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  if (timed_out) res.err = "no answer within " + std::to_string(static_cast<int>(timeout_s)) + " s; killed";
-  return res;
 }
 
 std::string failure_text(const std::vector<std::string>& argv, const CommandResult& r) {
@@ -578,6 +528,16 @@ Health check(const Config& cfg) {
     h.nodes.push_back(n);
   }
   return h;
+}
+
+bool usable() {
+  if (!is_root()) return false;
+  try {
+    auto cfg = load_state();
+    return cfg && check(*cfg).healthy();
+  } catch (const std::exception&) {  // a malformed state file, a failing `ip`: not usable
+    return false;
+  }
 }
 
 // ---------------------------------------------------------------- programs

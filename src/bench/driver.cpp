@@ -1,0 +1,283 @@
+#include "bench/driver.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "bench/plot.hpp"
+#include "bench/records.hpp"
+#include "bench/report.hpp"
+#include "core/errors.hpp"
+#include "testbed/cluster_job.hpp"
+#include "testbed/spawn.hpp"
+
+namespace railcoll::bench {
+
+namespace cl = railcoll::cluster;
+using testbed::JobOptions;
+using testbed::JobResult;
+
+std::string Placement::text() const {
+  const int n = testbed::layout_ranks(layout), nodes = static_cast<int>(layout.size());
+  std::ostringstream o;
+  o << n << " rank" << (n == 1 ? "" : "s") << " on " << nodes << (cluster ? " node" : " pretend node")
+    << (nodes == 1 ? "" : "s") << " (" << testbed::layout_text(layout) << "), ";
+  if (rails > 0) o << rails << (cluster ? " rail" : " loopback rail") << (rails == 1 ? "" : "s");
+  else o << "every rail";
+  return o.str();
+}
+
+Placement choose_placement(const PlacementRequest& req) {
+  if (!req.layout.empty() && (req.n > 0 || req.ppn > 0))
+    throw InputError("give either --layout or -n/--ppn, not both");
+  Placement p;
+  p.cluster = !req.local && cl::usable();
+  p.rails = req.rails;
+  if (!req.layout.empty()) {
+    p.layout = req.layout;
+  } else if (p.cluster) {
+    cl::Config cfg = *cl::load_state();
+    int ppn = req.ppn > 0 ? req.ppn : cfg.ppn;
+    p.layout = req.n > 0 ? testbed::layout_of(req.n, ppn) : std::vector<int>(cfg.nodes, ppn);
+    if (static_cast<int>(p.layout.size()) > cfg.nodes)
+      throw InputError(std::to_string(req.n) + " ranks at " + std::to_string(ppn) + " per node need " +
+                       std::to_string(p.layout.size()) + " nodes (" + testbed::layout_text(p.layout) +
+                       ") but the cluster has " + std::to_string(cfg.nodes) + "; give --ppn or --layout");
+  } else {
+    if (req.n > 0) p.layout = testbed::layout_of(req.n, req.ppn > 0 ? req.ppn : req.n);
+    else p.layout.assign(2, req.ppn > 0 ? req.ppn : 4);
+    if (p.rails == 0) p.rails = 2;
+  }
+  return p;
+}
+
+namespace {
+
+// The job for `program` at `where`, started with `options`.
+JobResult run_at(const Placement& where, const std::vector<std::string>& program, const JobOptions& options) {
+  if (where.cluster) {
+    testbed::ClusterJobRequest req;
+    req.program = program;
+    req.layout = where.layout;
+    req.rails = where.rails;
+    return testbed::run_cluster_job(testbed::prepare_cluster_job(req), options);
+  }
+  testbed::LocalJob job;
+  job.layout = where.layout;
+  job.pretend_nodes = true;
+  job.rails = where.rails;
+  job.program = program;
+  return testbed::run_local_job(job, options);
+}
+
+std::string temp_file(const char* prefix) {
+  std::string tmpl = std::string("/tmp/") + prefix + "-XXXXXX";
+  int fd = mkstemp(tmpl.data());
+  if (fd < 0) throw RuntimeError(Status::Internal, "cannot create a temporary file in /tmp");
+  close(fd);
+  return tmpl;
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void report_failure(const std::string& what, const JobResult& r) {
+  std::cerr << "railcoll bench: " << what << " failed: " << r.failure << "\n" << r.rank_report();
+}
+
+}  // namespace
+
+JobResult run_workers(const Placement& where, std::vector<std::string> worker, std::vector<std::string>* records,
+                      const JobOptions& options) {
+  const std::string path = temp_file("railcoll-records");
+  worker.insert(worker.end(), {"--records", path});
+  std::cout << std::flush;  // the ranks write to the same stdout
+  JobResult r;
+  try {
+    r = run_at(where, worker, options);
+  } catch (...) {
+    unlink(path.c_str());
+    throw;
+  }
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) records->push_back(line);
+  unlink(path.c_str());
+  return r;
+}
+
+std::vector<std::string> worker_command(const BenchPlan& plan) {
+  std::vector<std::string> w = {testbed::self_exe(), "bench", collective_name(plan.collective), "--worker",
+                                "--algo", plan.algo, "-m", std::to_string(plan.min) + ":" + std::to_string(plan.max),
+                                "-i", std::to_string(plan.iters), "-x", std::to_string(plan.warmup)};
+  if (plan.full) w.push_back("-f");
+  if (plan.validate) w.push_back("-c");
+  return w;
+}
+
+namespace {
+
+std::vector<BenchRecord> records_of(const std::vector<std::string>& lines, BenchContext* ctx) {
+  std::string text;
+  for (auto& l : lines) text += l + "\n";
+  return parse_records(text, ctx, "the workers' records");
+}
+
+// Runs the workers again while `railcoll traffic` loads every rail from every
+// node (seed 004 §5); the traffic job is stopped however the run ends.
+int run_under_background(const BenchPlan& plan, const JobOptions& jo, std::vector<BenchRecord>* loaded) {
+  const std::string self = testbed::self_exe(), pattern = background_name(plan.background);
+  testbed::SpawnOptions so;
+  so.argv = {self, "cluster", "run", "--ppn", "1"};
+  if (plan.where.rails > 0) so.argv.insert(so.argv.end(), {"--rails", std::to_string(plan.where.rails)});
+  so.argv.insert(so.argv.end(), {"--timeout", "0", "--", self, "traffic", "--pattern", pattern, "--seconds", "3600"});
+  so.in = testbed::Stream::Null;
+  so.out = testbed::Stream::File;
+  so.out_file = temp_file("railcoll-traffic");
+  so.err_to_out = true;
+  std::cout << "\n# the same run under " << pattern << " background traffic on every rail\n" << std::flush;
+  testbed::Process traffic(so);
+  auto stop_traffic = [&] {
+    traffic.signal_group(SIGTERM);  // the launcher forwards it to the generators
+    if (!traffic.wait_until(testbed::monotonic_seconds() + 10)) {
+      traffic.signal_group(SIGKILL);
+      traffic.wait_until(0);
+    }
+  };
+  // The generators connect and ramp up; a loaded run without load would mislead.
+  if (traffic.wait_until(testbed::monotonic_seconds() + 2)) {
+    std::cerr << "railcoll bench: the background traffic stopped before the measurement ("
+              << traffic.status().text() << "); its output:\n"
+              << file_text(so.out_file);
+    unlink(so.out_file.c_str());
+    return 1;
+  }
+  std::vector<std::string> lines;
+  JobResult r;
+  try {
+    r = run_workers(plan.where, worker_command(plan), &lines, jo);
+  } catch (...) {
+    stop_traffic();
+    unlink(so.out_file.c_str());
+    throw;
+  }
+  stop_traffic();
+  std::istringstream moved(file_text(so.out_file));
+  for (std::string line; std::getline(moved, line);)  // "railcoll traffic: rank r (...) sent N MiB"
+    if (line.find(" sent ") != std::string::npos) std::cout << "# " << line << "\n";
+  unlink(so.out_file.c_str());
+  if (r.exit_status != 0) {
+    report_failure("the benchmark ranks under background traffic", r);
+    return 1;
+  }
+  BenchContext ignored;
+  *loaded = records_of(lines, &ignored);
+  for (auto& rec : *loaded) rec.background = pattern;
+  return 0;
+}
+
+// Open MPI's collectives on the same ranks (railcoll-mpi-bench): its records.
+std::vector<BenchRecord> run_mpi(const BenchPlan& plan, const BenchContext& ctx, const std::string& label) {
+  std::string self = testbed::self_exe();
+  std::string mpibench = self.substr(0, self.rfind('/')) + "/railcoll-mpi-bench";
+  const char* name = collective_name(plan.collective);
+  std::vector<std::string> args = {mpibench, "--coll", name, "--label", label, "--rails", std::to_string(ctx.rails),
+                                   "-i", std::to_string(plan.iters), "-x", std::to_string(plan.warmup)};
+  if (!traits(plan.collective).moves_data) args.push_back("--samples");
+  else args.insert(args.end(), {"-m", std::to_string(std::max<uint64_t>(plan.min, 1)) + ":" + std::to_string(plan.max)});
+  if (plan.validate) args.push_back("-c");
+  const bool han = label == "mpi:han";
+  std::cout << "\n# Open MPI " << label
+            << (plan.where.cluster ? " on the same emulated cluster" : " on this machine (one node)") << "\n"
+            << std::flush;
+  std::string out;
+  int status = 0;
+  std::string failure;
+  if (plan.where.cluster) {
+    testbed::ClusterJobRequest req;
+    req.program = args;
+    req.layout = plan.where.layout;
+    req.rails = plan.where.rails;
+    JobOptions jo;
+    jo.timeout_seconds = plan.timeout;
+    jo.on_line = [&](int, bool is_stderr, const std::string& line) {
+      if (is_stderr) std::cerr << line << std::flush;
+      else out += line;
+    };
+    JobResult r = testbed::run_cluster_mpirun(testbed::prepare_cluster_job(req), han, false, jo);
+    status = r.exit_status;
+    failure = r.failure;
+  } else {
+    std::vector<std::string> cmd = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-n",
+                                    std::to_string(testbed::layout_ranks(plan.where.layout)), "--mca", "btl",
+                                    "tcp,vader,self", "--mca", "mpi_yield_when_idle", "1"};
+    if (han) cmd.insert(cmd.end(), {"--mca", "coll_han_priority", "100"});
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    testbed::RunOptions ro;
+    ro.timeout_s = plan.timeout;
+    ro.capture_err = false;
+    testbed::RunResult r = testbed::run(cmd, ro);
+    status = r.code();
+    out = r.out;
+    failure = r.status.text();
+  }
+  if (status != 0) {
+    std::cerr << "railcoll bench: " << label << " failed (" << failure << "); its output:\n" << out;
+    return {};
+  }
+  std::vector<BenchRecord> recs = parse_records(out, nullptr, label + " output");
+  print_table_header(std::cout, label, ctx, plan.full, plan.validate);
+  for (auto& r : recs) print_table_row(std::cout, r, plan.full);
+  return recs;
+}
+
+}  // namespace
+
+int run_bench(const BenchPlan& plan) {
+  if (plan.background != BackgroundPattern::None && !plan.where.cluster)
+    throw InputError("--background needs the emulated cluster (railcoll cluster up)");
+  if (plan.where.cluster)
+    std::cout << "railcoll bench: on the emulated cluster: " << plan.where.text() << "\n";
+  else
+    std::cout << "railcoll bench: no emulated cluster is up: local processes, " << plan.where.text() << "\n";
+  std::cout << std::flush;
+  JobOptions jo;
+  jo.timeout_seconds = plan.timeout;
+  std::vector<std::string> lines;
+  JobResult r = run_workers(plan.where, worker_command(plan), &lines, jo);
+  BenchContext ctx;
+  std::vector<BenchRecord> recs = records_of(lines, &ctx);
+  if (r.exit_status != 0) {
+    report_failure("the benchmark ranks", r);
+    return 1;
+  }
+  if (plan.background != BackgroundPattern::None) {
+    std::vector<BenchRecord> loaded;
+    if (run_under_background(plan, jo, &loaded) != 0) return 1;
+    print_background_summary(std::cout, recs, loaded, ctx, background_name(plan.background));
+    recs.insert(recs.end(), loaded.begin(), loaded.end());
+  }
+  if (plan.mpi)
+    for (const char* label : {"mpi:tuned", "mpi:han"}) {
+      auto mpi = run_mpi(plan, ctx, label);
+      recs.insert(recs.end(), mpi.begin(), mpi.end());
+    }
+  print_summary(std::cout, recs, ctx);
+  if (!plan.json.empty()) write_json(plan.json, recs), std::cout << "wrote " << plan.json << "\n";
+  if (!plan.csv.empty()) write_csv(plan.csv, recs), std::cout << "wrote " << plan.csv << "\n";
+  if (!plan.plot.empty()) {
+    std::string title = ctx.collective + ", " + std::to_string(ctx.ranks) + " ranks on " + std::to_string(ctx.nodes) +
+                        " nodes, " + std::to_string(ctx.rails) + " rails (" + ctx.where + ")";
+    if (write_plot(recs, plan.plot, title)) std::cout << "wrote " << plan.plot << "\n";
+  }
+  return 0;
+}
+
+}  // namespace railcoll::bench

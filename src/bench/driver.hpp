@@ -1,0 +1,64 @@
+// The benchmark's driver (`railcoll bench` started by hand): it starts the
+// workers (bench/harness.hpp) as the ranks of a job on the emulated cluster
+// when one is up, else as local processes; runs them again under background
+// traffic when asked; runs Open MPI's collectives on the same ranks
+// (railcoll-mpi-bench); then prints the summary and writes JSON, CSV and plot.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/background.hpp"
+#include "core/collective.hpp"
+#include "testbed/job.hpp"
+
+namespace railcoll::bench {
+
+// Where the ranks of a benchmark run.
+struct Placement {
+  bool cluster = false;     // the emulated cluster; else local processes in pretend nodes
+  std::vector<int> layout;  // ranks per node, node-major
+  int rails = 0;            // on the cluster 0 means all of its rails
+  std::string text() const;  // "13 ranks on 3 nodes (5,5,3), 2 rails"
+};
+
+// What the command line asked for: -n, --ppn, --layout, --rails, --local (0 / empty: not given).
+struct PlacementRequest {
+  bool local = false;
+  int n = 0, ppn = 0, rails = 0;
+  std::vector<int> layout;
+};
+
+// The cluster when one is up and usable (unless `local`), else local
+// processes. Ranks per node: --layout; else -n in nodes of --ppn (the
+// cluster's ppn, locally -n in one node) with the rest on a last, smaller node;
+// else --ppn on every node (locally 2 nodes); else the cluster's shape
+// (locally 2 nodes of 4). Never more ranks than asked: a layout that does not
+// fit the cluster is an InputError.
+Placement choose_placement(const PlacementRequest& request);
+
+// Runs `worker` (a command line) as the ranks of a job at `where` with
+// `--records FILE` appended, and returns the job's result and, in `records`,
+// the lines the workers wrote to FILE.
+testbed::JobResult run_workers(const Placement& where, std::vector<std::string> worker,
+                               std::vector<std::string>* records, const testbed::JobOptions& options);
+
+struct BenchPlan {
+  Collective collective = Collective::Allgather;
+  std::string algo = "all";
+  uint64_t min = 8, max = 1 << 20;
+  int iters = 100, warmup = 10;
+  bool full = false, validate = false, mpi = false;
+  BackgroundPattern background = BackgroundPattern::None;  // needs the cluster
+  Placement where;
+  double timeout = 3600;  // seconds for each job (workers, Open MPI)
+  std::string json, csv, plot;
+};
+
+// The workers' command line for the plan (this program, `bench ... --worker`).
+std::vector<std::string> worker_command(const BenchPlan& plan);
+
+// Runs the plan and reports; returns the exit status (0 ok, 1 a job failed or
+// a result was wrong, 2 the plan cannot run here).
+int run_bench(const BenchPlan& plan);
+
+}  // namespace railcoll::bench

@@ -1,0 +1,238 @@
+#include "bench/harness.hpp"
+
+#include <sys/stat.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <iostream>
+
+#include "bench/plot.hpp"
+#include "bench/report.hpp"
+#include "bench/stats.hpp"
+#include "core/registry.hpp"
+#include "core/select.hpp"
+
+namespace railcoll::bench {
+
+double monotonic_us() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
+}
+
+uint64_t clock_identity() {
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  struct stat st {};
+  uint64_t time_ns = stat("/proc/self/ns/time", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+  return std::hash<std::string>{}(boot) ^ (time_ns * 0x9E3779B97F4A7C15ull);
+}
+
+BenchCall::BenchCall(Collective coll, uint64_t bytes, int me, int n) : t_(traits(coll)) {
+  shape_.rank = me;
+  shape_.nranks = n;
+  shape_.bytes = bytes;
+  if (t_.reducing) shape_.dtype = DataType::Float32;
+  send_.assign(t_.send_length(shape_) + 4, 0);
+  recv_.assign(std::max<uint64_t>(t_.recv_length(shape_), bytes * (t_.result == Result::Blocks ? n : 1)) + 4, 0);
+}
+
+void BenchCall::prepare(int call) { t_.fill(shape_, call, send_.data(), recv_.data()); }
+
+railcoll_status_t BenchCall::run(railcoll_comm_t comm, const railcoll_call_opts_t* opts) {
+  const uint64_t bytes = shape_.bytes;
+  switch (t_.id) {
+    case Collective::Allgather: return railcoll_allgather(comm, send_.data(), recv_.data(), bytes, opts);
+    case Collective::Gather: return railcoll_gather(comm, send_.data(), recv_.data(), bytes, 0, opts);
+    case Collective::Bcast: return railcoll_bcast(comm, recv_.data(), bytes, 0, opts);
+    case Collective::Allreduce:
+      return railcoll_allreduce(comm, send_.data(), recv_.data(), bytes / 4, RAILCOLL_FLOAT, RAILCOLL_SUM, opts);
+    default: return railcoll_barrier(comm);
+  }
+}
+
+std::string BenchCall::check(int call) const { return t_.check(shape_, call, recv_.data()); }
+
+std::vector<std::string> algorithms_to_run(Collective c, const std::string& algo) {
+  if (algo != "all") return {algo};
+  std::vector<std::string> algos;
+  for (auto& s : all_algorithms())
+    if (s.collective == c && software_equivalent(s.collective, s.name) == s.name) algos.push_back(s.name);
+  algos.push_back("auto");
+  return algos;
+}
+
+void calls_for(uint64_t bytes, int ranks, int iters, int warmup, int* timed, int* untimed) {
+  uint64_t per_call = std::max<uint64_t>(1, bytes * static_cast<uint64_t>(ranks));
+  *timed = static_cast<int>(std::max<uint64_t>(5, std::min<uint64_t>(iters, (64ull << 20) / per_call)));
+  *timed = std::min(*timed, iters);
+  *untimed = std::min(warmup, std::max(1, *timed / 5));
+}
+
+namespace {
+
+// Rank 0's gathered [entries, exits] of every rank -> CallTimes.
+CallTimes call_times(const std::vector<double>& every, int ranks, int calls) {
+  CallTimes ct;
+  ct.ranks = ranks;
+  ct.calls = calls;
+  for (int k = 0; k < ranks; ++k) {
+    auto from = every.begin() + static_cast<ptrdiff_t>(k) * 2 * calls;
+    ct.entry.insert(ct.entry.end(), from, from + calls);
+    ct.exit.insert(ct.exit.end(), from + calls, from + 2 * calls);
+  }
+  return ct;
+}
+
+// The context every rank agrees on, from small all-gathers at start-up.
+bool gather_context(railcoll_comm_t comm, const WorkerOptions& o, BenchContext* ctx) {
+  const int N = railcoll_comm_size(comm);
+  ctx->collective = collective_name(o.collective);
+  ctx->ranks = N;
+  ctx->nodes = railcoll_comm_nodes(comm);
+  ctx->rails = railcoll_comm_rails(comm);
+  // Ranks per node, from the node leaders' local sizes (node-major ranks).
+  std::vector<int> local(N);
+  int mine = getenv("RAILCOLL_LOCAL_SIZE") ? atoi(getenv("RAILCOLL_LOCAL_SIZE")) : 0;
+  if (railcoll_allgather(comm, &mine, local.data(), sizeof(int), nullptr) != RAILCOLL_OK) return false;
+  int at = 0;
+  while (at < N && local[at] > 0) {
+    ctx->ranks_per_node.push_back(local[at]);
+    at += local[at];
+  }
+  if (at != N || static_cast<int>(ctx->ranks_per_node.size()) != ctx->nodes)
+    ctx->ranks_per_node.assign(ctx->nodes, N / std::max(1, ctx->nodes));
+  ctx->max_ppn = *std::max_element(ctx->ranks_per_node.begin(), ctx->ranks_per_node.end());
+  // Spans need one clock: every rank's CLOCK_MONOTONIC must be the same.
+  uint64_t clock = clock_identity();
+  std::vector<uint64_t> clocks(N);
+  if (railcoll_allgather(comm, &clock, clocks.data(), sizeof clock, nullptr) != RAILCOLL_OK) return false;
+  ctx->shared_clock = std::all_of(clocks.begin(), clocks.end(), [&](uint64_t c) { return c == clock; });
+  if (ctx->shared_clock) {
+    // Spans start at the first rank's entry: how unevenly ranks leave the
+    // barrier before a call is part of every span. An empty call shows it.
+    constexpr int kRounds = 50;
+    std::vector<double> times(2 * kRounds), every(railcoll_comm_rank(comm) == 0 ? times.size() * N : 0);
+    for (int i = 0; i < kRounds; ++i) {
+      if (railcoll_barrier(comm) != RAILCOLL_OK) return false;
+      times[i] = monotonic_us();
+      times[kRounds + i] = monotonic_us();
+    }
+    if (railcoll_gather(comm, times.data(), every.empty() ? nullptr : every.data(), times.size() * sizeof(double), 0,
+                        nullptr) != RAILCOLL_OK)
+      return false;
+    if (!every.empty()) ctx->empty_span_p50_us = percentiles(combine(call_times(every, N, kRounds), true).span_us).p50;
+  }
+  if (getenv("RAILCOLL_RAIL_RATE")) ctx->rail_bits_per_s = atof(getenv("RAILCOLL_RAIL_RATE"));
+  ctx->where = getenv("RAILCOLL_CLUSTER") ? "emulated cluster" : "local processes";
+  if (!getenv("RAILCOLL_CLUSTER") && ctx->nodes > 1) ctx->where += ", pretend nodes over loopback";
+  return true;
+}
+
+}  // namespace
+
+int run_worker(const WorkerOptions& o) {
+  railcoll_comm_t comm;
+  railcoll_status_t st = railcoll_comm_init(&comm);
+  if (st != RAILCOLL_OK) {
+    std::cerr << "railcoll bench: " << railcoll_strerror(st) << ": " << railcoll_last_error() << "\n";
+    return 1;
+  }
+  const int me = railcoll_comm_rank(comm), N = railcoll_comm_size(comm);
+  auto fail = [&](const std::string& what) {
+    std::cerr << "railcoll bench: rank " << me << ": " << what << ": " << railcoll_last_error() << "\n";
+    railcoll_comm_destroy(comm);
+    return 1;
+  };
+  BenchContext ctx;
+  if (!gather_context(comm, o, &ctx)) return fail("start-up");
+  const CollectiveTraits& t = traits(o.collective);
+  const bool consecutive = !t.moves_data;  // barriers: timed back to back (seed 004 §5)
+
+  std::ofstream records;
+  if (me == 0 && !o.records.empty()) {
+    records.open(o.records, std::ios::app);
+    records << context_line(ctx) << "\n" << std::flush;
+  }
+  std::vector<BenchRecord> all;
+  for (auto& algo : algorithms_to_run(o.collective, o.algo)) {
+    if (me == 0) print_table_header(std::cout, algo, ctx, o.full, o.validate);
+    for (uint64_t bytes : bench_sizes(o.collective, o.min, o.max)) {
+      int iters = 0, warmup = 0;
+      calls_for(bytes, N, o.iters, o.warmup, &iters, &warmup);
+      BenchCall call(o.collective, bytes, me, N);
+      railcoll_call_opts_t opts{algo.c_str(), 0};
+      std::vector<double> times(2 * static_cast<size_t>(iters));  // entries, then exits
+      int bad = 0;
+      if (consecutive) {  // the same algorithm for the barrier that is measured and the ones around it
+        setenv("RAILCOLL_BARRIER_ALGO", algo.c_str(), 1);
+        if (algo == "auto") unsetenv("RAILCOLL_BARRIER_ALGO");
+      }
+      for (int i = -warmup; i < iters; ++i) {
+        if (o.validate) call.prepare(i + warmup);
+        // Each call timed alone, not overlapped with the previous one.
+        if (!consecutive && railcoll_barrier(comm) != RAILCOLL_OK) return fail("barrier");
+        double t0 = monotonic_us();
+        if (call.run(comm, &opts) != RAILCOLL_OK) return fail(algo + " at " + std::to_string(bytes) + " B");
+        double t1 = monotonic_us();
+        if (i >= 0) times[i] = t0, times[iters + i] = t1;
+        // Check only once every rank has left the call: ranks that check while
+        // the slowest is still in it take cores from it (railcoll-mpi-bench does
+        // the same).
+        if (o.validate && !consecutive && railcoll_barrier(comm) != RAILCOLL_OK) return fail("barrier");
+        std::string wrong = o.validate && !bad ? call.check(i + warmup) : "";
+        if (!wrong.empty()) {
+          std::cerr << "railcoll bench: rank " << me << ": " << algo << " at " << bytes << " B, call " << i << ": "
+                    << wrong << "\n";
+          bad = 1;
+        }
+      }
+      if (consecutive) unsetenv("RAILCOLL_BARRIER_ALGO");
+      // Every rank's times to rank 0; whether any rank saw a wrong byte to all.
+      std::vector<double> every(me == 0 ? times.size() * N : 0);
+      std::vector<int> bads(N);
+      if (railcoll_gather(comm, times.data(), me == 0 ? every.data() : nullptr, times.size() * sizeof(double), 0,
+                          nullptr) != RAILCOLL_OK ||
+          railcoll_allgather(comm, &bad, bads.data(), sizeof(int), nullptr) != RAILCOLL_OK)
+        return fail("collecting statistics");
+      if (o.validate && std::count(bads.begin(), bads.end(), 0) != N) {
+        if (me == 0) std::cerr << "railcoll bench: " << algo << " returned wrong bytes at " << bytes << " B\n";
+        railcoll_comm_destroy(comm);
+        return 1;
+      }
+      if (me != 0) continue;
+      SizeStats s = combine(call_times(every, N, iters), ctx.shared_clock);
+      BenchRecord r;
+      r.collective = ctx.collective;
+      r.algorithm = algo;
+      if (algo == "auto") r.chosen = railcoll_algorithm_for(comm, ctx.collective.c_str(), bytes, nullptr);
+      r.bytes = bytes;
+      r.ranks = N;
+      r.nodes = ctx.nodes;
+      r.rails = ctx.rails;
+      r.ppn = ctx.max_ppn;
+      r.iterations = iters;
+      r.avg_us = s.avg_us, r.min_us = s.min_us, r.max_us = s.max_us;
+      if (consecutive) r.samples_us = s.slowest_us;
+      set_percentiles(&r, s.slowest_us);
+      set_span_percentiles(&r, s.span_us);
+      r.validated = o.validate;
+      print_table_row(std::cout, r, o.full);
+      if (records.is_open()) records << to_json_line(r) << "\n" << std::flush;
+      all.push_back(r);
+    }
+  }
+  railcoll_comm_destroy(comm);
+  if (me == 0 && o.records.empty()) {  // run by hand under a launcher: report here
+    print_summary(std::cout, all, ctx);
+    if (!o.json.empty()) write_json(o.json, all);
+    if (!o.csv.empty()) write_csv(o.csv, all);
+    if (!o.plot.empty()) write_plot(all, o.plot, ctx.collective + ", " + std::to_string(N) + " ranks (" + ctx.where + ")");
+  }
+  return 0;
+}
+
+}  // namespace railcoll::bench

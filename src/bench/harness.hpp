@@ -1,0 +1,72 @@
+// The benchmark harness: one benchmarked call (buffers, the call, the check of
+// every byte, all as the collective's traits define them), the timing of every
+// call on every rank, and the worker loop that every rank of `railcoll bench`
+// runs (started by a launcher: railcoll run / cluster run, mpirun, srun,
+// torchrun-style environment).
+//
+// Timing (docs/results.md, "How to read"): a barrier before every call (each
+// call timed alone, as the OSU benchmarks and railcoll-mpi-bench do; barriers
+// themselves are timed back to back), and each rank's entry into and exit from
+// every call on CLOCK_MONOTONIC. Per call: every rank's own time, the slowest
+// rank's time, and the span, the last rank out minus the first rank in, which
+// is meaningful because every emulated node reads the one host clock (the span
+// is left out when the ranks' clocks differ).
+#pragma once
+#include <railcoll/railcoll.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench/records.hpp"
+#include "core/collective.hpp"
+
+namespace railcoll::bench {
+
+// CLOCK_MONOTONIC in us.
+double monotonic_us();
+// Equal in two processes exactly when they read the same CLOCK_MONOTONIC: the
+// kernel's boot id and the time namespace (network and UTS namespaces share it).
+uint64_t clock_identity();
+
+// One call of the benchmarked collective: bcast and gather use root 0,
+// allreduce sums floats.
+class BenchCall {
+ public:
+  BenchCall(Collective coll, uint64_t bytes, int me, int n);
+  void prepare(int call);  // the input of call number `call`, and recv cleared
+  railcoll_status_t run(railcoll_comm_t comm, const railcoll_call_opts_t* opts);
+  std::string check(int call) const;  // "" when the result is right, else what is wrong
+
+ private:
+  const CollectiveTraits& t_;
+  CallShape shape_;
+  std::vector<unsigned char> send_, recv_;
+};
+
+struct WorkerOptions {
+  Collective collective = Collective::Allgather;
+  std::string algo = "all";  // a name, "auto", or "all" (every software algorithm, then auto)
+  uint64_t min = 8, max = 1 << 20;
+  int iters = 100, warmup = 10;
+  bool full = false, validate = false;
+  // Rank 0 appends the context and the records here (the driver reads them);
+  // "" when run by hand under a launcher: rank 0 then prints the summary and
+  // writes json/csv/plot itself.
+  std::string records;
+  std::string json, csv, plot;
+};
+
+// The algorithms "all" means for a collective: every software algorithm (the
+// hardware ones would run their software twins again), then auto.
+std::vector<std::string> algorithms_to_run(Collective c, const std::string& algo);
+
+// Timed and warm-up calls at one size: at most ~64 MiB gathered per size, at
+// least 5 calls, never more than asked.
+void calls_for(uint64_t bytes, int ranks, int iters, int warmup, int* timed, int* untimed);
+
+// Runs as one rank; returns the exit status (0, or 1 after a failure or a
+// wrong result, said on stderr).
+int run_worker(const WorkerOptions& o);
+
+}  // namespace railcoll::bench

@@ -1,0 +1,71 @@
+// Benchmark records: one per (algorithm, size) of a run, the unit every
+// benchmark, simulation and report reads and writes; and the context of a run.
+// One codec (nlohmann-json) reads and writes them. Files are a JSON array with
+// one record per line, so both a JSON reader and a line reader take them; the
+// reader takes either form (and the one-object-per-line output of the workers
+// and of railcoll-mpi-bench, skipping lines that are not records).
+// Field names are kept from the first version; new fields are added only when
+// they hold something (docs/results.md, "How to read").
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace railcoll::bench {
+
+struct BenchRecord {
+  std::string collective = "allgather", algorithm;
+  std::string chosen;  // for "auto": the algorithm the rules picked at this size
+  uint64_t bytes = 0;  // per rank (allreduce: the vector; nodes on the x axis of a scaling figure)
+  int ranks = 0, nodes = 0, rails = 0, iterations = 0;
+  int ppn = 0;  // the most ranks on one node; 0: not known (not written)
+  double avg_us = 0, min_us = 0, max_us = 0, p50_us = 0;
+  double p90_us = -1, p99_us = -1;  // percentiles of the slowest rank's time; -1: not reported
+  // Percentiles over calls of the span: last rank out minus first rank in, on
+  // the one host clock of every rank; -1: not measured (the ranks' clocks differ).
+  double span_p50_us = -1, span_p90_us = -1, span_p99_us = -1;
+  bool validated = false;
+  std::vector<double> samples_us;  // the slowest rank's time of every call (barrier histograms)
+  std::string background;          // traffic pattern during the measurement, "" when quiet
+  bool simulated = false;          // from the simulator, not measured (written only when true)
+  std::string preset;              // the simulator's machine (written only when set)
+
+  bool has_span() const { return span_p50_us >= 0; }
+};
+
+// What a run was: for the headers, the rail bound and the summary.
+struct BenchContext {
+  std::string collective = "allgather";
+  int ranks = 0, nodes = 0, rails = 0, max_ppn = 0;
+  std::vector<int> ranks_per_node;
+  double rail_bits_per_s = 0;  // per rail; 0 when unknown (local runs)
+  std::string where;           // "emulated cluster" / "local processes, pretend nodes over loopback"
+  bool shared_clock = false;   // every rank reads the same CLOCK_MONOTONIC: spans are measured
+  // The median span of an empty call after a barrier: how unevenly the ranks
+  // leave the barrier, which every span includes; -1: not measured.
+  double empty_span_p50_us = -1;
+};
+
+// One record as one line of JSON (no newline), fields in the documented order.
+std::string to_json_line(const BenchRecord& r);
+// false when the line holds no record (other output, "[", "]"); a trailing
+// comma is allowed. Throws InputError for a record with a field of the wrong type.
+bool from_json_line(const std::string& line, BenchRecord* r);
+
+// The context as one line of JSON ({"context":{...}}); parse_records reads it back.
+std::string context_line(const BenchContext& c);
+
+// Records in `text`: a JSON array (or one object), or one object per line with
+// other lines skipped. A context object sets *ctx. Throws InputError naming
+// `source` and the record for malformed records.
+std::vector<BenchRecord> parse_records(const std::string& text, BenchContext* ctx = nullptr,
+                                       const std::string& source = "records");
+// The records of a file; InputError if it cannot be read.
+std::vector<BenchRecord> read_records(const std::string& path, BenchContext* ctx = nullptr);
+
+// A JSON array, one record per line. Throws InputError if the file cannot be written.
+void write_json(const std::string& path, const std::vector<BenchRecord>& recs);
+// One row per record; the first columns are those of the first version.
+void write_csv(const std::string& path, const std::vector<BenchRecord>& recs);
+
+}  // namespace railcoll::bench

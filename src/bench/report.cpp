@@ -1,0 +1,159 @@
+#include "bench/report.hpp"
+
+#include <algorithm>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+#include "bench/stats.hpp"
+#include "core/errors.hpp"
+
+namespace railcoll::bench {
+
+std::vector<uint64_t> bench_sizes(Collective c, uint64_t min, uint64_t max) {
+  const CollectiveTraits& t = traits(c);
+  if (!t.moves_data) return {0};
+  // The benchmark's reductions sum floats: whole 4-byte elements.
+  const uint64_t element = t.reducing ? dtype_size(DataType::Float32) : 1;
+  std::vector<uint64_t> v;
+  for (uint64_t s = std::max(min, element); s <= max; s *= 2) v.push_back((s + element - 1) / element * element);
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  if (min == 0) v.insert(v.begin(), 0);
+  return v;
+}
+
+std::vector<uint64_t> bench_sizes(const std::string& collective, uint64_t min, uint64_t max) {
+  return bench_sizes(collective_from_name(collective), min, max);
+}
+
+void set_percentiles(BenchRecord* r, std::vector<double> slowest_us) {
+  if (slowest_us.empty()) return;
+  Percentiles p = percentiles(std::move(slowest_us));
+  r->p50_us = p.p50, r->p90_us = p.p90, r->p99_us = p.p99;
+}
+
+void set_span_percentiles(BenchRecord* r, std::vector<double> span_us) {
+  if (span_us.empty()) return;
+  Percentiles p = percentiles(std::move(span_us));
+  r->span_p50_us = p.p50, r->span_p90_us = p.p90, r->span_p99_us = p.p99;
+}
+
+SummaryMetric summary_metric(const std::string& collective, const std::vector<BenchRecord>& recs) {
+  Collective c;
+  SummaryMetric m;
+  if (!parse_collective(collective, &c) || !traits(c).rooted || recs.empty()) return m;
+  m.span = std::all_of(recs.begin(), recs.end(), [](const BenchRecord& r) { return r.has_span(); });
+  return m;
+}
+
+void print_table_header(std::ostream& o, const std::string& algorithm, const BenchContext& c, bool full,
+                        bool validate) {
+  o << "\n# railcoll " << c.collective << ": " << algorithm << " (" << c.ranks << " ranks, " << c.nodes << " nodes, "
+    << c.rails << " rail" << (c.rails > 1 ? "s" : "") << "; " << c.where << (validate ? "; every byte validated" : "")
+    << ")\n";
+  o << "# Size       Avg Latency(us)   Median(us)";
+  if (full) o << "   Min Latency(us)   Max Latency(us)  Iterations";
+  o << "      p90(us)      p99(us)";
+  if (c.shared_clock) o << "   Span p50(us)   Span p99(us)";
+  o << "\n";
+}
+
+void print_table_row(std::ostream& o, const BenchRecord& r, bool full) {
+  o << std::left << std::setw(10) << r.bytes << std::right << std::fixed << std::setprecision(2) << std::setw(18)
+    << r.avg_us << std::setw(13) << r.p50_us;
+  if (full) o << std::setw(18) << r.min_us << std::setw(18) << r.max_us << std::setw(12) << r.iterations;
+  if (r.p99_us >= 0) o << std::setw(13) << r.p90_us << std::setw(13) << r.p99_us;
+  if (r.has_span()) o << std::setw(15) << r.span_p50_us << std::setw(15) << r.span_p99_us;
+  if (!r.chosen.empty()) o << "   (" << r.chosen << ")";
+  o << "\n" << std::flush;
+}
+
+double rail_bound_us(const BenchContext& c, uint64_t bytes) {
+  Collective coll;
+  if (c.rail_bits_per_s <= 0 || c.nodes < 2 || c.ranks_per_node.empty() || !parse_collective(c.collective, &coll))
+    return 0;
+  int fewest = *std::min_element(c.ranks_per_node.begin(), c.ranks_per_node.end());
+  double node_bytes = traits(coll).node_recv_bytes(c.ranks, c.nodes, fewest, static_cast<double>(bytes));
+  return node_bytes * 8 / (c.rail_bits_per_s * c.rails) * 1e6;
+}
+
+void print_summary(std::ostream& o, const std::vector<BenchRecord>& recs, const BenchContext& c) {
+  std::vector<BenchRecord> quiet;
+  for (auto& r : recs)
+    if (r.background.empty()) quiet.push_back(r);  // loaded runs have their own table
+  const SummaryMetric m = summary_metric(c.collective, quiet);
+  std::map<uint64_t, std::map<std::string, const BenchRecord*>> by_size;
+  for (auto& r : quiet) by_size[r.bytes][r.algorithm] = &r;
+  bool have_bound = c.rail_bits_per_s > 0 && c.nodes > 1;
+  o << "\n# Summary: " << c.collective << ", " << c.ranks << " ranks on " << c.nodes << " nodes, " << c.rails << " rail"
+    << (c.rails > 1 ? "s" : "");
+  if (c.rail_bits_per_s > 0) o << " x " << c.rail_bits_per_s / 1e9 << " Gbit/s";
+  o << " (" << c.where << "); " << m.name() << " in us";
+  if (m.span) o << " (first rank in to last rank out)";
+  o << "; speed-up = baseline / auto\n";
+  if (m.span && c.empty_span_p50_us >= 0)
+    o << "# every span includes how unevenly the ranks leave the barrier before the call: an empty call's span is "
+      << std::fixed << std::setprecision(1) << c.empty_span_p50_us << " us (median)\n";
+  o << "# Size     best railcoll              auto                          mpi:tuned     mpi:han"
+       "  auto/tuned  auto/han";
+  if (have_bound) o << "  rail bound  auto eff";
+  o << "\n";
+  auto cell = [&](const BenchRecord* r) {
+    std::ostringstream s;
+    if (r) s << std::fixed << std::setprecision(1) << m.p50(*r); else s << "-";
+    return s.str();
+  };
+  for (auto& [bytes, algos] : by_size) {
+    const BenchRecord* best = nullptr;
+    for (auto& [name, r] : algos)
+      if (name.rfind("mpi:", 0) != 0 && name != "auto" && (!best || m.p50(*r) < m.p50(*best))) best = r;
+    const BenchRecord* a = algos.count("auto") ? algos["auto"] : nullptr;
+    const BenchRecord* tuned = algos.count("mpi:tuned") ? algos["mpi:tuned"] : nullptr;
+    const BenchRecord* han = algos.count("mpi:han") ? algos["mpi:han"] : nullptr;
+    std::ostringstream b, au;
+    if (best) b << cell(best) << " " << best->algorithm;
+    if (a) au << cell(a) << " " << a->chosen;
+    auto ratio = [&](const BenchRecord* base) {
+      std::ostringstream s;
+      if (a && base && m.p50(*a) > 0) s << std::fixed << std::setprecision(2) << m.p50(*base) / m.p50(*a) << "x";
+      else s << "-";
+      return s.str();
+    };
+    o << std::left << std::setw(9) << bytes << std::setw(27) << (best ? b.str() : "-") << std::setw(30)
+      << (a ? au.str() : "-") << std::right << std::setw(9) << cell(tuned) << std::setw(12) << cell(han)
+      << std::setw(12) << ratio(tuned) << std::setw(10) << ratio(han);
+    if (have_bound) {
+      double bound = rail_bound_us(c, bytes);  // 0: nothing to move (a barrier)
+      if (bound > 0) o << std::setw(12) << std::fixed << std::setprecision(1) << bound << std::setw(9);
+      else o << std::setw(12) << "-" << std::setw(9);
+      if (a && m.p50(*a) > 0 && bound > 0) o << std::setprecision(0) << 100 * bound / m.p50(*a) << "%";
+      else o << "-";
+    }
+    o << "\n";
+  }
+  o << std::flush;
+}
+
+void print_background_summary(std::ostream& o, const std::vector<BenchRecord>& quiet,
+                              const std::vector<BenchRecord>& loaded, const BenchContext& c,
+                              const std::string& pattern) {
+  std::vector<BenchRecord> both = quiet;
+  both.insert(both.end(), loaded.begin(), loaded.end());
+  const SummaryMetric m = summary_metric(c.collective, both);
+  o << "\n# Background traffic: " << c.collective << " quiet vs under " << pattern << " traffic on every rail ("
+    << c.ranks << " ranks on " << c.nodes << " nodes); " << (m.span ? "span" : "latency")
+    << " in us; slowdown = loaded / quiet\n";
+  o << "# Algorithm              Size       quiet p50   loaded p50  slowdown   quiet p99   loaded p99  slowdown\n";
+  for (auto& q : quiet)
+    for (auto& l : loaded) {
+      if (l.algorithm != q.algorithm || l.bytes != q.bytes) continue;
+      auto ratio = [](double a, double b) { return b > 0 ? a / b : 0; };
+      o << std::left << std::setw(25) << q.algorithm << std::setw(8) << q.bytes << std::right << std::fixed
+        << std::setprecision(1) << std::setw(12) << m.p50(q) << std::setw(13) << m.p50(l) << std::setw(9)
+        << ratio(m.p50(l), m.p50(q)) << "x" << std::setw(12) << m.p99(q) << std::setw(13) << m.p99(l) << std::setw(9)
+        << ratio(m.p99(l), m.p99(q)) << "x\n";
+    }
+  o << std::flush;
+}
+
+}  // namespace railcoll::bench

@@ -1,0 +1,51 @@
+// How benchmark records are shown: OSU-style tables, the summary against Open
+// MPI, the background-traffic comparison (docs/results.md, "How to read").
+#pragma once
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "bench/records.hpp"
+#include "core/collective.hpp"
+
+namespace railcoll::bench {
+
+// The sizes a benchmark of `c` runs, doubling from min to max: only 0 for a
+// collective that moves no data (barrier); whole elements for a reduction
+// (float sums: multiples of 4 bytes); 0 first when min is 0.
+std::vector<uint64_t> bench_sizes(Collective c, uint64_t min, uint64_t max);
+std::vector<uint64_t> bench_sizes(const std::string& collective, uint64_t min, uint64_t max);
+
+// The slowest rank's time of every call -> p50, p90, p99 of the record.
+void set_percentiles(BenchRecord* r, std::vector<double> slowest_us);
+// The span of every call -> span_p50, span_p90, span_p99.
+void set_span_percentiles(BenchRecord* r, std::vector<double> span_us);
+
+// Which time a summary compares. A rooted collective (bcast, gather) is over
+// when the data has reached the last rank, which no single rank's time shows
+// (the root of a broadcast leaves at once): its summary compares the span, the
+// first rank in to the last rank out, when every record has one. The others
+// compare the median of the slowest rank's time.
+struct SummaryMetric {
+  bool span = false;
+  double p50(const BenchRecord& r) const { return span ? r.span_p50_us : r.p50_us; }
+  double p99(const BenchRecord& r) const { return span ? r.span_p99_us : r.p99_us; }
+  const char* name() const { return span ? "median span" : "median latency"; }
+};
+SummaryMetric summary_metric(const std::string& collective, const std::vector<BenchRecord>& recs);
+
+void print_table_header(std::ostream& o, const std::string& algorithm, const BenchContext& c, bool full,
+                        bool validate);
+void print_table_row(std::ostream& o, const BenchRecord& r, bool full);
+// Per size: best railcoll algorithm, auto, mpi:tuned, mpi:han, speed-ups, rail efficiency.
+void print_summary(std::ostream& o, const std::vector<BenchRecord>& recs, const BenchContext& c);
+// Quiet vs loaded, per algorithm and size: p50 and p99 side by side, slowdowns.
+void print_background_summary(std::ostream& o, const std::vector<BenchRecord>& quiet,
+                              const std::vector<BenchRecord>& loaded, const BenchContext& c,
+                              const std::string& pattern);
+// The least time the node that receives most needs to take in its data over
+// all its rails, in us; 0 when unknown or nothing crosses the network.
+double rail_bound_us(const BenchContext& c, uint64_t bytes);
+
+}  // namespace railcoll::bench

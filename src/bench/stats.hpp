@@ -1,0 +1,34 @@
+// Statistics of a benchmark: percentiles over calls, and the figures of one
+// size combined over ranks and calls (docs/results.md, "How to read").
+#pragma once
+#include <vector>
+
+namespace railcoll::bench {
+
+// Element floor(q * n) of the sorted values (the same rule as
+// railcoll-mpi-bench, so both sides' p50/p90/p99 mean the same); 0 if empty.
+double percentile_of_sorted(const std::vector<double>& sorted, double q);
+
+struct Percentiles {
+  double p50 = 0, p90 = 0, p99 = 0;
+};
+Percentiles percentiles(std::vector<double> values);
+
+// Every rank's entry into and exit from every timed call, on one clock (us):
+// entry[k * calls + i] is rank k's entry into call i.
+struct CallTimes {
+  int ranks = 0, calls = 0;
+  std::vector<double> entry, exit;
+};
+
+struct SizeStats {
+  double avg_us = 0, min_us = 0, max_us = 0;  // OSU: mean over ranks of each rank's mean time; min, max of those
+  std::vector<double> slowest_us;             // per call: the slowest rank's own time (exit - entry)
+  std::vector<double> span_us;                // per call: last exit - first entry, over ranks
+};
+
+// `with_span`: the clocks of all ranks are one (the same host clock); otherwise
+// span_us stays empty: differences of unrelated clocks mean nothing.
+SizeStats combine(const CallTimes& t, bool with_span);
+
+}  // namespace railcoll::bench

@@ -1,0 +1,168 @@
+#include "testbed/cluster_job.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <random>
+
+#include "core/errors.hpp"
+
+namespace railcoll::testbed {
+
+namespace cl = railcoll::cluster;
+
+ClusterJob prepare_cluster_job(const ClusterJobRequest& req) {
+  if (req.program.empty()) throw InputError("give the program to run after --, e.g. -- hostname");
+  if (!cl::is_root()) throw InputError("needs root (network namespaces)");
+  std::optional<cl::Config> cfg;
+  try {
+    cfg = cl::load_state();
+  } catch (const cl::ClusterInputError& e) {
+    throw InputError(e.what());
+  }
+  if (!cfg) throw InputError("no cluster is up (`railcoll cluster up` creates one)");
+  ClusterJob job;
+  job.cfg = *cfg;
+  // A missing node would fail every one of its ranks with a less clear message.
+  const auto ns = cl::scan().namespaces;
+  for (int i = 0; i < job.cfg.nodes; ++i)
+    if (std::find(ns.begin(), ns.end(), cl::node_name(i)) == ns.end())
+      throw cl::CommandError("the cluster is damaged: namespace " + cl::node_name(i) + " is missing (see status)");
+  job.rails = req.rails > 0 ? req.rails : job.cfg.rails;
+  if (job.rails > job.cfg.rails)
+    throw InputError("--rails " + std::to_string(job.rails) + " but the cluster has only " +
+                     std::to_string(job.cfg.rails) + " rails");
+  if (req.layout.empty()) {
+    int ppn = req.ppn > 0 ? req.ppn : job.cfg.ppn;
+    if (ppn > cl::kMaxPpn) throw InputError("--ppn must be between 1 and " + std::to_string(cl::kMaxPpn));
+    job.layout.assign(job.cfg.nodes, ppn);
+  } else {
+    job.layout = req.layout;
+    if (static_cast<int>(job.layout.size()) > job.cfg.nodes)
+      throw InputError("the layout " + layout_text(job.layout) + " names " + std::to_string(job.layout.size()) +
+                       " nodes but the cluster has " + std::to_string(job.cfg.nodes));
+    for (int n : job.layout)
+      if (n < 1 || n > cl::kMaxPpn)
+        throw InputError("a node holds 1 to " + std::to_string(cl::kMaxPpn) + " ranks, the layout " +
+                         layout_text(job.layout) + " asks for " + std::to_string(n));
+  }
+  // Resolved here, with the launcher's PATH: inside the node the program is
+  // started by an exec chain that must not depend on where it looks.
+  std::string prog = cl::resolve_program(req.program[0]);
+  if (prog.empty()) throw InputError("cannot find an executable '" + req.program[0] + "' (PATH or path)");
+  job.program = req.program;
+  job.program[0] = prog;
+  return job;
+}
+
+namespace {
+
+int store_port() {
+  // Rank 0 binds 198.18.0.1 inside rc-n0, a port space of its own; this only
+  // checks the number in the root namespace, which is as good a guess as any.
+  int port = free_port("127.0.0.1");
+  if (port > 0) return port;
+  std::random_device rd;
+  return 20000 + static_cast<int>(rd() % 12000);
+}
+
+// A private directory for the rsh agent, removed when the job is over.
+class AgentDir {
+ public:
+  AgentDir() {
+    mkdir(cl::state_dir().c_str(), 0755);
+    std::string tmpl = cl::state_dir() + "/mpirun.XXXXXX";
+    if (!mkdtemp(tmpl.data()))
+      throw cl::CommandError("cannot create a directory in " + cl::state_dir() + ": " + strerror(errno));
+    dir_ = tmpl;
+    agent_ = dir_ + "/railcoll-rsh-agent";
+    std::ofstream f(agent_);
+    f << cl::rsh_agent_script();
+    f.close();
+    if (!f || chmod(agent_.c_str(), 0755) != 0)
+      throw cl::CommandError("cannot write " + agent_ + ": " + strerror(errno));
+  }
+  ~AgentDir() {
+    unlink(agent_.c_str());
+    rmdir(dir_.c_str());
+  }
+  const std::string& agent() const { return agent_; }
+
+ private:
+  std::string dir_, agent_;
+};
+
+std::vector<std::string> mpirun_argv(const ClusterJob& job, bool han, const std::string& mpirun,
+                                     const std::string& agent) {
+  std::string hosts;
+  for (size_t i = 0; i < job.layout.size(); ++i)
+    hosts += (i ? "," : "") + cl::node_name(static_cast<int>(i)) + ":" + std::to_string(job.layout[i]);
+  std::vector<std::string> argv = {
+      mpirun, "-np", std::to_string(job.ranks()), "-H", hosts,
+      // orted is started in each node by the agent, directly (no ssh tree).
+      "--mca", "plm_rsh_agent", agent, "--mca", "plm_rsh_no_tree_spawn", "1",
+      // orted reaches mpirun (root namespace) on rail 0's bridge address.
+      "--mca", "oob_tcp_if_include", cl::rail_subnet(0),
+      // MPI traffic: shared memory inside a node, TCP over the first K rails.
+      "--mca", "btl", "tcp,vader,self", "--mca", "btl_tcp_if_include", cl::rail_subnets(job.rails),
+      // Many ranks on 2 cores: yield when idle, do not pin every node's
+      // ranks onto the same cores.
+      "--mca", "mpi_yield_when_idle", "1", "--bind-to", "none",
+      "-x", "RAILCOLL_CLUSTER", "-x", "RAILCOLL_RAIL_RATE", "-x", "RAILCOLL_RAILS"};
+  if (han) argv.insert(argv.end(), {"--mca", "coll_han_priority", "100"});
+  argv.insert(argv.end(), job.program.begin(), job.program.end());
+  return argv;
+}
+
+}  // namespace
+
+std::vector<RankProcess> cluster_ranks(const ClusterJob& job) {
+  const int size = job.ranks();
+  const std::string store = cl::rail_address(0, 0) + ":" + std::to_string(store_port());
+  const std::string job_id = new_job_id(), job_key = new_job_key(), rails = cl::rail_subnets(job.rails);
+  std::vector<RankProcess> ranks;
+  for (int node = 0, rank = 0; node < static_cast<int>(job.layout.size()); ++node) {
+    for (int local = 0; local < job.layout[node]; ++local, ++rank) {
+      RankProcess p;
+      p.argv = cl::node_exec_argv(node, job.program);
+      p.env = rank_env(rank, size, local, job.layout[node], node, store, job_id, job_key, rails);
+      p.env["RAILCOLL_CLUSTER"] = "1";
+      p.env["RAILCOLL_RAIL_RATE"] = std::to_string(job.cfg.rate_bps);
+      p.where = cl::node_name(node);
+      ranks.push_back(std::move(p));
+    }
+  }
+  return ranks;
+}
+
+JobResult run_cluster_job(const ClusterJob& job, const JobOptions& options) {
+  return run_job(cluster_ranks(job), options);
+}
+
+JobResult run_cluster_mpirun(const ClusterJob& job, bool han, bool verbose, const JobOptions& options) {
+  std::string mpirun = cl::resolve_program("mpirun");
+  if (mpirun.empty()) throw InputError("cannot find Open MPI's mpirun in PATH");
+  AgentDir dir;
+  RankProcess p;
+  p.argv = mpirun_argv(job, han, mpirun, dir.agent());
+  p.where = "mpirun";
+  // Open MPI refuses root unless both are set; they reach orted and the ranks too.
+  p.env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+           {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+           {"RAILCOLL_CLUSTER", "1"},
+           {"RAILCOLL_RAIL_RATE", std::to_string(job.cfg.rate_bps)},
+           {"RAILCOLL_RAILS", cl::rail_subnets(job.rails)}};
+  if (verbose) {
+    std::string line = "railcoll cluster mpirun:";
+    for (auto& w : p.argv) line += " " + w;
+    std::cerr << line << "\n" << std::flush;
+  }
+  return run_job({p}, options);
+}
+
+}  // namespace railcoll::testbed

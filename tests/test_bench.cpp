@@ -1,0 +1,276 @@
+// The bench library: the records' JSON codec (both file forms, old records,
+// bad input), the statistics over ranks and calls (span), the summary's choice
+// of time, the sizes; and the background patterns of src/core/background.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "bench/records.hpp"
+#include "bench/report.hpp"
+#include "bench/stats.hpp"
+#include "core/background.hpp"
+#include "core/errors.hpp"
+
+namespace railcoll::bench {
+namespace {
+
+BenchRecord sample() {
+  BenchRecord r;
+  r.collective = "bcast";
+  r.algorithm = "smp";
+  r.bytes = 4096;
+  r.ranks = 16, r.nodes = 4, r.rails = 2, r.ppn = 4, r.iterations = 100;
+  r.avg_us = 12.5, r.min_us = 10.25, r.max_us = 14.125, r.p50_us = 13.0, r.p90_us = 15.5, r.p99_us = 20.0;
+  r.span_p50_us = 40.0, r.span_p90_us = 41.5, r.span_p99_us = 44.0;
+  r.validated = true;
+  return r;
+}
+
+TEST(Records, RoundTripKeepsEveryFieldAndTheFirstVersionsOrder) {
+  BenchRecord r = sample();
+  r.chosen = "smp";
+  r.samples_us = {1.5, 2.25};
+  std::string line = to_json_line(r);
+  EXPECT_EQ(line.rfind("{\"collective\":\"bcast\",\"algorithm\":\"smp\",\"chosen\":\"smp\",\"bytes\":4096,\"ranks\":16,"
+                       "\"nodes\":4,\"rails\":2,", 0),
+            0u)
+      << line;
+  BenchRecord back;
+  ASSERT_TRUE(from_json_line(line, &back));
+  EXPECT_EQ(back.algorithm, "smp");
+  EXPECT_EQ(back.chosen, "smp");
+  EXPECT_EQ(back.bytes, 4096u);
+  EXPECT_EQ(back.ppn, 4);
+  EXPECT_DOUBLE_EQ(back.min_us, 10.25);
+  EXPECT_DOUBLE_EQ(back.p99_us, 20.0);
+  EXPECT_DOUBLE_EQ(back.span_p90_us, 41.5);
+  EXPECT_EQ(back.samples_us, (std::vector<double>{1.5, 2.25}));
+  EXPECT_TRUE(back.validated);
+  EXPECT_FALSE(back.simulated);
+}
+
+TEST(Records, OptionalFieldsAreWrittenOnlyWhenSet) {
+  BenchRecord r = sample();
+  r.span_p50_us = r.span_p90_us = r.span_p99_us = -1;
+  r.p90_us = r.p99_us = -1;
+  std::string plain = to_json_line(r);
+  for (const char* key : {"span_p50_us", "p99_us", "simulated", "preset", "chosen", "background", "samples_us"})
+    EXPECT_EQ(plain.find(key), std::string::npos) << key << " in " << plain;
+  r.simulated = true;
+  r.preset = "elan3-64";
+  std::string sim = to_json_line(r);
+  EXPECT_NE(sim.find("\"simulated\":true"), std::string::npos);
+  EXPECT_NE(sim.find("\"preset\":\"elan3-64\""), std::string::npos);
+  BenchRecord back;
+  ASSERT_TRUE(from_json_line(sim, &back));
+  EXPECT_TRUE(back.simulated);
+  EXPECT_EQ(back.preset, "elan3-64");
+  EXPECT_FALSE(back.has_span());
+}
+
+TEST(Records, ReadsRecordsOfEarlierVersionsAndOfOtherTools) {
+  // As the regex-era writer made them (6 significant digits, no span), and an
+  // OSU-style line without a median: p50 is then the average.
+  std::string text =
+      "[\n"
+      "  {\"collective\":\"allgather\",\"algorithm\":\"direct\",\"bytes\":8,\"ranks\":16,\"nodes\":4,\"rails\":2,"
+      "\"avg_us\":430,\"min_us\":401.2,\"max_us\":455.1,\"p50_us\":429.5,\"p90_us\":480,\"p99_us\":510,"
+      "\"iterations\":100,\"validated\":true},\n"
+      "  {\"collective\":\"allgather\",\"algorithm\":\"osu\",\"bytes\":16,\"avg_us\":77.5}\n"
+      "]\n";
+  auto recs = parse_records(text);
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_DOUBLE_EQ(recs[0].p50_us, 429.5);
+  EXPECT_FALSE(recs[0].has_span());
+  EXPECT_DOUBLE_EQ(recs[1].p50_us, 77.5);
+  EXPECT_DOUBLE_EQ(recs[1].p99_us, -1);
+}
+
+TEST(Records, ReadsOneObjectPerLineAmongOtherOutput) {
+  BenchContext c;
+  c.collective = "gather";
+  c.ranks = 13, c.nodes = 3, c.rails = 2;
+  c.ranks_per_node = {5, 5, 3};
+  c.shared_clock = true;
+  c.empty_span_p50_us = 12.5;
+  std::string text = "mpirun: some warning\n" + context_line(c) + "\n" + to_json_line(sample()) + ",\n" +
+                     "#call t=1 us=2\n" + to_json_line(sample()) + "\n";
+  BenchContext got;
+  auto recs = parse_records(text, &got);
+  EXPECT_EQ(recs.size(), 2u);
+  EXPECT_EQ(got.collective, "gather");
+  EXPECT_EQ(got.ranks_per_node, (std::vector<int>{5, 5, 3}));
+  EXPECT_EQ(got.max_ppn, 5);
+  EXPECT_TRUE(got.shared_clock);
+  EXPECT_DOUBLE_EQ(got.empty_span_p50_us, 12.5);
+}
+
+TEST(Records, AMalformedRecordIsAnErrorNamingTheSourceAndTheField) {
+  try {
+    parse_records("[{\"collective\":\"bcast\",\"algorithm\":\"smp\",\"bytes\":\"many\"}]", nullptr, "x.json");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("x.json: record 1: \"bytes\" must be a whole number"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(parse_records("[{\"collective\":\"bcast\",\"algorithm\":\"smp\",\"bytes\":-4}]"), InputError);
+  EXPECT_THROW(parse_records("[{\"collective\":\"bcast\",\"algorithm\":\"\"}]"), InputError);
+  EXPECT_THROW(read_records("/nonexistent/records.json"), InputError);
+}
+
+TEST(Records, FilesAreAJsonArrayWithOneRecordPerLine) {
+  std::string path = testing::TempDir() + "/records.json";
+  write_json(path, {sample(), sample()});
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines.front(), "[");
+  EXPECT_EQ(lines.back(), "]");
+  BenchRecord r;
+  EXPECT_TRUE(from_json_line(lines[1], &r));
+  EXPECT_EQ(read_records(path).size(), 2u);
+  std::remove(path.c_str());
+}
+
+TEST(Records, CsvKeepsTheFirstColumnsAndAddsTheSpan) {
+  std::string path = testing::TempDir() + "/records.csv";
+  write_csv(path, {sample()});
+  std::ifstream in(path);
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  EXPECT_EQ(header.rfind("collective,algorithm,chosen,bytes,ranks,nodes,rails,avg_us,min_us,max_us,p50_us,p90_us,"
+                         "p99_us,iterations,validated,span_p50_us",
+                         0),
+            0u);
+  EXPECT_EQ(row.rfind("bcast,smp,,4096,16,4,2,12.5,10.25,14.125,13,15.5,20,100,true,40,", 0), 0u) << row;
+  std::remove(path.c_str());
+}
+
+TEST(Stats, PercentilesTakeElementFloorQN) {
+  std::vector<double> v;
+  for (int i = 100; i >= 1; --i) v.push_back(i);
+  Percentiles p = percentiles(v);
+  EXPECT_DOUBLE_EQ(p.p50, 51);
+  EXPECT_DOUBLE_EQ(p.p90, 91);
+  EXPECT_DOUBLE_EQ(p.p99, 100);
+  EXPECT_DOUBLE_EQ(percentiles({7}).p99, 7);
+  EXPECT_DOUBLE_EQ(percentile_of_sorted({}, 0.5), 0);
+}
+
+TEST(Stats, SpanIsLastRankOutMinusFirstRankIn) {
+  // A broadcast as a per-rank time hides it: the root (rank 0) leaves after
+  // 2 us, rank 2 enters late and the data reaches it at 30 us.
+  CallTimes t;
+  t.ranks = 3, t.calls = 2;
+  t.entry = {0, 100, /* rank 1 */ 1, 101, /* rank 2 */ 20, 105};
+  t.exit = {2, 103, 25, 120, 30, 140};
+  SizeStats s = combine(t, true);
+  EXPECT_EQ(s.span_us, (std::vector<double>{30, 40}));
+  EXPECT_EQ(s.slowest_us, (std::vector<double>{24, 35}));  // rank 1's 24; rank 2's 35
+  EXPECT_DOUBLE_EQ(s.min_us, 2.5);                          // rank 0's mean
+  EXPECT_DOUBLE_EQ(s.max_us, 22.5);                         // rank 1 (24, 19) and 2 (10, 35) average 21.5, 22.5
+  EXPECT_DOUBLE_EQ(s.avg_us, (2.5 + 21.5 + 22.5) / 3);
+  EXPECT_TRUE(combine(t, false).span_us.empty());
+}
+
+TEST(Report, RootedCollectivesAreSummarisedBySpanWhenEveryRecordHasOne) {
+  std::vector<BenchRecord> recs = {sample(), sample()};
+  EXPECT_TRUE(summary_metric("bcast", recs).span);
+  EXPECT_DOUBLE_EQ(summary_metric("bcast", recs).p50(recs[0]), 40.0);
+  EXPECT_TRUE(summary_metric("gather", recs).span);
+  EXPECT_FALSE(summary_metric("allgather", recs).span);
+  recs[1].span_p50_us = -1;  // e.g. Open MPI on hosts with other clocks
+  EXPECT_FALSE(summary_metric("bcast", recs).span);
+  std::ostringstream out;
+  BenchContext c;
+  c.collective = "bcast";
+  print_summary(out, {sample()}, c);
+  EXPECT_NE(out.str().find("median span in us (first rank in to last rank out)"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("40.0 smp"), std::string::npos) << out.str();
+}
+
+TEST(Report, SizesFollowTheCollectivesTraits) {
+  EXPECT_EQ(bench_sizes(Collective::Barrier, 8, 1024), (std::vector<uint64_t>{0}));
+  EXPECT_EQ(bench_sizes(Collective::Allreduce, 1, 16), (std::vector<uint64_t>{4, 8, 16}));
+  EXPECT_EQ(bench_sizes(Collective::Allreduce, 6, 24), (std::vector<uint64_t>{8, 12, 24}));
+  EXPECT_EQ(bench_sizes("allgather", 0, 4), (std::vector<uint64_t>{0, 1, 2, 4}));
+  EXPECT_THROW(bench_sizes("scatter", 1, 4), InputError);
+}
+
+TEST(Report, RailBoundIsWhatTheBusiestNodeReceivesOverItsRails) {
+  BenchContext c;
+  c.collective = "allgather";
+  c.ranks = 16, c.nodes = 4, c.rails = 2;
+  c.ranks_per_node = {4, 4, 4, 4};
+  c.rail_bits_per_s = 1e9;
+  // 12 x 1 MiB x 8 bits / 2 Gbit/s (docs/cluster.md)
+  EXPECT_NEAR(rail_bound_us(c, 1 << 20), 50331.6, 0.1);
+  c.collective = "barrier";
+  EXPECT_EQ(rail_bound_us(c, 0), 0);
+}
+
+}  // namespace
+}  // namespace railcoll::bench
+
+namespace railcoll {
+namespace {
+
+TEST(Background, ComplementOfAPowerOfTwoIsTheBitwiseComplement) {
+  for (int nodes : {2, 4, 8, 64})
+    for (int i = 0; i < nodes; ++i)
+      EXPECT_EQ(background_destination(BackgroundPattern::Complement, i, nodes), (~i) & (nodes - 1));
+}
+
+TEST(Background, ComplementIsAPermutationAndTheMiddleOfAnOddCountSendsNothing) {
+  for (int nodes = 2; nodes <= 9; ++nodes) {
+    std::set<int> receivers;
+    int silent = 0;
+    for (int i = 0; i < nodes; ++i) {
+      int d = background_destination(BackgroundPattern::Complement, i, nodes);
+      if (d == kNoBackgroundDestination) {
+        ++silent;
+        EXPECT_EQ(2 * i + 1, nodes);
+        continue;
+      }
+      EXPECT_NE(d, i);
+      receivers.insert(d);
+    }
+    EXPECT_EQ(silent, nodes % 2);
+    EXPECT_EQ(static_cast<int>(receivers.size()), nodes - silent);  // nobody receives twice
+  }
+}
+
+TEST(Background, UniformReachesEveryOtherNodeAndNeverItself) {
+  const int nodes = 5;
+  for (int i = 0; i < nodes; ++i) {
+    std::set<int> seen;
+    for (uint64_t draw = 0; draw < 40; ++draw) {
+      int d = background_destination(BackgroundPattern::Uniform, i, nodes, draw * 0x9E3779B97F4A7C15ull);
+      EXPECT_NE(d, i);
+      EXPECT_GE(d, 0);
+      EXPECT_LT(d, nodes);
+      seen.insert(d);
+    }
+    EXPECT_EQ(static_cast<int>(seen.size()), nodes - 1);
+  }
+}
+
+TEST(Background, HotspotSendsToNodeZeroAndNamesParse) {
+  EXPECT_EQ(background_destination(BackgroundPattern::Hotspot, 0, 4), kNoBackgroundDestination);
+  EXPECT_EQ(background_destination(BackgroundPattern::Hotspot, 3, 4), 0);
+  EXPECT_EQ(background_destination(BackgroundPattern::Uniform, 0, 1, 7), kNoBackgroundDestination);
+  EXPECT_EQ(background_destination(BackgroundPattern::None, 1, 4), kNoBackgroundDestination);
+  BackgroundPattern p;
+  ASSERT_TRUE(parse_background("hotspot", &p));
+  EXPECT_EQ(p, BackgroundPattern::Hotspot);
+  EXPECT_FALSE(parse_background("random", &p));
+  EXPECT_STREQ(background_name(BackgroundPattern::Complement), "complement");
+}
+
+}  // namespace
+}  // namespace railcoll

@@ -1,0 +1,194 @@
+#include "usage.hpp"
+
+namespace railcoll::cli {
+
+namespace {
+
+struct Verb {
+  const char* name;
+  const char* summary;  // the entry in `railcoll --help`
+  const char* usage;    // `railcoll VERB --help`
+};
+
+const Verb kVerbs[] = {
+    {"algos",
+     "  algos [--json | --rules]            list collectives and algorithms, or the selection rules in force\n",
+     "usage: railcoll algos [--json | --rules [--markdown]]\n"
+     "\n"
+     "Every collective and its algorithms, one line each: name, summary, source.\n"
+     "  --json      the same as a JSON list (collective, algorithm, summary, cost, source, options)\n"
+     "  --rules     the selection rules in force (defaults, RAILCOLL_TUNING file, RAILCOLL_<COLL>_ALGO)\n"
+     "              and where each came from (docs/selection.md); --markdown as a table\n"},
+    {"tune",
+     "  tune [-o FILE] [--collectives C,C] [bench options] | sim tune --preset P [-o FILE] ...\n"
+     "                                      measure (or simulate) every algorithm into a tuning file\n",
+     "usage: railcoll tune [-o FILE] [--collectives C,C] [-m MIN:MAX] [-i N] [-x N] [--local] [-n N] [--ppn P] [--rails K]\n"
+     "       railcoll sim tune --preset P [-o FILE] [--collectives C,C] [-m MIN:MAX] [--ranks N --ppn P --rails K]\n"
+     "\n"
+     "Runs every algorithm of each collective (railcoll bench --algo all on this cluster, or the\n"
+     "simulator on a preset) and writes the fastest per size as a tuning file for RAILCOLL_TUNING\n"
+     "(docs/selection.md).\n"},
+    {"show",
+     "  show COLL --algo A --ranks N [--ppn P | --nodes 4,4,5 | --node-map 0,1,0,1]\n"
+     "       [--rails K] [--bytes B] [--stripe-threshold B] [--concurrency C] [--root R] [--json]\n"
+     "                                      print the schedule of an algorithm\n",
+     "usage: railcoll show COLL --algo A (--ranks N [--ppn P] | --nodes 4,4,5 | --node-map 0,1,0,1)\n"
+     "                     [--rails K] [--bytes B] [--stripe-threshold B] [--concurrency C]\n"
+     "                     [--root R] [--dtype T] [--op O] [--json]\n"
+     "\n"
+     "Prints every rank's program of the algorithm's schedule, step by step, then the\n"
+     "totals (steps, messages, bytes per rank, node and rail); --json as JSON.\n"
+     "  --ranks N --ppn P   N ranks, P per node (the last node may be short)\n"
+     "  --nodes 4,4,5       ranks per node;  --node-map 0,1,0,1: the node of every rank\n"
+     "  --rails K           rails per node (the papers' k ports)\n"
+     "  --bytes B           bytes per rank (4K, 1M work)\n"
+     "  --stripe-threshold B  split messages above B over the rails (default 1K)\n"
+     "  --concurrency C     concurrent_exchange's concurrency index (default k)\n"
+     "  --root R            the root of bcast and gather\n"
+     "  --dtype int32|int64|float|double, --op sum|min|max   allreduce (default float sum)\n"},
+    {"verify",
+     "  verify --all                        verify every algorithm over the sweep\n"
+     "  verify COLL --algo A --ranks N ...  verify one case (same options as show)\n",
+     "usage: railcoll verify --all\n"
+     "       railcoll verify COLL --algo A (--ranks N [--ppn P] | --nodes ... | --node-map ...) [options]\n"
+     "\n"
+     "Runs the symbolic verifier: --all over every algorithm and the sweep of topologies\n"
+     "and sizes (ends with \"N passed, N failed\"); or one case, with the options of show.\n"},
+    {"run",
+     "  run -n N [--ppn P | --layout 2,3,1] [--rails K] [--tag-output] -- PROG ARGS\n"
+     "                                      start N ranks here (pretend nodes with --ppn/--layout)\n",
+     "usage: railcoll run -n N [--ppn P | --layout 2,3,1] [--rails K] [--timeout S] [--grace S]\n"
+     "                    [--tag-output] -- PROG ARGS...\n"
+     "\n"
+     "The local launcher: ranks of a job as processes on this machine.\n"
+     "  -n N, --np N     ranks (without --ppn/--layout: one node, the real hostname)\n"
+     "  --ppn P          pretend nodes of P ranks (the last one holds the rest), shared\n"
+     "                   memory inside, loopback sockets between\n"
+     "  --layout 2,3,1   pretend nodes with these numbers of ranks (-n may be left out)\n"
+     "  --rails K        K loopback addresses (127.0.0.1..K) as rails (default 1)\n"
+     "  --timeout S      end the job after S seconds, exit 124 (default 0: no limit)\n"
+     "  --grace S        after a rank fails, let the others run S more seconds before\n"
+     "                   they are ended (default 0: at once); for jobs whose survivors recover\n"
+     "  --tag-output     \"[rank] \" before every line of output\n"
+     "Output comes a whole line at a time; only rank 0 reads stdin. When the job fails,\n"
+     "the first rank to fail and every rank's status are printed on stderr, and the exit\n"
+     "status is the failed rank's.\n"},
+    {"bench",
+     "  bench allgather|bcast|gather|allreduce|barrier [--algo A|all|auto] [-m MIN:MAX] [-i N] [-x N]\n"
+     "        [-f] [-c] [--mpi] [--background complement|uniform|hotspot] [--json F] [--csv F] [--plot F]\n"
+     "        [-n N] [--ppn P | --layout 5,5,3] [--rails K] [--local] [--fault rail-down@T[:D] | kill@T]\n"
+     "                                      OSU-style benchmark, side by side with Open MPI\n",
+     "usage: railcoll bench allgather|bcast|gather|allreduce|barrier [options]\n"
+     "\n"
+     "OSU-style benchmark of a collective on the emulated cluster when one is up (else on\n"
+     "local processes in pretend nodes), side by side with Open MPI (--mpi).\n"
+     "  --algo A|all|auto   one algorithm, every one then auto (default all), or auto\n"
+     "  -m MIN:MAX          sizes in bytes per rank, doubling (default 8:1M; K, M, G suffixes)\n"
+     "  -i N, -x N          timed and warm-up calls per size (default 100 and 10;\n"
+     "                      barrier 10000 and 100); large sizes run fewer\n"
+     "  -f                  full statistics: min, max, iterations\n"
+     "  -c                  validate every byte of every call (outside the timed calls)\n"
+     "  --mpi               also Open MPI's tuned and HAN collectives on the same ranks\n"
+     "  --background P      run again under complement|uniform|hotspot traffic on every rail\n"
+     "                      (cluster only) and compare quiet and loaded\n"
+     "  --json F, --csv F   write the records; --plot F: latency vs size (PNG or SVG)\n"
+     "  -n N                ranks; with --ppn P (default: the cluster's, locally N) in nodes\n"
+     "                      of P, the last one holding the rest (-n 13 --ppn 5: 5,5,3)\n"
+     "  --layout 5,5,3      ranks per node\n"
+     "  --rails K           rails to use (default: all of the cluster's, locally 2)\n"
+     "  --local             local processes even when a cluster is up\n"
+     "  --timeout S         seconds each job may take (default 3600)\n"
+     "  --fault rail-down@T[:D] | kill@T\n"
+     "                      all-gathers while a rail goes down T s in (for D s) or the last\n"
+     "                      rank is killed: throughput before/during/after, every survivor's\n"
+     "                      error (cluster only; with -m MAX, --algo, --json)\n"
+     "Tables: median and p90/p99 of the slowest rank's time per call, and the span (first\n"
+     "rank in to last rank out) when all ranks share this host's clock; the summary of\n"
+     "bcast and gather compares spans (docs/results.md, \"How to read\").\n"},
+    {"sim",
+     "  sim allgather|bcast|gather|allreduce|barrier --preset P [--algo A|all|auto] [-m MIN:MAX] [--root R]\n"
+     "        [--ranks N --ppn P --rails K] [--nic-memory] [--background complement|uniform|hotspot\n"
+     "        [--background-bytes B] [--seed S] [--samples K]] [--json F] [--csv F] [--plot F]\n"
+     "                                      the same tables, simulated on a model of a machine\n"
+     "  sim presets                         list the machine models\n"
+     "  sim reproduce seed001|seed002|seed003|seed004|all [--json F] [--plot-dir D]\n"
+     "                                      the seeds' results beside the model's\n",
+     "usage: railcoll sim allgather|bcast|gather|allreduce|barrier --preset P [--algo A|all|auto]\n"
+     "                    [-m MIN:MAX] [--root R] [--ranks N --ppn P --rails K] [--nic-memory]\n"
+     "                    [--stripe-threshold B] [--concurrency C]\n"
+     "                    [--background complement|uniform|hotspot [--background-bytes B]\n"
+     "                    [--seed S] [--samples K]] [--json F] [--csv F] [--plot F]\n"
+     "       railcoll sim presets\n"
+     "       railcoll sim reproduce seed001|seed002|seed003|seed004|all [--json F] [--plot-dir D]\n"
+     "\n"
+     "The tables of railcoll bench, simulated on a model of a machine (docs/simulator.md);\n"
+     "presets lists the models; reproduce sets the seeds' results beside the model's.\n"},
+    {"goal",
+     "  goal export COLL --algo A --ranks N ... [-o FILE]   a schedule as LogGOPSim GOAL text\n"
+     "  goal import FILE [--rails K] [--preset P]         read GOAL (and simulate it)\n",
+     "usage: railcoll goal export COLL --algo A (--ranks N [--ppn P] | --nodes ...) [--rails K]\n"
+     "                            [--bytes B] [-o FILE]\n"
+     "       railcoll goal import FILE [--rails K] [--preset P]\n"
+     "\n"
+     "Schedules in LogGOPSim's GOAL text format (docs/goal.md): export one, or import one\n"
+     "and, with --preset, simulate it.\n"},
+    {"calibrate",
+     "  calibrate [-o presets/testbed.preset] [--quick] [--local]   measure this cluster into a preset\n"
+     "  calibrate --compare SIM.json BENCH.json                       simulated vs measured: error, fastest\n",
+     "usage: railcoll calibrate [--nodes-from-cluster] [-o FILE] [--local] [--quick] [-n N] [--ppn P] [--rails K]\n"
+     "       railcoll calibrate --compare SIM.json BENCH.json [BENCH2.json ...]\n"
+     "\n"
+     "Measures this cluster (or local processes) into a simulator preset; --compare sets\n"
+     "simulated records beside measured ones (docs/calibration.md).\n"},
+    {"cluster",
+     "  cluster up|status|down|run|mpirun   the emulated multi-rail cluster (railcoll cluster --help)\n",
+     "usage: railcoll cluster <verb> [options]\n"
+     "\n"
+     "  up [--nodes M] [--ppn P] [--rails K] [--rate R]\n"
+     "        create M nodes (network namespaces rc-n0..) with K rails each, every\n"
+     "        rail shaped to R in both directions (defaults 4, 4, 2, 1gbit; R in\n"
+     "        tc syntax: 1gbit, 500mbit, 100mbps). Needs root.\n"
+     "  status                             the configuration and each node's health\n"
+     "                                     (exit 0 healthy, 1 partly there, 3 none)\n"
+     "  down                               remove everything (also a half-made cluster)\n"
+     "  run [--ppn P | --layout 2,3,1] [--rails K] [--timeout S] [--grace S] [--tag-output]\n"
+     "      -- PROG ARGS...\n"
+     "        run a railcoll job: node-major ranks, RAILCOLL_* environment; output a\n"
+     "        whole line at a time (--tag-output: \"[rank] \" first), stdin to rank 0;\n"
+     "        when a rank fails the others are ended (after --grace S seconds) and\n"
+     "        every rank's status is printed\n"
+     "  mpirun [--ppn P | --layout 2,3,1] [--rails K] [--han] [--timeout S] [--verbose]\n"
+     "      -- PROG ARGS...\n"
+     "        run an MPI program with Open MPI's mpirun across the nodes (baseline)\n"
+     "\n"
+     "--timeout is in seconds (default 600, 0 = none). Addresses: rail r of node i\n"
+     "is 198.18.r.(i+1)/24, the root namespace has 198.18.r.254 on bridge rcbr<r>.\n"},
+    {"traffic",
+     "  traffic --pattern complement|uniform|hotspot [--seconds T]   background load (one rank per node)\n",
+     "usage: railcoll traffic --pattern complement|uniform|hotspot [--seconds T]\n"
+     "\n"
+     "Background traffic (seed 004 §5), run as the ranks of a job, one per node:\n"
+     "  railcoll cluster run --ppn 1 -- railcoll traffic --pattern uniform --seconds 60\n"
+     "Every rank streams 64 KiB writes over every rail: to node M-1-i (complement), to\n"
+     "a node drawn at random for every write (uniform), or all to node 0 (hotspot).\n"
+     "It stops after T seconds (default 60) or on SIGTERM, and prints what it sent.\n"
+     "`railcoll bench --background P` starts and stops it around a run.\n"},
+};
+
+}  // namespace
+
+const char* verb_usage(const std::string& verb) {
+  for (const Verb& v : kVerbs)
+    if (verb == v.name) return v.usage;
+  return nullptr;
+}
+
+std::string top_usage() {
+  std::string s = "usage: railcoll <command> [options]   (railcoll <command> --help: its options)\n\ncommands:\n";
+  for (const Verb& v : kVerbs) s += v.summary;
+  s += "\nSizes take K, M, G suffixes (powers of 1024). Exit status: 0 ok, 1 a check\n"
+       "failed, 2 bad usage. railcoll --version prints the version.\n";
+  return s;
+}
+
+}  // namespace railcoll::cli
