@@ -191,6 +191,55 @@ TEST(Sim, CpuContention) {
   EXPECT_DOUBLE_EQ(simulate(s, plenty).max_us, f);
 }
 
+// LogGP's receive overhead (recv_cpu = loggp): a contention-free Direct
+// all-gather of 1000 B on 4 nodes, L = 5, o_s = 1, o_r = 3, g = 0.5, G = 1 ns/B
+// (1000 MB/s), buses and copies free. Every rank issues its 3 puts at 1, 2, 3
+// (o_s each); the NIC sends them back to back (1 us each, g < 1) and they
+// arrive L + 1 later, at 7, 8, 9, one from each other rank. The receiver's CPU
+// takes them one after another: 7-10, 10-13, 13-16, so the all-gather ends at
+// 16 on every rank. With recv_cpu = event o_r is a delay: the last arrival at
+// 9 is counted at 9 + 3 = 12.
+TEST(Sim, LogGPReceiveOverheadByHand) {
+  Machine m = test_machine();
+  m.wire_latency_us = 5;
+  m.send_overhead_us = 1;
+  m.recv_overhead_us = 3;
+  m.gap_us = 0.5;
+  m.link_MBps = 1000;
+  m.pci_MBps = m.copy_MBps = m.membus_MBps = 1e9;
+  m.dma_engines = 1;
+  m.recv_on_cpu = true;
+  Schedule s = allgather("direct", Topology::from_ppn(4, 1, 1), 1000);
+  SimResult loggp = simulate(s, m);
+  EXPECT_NEAR(loggp.max_us, 16, 1e-3);
+  EXPECT_NEAR(loggp.min_us, 16, 1e-3);
+  m.recv_on_cpu = false;
+  EXPECT_NEAR(simulate(s, m).max_us, 12, 1e-3);
+  // The preset key, and its default: loggp for a TCP stack, event otherwise.
+  std::string text = kTestPreset;
+  EXPECT_FALSE(parse_machine(text, "t").recv_on_cpu);
+  EXPECT_TRUE(parse_machine(text + "kernel_ns_per_byte = 1   # source: test\n", "t").recv_on_cpu);
+  EXPECT_TRUE(parse_machine(text + "recv_cpu = loggp   # source: test\n", "t").recv_on_cpu);
+  EXPECT_NE(msg(text + "recv_cpu = maybe   # source: test\n").find("'recv_cpu' = 'maybe' is not one of: event, loggp"),
+            std::string::npos);
+}
+
+// An operation the NIC's thread issues (SimOptions::nic_thread_ops) starts
+// nic_thread_us after its rank reaches it: the OneMessageByHand case (17.5 us)
+// with rank 0's put (op 1, after the copy) issued by a 3 us thread ends 3 us
+// later on rank 1; rank 0's own copy and wait are not delayed beyond its put.
+TEST(Sim, NicThreadOperations) {
+  Machine m = test_machine();
+  m.nic_thread_us = 3;
+  Schedule s = allgather("direct", Topology::from_ppn(2, 1, 1), 8000);
+  SimOptions o;
+  double quiet = simulate(s, m, o).finish_us[1];
+  o.nic_thread_ops = {{0, 1}};
+  EXPECT_NEAR(simulate(s, m, o).finish_us[1], quiet + 3, 1e-9);
+  o.nic_thread_ops = {{0, 99}};
+  EXPECT_THROW(simulate(s, m, o), InputError);
+}
+
 // A TCP stack's per-byte work on both ends, by hand: the one-message case of
 // OneMessageByHand with 1 ns per byte adds 8 us before the bytes reach the port
 // and 8 us after they arrive: 17.5 + 16 = 33.5 us.

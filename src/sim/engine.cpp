@@ -221,6 +221,7 @@ class Engine {
     cores_ = m.cores > 0 ? m.cores : m.ppn;
     int pools = m.cores_machine_wide ? 1 : t_.nnodes();
     contended_ = m.cores > 0 && (m.cores_machine_wide ? cores_ < N : cores_ < t_.max_node_size());
+    cpu_serial_ = contended_ || m.recv_on_cpu;
     active_.assign(pools, 0);
     spinning_.assign(pools, 0);
     for (int r = 0; r < N; ++r) ++active_[pool(t_.node_of(r))];
@@ -236,6 +237,7 @@ class Engine {
     waiters_.assign(counters_.size(), {});
     add_combine_waves(combines);
     add_generators();
+    add_thread_ops();
     if (counters_.size() >= kMaxEventA || generators_.size() >= kMaxEventA)  // events name them in 30 bits
       throw InputError("the simulator takes fewer than 2^30 counters and ranks");
   }
@@ -251,8 +253,9 @@ class Engine {
       const double t = now_ = e.t;
       switch (e.kind) {
         case kStep: step(e.a, t); break;
-        case kReceive: {  // receive overhead and kernel work on the receiving node's cores
-          const Arrival& x = arrivals_[e.b];
+        case kReceive: {  // receive overhead and kernel work on the receiving rank's CPU
+          const Arrival x = arrivals_[e.b];
+          free_arrivals_.push_back(e.b);
           push(cpu(x.rank, t, m_.recv_overhead_us + x.kernel_us), kIncrement, e.a, x.amount);
           break;
         }
@@ -291,13 +294,17 @@ class Engine {
   // work runs at cores/working of a core; processes spinning in a wait yield at
   // every turn, so they take only what the workers leave. A process does one
   // thing at a time: its receive work and its own work queue behind each other.
-  // Without contention, t + d.
+  // Without contention a process has its core to itself: its work and (with
+  // recv_cpu = loggp) its receive work still queue behind each other, as
+  // LogGP's o; with recv_cpu = event and no contention, t + d.
   double cpu(int r, double t, double d) {
-    if (!contended_) return t + d;
-    expire_spins(now_);
-    int p = pool(t_.node_of(r));
-    double start = std::max(t, busy_[r]);
-    busy_[r] = start + d * std::max(1.0, static_cast<double>(active_[p]) / cores_);
+    if (!cpu_serial_) return t + d;
+    double share = 1;
+    if (contended_) {
+      expire_spins(now_);
+      share = std::max(1.0, static_cast<double>(active_[pool(t_.node_of(r))]) / cores_);
+    }
+    busy_[r] = std::max(t, busy_[r]) + d * share;
     return busy_[r];
   }
 
@@ -310,12 +317,13 @@ class Engine {
   }
 
   void step(int r, double t) {
-    if (contended_ && busy_[r] > t) return push(busy_[r], kStep, r, 0);  // still receiving
+    if (cpu_serial_ && busy_[r] > t) return push(busy_[r], kStep, r, 0);  // still receiving
     const Program& prog = s_.programs[r];
     const int node = t_.node_of(r);
     Place& at = place_[r];
     Op& op = op_;
     while (at.pos != at.end) {
+      if (thread_op_at(r, at.pc)) return push(t + m_.nic_thread_us, kStep, r, 0);
       const uint8_t* next = Program::decode(at.pos, &op);
       switch (op.kind) {
         case OpKind::Copy:
@@ -494,13 +502,21 @@ class Engine {
   }
 
   // A put or signal for rank `to` has arrived at t, adding `amount` to the
-  // counter: its receive overhead is that rank's work (an event of its own only
-  // when cores are contended, so that the work is claimed in time order;
-  // otherwise one event per put).
+  // counter: its receive overhead is that rank's work (an event of its own when
+  // it is CPU work, so that the work is claimed in time order; otherwise one
+  // event per put).
   void arrive(double t, int to, int counter, double kernel_us, int amount = 1) {
-    if (contended_) {
-      arrivals_.push_back({to, kernel_us, amount});
-      push(t, kReceive, counter, static_cast<int>(arrivals_.size()) - 1);
+    if (cpu_serial_) {
+      int id;
+      if (free_arrivals_.empty()) {
+        id = static_cast<int>(arrivals_.size());
+        arrivals_.push_back({to, kernel_us, amount});
+      } else {
+        id = free_arrivals_.back();
+        free_arrivals_.pop_back();
+        arrivals_[id] = {to, kernel_us, amount};
+      }
+      push(t, kReceive, counter, id);
     } else {
       push(t + m_.recv_overhead_us + kernel_us, kIncrement, counter, amount);
     }
@@ -575,6 +591,34 @@ class Engine {
     return t + 0.5 * m_.spin_turn_us * std::max(1.0, per_core);
   }
 
+  // ---- operations the NIC's thread processor issues (SimOptions::nic_thread_ops)
+  void add_thread_ops() {
+    if (o_.nic_thread_ops.empty()) return;
+    thread_ops_.assign(N, {});
+    next_thread_op_.assign(N, 0);
+    for (auto& [r, i] : o_.nic_thread_ops) {
+      if (r < 0 || r >= N || i >= s_.programs[r].size())
+        throw InputError("a NIC thread operation names rank " + std::to_string(r) + " op #" + std::to_string(i) +
+                         ", which the schedule does not have");
+      thread_ops_[r].push_back(i);
+    }
+    for (auto& v : thread_ops_) {
+      std::sort(v.begin(), v.end());
+      v.erase(std::unique(v.begin(), v.end()), v.end());
+    }
+  }
+  // Whether rank r must first wait for its NIC's thread before op pc (once:
+  // the second time it reaches pc, the thread has issued it).
+  bool thread_op_at(int r, int pc) {
+    if (thread_ops_.empty()) return false;
+    size_t& next = next_thread_op_[r];
+    const std::vector<size_t>& ops = thread_ops_[r];
+    while (next < ops.size() && ops[next] < static_cast<size_t>(pc)) ++next;  // inside a run issued as one
+    if (next >= ops.size() || ops[next] != static_cast<size_t>(pc)) return false;
+    ++next;
+    return true;
+  }
+
   // ---- background traffic (docs/simulator.md, "Background traffic")
   struct Generator {
     int node, rail, dest;  // dest -1: a uniformly random other node per message
@@ -640,8 +684,10 @@ class Engine {
   };
   std::vector<CombineWave> waves_;
   std::map<int, int> wave_of_;  // counter -> its wave
-  std::vector<Arrival> arrivals_;  // per arrival event
+  std::vector<Arrival> arrivals_;  // per arrival event in flight
+  std::vector<int> free_arrivals_;  // entries of arrivals_ whose event is done
   bool contended_ = false;
+  bool cpu_serial_ = false;  // host work queues per rank: contended cores, or recv_cpu = loggp
   std::vector<uint64_t> counters_;
   struct Waiter {
     int rank;
@@ -650,6 +696,8 @@ class Engine {
   std::vector<std::vector<Waiter>> waiters_;
   std::vector<Generator> generators_;
   uint64_t random_;
+  std::vector<std::vector<size_t>> thread_ops_;  // per rank, sorted (empty: none in this run)
+  std::vector<size_t> next_thread_op_;
 };
 
 }  // namespace

@@ -60,32 +60,46 @@ Curve run(const Machine& m, const Topology& t, const std::string& algo, uint64_t
   return c;
 }
 
+// A library call as the simulator runs it: its schedule, and the operations
+// the NIC's thread processor issues (SimOptions::nic_thread_ops).
+struct Call {
+  Schedule schedule;
+  std::vector<std::pair<int, size_t>> thread_ops;
+};
+
+double slowest(const Machine& m, const Call& c, SimOptions o = {}) {
+  o.nic_thread_ops = c.thread_ops;
+  return slowest(m, c.schedule, o);
+}
+
 // `then` after `first` on every rank: a rank starts its part of `then` when it
 // has done its part of `first` (seed 004's Elanlib collectives are a
 // synchronization followed by a broadcast, §4.2). The counters of `then` are
 // numbered after those of `first`; the regions are as large as either needs.
-Schedule sequence(Schedule first, const Schedule& then) {
-  const int steps = first.stats().last_step + 1;
-  for (size_t r = 0; r < first.programs.size(); ++r)
-    for (Op op : then.programs[r]) {
+Call sequence(Call first, const Call& then) {
+  Schedule& s = first.schedule;
+  for (auto [r, i] : then.thread_ops) first.thread_ops.push_back({r, i + s.programs[r].size()});
+  const int steps = s.stats().last_step + 1;
+  for (size_t r = 0; r < s.programs.size(); ++r)
+    for (Op op : then.schedule.programs[r]) {
       if (op.kind == OpKind::Put || op.kind == OpKind::Signal || op.kind == OpKind::Wait)
-        op.counter.index += op.counter.on_node ? first.node_counters : first.rank_counters;
+        op.counter.index += op.counter.on_node ? s.node_counters : s.rank_counters;
       op.step += steps;
-      first.programs[r].push_back(std::move(op));
+      s.programs[r].push_back(std::move(op));
     }
-  first.rank_counters += then.rank_counters;
-  first.node_counters += then.node_counters;
+  s.rank_counters += then.schedule.rank_counters;
+  s.node_counters += then.schedule.node_counters;
   auto widen = [](std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
     a.resize(std::max(a.size(), b.size()), 0);
     for (size_t i = 0; i < b.size(); ++i) a[i] = std::max(a[i], b[i]);
   };
-  widen(first.send_bytes, then.send_bytes);
-  widen(first.recv_bytes, then.recv_bytes);
-  widen(first.scratch_bytes, then.scratch_bytes);
-  widen(first.shared_bytes, then.shared_bytes);
-  first.collective = then.collective;
-  first.algorithm += " + " + then.algorithm;
-  first.root = then.root;
+  widen(s.send_bytes, then.schedule.send_bytes);
+  widen(s.recv_bytes, then.schedule.recv_bytes);
+  widen(s.scratch_bytes, then.schedule.scratch_bytes);
+  widen(s.shared_bytes, then.schedule.shared_bytes);
+  s.collective = then.schedule.collective;
+  s.algorithm += " + " + then.schedule.algorithm;
+  s.root = then.schedule.root;
   return first;
 }
 
@@ -97,17 +111,30 @@ Schedule sequence(Schedule first, const Schedule& then) {
 //   elan_hbcast  elan_hgsync, then the hardware broadcast of the data;
 //   elan_bcast   the tree's 'ready' messages, then the hardware broadcast of the
 //                data, which also wakes the processes (§4.2).
-Schedule elanlib(const std::string& name, const Topology& t, uint64_t bytes) {
+// The broadcast phase of the last three is issued by an Elan thread on the
+// root's NIC (Machine::nic_thread_us), woken by an event: in elan_gsync "when
+// the root process receives all its 'ready' signals it performs a hardware
+// broadcast" (§4.1), in elan_bcast the second phase "is triggered by an event
+// set in the source node" (§4.2), and elan_hbcast's second phase is the same
+// hardware broadcast after its barrier. The thread's cost is the one seed 004
+// §6.1 measures for MPI, which "needs to run a thread in the Elan
+// microprocessor" (5.5 us against 2.2 us for Elan3lib). The 'ready' messages
+// are DMAs chained by events (seed 001 §2: "Elan event processor on the NIC is
+// used to chain the RDMA puts"): one Elan3lib put per tree level, as the
+// measured 2.5 us per level says. elan_hgsync's test-and-set is sent as its
+// root enters the barrier, not on an event; its measured 5-6 us (§6.2.1) leave
+// no room for a thread's 3.3 us, and it is not charged.
+Call elanlib(const std::string& name, const Topology& t, uint64_t bytes) {
   const std::vector<uint64_t> none(t.nranks(), 0);
-  AlgoOptions o;
-  auto multicast = [&](uint64_t b) {
-    return build_schedule(Collective::Bcast, "hw_multicast", t, std::vector<uint64_t>(t.nranks(), b), o);
-  };
-  Schedule sync = name == "elan_hgsync" || name == "elan_hbcast"
-                      ? build_schedule(Collective::Barrier, "hw_combining", t, none, o)
-                      : barrier::build_tree_ready(t, BlockLayout(none), o);
+  AlgoOptions o;  // root 0: VPID 0, the root of the barriers' trees and of the broadcasts
+  Call sync{name == "elan_hgsync" || name == "elan_hbcast" ? build_schedule(Collective::Barrier, "hw_combining", t, none, o)
+                                                             : barrier::build_tree_ready(t, BlockLayout(none), o),
+            {}};
   if (name == "elan_hgsync") return sync;
-  return sequence(sync, multicast(name == "elan_gsync" ? 0 : bytes));
+  Call bcast{build_schedule(Collective::Bcast, "hw_multicast", t,
+                            std::vector<uint64_t>(t.nranks(), name == "elan_gsync" ? 0 : bytes), o),
+             {{o.root, 0}}};
+  return sequence(std::move(sync), bcast);
 }
 
 // elan_gather, the native all-gather, as seed 001 §2 describes it (seed 001 is
@@ -118,19 +145,24 @@ Schedule elanlib(const std::string& name, const Topology& t, uint64_t bytes) {
 // to 4 KiB a tree over all processes, single-port -> gather tree on one rail;
 // above 4 KiB over Tports, which stripe over the rails -> gather tree on all
 // rails. Then elan_hbcast of the gathered N blocks (hardware barrier, hardware
-// multicast). Above 32 KiB the ring over Tports -> ring on all rails.
+// multicast). Above 32 KiB the ring. The broadcast and the ring run on one
+// rail: "all the algorithms in elan_gather() are single-port" (seed 001 §2),
+// and the all-gather "does not benefit from the striping feature of the
+// underlying communication subsystem" (seed 000 §5; seed 001 §5: "all-gather at
+// the Elan level does not benefit"); only the Tports gather stripes.
 Curve elan_gather(const Machine& m, const Topology& t, uint64_t lo, uint64_t hi, Figure* fig) {
   std::vector<int> node_sizes;
   for (int n = 0; n < t.nnodes(); ++n) node_sizes.push_back(t.node_size(n));
   Topology one_rail = Topology::from_node_sizes(node_sizes, 1);
   Figure parts;
-  Curve n = run(m, t, "ring", std::max<uint64_t>(lo, 65536), hi, &parts);
+  Curve n = run(m, one_rail, "ring", std::max<uint64_t>(lo, 65536), hi, &parts);
   for (uint64_t b = lo; b <= std::min<uint64_t>(hi, 32768); b *= 2) {
-    const Topology& on = b <= 4096 ? one_rail : t;
+    const Topology& gather_on = b <= 4096 ? one_rail : t;
     AlgoOptions root0;  // root 0, as elan_hbcast's source
-    Schedule gather = build_schedule(Collective::Gather, b <= 2048 ? "smp" : "tree", on,
-                                     std::vector<uint64_t>(on.nranks(), b), root0);
-    n[b] = slowest(m, sequence(gather, elanlib("elan_hbcast", on, b * on.nranks())));
+    Call gather{build_schedule(Collective::Gather, b <= 2048 ? "smp" : "tree", gather_on,
+                               std::vector<uint64_t>(t.nranks(), b), root0),
+                {}};
+    n[b] = slowest(m, sequence(std::move(gather), elanlib("elan_hbcast", one_rail, b * t.nranks())));
   }
   for (auto& [b, v] : n) fig->points.push_back(point("allgather", "native (elan_gather)", b, t, v));
   return n;
@@ -257,13 +289,13 @@ std::vector<int> node_counts(int max) {
 
 // Loaded runs of `s` under uniform background traffic (seed 004 §5) of
 // `background_bytes` messages: the slowest rank's time of each sample.
-FigurePoint loaded_runs(const Machine& m, const Schedule& s, const std::string& label, int samples,
+FigurePoint loaded_runs(const Machine& m, const Call& c, const std::string& label, int samples,
                         uint64_t background_bytes) {
   SimOptions load;
   load.background = "uniform";
   load.background_bytes = background_bytes;
-  FigurePoint p = point("barrier", label, 0, s.topo, 0);
-  for (int i = 0; i < samples; ++i) p.samples_us.push_back(slowest(m, s, loaded_sample(load, m, i)));
+  FigurePoint p = point("barrier", label, 0, c.schedule.topo, 0);
+  for (int i = 0; i < samples; ++i) p.samples_us.push_back(slowest(m, c, loaded_sample(load, m, i)));
   for (double x : p.samples_us) p.us += x / samples;
   p.background = load.background;
   return p;

@@ -2,7 +2,7 @@
 //
 // The seeds' headline results beside the simulator's (src/sim/reproduce.hpp):
 // this verb prints them, writes one JSON record per quantity and one plot per
-// figure.
+// figure (and its data as CSV).
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -122,7 +122,10 @@ int cmd_reproduce(const std::vector<std::string>& argv) {
     sim::Reproduction r = sim::reproduce(name);
     q.insert(q.end(), r.quantities.begin(), r.quantities.end());
     if (!plots.empty())
-      for (auto& f : r.figures) write_plot(records(f), plots + "/" + f.name + ".png", f.title, f.x_label);
+      for (auto& f : r.figures) {  // the figure's data beside its plot
+        write_csv(plots + "/" + f.name + ".csv", records(f));
+        write_plot(records(f), plots + "/" + f.name + ".png", f.title, f.x_label);
+      }
   }
   print(q);
   if (a.has("json")) write_json(a.str("json"), q);
