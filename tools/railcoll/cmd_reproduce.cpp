@@ -93,7 +93,7 @@ void write_json(const std::string& path, const std::vector<sim::Quantity>& q) {
       << json_escaped(x.quantity) << "\",\"paper_value\":" << number(x.paper_value)
       << ",\"sim_value\":" << number(x.sim_value) << ",\"rel_error\":" << number(x.rel_error()) << ",\"kind\":\""
       << x.kind << "\",\"unit\":\"" << x.unit << "\"";
-    if (x.kind == "band")
+    if (!x.open_input.empty())  // a band, or a point whose open input moves it less than 20%
       f << ",\"band_lo\":" << number(x.band_lo) << ",\"band_hi\":" << number(x.band_hi) << ",\"open_input\":\""
         << json_escaped(x.open_input) << "\"";
     f << ",\"met\":" << (x.met() ? "true" : "false") << "}" << (i + 1 < q.size() ? ",\n" : "\n");
