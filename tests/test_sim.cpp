@@ -224,6 +224,40 @@ TEST(Sim, LogGPReceiveOverheadByHand) {
             std::string::npos);
 }
 
+// Overheads shared by the messages in flight (overhead_shared = f): a message
+// pays o (1 - f + f / n) with n in flight in its pool. Direct between 2 ranks
+// on 2 nodes, one machine-wide pool (not contended), recv_cpu = loggp,
+// o_s = o_r = 4, f = 0.5, L = 10, everything else free. Rank 0 issues first
+// (n = 1: 4 us, sent at 4), rank 1 second (n = 2: 3 us, sent at 3). Rank 1's
+// message arrives at 13 with 2 in flight: 3 us, done at 16; rank 0's at 14,
+// alone by then: 4 us, done at 18. With f = 0 both end at 4 + 10 + 4 = 18.
+TEST(Sim, OverheadsSharedInFlightByHand) {
+  Machine m = test_machine();
+  m.wire_latency_us = 10;
+  m.send_overhead_us = m.recv_overhead_us = 4;
+  m.link_MBps = m.pci_MBps = m.copy_MBps = m.membus_MBps = 1e9;
+  m.cores = 4;
+  m.cores_machine_wide = true;
+  m.recv_on_cpu = true;
+  m.overhead_shared = 0.5;
+  Schedule s = allgather("direct", Topology::from_ppn(2, 1, 1), 8);
+  SimResult r = simulate(s, m);
+  EXPECT_NEAR(r.finish_us[0], 16, 1e-3);
+  EXPECT_NEAR(r.finish_us[1], 18, 1e-3);
+  m.overhead_shared = 0;
+  r = simulate(s, m);
+  EXPECT_NEAR(r.finish_us[0], 18, 1e-3);
+  EXPECT_NEAR(r.finish_us[1], 18, 1e-3);
+  // With o_r a delay (recv_cpu = event) nothing is CPU work: the key changes nothing.
+  m.recv_on_cpu = false;
+  double plain = simulate(s, m).max_us;
+  m.overhead_shared = 0.5;
+  EXPECT_DOUBLE_EQ(simulate(s, m).max_us, plain);
+  std::string text = kTestPreset;
+  EXPECT_NE(msg(text + "overhead_shared = 1.5   # source: test\n").find("'overhead_shared' = 1.5 is out of range"),
+            std::string::npos);
+}
+
 // An operation the NIC's thread issues (SimOptions::nic_thread_ops) starts
 // nic_thread_us after its rank reaches it: the OneMessageByHand case (17.5 us)
 // with rank 0's put (op 1, after the copy) issued by a 3 us thread ends 3 us

@@ -224,6 +224,7 @@ class Engine {
     cpu_serial_ = contended_ || m.recv_on_cpu;
     active_.assign(pools, 0);
     spinning_.assign(pools, 0);
+    in_flight_.assign(pools, 0);
     for (int r = 0; r < N; ++r) ++active_[pool(t_.node_of(r))];
     wait_.assign(N, {});
     busy_.assign(N, 0);
@@ -256,7 +257,13 @@ class Engine {
         case kReceive: {  // receive overhead and kernel work on the receiving rank's CPU
           const Arrival x = arrivals_[e.b];
           free_arrivals_.push_back(e.b);
-          push(cpu(x.rank, t, m_.recv_overhead_us + x.kernel_us), kIncrement, e.a, x.amount);
+          const int p = pool(t_.node_of(x.rank));
+          const double o_r = m_.recv_overhead_us * shared_overhead(in_flight_[p]);
+          if (x.from_pool >= 0) {  // taken off the network: its receive work starts
+            --in_flight_[x.from_pool];
+            if (x.from_pool != p) --in_flight_[p];
+          }
+          push(cpu(x.rank, t, o_r + x.kernel_us), kIncrement, e.a, x.amount);
           break;
         }
         case kIncrement: increment(e.a, e.b, t); break;
@@ -366,9 +373,9 @@ class Engine {
             push(t + m_.flag_latency_us, kIncrement, counter_id(c), 1);
             break;
           }
-          t = cpu(r, t, m_.send_overhead_us);
+          t = cpu(r, t, send_overhead(node, target_node));
           arrive(net_.transfer(node, target_node, 0, t, 0, !o_.nic_memory).arrive,
-                 c.on_node ? t_.leader(c.owner) : c.owner, counter_id(c), 0);
+                 c.on_node ? t_.leader(c.owner) : c.owner, counter_id(c), 0, 1, pool(node));
           return push(t, kStep, r, 0);
         }
         case OpKind::Wait: {
@@ -399,15 +406,15 @@ class Engine {
 
   // Issues put `op` of rank r at t; returns when the rank may go on.
   double put(int r, int node, const Op& op, double t) {
-    t = cpu(r, t, m_.send_overhead_us);
+    const int peer_node = t_.node_of(op.peer), from = pool(node);
+    t = cpu(r, t, send_overhead(node, peer_node));
     const uint64_t bytes = op.bytes();
-    int peer_node = t_.node_of(op.peer);
     bool to_shared_here = peer_node == node && !op.segs.empty() && op.segs[0].dst.region == Region::Shared;
     if (to_shared_here || (peer_node == node && m_.intranode_put == "shm")) {
       // A memcpy into shared memory (and, to a private buffer, out again).
       double end = copy_time(r, node, t, bytes);
       if (!to_shared_here) end = copy_time(r, node, end, bytes);
-      arrive(end + m_.flag_latency_us, op.peer, counter_id(op.counter), 0);
+      arrive(end + m_.flag_latency_us, op.peer, counter_id(op.counter), 0, 1, from);
       local_done_[r] = std::max(local_done_[r], end);
       return std::max(end, t);  // the sender does the copy
     }
@@ -416,7 +423,7 @@ class Engine {
       // out on the receiver's (after its receive overhead), no link between.
       double per_end = bytes * m_.socket_ns_per_byte * 1e-3;
       double sent = cpu(r, t, per_end);
-      arrive(sent, op.peer, counter_id(op.counter), per_end);
+      arrive(sent, op.peer, counter_id(op.counter), per_end, 1, from);
       local_done_[r] = std::max(local_done_[r], sent);
       return sent;
     }
@@ -437,7 +444,7 @@ class Engine {
     } else {  // even striping, the first bytes % k parts one byte longer (Schedule::rail_parts)
       for (int i = 0; i < k; ++i) part(i, bytes / k + (static_cast<uint64_t>(i) < bytes % k));
     }
-    arrive(last, op.peer, counter_id(op.counter), kernel);
+    arrive(last, op.peer, counter_id(op.counter), kernel, 1, from);
     return t;
   }
 
@@ -501,20 +508,38 @@ class Engine {
     arrive(net_.test_and_set(w.root_node, w.lo, w.hi, 0, t).acked, op.peer, id, 0, w.expected);
   }
 
+  // The factor of a message's overhead with n messages in flight in its pool
+  // (Machine::overhead_shared).
+  double shared_overhead(int n) const {
+    return 1 - m_.overhead_shared + m_.overhead_shared / std::max(1, n);
+  }
+  // A message from `node` to `to_node`: its send overhead. From now on it is
+  // in flight, in the pools of both ends, until its receiver takes it (a
+  // kReceive event: CPU work only).
+  double send_overhead(int node, int to_node) {
+    if (!cpu_serial_) return m_.send_overhead_us;
+    const int from = pool(node), to = pool(to_node);
+    ++in_flight_[from];
+    if (to != from) ++in_flight_[to];
+    return m_.send_overhead_us * shared_overhead(in_flight_[from]);
+  }
+
   // A put or signal for rank `to` has arrived at t, adding `amount` to the
   // counter: its receive overhead is that rank's work (an event of its own when
   // it is CPU work, so that the work is claimed in time order; otherwise one
   // event per put).
-  void arrive(double t, int to, int counter, double kernel_us, int amount = 1) {
+  // `from_pool`: the pool it was counted in flight from when issued
+  // (send_overhead), or -1: the hardware collectives' arrivals were not.
+  void arrive(double t, int to, int counter, double kernel_us, int amount = 1, int from_pool = -1) {
     if (cpu_serial_) {
       int id;
       if (free_arrivals_.empty()) {
         id = static_cast<int>(arrivals_.size());
-        arrivals_.push_back({to, kernel_us, amount});
+        arrivals_.push_back({to, kernel_us, amount, from_pool});
       } else {
         id = free_arrivals_.back();
         free_arrivals_.pop_back();
-        arrivals_[id] = {to, kernel_us, amount};
+        arrivals_[id] = {to, kernel_us, amount, from_pool};
       }
       push(t, kReceive, counter, id);
     } else {
@@ -675,12 +700,14 @@ class Engine {
   std::vector<double> busy_;  // per rank: its host work is done until then (contended cores only)
   double now_ = 0;    // the time of the event being handled
   std::vector<int> active_, spinning_;  // per pool: running processes, spinning waiters
+  std::vector<int> in_flight_;  // per pool: messages from or to it whose receive work has not started (CPU work only)
   std::vector<WaitState> wait_;
   std::deque<SpinEnd> spin_ends_;
   struct Arrival {
     int rank;          // whose receive work it is
     double kernel_us;  // its kernel share of the bytes
     int amount;        // what it adds to the counter
+    int from_pool;     // counted in flight in this pool (and the receiver's) since it was issued; -1: not counted
   };
   std::vector<CombineWave> waves_;
   std::map<int, int> wave_of_;  // counter -> its wave

@@ -135,6 +135,7 @@ Machine parse_machine(const std::string& text, const std::string& origin) {
   m.cores_machine_wide = word("cores_shared_by", {"node", "machine"}, true, "node") == "machine";
   m.wakeup_us = number("wakeup_us", 0, 1e6, true, 0);
   m.kernel_ns_per_byte = number("kernel_ns_per_byte", 0, 1e6, true, 0);
+  m.overhead_shared = number("overhead_shared", 0, 1, true, 0);
   m.recv_on_cpu = word("recv_cpu", {"loggp", "event"}, true, m.kernel_ns_per_byte > 0 ? "loggp" : "event") == "loggp";
   m.spin_us = number("spin_us", 0, 1e9, true, 0);
   m.spin_turn_us = number("spin_turn_us", 0, 1e6, true, 0);

@@ -29,6 +29,13 @@ struct Machine {
   // (kernel_ns_per_byte > 0), event otherwise. With contended cores receive
   // work is always CPU work.
   bool recv_on_cpu = false;
+  // overhead_shared = f: of a message's send and receive overheads, the part
+  // the messages in flight share (a kernel's interrupts, softirq passes and
+  // wake-ups serve every message pending at that moment): with n messages in
+  // flight in its core pool a message pays o x (1 - f + f / n). o_s and o_r
+  // are the costs of a lone message. 0: every message pays o. CPU work only
+  // (recv_cpu = loggp or contended cores).
+  double overhead_shared = 0;
   double gap_us = 0;            // minimum time between two injections on a NIC (g)
   double link_MBps = 0;         // per link (NIC-switch and switch-switch), per direction (1 MB/s = 1 byte/us)
   // A token bucket on each NIC's link, both directions (0: none): up to this
