@@ -7,6 +7,7 @@
 #include "core/registry.hpp"
 #include "core/errors.hpp"
 #include "sim/engine.hpp"
+#include "sim/network.hpp"
 
 using namespace railcoll;
 using namespace railcoll::sim;
@@ -256,6 +257,49 @@ TEST(Sim, OverheadsSharedInFlightByHand) {
   std::string text = kTestPreset;
   EXPECT_NE(msg(text + "overhead_shared = 1.5   # source: test\n").find("'overhead_shared' = 1.5 is out of range"),
             std::string::npos);
+}
+
+// Operating-system noise: one source, PERIOD 2 us, DURATION 1.5 us, on every
+// 2nd node (node 0 of 2). Rank 0 (node 0) puts 8000 B to rank 1 (node 1): its
+// 1 us send overhead runs around node 0's detours, which start at the phase
+// the run's seed draws, then every 2 us; rank 1 (no noise) gets the bytes that
+// much later. The detours, walked here by hand, decide the delay.
+TEST(Sim, NoiseDelaysHostWorkByHand) {
+  Machine m = test_machine();
+  Topology t = Topology::from_ppn(2, 1, 1);
+  Schedule s = flows(t, {{0, 1, 8000}});
+  const double quiet = simulate(s, m).finish_us[1];
+  m.noise = {{2.0, 1.5, 2}};
+  for (uint64_t seed : {1, 2, 3, 7}) {
+    uint64_t state = seed ^ 0x6e6f697365ULL;  // the engine's noise stream (engine.cpp, add_noise)
+    const double phase = next_uniform(state) * 2.0;
+    // 1 us of work from 0 around detours [phase + 2k, phase + 2k + 1.5).
+    double at = 0, left = 1;
+    for (int k = -1; left > 0; ++k) {
+      const double a = phase + 2 * k, b = a + 1.5;
+      if (at >= b) continue;
+      if (at >= a) at = b;                              // starts inside a detour
+      const double next = phase + 2 * (k + 1);          // runs until the next one
+      const double run = std::min(left, next - at);
+      at += run, left -= run;
+    }
+    SimOptions o;
+    o.seed = seed;
+    SimResult r = simulate(s, m, o);
+    EXPECT_NEAR(r.finish_us[1] - quiet, at - 1, 1e-9) << "seed " << seed << ", phase " << phase;
+    EXPECT_DOUBLE_EQ(simulate(s, m, o).finish_us[1], r.finish_us[1]);  // deterministic for its seed
+  }
+  // Without detours nothing changes; the keys are checked.
+  m.noise = {{2.0, 0, 1}};
+  EXPECT_DOUBLE_EQ(simulate(s, m).finish_us[1], quiet);
+  std::string text = kTestPreset;
+  EXPECT_EQ(parse_machine(text + "noise_1 = 1000 25   # source: test\nnoise_2 = 5000 100 32   # source: test\n", "t")
+                .noise.size(),
+            2u);
+  EXPECT_NE(msg(text + "noise_1 = 10 20   # source: test\n").find("needs 0 <= duration < period"), std::string::npos);
+  EXPECT_NE(msg(text + "noise_1 = ten   # source: test\n").find("is not 'PERIOD_US DURATION_US [EVERY]'"),
+            std::string::npos);
+  EXPECT_NE(msg(text + "noise_2 = 10 1   # source: test\n").find("unknown parameter 'noise_2'"), std::string::npos);
 }
 
 // An operation the NIC's thread issues (SimOptions::nic_thread_ops) starts

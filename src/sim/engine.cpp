@@ -1,6 +1,7 @@
 #include "sim/engine.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -239,6 +240,7 @@ class Engine {
     add_combine_waves(combines);
     add_generators();
     add_thread_ops();
+    add_noise();
     if (counters_.size() >= kMaxEventA || generators_.size() >= kMaxEventA)  // events name them in 30 bits
       throw InputError("the simulator takes fewer than 2^30 counters and ranks");
   }
@@ -305,14 +307,60 @@ class Engine {
   // recv_cpu = loggp) its receive work still queue behind each other, as
   // LogGP's o; with recv_cpu = event and no contention, t + d.
   double cpu(int r, double t, double d) {
-    if (!cpu_serial_) return t + d;
+    if (!cpu_serial_) return noisy(t_.node_of(r), t, d);
     double share = 1;
     if (contended_) {
       expire_spins(now_);
       share = std::max(1.0, static_cast<double>(active_[pool(t_.node_of(r))]) / cores_);
     }
-    busy_[r] = std::max(t, busy_[r]) + d * share;
+    busy_[r] = noisy(t_.node_of(r), std::max(t, busy_[r]), d * share);
     return busy_[r];
+  }
+
+  // ---- operating-system noise (Machine::noise)
+  void add_noise() {
+    if (m_.noise.empty()) return;
+    uint64_t state = o_.seed ^ 0x6e6f697365ULL;  // "noise": its own stream, from the run's seed
+    for (size_t i = 0; i < m_.noise.size(); ++i) {
+      std::vector<double> phase(t_.nnodes(), -1);  // -1: the source does not run on that node
+      for (int n = 0; n < t_.nnodes(); ++n)
+        if (n % m_.noise[i].every == 0) phase[n] = next_uniform(state) * m_.noise[i].period_us;
+      noise_phase_.push_back(std::move(phase));
+    }
+  }
+  // When `d` us of host work on `node` that could start at t ends, around the
+  // node's noise (work paused by a detour goes on after it).
+  double noisy(int node, double t, double d) const {
+    if (noise_phase_.empty()) return t + d;
+    // The start of the period of a source (phase ph, period P) that holds `at`:
+    // start <= at < start + P, also where rounding puts `at` on a boundary.
+    auto period_start = [](double at, double ph, double P) {
+      double start = ph + std::floor((at - ph) / P) * P;
+      if (start > at) start -= P;
+      else if (start + P <= at) start += P;
+      return start;
+    };
+    double at = t, left = d;
+    for (;;) {
+      for (bool moved = true; moved;) {  // out of any detour `at` is in
+        moved = false;
+        for (size_t i = 0; i < noise_phase_.size(); ++i) {
+          const double ph = noise_phase_[i][node], D = m_.noise[i].duration_us;
+          if (ph < 0 || D <= 0) continue;
+          const double start = period_start(at, ph, m_.noise[i].period_us);
+          if (at < start + D) at = start + D, moved = true;
+        }
+      }
+      double next = at + left;  // the next detour's start, if the work reaches it (always after `at`)
+      for (size_t i = 0; i < noise_phase_.size(); ++i) {
+        const double ph = noise_phase_[i][node], P = m_.noise[i].period_us;
+        if (ph < 0 || m_.noise[i].duration_us <= 0) continue;
+        next = std::min(next, period_start(at, ph, P) + P);
+      }
+      if (next >= at + left) return at + left;
+      left -= next - at;
+      at = next;
+    }
   }
 
   // Rank r's copy of `bytes` on `node`, starting at t; returns when it ends.
@@ -344,7 +392,7 @@ class Engine {
         case OpKind::Put: {
           if (op.hw == HwAssist::Combine) {  // the process only marks itself ready
             at.move_to(next);
-            combine_ready(op, t);
+            combine_ready(r, op, t);
             break;
           }
           double resume;
@@ -484,6 +532,7 @@ class Engine {
   // receives once (no per-message work there).
   struct CombineWave {
     int expected = 0, issued = 0;
+    double latest = 0;  // the latest time a rank of this wave marked itself ready
     int root_node = 0, lo = 0, hi = 0;
   };
 
@@ -500,13 +549,18 @@ class Engine {
     }
   }
 
-  void combine_ready(const Op& op, double t) {
+  void combine_ready(int r, const Op& op, double t) {
+    t = noisy(t_.node_of(r), t, 0);  // it marks itself ready when its host runs
     const int id = counter_id(op.counter);
     CombineWave& w = waves_[wave_of_.at(id)];
+    w.latest = std::max(w.latest, t);
     if (++w.issued < w.expected) return;
+    const double all_ready = w.latest;
     w.issued = 0;
-    arrive(net_.test_and_set(w.root_node, w.lo, w.hi, 0, t).acked, op.peer, id, 0, w.expected);
+    w.latest = 0;
+    arrive(net_.test_and_set(w.root_node, w.lo, w.hi, 0, all_ready).acked, op.peer, id, 0, w.expected);
   }
+
 
   // The factor of a message's overhead with n messages in flight in its pool
   // (Machine::overhead_shared).
@@ -543,7 +597,7 @@ class Engine {
       }
       push(t, kReceive, counter, id);
     } else {
-      push(t + m_.recv_overhead_us + kernel_us, kIncrement, counter, amount);
+      push(noisy(t_.node_of(to), t, m_.recv_overhead_us + kernel_us), kIncrement, counter, amount);
     }
   }
 
@@ -601,7 +655,7 @@ class Engine {
 
   // When rank r, whose wait is satisfied at t, runs again.
   double end_wait(int r, double t) {
-    if (!contended_) return t;
+    if (!contended_) return noisy(t_.node_of(r), t, 0);  // the host notices once it runs
     int node = t_.node_of(r), p = pool(node);
     expire_spins(t);
     WaitState& w = wait_[r];
@@ -613,7 +667,7 @@ class Engine {
     // cores round robin, one spin (poll + yield) each; half a round on average.
     --spinning_[p];
     double per_core = static_cast<double>(active_[p] + spinning_[p]) / cores_;
-    return t + 0.5 * m_.spin_turn_us * std::max(1.0, per_core);
+    return noisy(node, t + 0.5 * m_.spin_turn_us * std::max(1.0, per_core), 0);
   }
 
   // ---- operations the NIC's thread processor issues (SimOptions::nic_thread_ops)
@@ -724,6 +778,7 @@ class Engine {
   std::vector<Generator> generators_;
   uint64_t random_;
   std::vector<std::vector<size_t>> thread_ops_;  // per rank, sorted (empty: none in this run)
+  std::vector<std::vector<double>> noise_phase_;  // per noise source and node: the first detour's start, or -1
   std::vector<size_t> next_thread_op_;
 };
 

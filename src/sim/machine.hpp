@@ -7,6 +7,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <vector>
 
 namespace railcoll::sim {
 
@@ -78,6 +79,18 @@ struct Machine {
   // runnable process ahead of it on its core).
   double spin_us = 0;
   double spin_turn_us = 0;
+  // Operating-system noise (keys noise_1, noise_2, ...: `PERIOD DURATION
+  // [EVERY]`, in us): every source takes a node's host for duration_us once
+  // every period_us, at a phase of its own on each node (the nodes' clocks
+  // are not synchronized: drawn from the run's seed); with every = k only
+  // every k-th node has it (a daemon on one node of a group). Host work
+  // (overheads, copies, marking itself ready, noticing a completed wait) does
+  // not run during it; the NICs and the network go on.
+  struct NoiseSource {
+    double period_us = 0, duration_us = 0;
+    int every = 1;
+  };
+  std::vector<NoiseSource> noise;
   std::map<std::string, std::string> sources;  // key -> "# source:" text
 
   // The slowest stage of an unloaded inter-node transfer.
