@@ -24,7 +24,10 @@ struct Quantity {
   std::string unit;  // "ratio", "us", "MB/s", "fraction", "share of sizes", "at least"
   std::string kind = "point";
   double band_lo = 0, band_hi = 0;
-  std::string open_input;  // band: what varies, and over what range
+  std::string open_input;  // what varies, and over what range (a band; or a point the input moves less than 20%)
+  // Why the model cannot meet it, with the seed's sentence that rules the
+  // mechanism out or leaves its input unknown (shown when it is not met).
+  std::string cause;
   double rel_error() const { return paper_value == 0 ? 0 : (sim_value - paper_value) / paper_value; }
   bool met() const;
 };

@@ -82,6 +82,13 @@ void print(const std::vector<sim::Quantity>& q) {
   }
   std::cout << "# " << met_points << " of " << points << " point quantities within 20% (or above, for 'at least'); "
             << met_bands << " of " << bands << " bands hold the paper's value\n";
+  bool header = false;
+  for (auto& x : q)
+    if (!x.met() && !x.cause.empty()) {
+      if (!header) std::cout << "# why the others miss (docs/simulator.md, \"Reproductions\"):\n";
+      header = true;
+      std::cout << "#  " << x.paper << ", " << x.quantity << ": " << x.cause << "\n";
+    }
 }
 
 void write_json(const std::string& path, const std::vector<sim::Quantity>& q) {
@@ -96,6 +103,7 @@ void write_json(const std::string& path, const std::vector<sim::Quantity>& q) {
     if (!x.open_input.empty())  // a band, or a point whose open input moves it less than 20%
       f << ",\"band_lo\":" << number(x.band_lo) << ",\"band_hi\":" << number(x.band_hi) << ",\"open_input\":\""
         << json_escaped(x.open_input) << "\"";
+    if (!x.met() && !x.cause.empty()) f << ",\"cause\":\"" << json_escaped(x.cause) << "\"";
     f << ",\"met\":" << (x.met() ? "true" : "false") << "}" << (i + 1 < q.size() ? ",\n" : "\n");
   }
   f << "]\n";
