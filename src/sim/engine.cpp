@@ -260,7 +260,7 @@ class Engine {
           const Arrival x = arrivals_[e.b];
           free_arrivals_.push_back(e.b);
           const int p = pool(t_.node_of(x.rank));
-          const double o_r = m_.recv_overhead_us * shared_overhead(in_flight_[p]);
+          const double o_r = m_.recv_overhead_us * (x.from_pool >= 0 ? shared_overhead(in_flight_[p]) : 1.0);
           if (x.from_pool >= 0) {  // taken off the network: its receive work starts
             --in_flight_[x.from_pool];
             if (x.from_pool != p) --in_flight_[p];
@@ -455,17 +455,20 @@ class Engine {
   // Issues put `op` of rank r at t; returns when the rank may go on.
   double put(int r, int node, const Op& op, double t) {
     const int peer_node = t_.node_of(op.peer), from = pool(node);
-    t = cpu(r, t, send_overhead(node, peer_node));
     const uint64_t bytes = op.bytes();
     bool to_shared_here = peer_node == node && !op.segs.empty() && op.segs[0].dst.region == Region::Shared;
     if (to_shared_here || (peer_node == node && m_.intranode_put == "shm")) {
-      // A memcpy into shared memory (and, to a private buffer, out again).
+      // A memcpy into shared memory (and, to a private buffer, out again). It
+      // does not pass the kernel's network path: not a message in flight
+      // (overhead_shared), its overheads are a lone message's.
+      t = cpu(r, t, m_.send_overhead_us);
       double end = copy_time(r, node, t, bytes);
       if (!to_shared_here) end = copy_time(r, node, end, bytes);
-      arrive(end + m_.flag_latency_us, op.peer, counter_id(op.counter), 0, 1, from);
+      arrive(end + m_.flag_latency_us, op.peer, counter_id(op.counter), 0);
       local_done_[r] = std::max(local_done_[r], end);
       return std::max(end, t);  // the sender does the copy
     }
+    t = cpu(r, t, send_overhead(node, peer_node));
     if (peer_node == node && m_.intranode_put == "socket") {
       // A local socket: the kernel copies the bytes in on the sender's side and
       // out on the receiver's (after its receive overhead), no link between.
@@ -583,7 +586,8 @@ class Engine {
   // it is CPU work, so that the work is claimed in time order; otherwise one
   // event per put).
   // `from_pool`: the pool it was counted in flight from when issued
-  // (send_overhead), or -1: the hardware collectives' arrivals were not.
+  // (send_overhead), or -1: shared-memory puts and the hardware collectives'
+  // arrivals are not messages in flight; they pay a lone message's o_r.
   void arrive(double t, int to, int counter, double kernel_us, int amount = 1, int from_pool = -1) {
     if (cpu_serial_) {
       int id;
