@@ -77,6 +77,40 @@ TEST(Goal, BruckExportHasTheExpectedSends) {
   EXPECT_NE(r0.find("l5 requires l3\nl5 requires l4\n"), std::string::npos) << r0;
 }
 
+// The export grows linearly with the schedule: in Direct every send requires
+// only the send before it (which requires the one before, ...) and every recv
+// the rank's last send, so 2 N (N-1) requires lines, where requiring every
+// earlier send made N^3/2 of them.
+TEST(Goal, ExportIsLinearInTheMessages) {
+  for (int n : {8, 32}) {
+    std::string g = to_goal(allgather("direct", Topology::from_ppn(n, 1, 1), 8));
+    EXPECT_EQ(count(g, " requires "), static_cast<size_t>(2 * n * (n - 1))) << n;
+    EXPECT_EQ(count(g, ": send "), static_cast<size_t>(n * (n - 1)));
+    std::string r1 = rank_block(g, 1);
+    EXPECT_NE(r1.find("l3: send 8b to 4 tag 3\nl3 requires l2\n"), std::string::npos) << r1;
+  }
+}
+
+// write_goal streams the same text; a deadlocked schedule is refused before a
+// line is written.
+TEST(Goal, WriteGoalStreamsAndRefusesUpFront) {
+  Schedule s = allgather("bruck", Topology::from_ppn(9, 1, 2), 3);
+  std::ostringstream out;
+  write_goal(s, out);
+  EXPECT_EQ(out.str(), to_goal(s));
+  Schedule stuck = s;
+  std::vector<Op> ops = stuck.programs[4].ops();
+  Op w;
+  w.kind = OpKind::Wait;
+  w.counter = {false, 4, 0};
+  w.value = 1000;
+  ops.insert(ops.begin(), w);
+  stuck.programs[4] = Program(ops);
+  std::ostringstream none;
+  EXPECT_THROW(write_goal(stuck, none), InputError);
+  EXPECT_TRUE(none.str().empty());
+}
+
 TEST(Goal, RoundTripIsAFixpoint) {
   struct Case { std::string algo; Topology topo; uint64_t bytes; };
   std::vector<Case> cases = {
@@ -182,6 +216,18 @@ l3 irequires l2
   // Rank 0 finishes after a round trip, rank 1 after one message.
   EXPECT_GT(r.finish_us[0], r.finish_us[1] - 1e-9);
   EXPECT_GT(r.finish_us[1], 0);
+}
+
+// Comments may span lines and end before a statement; labels need not be lN.
+TEST(Goal, CommentsAcrossLinesAndNamedLabels) {
+  const char* text = "num_ranks 2 /* two\nranks */ rank 0 {\nfirst: send 4b to 1 // done\n}\n"
+                     "rank 1 { a_b: recv 4b from 0\nc: calc 4\nc requires a_b }\n";
+  Schedule s = from_goal(text);
+  ASSERT_EQ(s.programs[1].size(), 2u);
+  EXPECT_EQ(s.programs[1][0].kind, OpKind::Wait);
+  EXPECT_EQ(s.programs[1][1].kind, OpKind::Copy);
+  // An unclosed comment runs to the end of the text.
+  EXPECT_TRUE(from_goal("num_ranks 1 /* open\nrank 0 {\nl0: calc 1\n}\n").programs[0].empty());
 }
 
 TEST(Goal, MalformedInputNamesTheLine) {

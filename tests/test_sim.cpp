@@ -7,6 +7,7 @@
 #include "core/registry.hpp"
 #include "core/errors.hpp"
 #include "sim/engine.hpp"
+#include "sim/network.hpp"
 
 using namespace railcoll;
 using namespace railcoll::sim;
@@ -189,6 +190,132 @@ TEST(Sim, CpuContention) {
   plenty.cores_machine_wide = true;
   plenty.wakeup_us = 100;
   EXPECT_DOUBLE_EQ(simulate(s, plenty).max_us, f);
+}
+
+// LogGP's receive overhead (recv_cpu = loggp): a contention-free Direct
+// all-gather of 1000 B on 4 nodes, L = 5, o_s = 1, o_r = 3, g = 0.5, G = 1 ns/B
+// (1000 MB/s), buses and copies free. Every rank issues its 3 puts at 1, 2, 3
+// (o_s each); the NIC sends them back to back (1 us each, g < 1) and they
+// arrive L + 1 later, at 7, 8, 9, one from each other rank. The receiver's CPU
+// takes them one after another: 7-10, 10-13, 13-16, so the all-gather ends at
+// 16 on every rank. With recv_cpu = event o_r is a delay: the last arrival at
+// 9 is counted at 9 + 3 = 12.
+TEST(Sim, LogGPReceiveOverheadByHand) {
+  Machine m = test_machine();
+  m.wire_latency_us = 5;
+  m.send_overhead_us = 1;
+  m.recv_overhead_us = 3;
+  m.gap_us = 0.5;
+  m.link_MBps = 1000;
+  m.pci_MBps = m.copy_MBps = m.membus_MBps = 1e9;
+  m.dma_engines = 1;
+  m.recv_on_cpu = true;
+  Schedule s = allgather("direct", Topology::from_ppn(4, 1, 1), 1000);
+  SimResult loggp = simulate(s, m);
+  EXPECT_NEAR(loggp.max_us, 16, 1e-3);
+  EXPECT_NEAR(loggp.min_us, 16, 1e-3);
+  m.recv_on_cpu = false;
+  EXPECT_NEAR(simulate(s, m).max_us, 12, 1e-3);
+  // The preset key, and its default: loggp for a TCP stack, event otherwise.
+  std::string text = kTestPreset;
+  EXPECT_FALSE(parse_machine(text, "t").recv_on_cpu);
+  EXPECT_TRUE(parse_machine(text + "kernel_ns_per_byte = 1   # source: test\n", "t").recv_on_cpu);
+  EXPECT_TRUE(parse_machine(text + "recv_cpu = loggp   # source: test\n", "t").recv_on_cpu);
+  EXPECT_NE(msg(text + "recv_cpu = maybe   # source: test\n").find("'recv_cpu' = 'maybe' is not one of: event, loggp"),
+            std::string::npos);
+}
+
+// Overheads shared by the messages in flight (overhead_shared = f): a message
+// pays o (1 - f + f / n) with n in flight in its pool. Direct between 2 ranks
+// on 2 nodes, one machine-wide pool (not contended), recv_cpu = loggp,
+// o_s = o_r = 4, f = 0.5, L = 10, everything else free. Rank 0 issues first
+// (n = 1: 4 us, sent at 4), rank 1 second (n = 2: 3 us, sent at 3). Rank 1's
+// message arrives at 13 with 2 in flight: 3 us, done at 16; rank 0's at 14,
+// alone by then: 4 us, done at 18. With f = 0 both end at 4 + 10 + 4 = 18.
+TEST(Sim, OverheadsSharedInFlightByHand) {
+  Machine m = test_machine();
+  m.wire_latency_us = 10;
+  m.send_overhead_us = m.recv_overhead_us = 4;
+  m.link_MBps = m.pci_MBps = m.copy_MBps = m.membus_MBps = 1e9;
+  m.cores = 4;
+  m.cores_machine_wide = true;
+  m.recv_on_cpu = true;
+  m.overhead_shared = 0.5;
+  Schedule s = allgather("direct", Topology::from_ppn(2, 1, 1), 8);
+  SimResult r = simulate(s, m);
+  EXPECT_NEAR(r.finish_us[0], 16, 1e-3);
+  EXPECT_NEAR(r.finish_us[1], 18, 1e-3);
+  m.overhead_shared = 0;
+  r = simulate(s, m);
+  EXPECT_NEAR(r.finish_us[0], 18, 1e-3);
+  EXPECT_NEAR(r.finish_us[1], 18, 1e-3);
+  // With o_r a delay (recv_cpu = event) nothing is CPU work: the key changes nothing.
+  m.recv_on_cpu = false;
+  double plain = simulate(s, m).max_us;
+  m.overhead_shared = 0.5;
+  EXPECT_DOUBLE_EQ(simulate(s, m).max_us, plain);
+  std::string text = kTestPreset;
+  EXPECT_NE(msg(text + "overhead_shared = 1.5   # source: test\n").find("'overhead_shared' = 1.5 is out of range"),
+            std::string::npos);
+}
+
+// Operating-system noise: one source, PERIOD 2 us, DURATION 1.5 us, on every
+// 2nd node (node 0 of 2). Rank 0 (node 0) puts 8000 B to rank 1 (node 1): its
+// 1 us send overhead runs around node 0's detours, which start at the phase
+// the run's seed draws, then every 2 us; rank 1 (no noise) gets the bytes that
+// much later. The detours, walked here by hand, decide the delay.
+TEST(Sim, NoiseDelaysHostWorkByHand) {
+  Machine m = test_machine();
+  Topology t = Topology::from_ppn(2, 1, 1);
+  Schedule s = flows(t, {{0, 1, 8000}});
+  const double quiet = simulate(s, m).finish_us[1];
+  m.noise = {{2.0, 1.5, 2}};
+  for (uint64_t seed : {1, 2, 3, 7}) {
+    uint64_t state = seed ^ 0x6e6f697365ULL;  // the engine's noise stream (engine.cpp, add_noise)
+    const double phase = next_uniform(state) * 2.0;
+    // 1 us of work from 0 around detours [phase + 2k, phase + 2k + 1.5).
+    double at = 0, left = 1;
+    for (int k = -1; left > 0; ++k) {
+      const double a = phase + 2 * k, b = a + 1.5;
+      if (at >= b) continue;
+      if (at >= a) at = b;                              // starts inside a detour
+      const double next = phase + 2 * (k + 1);          // runs until the next one
+      const double run = std::min(left, next - at);
+      at += run, left -= run;
+    }
+    SimOptions o;
+    o.seed = seed;
+    SimResult r = simulate(s, m, o);
+    EXPECT_NEAR(r.finish_us[1] - quiet, at - 1, 1e-9) << "seed " << seed << ", phase " << phase;
+    EXPECT_DOUBLE_EQ(simulate(s, m, o).finish_us[1], r.finish_us[1]);  // deterministic for its seed
+  }
+  // Without detours nothing changes; the keys are checked.
+  m.noise = {{2.0, 0, 1}};
+  EXPECT_DOUBLE_EQ(simulate(s, m).finish_us[1], quiet);
+  std::string text = kTestPreset;
+  EXPECT_EQ(parse_machine(text + "noise_1 = 1000 25   # source: test\nnoise_2 = 5000 100 32   # source: test\n", "t")
+                .noise.size(),
+            2u);
+  EXPECT_NE(msg(text + "noise_1 = 10 20   # source: test\n").find("needs 0 <= duration < period"), std::string::npos);
+  EXPECT_NE(msg(text + "noise_1 = ten   # source: test\n").find("is not 'PERIOD_US DURATION_US [EVERY]'"),
+            std::string::npos);
+  EXPECT_NE(msg(text + "noise_2 = 10 1   # source: test\n").find("unknown parameter 'noise_2'"), std::string::npos);
+}
+
+// An operation the NIC's thread issues (SimOptions::nic_thread_ops) starts
+// nic_thread_us after its rank reaches it: the OneMessageByHand case (17.5 us)
+// with rank 0's put (op 1, after the copy) issued by a 3 us thread ends 3 us
+// later on rank 1; rank 0's own copy and wait are not delayed beyond its put.
+TEST(Sim, NicThreadOperations) {
+  Machine m = test_machine();
+  m.nic_thread_us = 3;
+  Schedule s = allgather("direct", Topology::from_ppn(2, 1, 1), 8000);
+  SimOptions o;
+  double quiet = simulate(s, m, o).finish_us[1];
+  o.nic_thread_ops = {{0, 1}};
+  EXPECT_NEAR(simulate(s, m, o).finish_us[1], quiet + 3, 1e-9);
+  o.nic_thread_ops = {{0, 99}};
+  EXPECT_THROW(simulate(s, m, o), InputError);
 }
 
 // A TCP stack's per-byte work on both ends, by hand: the one-message case of

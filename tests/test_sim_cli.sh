@@ -23,6 +23,8 @@ missing=$(bad_preset missing pci_MBps "")
 few_ports=$(bad_preset few_ports switch_ports "switch_ports = 2")
 duplex=$(bad_preset duplex pci_duplex "pci_duplex = sometimes")
 tree=$(bad_preset tree topology "topology = fattree")
+recv_cpu=$(bad_preset recv_cpu recv_cpu "recv_cpu = maybe")
+noise=$(bad_preset noise noise_1 "noise_1 = 10 20")
 echo "fattree_arity = 5    # source: test" >>"$tree"
 
 pass=0 fail=0
@@ -45,6 +47,8 @@ missing parameter 'pci_MBps'	sim allgather --preset $missing
 'nodes' = 4 does not fit one crossbar of 'switch_ports' = 2 ports	sim allgather --preset $few_ports
 parameter 'pci_duplex' = 'sometimes' is not one of: full, half	sim allgather --preset $duplex
 'fattree_arity' = 5 needs switches of at least 10 ports	sim allgather --preset $tree
+parameter 'recv_cpu' = 'maybe' is not one of: event, loggp	sim allgather --preset $recv_cpu
+parameter 'noise_1' = '10 20' needs 0 <= duration < period	sim allgather --preset $noise
 8 nodes do not fit preset 'qsnet2-4x4-dual' (4 nodes)	sim allgather --preset qsnet2-4x4-dual --ranks 32 --ppn 4
 8 ranks on a node do not fit preset 'qsnet2-4x4-dual' (4 per node)	sim allgather --preset qsnet2-4x4-dual --ranks 16 --ppn 8
 2 rails do not fit preset 'elan4-128' (1)	sim allgather --preset elan4-128 --rails 2

@@ -1,6 +1,7 @@
 #include "sim/engine.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -221,8 +222,10 @@ class Engine {
     cores_ = m.cores > 0 ? m.cores : m.ppn;
     int pools = m.cores_machine_wide ? 1 : t_.nnodes();
     contended_ = m.cores > 0 && (m.cores_machine_wide ? cores_ < N : cores_ < t_.max_node_size());
+    cpu_serial_ = contended_ || m.recv_on_cpu;
     active_.assign(pools, 0);
     spinning_.assign(pools, 0);
+    in_flight_.assign(pools, 0);
     for (int r = 0; r < N; ++r) ++active_[pool(t_.node_of(r))];
     wait_.assign(N, {});
     busy_.assign(N, 0);
@@ -236,6 +239,8 @@ class Engine {
     waiters_.assign(counters_.size(), {});
     add_combine_waves(combines);
     add_generators();
+    add_thread_ops();
+    add_noise();
     if (counters_.size() >= kMaxEventA || generators_.size() >= kMaxEventA)  // events name them in 30 bits
       throw InputError("the simulator takes fewer than 2^30 counters and ranks");
   }
@@ -251,9 +256,16 @@ class Engine {
       const double t = now_ = e.t;
       switch (e.kind) {
         case kStep: step(e.a, t); break;
-        case kReceive: {  // receive overhead and kernel work on the receiving node's cores
-          const Arrival& x = arrivals_[e.b];
-          push(cpu(x.rank, t, m_.recv_overhead_us + x.kernel_us), kIncrement, e.a, x.amount);
+        case kReceive: {  // receive overhead and kernel work on the receiving rank's CPU
+          const Arrival x = arrivals_[e.b];
+          free_arrivals_.push_back(e.b);
+          const int p = pool(t_.node_of(x.rank));
+          const double o_r = m_.recv_overhead_us * (x.from_pool >= 0 ? shared_overhead(in_flight_[p]) : 1.0);
+          if (x.from_pool >= 0) {  // taken off the network: its receive work starts
+            --in_flight_[x.from_pool];
+            if (x.from_pool != p) --in_flight_[p];
+          }
+          push(cpu(x.rank, t, o_r + x.kernel_us), kIncrement, e.a, x.amount);
           break;
         }
         case kIncrement: increment(e.a, e.b, t); break;
@@ -291,14 +303,64 @@ class Engine {
   // work runs at cores/working of a core; processes spinning in a wait yield at
   // every turn, so they take only what the workers leave. A process does one
   // thing at a time: its receive work and its own work queue behind each other.
-  // Without contention, t + d.
+  // Without contention a process has its core to itself: its work and (with
+  // recv_cpu = loggp) its receive work still queue behind each other, as
+  // LogGP's o; with recv_cpu = event and no contention, t + d.
   double cpu(int r, double t, double d) {
-    if (!contended_) return t + d;
-    expire_spins(now_);
-    int p = pool(t_.node_of(r));
-    double start = std::max(t, busy_[r]);
-    busy_[r] = start + d * std::max(1.0, static_cast<double>(active_[p]) / cores_);
+    if (!cpu_serial_) return noisy(t_.node_of(r), t, d);
+    double share = 1;
+    if (contended_) {
+      expire_spins(now_);
+      share = std::max(1.0, static_cast<double>(active_[pool(t_.node_of(r))]) / cores_);
+    }
+    busy_[r] = noisy(t_.node_of(r), std::max(t, busy_[r]), d * share);
     return busy_[r];
+  }
+
+  // ---- operating-system noise (Machine::noise)
+  void add_noise() {
+    if (m_.noise.empty()) return;
+    uint64_t state = o_.seed ^ 0x6e6f697365ULL;  // "noise": its own stream, from the run's seed
+    for (size_t i = 0; i < m_.noise.size(); ++i) {
+      std::vector<double> phase(t_.nnodes(), -1);  // -1: the source does not run on that node
+      for (int n = 0; n < t_.nnodes(); ++n)
+        if (n % m_.noise[i].every == 0) phase[n] = next_uniform(state) * m_.noise[i].period_us;
+      noise_phase_.push_back(std::move(phase));
+    }
+  }
+  // When `d` us of host work on `node` that could start at t ends, around the
+  // node's noise (work paused by a detour goes on after it).
+  double noisy(int node, double t, double d) const {
+    if (noise_phase_.empty()) return t + d;
+    // The start of the period of a source (phase ph, period P) that holds `at`:
+    // start <= at < start + P, also where rounding puts `at` on a boundary.
+    auto period_start = [](double at, double ph, double P) {
+      double start = ph + std::floor((at - ph) / P) * P;
+      if (start > at) start -= P;
+      else if (start + P <= at) start += P;
+      return start;
+    };
+    double at = t, left = d;
+    for (;;) {
+      for (bool moved = true; moved;) {  // out of any detour `at` is in
+        moved = false;
+        for (size_t i = 0; i < noise_phase_.size(); ++i) {
+          const double ph = noise_phase_[i][node], D = m_.noise[i].duration_us;
+          if (ph < 0 || D <= 0) continue;
+          const double start = period_start(at, ph, m_.noise[i].period_us);
+          if (at < start + D) at = start + D, moved = true;
+        }
+      }
+      double next = at + left;  // the next detour's start, if the work reaches it (always after `at`)
+      for (size_t i = 0; i < noise_phase_.size(); ++i) {
+        const double ph = noise_phase_[i][node], P = m_.noise[i].period_us;
+        if (ph < 0 || m_.noise[i].duration_us <= 0) continue;
+        next = std::min(next, period_start(at, ph, P) + P);
+      }
+      if (next >= at + left) return at + left;
+      left -= next - at;
+      at = next;
+    }
   }
 
   // Rank r's copy of `bytes` on `node`, starting at t; returns when it ends.
@@ -310,12 +372,13 @@ class Engine {
   }
 
   void step(int r, double t) {
-    if (contended_ && busy_[r] > t) return push(busy_[r], kStep, r, 0);  // still receiving
+    if (cpu_serial_ && busy_[r] > t) return push(busy_[r], kStep, r, 0);  // still receiving
     const Program& prog = s_.programs[r];
     const int node = t_.node_of(r);
     Place& at = place_[r];
     Op& op = op_;
     while (at.pos != at.end) {
+      if (thread_op_at(r, at.pc)) return push(t + m_.nic_thread_us, kStep, r, 0);
       const uint8_t* next = Program::decode(at.pos, &op);
       switch (op.kind) {
         case OpKind::Copy:
@@ -329,7 +392,7 @@ class Engine {
         case OpKind::Put: {
           if (op.hw == HwAssist::Combine) {  // the process only marks itself ready
             at.move_to(next);
-            combine_ready(op, t);
+            combine_ready(r, op, t);
             break;
           }
           double resume;
@@ -358,9 +421,9 @@ class Engine {
             push(t + m_.flag_latency_us, kIncrement, counter_id(c), 1);
             break;
           }
-          t = cpu(r, t, m_.send_overhead_us);
+          t = cpu(r, t, send_overhead(node, target_node));
           arrive(net_.transfer(node, target_node, 0, t, 0, !o_.nic_memory).arrive,
-                 c.on_node ? t_.leader(c.owner) : c.owner, counter_id(c), 0);
+                 c.on_node ? t_.leader(c.owner) : c.owner, counter_id(c), 0, 1, pool(node));
           return push(t, kStep, r, 0);
         }
         case OpKind::Wait: {
@@ -391,24 +454,27 @@ class Engine {
 
   // Issues put `op` of rank r at t; returns when the rank may go on.
   double put(int r, int node, const Op& op, double t) {
-    t = cpu(r, t, m_.send_overhead_us);
+    const int peer_node = t_.node_of(op.peer), from = pool(node);
     const uint64_t bytes = op.bytes();
-    int peer_node = t_.node_of(op.peer);
     bool to_shared_here = peer_node == node && !op.segs.empty() && op.segs[0].dst.region == Region::Shared;
     if (to_shared_here || (peer_node == node && m_.intranode_put == "shm")) {
-      // A memcpy into shared memory (and, to a private buffer, out again).
+      // A memcpy into shared memory (and, to a private buffer, out again). It
+      // does not pass the kernel's network path: not a message in flight
+      // (overhead_shared), its overheads are a lone message's.
+      t = cpu(r, t, m_.send_overhead_us);
       double end = copy_time(r, node, t, bytes);
       if (!to_shared_here) end = copy_time(r, node, end, bytes);
       arrive(end + m_.flag_latency_us, op.peer, counter_id(op.counter), 0);
       local_done_[r] = std::max(local_done_[r], end);
       return std::max(end, t);  // the sender does the copy
     }
+    t = cpu(r, t, send_overhead(node, peer_node));
     if (peer_node == node && m_.intranode_put == "socket") {
       // A local socket: the kernel copies the bytes in on the sender's side and
       // out on the receiver's (after its receive overhead), no link between.
       double per_end = bytes * m_.socket_ns_per_byte * 1e-3;
       double sent = cpu(r, t, per_end);
-      arrive(sent, op.peer, counter_id(op.counter), per_end);
+      arrive(sent, op.peer, counter_id(op.counter), per_end, 1, from);
       local_done_[r] = std::max(local_done_[r], sent);
       return sent;
     }
@@ -429,7 +495,7 @@ class Engine {
     } else {  // even striping, the first bytes % k parts one byte longer (Schedule::rail_parts)
       for (int i = 0; i < k; ++i) part(i, bytes / k + (static_cast<uint64_t>(i) < bytes % k));
     }
-    arrive(last, op.peer, counter_id(op.counter), kernel);
+    arrive(last, op.peer, counter_id(op.counter), kernel, 1, from);
     return t;
   }
 
@@ -469,6 +535,7 @@ class Engine {
   // receives once (no per-message work there).
   struct CombineWave {
     int expected = 0, issued = 0;
+    double latest = 0;  // the latest time a rank of this wave marked itself ready
     int root_node = 0, lo = 0, hi = 0;
   };
 
@@ -485,24 +552,56 @@ class Engine {
     }
   }
 
-  void combine_ready(const Op& op, double t) {
+  void combine_ready(int r, const Op& op, double t) {
+    t = noisy(t_.node_of(r), t, 0);  // it marks itself ready when its host runs
     const int id = counter_id(op.counter);
     CombineWave& w = waves_[wave_of_.at(id)];
+    w.latest = std::max(w.latest, t);
     if (++w.issued < w.expected) return;
+    const double all_ready = w.latest;
     w.issued = 0;
-    arrive(net_.test_and_set(w.root_node, w.lo, w.hi, 0, t).acked, op.peer, id, 0, w.expected);
+    w.latest = 0;
+    arrive(net_.test_and_set(w.root_node, w.lo, w.hi, 0, all_ready).acked, op.peer, id, 0, w.expected);
+  }
+
+
+  // The factor of a message's overhead with n messages in flight in its pool
+  // (Machine::overhead_shared).
+  double shared_overhead(int n) const {
+    return 1 - m_.overhead_shared + m_.overhead_shared / std::max(1, n);
+  }
+  // A message from `node` to `to_node`: its send overhead. From now on it is
+  // in flight, in the pools of both ends, until its receiver takes it (a
+  // kReceive event: CPU work only).
+  double send_overhead(int node, int to_node) {
+    if (!cpu_serial_) return m_.send_overhead_us;
+    const int from = pool(node), to = pool(to_node);
+    ++in_flight_[from];
+    if (to != from) ++in_flight_[to];
+    return m_.send_overhead_us * shared_overhead(in_flight_[from]);
   }
 
   // A put or signal for rank `to` has arrived at t, adding `amount` to the
-  // counter: its receive overhead is that rank's work (an event of its own only
-  // when cores are contended, so that the work is claimed in time order;
-  // otherwise one event per put).
-  void arrive(double t, int to, int counter, double kernel_us, int amount = 1) {
-    if (contended_) {
-      arrivals_.push_back({to, kernel_us, amount});
-      push(t, kReceive, counter, static_cast<int>(arrivals_.size()) - 1);
+  // counter: its receive overhead is that rank's work (an event of its own when
+  // it is CPU work, so that the work is claimed in time order; otherwise one
+  // event per put).
+  // `from_pool`: the pool it was counted in flight from when issued
+  // (send_overhead), or -1: shared-memory puts and the hardware collectives'
+  // arrivals are not messages in flight; they pay a lone message's o_r.
+  void arrive(double t, int to, int counter, double kernel_us, int amount = 1, int from_pool = -1) {
+    if (cpu_serial_) {
+      int id;
+      if (free_arrivals_.empty()) {
+        id = static_cast<int>(arrivals_.size());
+        arrivals_.push_back({to, kernel_us, amount, from_pool});
+      } else {
+        id = free_arrivals_.back();
+        free_arrivals_.pop_back();
+        arrivals_[id] = {to, kernel_us, amount, from_pool};
+      }
+      push(t, kReceive, counter, id);
     } else {
-      push(t + m_.recv_overhead_us + kernel_us, kIncrement, counter, amount);
+      push(noisy(t_.node_of(to), t, m_.recv_overhead_us + kernel_us), kIncrement, counter, amount);
     }
   }
 
@@ -560,7 +659,7 @@ class Engine {
 
   // When rank r, whose wait is satisfied at t, runs again.
   double end_wait(int r, double t) {
-    if (!contended_) return t;
+    if (!contended_) return noisy(t_.node_of(r), t, 0);  // the host notices once it runs
     int node = t_.node_of(r), p = pool(node);
     expire_spins(t);
     WaitState& w = wait_[r];
@@ -572,7 +671,35 @@ class Engine {
     // cores round robin, one spin (poll + yield) each; half a round on average.
     --spinning_[p];
     double per_core = static_cast<double>(active_[p] + spinning_[p]) / cores_;
-    return t + 0.5 * m_.spin_turn_us * std::max(1.0, per_core);
+    return noisy(node, t + 0.5 * m_.spin_turn_us * std::max(1.0, per_core), 0);
+  }
+
+  // ---- operations the NIC's thread processor issues (SimOptions::nic_thread_ops)
+  void add_thread_ops() {
+    if (o_.nic_thread_ops.empty()) return;
+    thread_ops_.assign(N, {});
+    next_thread_op_.assign(N, 0);
+    for (auto& [r, i] : o_.nic_thread_ops) {
+      if (r < 0 || r >= N || i >= s_.programs[r].size())
+        throw InputError("a NIC thread operation names rank " + std::to_string(r) + " op #" + std::to_string(i) +
+                         ", which the schedule does not have");
+      thread_ops_[r].push_back(i);
+    }
+    for (auto& v : thread_ops_) {
+      std::sort(v.begin(), v.end());
+      v.erase(std::unique(v.begin(), v.end()), v.end());
+    }
+  }
+  // Whether rank r must first wait for its NIC's thread before op pc (once:
+  // the second time it reaches pc, the thread has issued it).
+  bool thread_op_at(int r, int pc) {
+    if (thread_ops_.empty()) return false;
+    size_t& next = next_thread_op_[r];
+    const std::vector<size_t>& ops = thread_ops_[r];
+    while (next < ops.size() && ops[next] < static_cast<size_t>(pc)) ++next;  // inside a run issued as one
+    if (next >= ops.size() || ops[next] != static_cast<size_t>(pc)) return false;
+    ++next;
+    return true;
   }
 
   // ---- background traffic (docs/simulator.md, "Background traffic")
@@ -631,17 +758,21 @@ class Engine {
   std::vector<double> busy_;  // per rank: its host work is done until then (contended cores only)
   double now_ = 0;    // the time of the event being handled
   std::vector<int> active_, spinning_;  // per pool: running processes, spinning waiters
+  std::vector<int> in_flight_;  // per pool: messages from or to it whose receive work has not started (CPU work only)
   std::vector<WaitState> wait_;
   std::deque<SpinEnd> spin_ends_;
   struct Arrival {
     int rank;          // whose receive work it is
     double kernel_us;  // its kernel share of the bytes
     int amount;        // what it adds to the counter
+    int from_pool;     // counted in flight in this pool (and the receiver's) since it was issued; -1: not counted
   };
   std::vector<CombineWave> waves_;
   std::map<int, int> wave_of_;  // counter -> its wave
-  std::vector<Arrival> arrivals_;  // per arrival event
+  std::vector<Arrival> arrivals_;  // per arrival event in flight
+  std::vector<int> free_arrivals_;  // entries of arrivals_ whose event is done
   bool contended_ = false;
+  bool cpu_serial_ = false;  // host work queues per rank: contended cores, or recv_cpu = loggp
   std::vector<uint64_t> counters_;
   struct Waiter {
     int rank;
@@ -650,6 +781,9 @@ class Engine {
   std::vector<std::vector<Waiter>> waiters_;
   std::vector<Generator> generators_;
   uint64_t random_;
+  std::vector<std::vector<size_t>> thread_ops_;  // per rank, sorted (empty: none in this run)
+  std::vector<std::vector<double>> noise_phase_;  // per noise source and node: the first detour's start, or -1
+  std::vector<size_t> next_thread_op_;
 };
 
 }  // namespace

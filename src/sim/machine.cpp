@@ -135,11 +135,26 @@ Machine parse_machine(const std::string& text, const std::string& origin) {
   m.cores_machine_wide = word("cores_shared_by", {"node", "machine"}, true, "node") == "machine";
   m.wakeup_us = number("wakeup_us", 0, 1e6, true, 0);
   m.kernel_ns_per_byte = number("kernel_ns_per_byte", 0, 1e6, true, 0);
+  m.overhead_shared = number("overhead_shared", 0, 1, true, 0);
+  m.recv_on_cpu = word("recv_cpu", {"loggp", "event"}, true, m.kernel_ns_per_byte > 0 ? "loggp" : "event") == "loggp";
   m.spin_us = number("spin_us", 0, 1e9, true, 0);
   m.spin_turn_us = number("spin_turn_us", 0, 1e6, true, 0);
   m.hw_multicast = word("hw_multicast", {"yes", "no"}, true, "no") == "yes";
   m.hw_barrier = word("hw_barrier", {"yes", "no"}, true, "no") == "yes";
   m.hw_packet_bytes = number("hw_packet_bytes", 0, 1 << 20, true, 0);
+  m.nic_thread_us = number("nic_thread_us", 0, 1e6, true, 0);
+  for (int i = 1; kv.count("noise_" + std::to_string(i)); ++i) {
+    const std::string key = "noise_" + std::to_string(i), v = need(key);
+    std::istringstream in(v);
+    Machine::NoiseSource n;
+    std::string rest;
+    if (!(in >> n.period_us >> n.duration_us) || (!(in >> n.every) && !in.eof()) || (in >> rest))
+      throw InputError(origin + ": parameter '" + key + "' = '" + v + "' is not 'PERIOD_US DURATION_US [EVERY]'");
+    if (!(n.period_us > 0 && n.duration_us >= 0 && n.duration_us < n.period_us && n.every >= 1))
+      throw InputError(origin + ": parameter '" + key + "' = '" + v +
+                       "' needs 0 <= duration < period and every >= 1");
+    m.noise.push_back(n);
+  }
   for (auto& k : kv)
     if (!used.count(k.first)) throw InputError(origin + ": unknown parameter '" + k.first + "'");
   return m;

@@ -7,6 +7,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <vector>
 
 namespace railcoll::sim {
 
@@ -20,6 +21,22 @@ struct Machine {
   double hop_latency_us = 0;    // per extra switch hop
   double send_overhead_us = 0;  // host time to issue a put (o_s)
   double recv_overhead_us = 0;  // host time to complete one (o_r)
+  // recv_cpu = loggp: LogGP's o at the receiver, the host's CPU is busy for
+  // recv_overhead_us per message, one message after another and after its own
+  // work (message passing: the host takes every message off the network).
+  // recv_cpu = event: the NIC completes the message and sets an event, and
+  // recv_overhead_us is the host noticing it, a delay that keeps no CPU busy
+  // (RDMA with completion events). Default: loggp for a TCP stack
+  // (kernel_ns_per_byte > 0), event otherwise. With contended cores receive
+  // work is always CPU work.
+  bool recv_on_cpu = false;
+  // overhead_shared = f: of a message's send and receive overheads, the part
+  // the messages in flight share (a kernel's interrupts, softirq passes and
+  // wake-ups serve every message pending at that moment): with n messages in
+  // flight in its core pool a message pays o x (1 - f + f / n). o_s and o_r
+  // are the costs of a lone message. 0: every message pays o. CPU work only
+  // (recv_cpu = loggp or contended cores).
+  double overhead_shared = 0;
   double gap_us = 0;            // minimum time between two injections on a NIC (g)
   double link_MBps = 0;         // per link (NIC-switch and switch-switch), per direction (1 MB/s = 1 byte/us)
   // A token bucket on each NIC's link, both directions (0: none): up to this
@@ -44,6 +61,11 @@ struct Machine {
   // interleave with other traffic (0: unknown, they queue behind whole messages).
   bool hw_multicast = false, hw_barrier = false;
   double hw_packet_bytes = 0;
+  // The NIC's thread processor (the Elan's): the time from the event that
+  // wakes its thread to the DMA it issues. Charged before the operations a run
+  // names in SimOptions::nic_thread_ops (the library calls that run an Elan
+  // thread, src/sim/reproduce.cpp); 0: no thread, or no published figure.
+  double nic_thread_us = 0;
   // CPU contention (optional; by default every process has a core): host work
   // (copies, send and receive overheads, wake-ups) queues for `cores` cores,
   // per node or shared by the whole machine (an emulated cluster on one host).
@@ -57,6 +79,18 @@ struct Machine {
   // runnable process ahead of it on its core).
   double spin_us = 0;
   double spin_turn_us = 0;
+  // Operating-system noise (keys noise_1, noise_2, ...: `PERIOD DURATION
+  // [EVERY]`, in us): every source takes a node's host for duration_us once
+  // every period_us, at a phase of its own on each node (the nodes' clocks
+  // are not synchronized: drawn from the run's seed); with every = k only
+  // every k-th node has it (a daemon on one node of a group). Host work
+  // (overheads, copies, marking itself ready, noticing a completed wait) does
+  // not run during it; the NICs and the network go on.
+  struct NoiseSource {
+    double period_us = 0, duration_us = 0;
+    int every = 1;
+  };
+  std::vector<NoiseSource> noise;
   std::map<std::string, std::string> sources;  // key -> "# source:" text
 
   // The slowest stage of an unloaded inter-node transfer.

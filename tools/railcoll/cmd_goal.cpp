@@ -4,6 +4,7 @@
 // Schedules in LogGOPSim's GOAL text format (src/sim/goal.hpp, docs/goal.md):
 // export an algorithm for LogGOPSim's txt2bin, or import a GOAL schedule and
 // run it in railcoll's simulator.
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -30,13 +31,26 @@ int goal_export(const std::vector<std::string>& argv) {
   if (a.positional().size() != 1) throw UsageError(kGoalUsage);
   ScheduleRequest r = schedule_request(a, a.positional()[0]);
   Schedule s = build_schedule(r.collective, r.algorithm, r.topo, r.counts, r.opts, r.given);
-  std::string text = sim::to_goal(s);  // before opening the file: no half-written output on error
   if (!a.has("o")) {
-    std::cout << text;
+    sim::write_goal(s, std::cout);  // checks the schedule before it writes a line
     return 0;
   }
-  std::ofstream f(a.str("o"));
-  if (!(f << text) || !f.flush()) throw InputError("cannot write " + a.str("o"));
+  // Written next to the file and renamed over it at the end: no half-written
+  // output on error (a schedule that deadlocks, a full disk).
+  const std::string path = a.str("o"), part = path + ".part";
+  std::ofstream f(part, std::ios::binary);
+  if (!f) throw InputError("cannot write " + path);
+  try {
+    sim::write_goal(s, f);
+  } catch (...) {
+    f.close();
+    std::remove(part.c_str());
+    throw;
+  }
+  if (!f.flush() || (f.close(), !f) || std::rename(part.c_str(), path.c_str()) != 0) {
+    std::remove(part.c_str());
+    throw InputError("cannot write " + path);
+  }
   return 0;
 }
 
@@ -46,12 +60,10 @@ int goal_import(const std::vector<std::string>& argv) {
   const std::string& path = a.positional()[0];
   std::ifstream f(path);
   if (!f) throw InputError("cannot read " + path);
-  std::stringstream text;
-  text << f.rdbuf();
   int rails = static_cast<int>(a.integer("rails", 1, 1, 64));
   Schedule s;
   try {
-    s = sim::from_goal(text.str(), rails);
+    s = sim::read_goal(f, rails);
   } catch (const InputError& e) {
     throw InputError(path + ": " + e.what());  // name the file with the line
   }

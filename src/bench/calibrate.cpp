@@ -1,0 +1,702 @@
+#include "bench/calibrate.hpp"
+
+#include <railcoll/railcoll.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+#include "sim/machine.hpp"
+
+namespace railcoll::bench {
+
+namespace {
+
+double now_us() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double cpu_us() {  // the whole process: the runtime's work is done in the caller's thread
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+
+struct Worker {
+  railcoll_comm_t comm = nullptr;
+  int me = 0, N = 1;
+  std::ofstream rec;
+
+  void check(railcoll_status_t st, const std::string& what) {
+    if (st != RAILCOLL_OK) throw std::runtime_error(what + ": " + railcoll_last_error());
+  }
+  // Every rank's value; a collective "allreduce" built from the all-gather.
+  std::vector<double> gather(double x) {
+    std::vector<double> all(N);
+    check(railcoll_allgather(comm, &x, all.data(), sizeof x, nullptr), "collecting results");
+    return all;
+  }
+  double slowest(double x) {
+    auto v = gather(x);
+    return *std::max_element(v.begin(), v.end());
+  }
+  void put(const std::string& line) {
+    if (me == 0) rec << line << "\n" << std::flush;
+  }
+};
+
+// 2 ranks on 2 nodes: all-gather "direct" = one message each way per call.
+void test_p2p(Worker& w, bool quick) {
+  std::vector<uint64_t> sizes = {0, 8, 64, 512, 4096, 32768, 262144, 524288, 1 << 20, 2 << 20, 4 << 20};
+  if (quick) sizes = {0, 8, 64, 524288, 1 << 20, 2 << 20};
+  railcoll_call_opts_t direct{"direct", 0};
+  std::vector<unsigned char> send(4 << 20), recv(8 << 20);
+  for (uint64_t m : sizes) {
+    int trials = quick ? 5 : (m >= (1 << 20) ? 11 : 31);
+    std::vector<double> t;
+    for (int i = -2; i < trials; ++i) {  // 2 warm-up calls
+      w.check(railcoll_barrier(w.comm), "barrier");
+      double t0 = now_us();
+      w.check(railcoll_allgather(w.comm, send.data(), recv.data(), m, &direct), "direct all-gather");
+      double dt = w.slowest(now_us() - t0);  // a collective ends with its last rank
+      if (i >= 0) t.push_back(dt);
+    }
+    std::ostringstream l;
+    l << "p2p " << m << " " << median(t);
+    w.put(l.str());
+  }
+}
+
+// Interrupt and softirq time of the whole host so far (every core, /proc/stat),
+// us: the kernel forwards a frame through the veths, the rail bridge and the
+// shapers in softirq context, outside any process's CPU time. Other programs on
+// the host rarely add to it (unlike user or system time).
+double host_softirq_us() {
+  std::ifstream f("/proc/stat");
+  std::string cpu;
+  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
+  f >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq;
+  return (irq + softirq) * 1e6 / sysconf(_SC_CLK_TCK);
+}
+
+// 2 ranks on 2 nodes, all rails, without spinning (RAILCOLL_SPIN_US=0, set by
+// worker()): large direct all-gathers back to back. Host CPU per byte moved,
+// both ends and the path between them together: the two processes' own CPU time
+// (the TCP stack in their system calls) plus the host's softirq time (the path).
+void test_stream(Worker& w, bool quick) {
+  const uint64_t m = quick ? (2 << 20) : (4 << 20);
+  const int calls = quick ? 5 : 10;
+  railcoll_call_opts_t direct{"direct", 0};
+  std::vector<unsigned char> send(m), recv(2 * m);
+  std::vector<double> host, procs;
+  for (int i = 0; i < (quick ? 2 : 5); ++i) {
+    w.check(railcoll_barrier(w.comm), "barrier");
+    double h0 = host_softirq_us(), c0 = cpu_us();
+    for (int c = 0; c < calls; ++c)
+      w.check(railcoll_allgather(w.comm, send.data(), recv.data(), m, &direct), "direct all-gather");
+    double dc = cpu_us() - c0;
+    w.check(railcoll_barrier(w.comm), "barrier");
+    double dh = host_softirq_us() - h0;
+    auto cs = w.gather(dc);
+    double bytes = 2.0 * m * calls;  // each rank sends m per call
+    host.push_back(dh * 1e3 / bytes);
+    procs.push_back((cs[0] + cs[1]) * 1e3 / bytes);
+  }
+  w.put("stream_softirq_ns_per_byte " + std::to_string(median(host)));
+  w.put("stream_procs_ns_per_byte " + std::to_string(median(procs)));
+  // Back-to-back 8-byte calls: the host CPU one small message costs, both ends
+  // and the path together (two messages per call: one each way). Without
+  // spinning, so that the processes' CPU time is work, not polling; the
+  // kernel's forwarding through veths, bridge and shapers is softirq time,
+  // outside the processes.
+  const int small_calls = quick ? 200 : 1000;
+  std::vector<double> wall, per_message;
+  for (int i = 0; i < (quick ? 3 : 9); ++i) {
+    w.check(railcoll_barrier(w.comm), "barrier");
+    double t0 = now_us(), h0 = host_softirq_us(), c0 = cpu_us();
+    for (int c = 0; c < small_calls; ++c)
+      w.check(railcoll_allgather(w.comm, send.data(), recv.data(), 8, &direct), "direct all-gather");
+    double dt = (now_us() - t0) / small_calls, dc = cpu_us() - c0;
+    w.check(railcoll_barrier(w.comm), "barrier");
+    double dh = host_softirq_us() - h0;
+    auto cs = w.gather(dc);
+    wall.push_back(w.slowest(dt));
+    per_message.push_back((cs[0] + cs[1] + dh) / (2.0 * small_calls));
+  }
+  w.put("loop_wall " + std::to_string(median(wall)));
+  w.put("loop_cpu " + std::to_string(median(per_message)));
+}
+
+// The whole cluster: its shape, one process's memcpy rate, the aggregate rate of
+// node 0's processes copying at once, and of every process copying at once.
+void test_node(Worker& w, bool quick) {
+  int mine = getenv("RAILCOLL_LOCAL_SIZE") ? atoi(getenv("RAILCOLL_LOCAL_SIZE")) : 1;
+  auto locals = w.gather(mine);
+  int ppn0 = static_cast<int>(locals[0]);  // ranks are node-major: node 0 is ranks 0..ppn0-1
+  int ppn_max = static_cast<int>(*std::max_element(locals.begin(), locals.end()));
+  std::ostringstream shape;
+  shape << "shape " << railcoll_comm_nodes(w.comm) << " " << ppn_max << " " << railcoll_comm_rails(w.comm) << " "
+        << w.N << " " << (getenv("RAILCOLL_RAIL_RATE") ? getenv("RAILCOLL_RAIL_RATE") : "0");
+  w.put(shape.str());
+  // 16 MiB: the largest buffer a benchmarked all-gather touches (16 ranks x 1 MiB).
+  const size_t bytes = 16 << 20;
+  const int reps = quick ? 2 : 4;
+  std::vector<char> src(bytes, 1), dst(bytes, 2);
+  auto copy_round = [&](bool active) {  // returns this rank's busy time
+    w.check(railcoll_barrier(w.comm), "barrier");
+    double t0 = now_us();
+    if (active)
+      for (int r = 0; r < reps; ++r) {
+        memcpy(dst.data(), src.data(), bytes);
+        src[r] ^= dst[bytes - 1 - r];  // keep the copies from being optimised away
+      }
+    return active ? now_us() - t0 : 0.0;
+  };
+  std::vector<double> one, node, all;
+  for (int i = 0; i < (quick ? 3 : 7); ++i) {
+    one.push_back(bytes * reps / w.slowest(copy_round(w.me == 0)));
+    node.push_back(double(bytes) * reps * ppn0 / w.slowest(copy_round(w.me < ppn0)));
+    all.push_back(double(bytes) * reps * w.N / w.slowest(copy_round(true)));
+  }
+  w.put("copy " + std::to_string(median(one)));
+  w.put("membus_node " + std::to_string(median(node)));
+  w.put("membus_all " + std::to_string(median(all)));
+}
+
+// 2 ranks of one node: back-to-back SMP barriers. The SMP barrier is two flag
+// hops (arrive, release: src/algos/barrier/smp.cpp), so a flag is half a barrier.
+void test_flag(Worker& w, bool quick) {
+  const int calls = quick ? 200 : 1000;
+  std::vector<double> t;
+  for (int i = 0; i < (quick ? 3 : 9); ++i) {
+    w.check(railcoll_barrier(w.comm), "barrier");
+    double t0 = now_us();
+    for (int c = 0; c < calls; ++c) w.check(railcoll_barrier(w.comm), "barrier");
+    t.push_back(w.slowest((now_us() - t0) / calls));
+  }
+  w.put("barrier " + std::to_string(median(t)));
+}
+
+// One rank on each of the nodes, without spinning (set by the worker): 8-byte
+// direct all-gathers back to back. Every call puts nodes - 1 messages per rank
+// in flight at once, nodes (nodes - 1) on the host: the host CPU per message
+// (the processes' CPU time and the host's softirq time, as in test_stream)
+// against test_stream's 2 at once says how much of a message's cost the
+// messages in flight share (docs/calibration.md, "Messages in flight").
+void test_burst(Worker& w, bool quick) {
+  const int calls = quick ? 200 : 1000;
+  railcoll_call_opts_t direct{"direct", 0};
+  std::vector<unsigned char> send(8), recv(8 * static_cast<size_t>(w.N));
+  std::vector<double> per_message;
+  for (int i = 0; i < (quick ? 3 : 9); ++i) {
+    w.check(railcoll_barrier(w.comm), "barrier");
+    double h0 = host_softirq_us(), c0 = cpu_us();
+    for (int c = 0; c < calls; ++c)
+      w.check(railcoll_allgather(w.comm, send.data(), recv.data(), 8, &direct), "direct all-gather");
+    double dc = cpu_us() - c0;
+    w.check(railcoll_barrier(w.comm), "barrier");
+    double dh = host_softirq_us() - h0;
+    auto cs = w.gather(dc);
+    double procs = 0;
+    for (double x : cs) procs += x;
+    per_message.push_back((procs + dh) / (static_cast<double>(calls) * w.N * (w.N - 1)));
+  }
+  w.put("burst_cpu " + std::to_string(median(per_message)) + " " + std::to_string(w.N * (w.N - 1)));
+}
+
+}  // namespace
+
+int calibration_worker(const WorkerOptions& o) {
+  // One rail alone: keep only the o.rail-th entry of the launcher's rail list.
+  if (o.rail >= 0 && getenv("RAILCOLL_RAILS")) {
+    std::stringstream ss(getenv("RAILCOLL_RAILS"));
+    std::vector<std::string> list;
+    for (std::string x; std::getline(ss, x, ',');) list.push_back(x);
+    if (o.rail >= static_cast<int>(list.size())) {
+      std::cerr << "railcoll calibrate: no rail " << o.rail << " in RAILCOLL_RAILS\n";
+      return 1;
+    }
+    setenv("RAILCOLL_RAILS", list[o.rail].c_str(), 1);
+  }
+  setenv("RAILCOLL_BARRIER_ALGO", "smp", 1);  // the barrier the flag test models
+  if (o.test == "stream" || o.test == "burst") setenv("RAILCOLL_SPIN_US", "0", 1);  // CPU without spinning waits
+  Worker w;
+  if (railcoll_comm_init(&w.comm) != RAILCOLL_OK) {
+    std::cerr << "railcoll calibrate: " << railcoll_last_error() << "\n";
+    return 1;
+  }
+  w.me = railcoll_comm_rank(w.comm);
+  w.N = railcoll_comm_size(w.comm);
+  if (w.me == 0) w.rec.open(o.records, std::ios::app);
+  int rc = 0;
+  try {
+    if (o.test == "p2p") test_p2p(w, o.quick);
+    else if (o.test == "node") test_node(w, o.quick);
+    else if (o.test == "flag") test_flag(w, o.quick);
+    else if (o.test == "stream") test_stream(w, o.quick);
+    else if (o.test == "burst") test_burst(w, o.quick);
+    else throw std::runtime_error("unknown test '" + o.test + "'");
+  } catch (const std::exception& e) {
+    std::cerr << "railcoll calibrate: rank " << w.me << ": " << e.what() << "\n";
+    rc = 1;
+  }
+  railcoll_comm_destroy(w.comm);
+  return rc;
+}
+
+
+namespace {
+
+struct Fit {
+  double a = 0, b = 0;  // time(m) = a + m / b: a in us, b in bytes/us = MB/s
+};
+
+// a: median time of the sizes <= 64 B; b: least-squares slope over sizes >= 512 KiB
+// (well above the token bucket's 128 KiB burst, which a smaller message passes at memory speed).
+Fit fit(const std::vector<std::pair<double, double>>& pts) {
+  Fit f;
+  std::vector<double> small;
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  int n = 0;
+  for (auto& p : pts) {
+    if (p.first <= 64) small.push_back(p.second);
+    if (p.first >= 524288) {
+      sx += p.first, sy += p.second, sxx += p.first * p.first, sxy += p.first * p.second, ++n;
+    }
+  }
+  f.a = median(small);
+  double slope = n >= 2 ? (n * sxy - sx * sy) / (n * sxx - sx * sx) : 0;
+  f.b = slope > 0 ? 1 / slope : 0;
+  return f;
+}
+
+std::string fmt(double x, int prec = 3) {
+  std::ostringstream o;
+  o << std::setprecision(prec) << std::fixed << x;
+  std::string s = o.str();
+  while (s.find('.') != std::string::npos && (s.back() == '0' || s.back() == '.')) {
+    bool dot = s.back() == '.';
+    s.pop_back();
+    if (dot) break;
+  }
+  return s;
+}
+
+// Wake-up cost of a process blocked in a wait: two processes pinned to one core
+// bounce a byte through pipes; each round trip wakes each of them once.
+double measure_wakeup_us(bool quick) {
+  std::vector<double> trials;
+  for (int trial = 0; trial < (quick ? 1 : 3); ++trial) {
+    int a[2], b[2];
+    if (pipe(a) != 0 || pipe(b) != 0) return 0;
+    const int rounds = quick ? 2000 : 20000;
+    pid_t pid = fork();
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    sched_setaffinity(0, sizeof one, &one);  // in both processes: they share core 0
+    char c = 0;
+    if (pid == 0) {
+      for (int i = 0; i < rounds; ++i)
+        if (read(a[0], &c, 1) != 1 || write(b[1], &c, 1) != 1) _exit(1);
+      _exit(0);
+    }
+    double t0 = now_us();
+    for (int i = 0; i < rounds; ++i)
+      if (write(a[1], &c, 1) != 1 || read(b[0], &c, 1) != 1) break;
+    trials.push_back((now_us() - t0) / rounds / 2);
+    waitpid(pid, nullptr, 0);
+    for (int fd : {a[0], a[1], b[0], b[1]}) close(fd);
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    for (int i = 0; i < CPU_SETSIZE; ++i) CPU_SET(i, &all);
+    sched_setaffinity(0, sizeof all, &all);
+  }
+  return median(trials);
+}
+
+// One turn of a spinning wait when processes share a core: the runtime's spin
+// (src/runtime/comm.cpp wait_until) polls all of a rank's sockets without
+// blocking and yields. Two processes pinned to one core do exactly that over
+// `fds` socket pairs (as many as a benchmarked rank has connections) for a
+// while; the turns of both, counted, divide the time.
+double measure_spin_turn_us(bool quick, int fds) {
+  std::vector<double> trials;
+  for (int trial = 0; trial < (quick ? 1 : 3); ++trial) {
+    std::vector<pollfd> p;
+    std::vector<int> open_fds;
+    for (int i = 0; i < fds; ++i) {
+      int sv[2];
+      if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) break;
+      p.push_back({sv[0], POLLIN, 0});
+      open_fds.insert(open_fds.end(), {sv[0], sv[1]});
+    }
+    int counts[2];
+    if (pipe(counts) != 0) return 0;
+    const double seconds = quick ? 0.05 : 0.2;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    pid_t kids[2];
+    for (pid_t& kid : kids) {
+      kid = fork();
+      if (kid == 0) {
+        sched_setaffinity(0, sizeof one, &one);  // both on core 0
+        double t0 = now_us();
+        long turns = 0;
+        for (; now_us() - t0 < seconds * 1e6; ++turns) {
+          poll(p.data(), p.size(), 0);
+          sched_yield();
+        }
+        _exit(write(counts[1], &turns, sizeof turns) == sizeof turns ? 0 : 1);
+      }
+    }
+    long total = 0;
+    for (int i = 0; i < 2; ++i) {
+      long turns = 0;
+      if (read(counts[0], &turns, sizeof turns) == sizeof turns) total += turns;
+    }
+    for (pid_t kid : kids) waitpid(kid, nullptr, 0);
+    for (int fd : open_fds) close(fd);
+    close(counts[0]);
+    close(counts[1]);
+    if (total > 0) trials.push_back(seconds * 1e6 / static_cast<double>(total));
+  }
+  return trials.empty() ? 0 : median(trials);
+}
+
+// Host CPU per byte of a Unix socket stream (what the runtime uses between the
+// ranks of one node) on each end: one stream between two processes keeps both
+// busy for the whole transfer, so time / bytes is the cost per byte per end.
+double measure_unix_stream_ns_per_byte(bool quick) {
+  std::vector<double> trials;
+  const size_t total = quick ? (64u << 20) : (512u << 20), chunk = 1 << 20;
+  std::vector<char> buf(chunk);
+  for (int trial = 0; trial < (quick ? 1 : 3); ++trial) {
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0) return 0;
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(pair[0]);
+      for (size_t done = 0; done < total;) {
+        ssize_t w = write(pair[1], buf.data(), chunk);
+        if (w <= 0) break;
+        done += static_cast<size_t>(w);
+      }
+      _exit(0);
+    }
+    close(pair[1]);
+    double t0 = now_us();
+    size_t got = 0;
+    for (ssize_t r; got < total && (r = read(pair[0], buf.data(), chunk)) > 0;) got += static_cast<size_t>(r);
+    double us = now_us() - t0;
+    waitpid(pid, nullptr, 0);
+    close(pair[0]);
+    if (got > 0) trials.push_back(us * 1e3 / static_cast<double>(got));
+  }
+  return trials.empty() ? 0 : median(trials);
+}
+
+}  // namespace
+
+void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& log) {
+  const bool cluster = o.cluster;
+  const std::string& where = o.where;
+  auto S = [](int x) { return std::to_string(x); };
+  const double burst = o.burst_bytes;  // the shapers' bucket: bursts that pass the rails at memory speed after idle
+
+  log << "measuring the cluster's shape and memory copies (" << (cluster ? "every rank" : S(o.n) + " ranks")
+            << ") ...\n" << std::flush;
+  auto node = run("node", JobShape{{}, {"-n", S(o.n), "--ppn", S(o.ppn), "--rails", S(o.rails)}}, -1);
+  auto get = [](const std::multimap<std::string, std::vector<double>>& r, const std::string& k) {
+    auto it = r.find(k);
+    if (it == r.end() || it->second.empty()) throw std::runtime_error("no '" + k + "' result from the workers");
+    return it->second;
+  };
+  auto shape = get(node, "shape");
+  int nodes = static_cast<int>(shape[0]), ppn = static_cast<int>(shape[1]), rails = static_cast<int>(shape[2]);
+  double rate_bps = shape.size() > 4 ? shape[4] : 0;
+  double copy = get(node, "copy")[0], membus = get(node, "membus_node")[0], membus_all = get(node, "membus_all")[0];
+
+  log << "measuring a shared-memory flag (2 ranks of one node, SMP barriers) ...\n" << std::flush;
+  auto flag_rec = run("flag", JobShape{{"--layout", "2", "--rails", "1"}, {"-n", "2", "--rails", "1"}}, -1);
+  double barrier = get(flag_rec, "barrier")[0], flag = barrier / 2;
+
+  // Per rail: 2 ranks on 2 nodes, the worker keeping only that rail.
+  std::vector<Fit> fits;
+  std::vector<std::vector<std::pair<double, double>>> curves;
+  for (int r = 0; r <= rails; ++r) {  // r == rails: all rails at once (striped), for the table only
+    bool all = r == rails;
+    log << "measuring point-to-point on " << (all ? "all " + S(rails) + " rails (striped)" : "rail " + S(r))
+              << " (2 ranks on 2 nodes, direct all-gather, 0 B - " << (o.quick ? "2" : "4") << " MiB) ...\n"
+              << std::flush;
+    // Several jobs: the two processes land on one core or on two, which changes
+    // small-message times by 2-3x (docs/calibration.md); the median over jobs is kept.
+    std::map<double, std::vector<double>> per_size;
+    for (int job = 0; job < (o.quick ? 1 : 3); ++job) {
+      auto p = run("p2p", JobShape{{"--layout", "1,1", "--rails", S(rails)}, {"-n", "2", "--ppn", "1", "--rails", S(rails)}}, all ? -1 : r);
+      for (auto it = p.lower_bound("p2p"); it != p.upper_bound("p2p"); ++it)
+        per_size[it->second[0]].push_back(it->second[1]);
+    }
+    std::vector<std::pair<double, double>> pts;
+    for (auto& [m, t] : per_size) pts.push_back({m, median(t)});
+    curves.push_back(pts);
+    fits.push_back(fit(pts));
+  }
+
+  log << "measuring host CPU per byte on the rails (2 ranks on 2 nodes, 4 MiB direct all-gathers, no spinning) "
+               "...\n" << std::flush;
+  auto stream = run("stream", JobShape{{"--layout", "1,1", "--rails", S(rails)}, {"-n", "2", "--ppn", "1", "--rails", S(rails)}},
+                    -1);
+  double stream_procs = get(stream, "stream_procs_ns_per_byte")[0];
+  double stream_softirq = get(stream, "stream_softirq_ns_per_byte")[0];
+  double loop_wall = get(stream, "loop_wall")[0], host = get(stream, "loop_cpu")[0];  // host = o_s + o_r
+  double kernel = (stream_procs + stream_softirq) / 2;  // per end
+
+  // Messages in flight (docs/calibration.md): one rank on every node, every
+  // call nodes (nodes - 1) messages at once, against the stream job's 2.
+  double burst_cpu = host, burst_in_flight = 2;
+  if (nodes > 2) {
+    log << "measuring host CPU per message with " << nodes * (nodes - 1) << " in flight (one rank on each of "
+        << nodes << " nodes, 8-byte direct all-gathers, no spinning) ...\n" << std::flush;
+    std::string ones = "1";
+    for (int n = 1; n < nodes; ++n) ones += ",1";
+    auto b = run("burst", JobShape{{"--layout", ones, "--rails", S(rails)}, {"-n", S(nodes), "--ppn", "1", "--rails", S(rails)}},
+                 -1);
+    burst_cpu = get(b, "burst_cpu")[0];
+    burst_in_flight = get(b, "burst_cpu")[1];
+  }
+
+  // Derivations (docs/calibration.md). The model of one such call is
+  // copy(m) + o_s + L + m/bw + o_r: the fitted slope also contains the local copy.
+  std::vector<double> per_rail_a, per_rail_bw;
+  for (int r = 0; r < rails; ++r) {
+    per_rail_a.push_back(fits[r].a);
+    double inv = 1 / fits[r].b - 1 / copy;
+    per_rail_bw.push_back(inv > 0 ? 1 / inv : fits[r].b);
+  }
+  double a = median(per_rail_a), bw = median(per_rail_bw);
+  // A message pays o (1 - f + f / n) with n in flight (sim::Machine::
+  // overhead_shared): host = M1 (1 - f / 2) at 2 in flight, burst_cpu =
+  // M1 (1 - f + f / K) at K; their ratio gives f, then M1 = o_s + o_r of a
+  // lone message.
+  const double R = burst_cpu / host, K = burst_in_flight;
+  double shared = 0;
+  if (K > 2 && std::fabs(R / 2 - 1 + 1 / K) > 1e-12) shared = std::clamp((R - 1) / (R / 2 - 1 + 1 / K), 0.0, 1.0);
+  const double lone = host / (1 - shared / 2);
+  double o_s = lone / 2, o_r = lone / 2;
+  double wire = std::max(0.0, a - host);  // the small-message time in which no host works (2 in flight)
+
+  // The table.
+  log << "\n# measured on " << where << ": " << nodes << " nodes x " << ppn << " ranks, " << rails << " rail"
+            << (rails > 1 ? "s" : "") << (rate_bps > 0 ? " at " + fmt(rate_bps / 1e6, 0) + " Mbit/s" : "") << "\n";
+  log << "# point-to-point (2 ranks, direct all-gather, median of the slowest rank per call), us\n";
+  log << std::left << std::setw(10) << "bytes";
+  for (int r = 0; r <= rails; ++r) log << std::right << std::setw(14) << (r == rails ? "all rails" : "rail " + S(r));
+  log << "\n";
+  for (size_t i = 0; i < curves[0].size(); ++i) {
+    log << std::left << std::setw(10) << static_cast<uint64_t>(curves[0][i].first);
+    for (auto& c : curves) log << std::right << std::setw(14) << (i < c.size() ? fmt(c[i].second, 2) : "-");
+    log << "\n";
+  }
+  log << std::left << std::setw(10) << "fit a us";
+  for (auto& f : fits) log << std::right << std::setw(14) << fmt(f.a, 2);
+  log << "\n" << std::left << std::setw(10) << "fit MB/s";
+  for (auto& f : fits) log << std::right << std::setw(14) << fmt(f.b, 1);
+  log << "\n\n";
+  log << "8-byte calls back to back: " << fmt(loop_wall, 2) << " us per call, " << fmt(host, 2)
+            << " us host CPU per message (both ends, no spinning); with " << fmt(burst_in_flight, 0)
+            << " in flight: " << fmt(burst_cpu, 2) << " us (shared part " << fmt(100 * shared, 1) << "%)\n";
+  log << "memcpy 16 MiB: one process " << fmt(copy, 0) << " MB/s; node 0's " << ppn << " at once "
+            << fmt(membus, 0) << " MB/s; all " << static_cast<int>(shape[3]) << " ranks at once " << fmt(membus_all, 0)
+            << " MB/s (" << fmt(membus_all / nodes, 0) << " per node)\n";
+  log << "SMP barrier, 2 ranks of one node: " << fmt(barrier, 2) << " us\n\n";
+
+  // The preset, in the format of src/sim/machine.cpp.
+  char date[32];
+  time_t t = time(nullptr);
+  strftime(date, sizeof date, "%Y-%m-%d", localtime(&t));
+  std::string src = std::string("source: measured by railcoll calibrate on ") + date + ": ";
+  std::string p2p = "2-rank direct all-gather between 2 nodes, 0 B-" + std::string(o.quick ? "2" : "4") +
+                    " MiB, median of the slowest rank over " + (o.quick ? "5" : "11-31") +
+                    " barrier-separated calls, median over " + (o.quick ? "1 job" : "3 jobs");
+  double wakeup = measure_wakeup_us(o.quick), local_socket = measure_unix_stream_ns_per_byte(o.quick);
+  // A benchmarked rank has a socket per remote rank and rail and one per local rank.
+  const int connections = (nodes - 1) * ppn * rails + (ppn - 1);
+  double spin_turn = measure_spin_turn_us(o.quick, connections);
+  const char* spin_env = getenv("RAILCOLL_SPIN_US");
+  std::string spin_us = spin_env ? spin_env : "2000";
+  std::vector<std::pair<std::string, std::string>> kv = {
+      {"name = testbed", "source: railcoll calibrate"},
+      {"nodes = " + S(nodes), src + "the calibration job's communicator (railcoll_comm_nodes)"},
+      {"ppn = " + S(ppn), src + "RAILCOLL_LOCAL_SIZE of the calibration job's ranks"},
+      {"rails = " + S(rails), src + "railcoll_comm_rails of the calibration job"},
+      {"topology = crossbar", src + "not measured: one bridge per rail (docs/cluster.md)"},
+      {"wire_latency_us = " + fmt(wire), src + "fit intercept a = " + fmt(a, 2) + " us (median of the 0-64 B times, " +
+                                              p2p + ", median over rails) minus the host CPU per message at 2 in flight (" +
+                                              fmt(host, 2) + " us: one send + one receive)"},
+      {"hop_latency_us = 0", src + "not measured: one switch (bridge) per rail"},
+      {"send_overhead_us = " + fmt(o_s), src + "half the host CPU of a lone message (one send + one receive, even "
+                                               "split assumed): " + fmt(host, 2) + " us per message of 8-byte 2-rank "
+                                               "direct all-gathers back to back without spinning (the two processes' "
+                                               "CPU time plus the host's softirq time: the veths, bridges and shapers; "
+                                               "2 messages in flight) / (1 - overhead_shared / 2)"},
+      {"recv_overhead_us = " + fmt(o_r), src + "the other half of the same CPU per message (even split assumed)"},
+      {"overhead_shared = " + fmt(shared),
+       src + (burst_in_flight > 2
+                  ? "from the host CPU per message with 2 in flight (" + fmt(host, 2) + " us) and with " +
+                        fmt(burst_in_flight, 0) + " in flight (" + fmt(burst_cpu, 2) +
+                        " us: one rank on each node, 8-byte direct all-gathers back to back without spinning), "
+                        "a message paying o (1 - f + f / n) with n in flight"
+                  : std::string("not measured: fewer than 3 nodes, no job with more than 2 messages in flight"))},
+      {"gap_us = " + fmt(o_s * (1 - shared)), src + "assumed: the NIC is the sending CPU's TCP stack, so a rail takes the "
+                                                  "next message when the last send call is done; the send overhead of "
+                                                  "a message among many in flight, send_overhead_us (1 - "
+                                                  "overhead_shared)"},
+      {"recv_cpu = loggp", src + "not measured: every message is received through a socket, so the receiving "
+                                 "process works for each"},
+      {"link_MBps = " + fmt(bw, 1), src + "1 / (fitted slope - 1/copy_MBps): least squares over 512 KiB-" +
+                                        (o.quick ? "2" : "4") + " MiB, " + p2p + ", median over rails; fitted b = " +
+                                        fmt(median([&] { std::vector<double> v; for (int r = 0; r < rails; ++r) v.push_back(fits[r].b); return v; }()), 1) +
+                                        " MB/s"},
+      {"pci_MBps = " + fmt(copy, 0), src + "not measured: a veth has no host bus; the kernel copies into the "
+                                          "socket at memory speed (copy_MBps; its CPU is kernel_ns_per_byte)"},
+      {"link_burst_bytes = " + S(static_cast<int>(burst)),
+       src + (burst > 0 ? "the tbf bucket of every rail's shapers, both directions (railcoll cluster up; "
+                          "docs/cluster.md)"
+                        : "no shaper: local processes over loopback")},
+      {"pci_duplex = full", src + "not measured: a veth pair has no host bus; both directions are the kernel's work"},
+      {"dma_engines = 1", src + "not measured: one TCP socket per peer and rail, no DMA engine"},
+      {"copy_MBps = " + fmt(copy, 0), src + "memcpy of 16 MiB buffers by one process, median of trials"},
+      {"membus_MBps = " + fmt(membus_all, 0), src + "aggregate memcpy rate of all " + S(static_cast<int>(shape[3])) +
+                                                  " processes copying 16 MiB at once, median of trials"},
+      {"membus_shared_by = machine", src + "every emulated node runs on this one host and its memory"},
+      {"flag_latency_us = " + fmt(flag), src + "half a 2-rank SMP barrier on one node (" + fmt(barrier, 2) +
+                                             " us, back-to-back barriers; the barrier is two flag hops)"},
+      {"intranode_put = socket", src + "not measured: the runtime sends a put to a local rank's private buffer "
+                                       "through a Unix socket (a put into the node's shared buffer is a memcpy)"},
+      {"socket_ns_per_byte = " + fmt(local_socket), src + "a Unix socket stream between two processes: transfer "
+                                                          "time / bytes (both ends busy throughout), median of trials"},
+      {"cores = " + S(static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN))), src + "online processors of the host (sysconf)"},
+      {"cores_shared_by = machine", src + "every emulated node (a namespace, or a pretend node) runs on this one host"},
+      {"wakeup_us = " + fmt(wakeup), src + "half the round trip of a 1-byte pipe ping-pong between two processes pinned "
+                                           "to one core (each round trip wakes each once), median of trials"},
+      {"kernel_ns_per_byte = " + fmt(kernel), src + "half the host CPU per byte moved by 4 MiB 2-rank direct "
+                                                    "all-gathers between 2 nodes without spinning: the two processes' "
+                                                    "CPU time (" + fmt(stream_procs, 2) + " ns/B) plus the host's "
+                                                    "softirq time (" + fmt(stream_softirq, 2) + " ns/B, the veths, "
+                                                    "bridges and shapers), median of trials"},
+      {"spin_us = " + spin_us, src + "not measured: the runtime's spin before it sleeps in a wait (RAILCOLL_SPIN_US" +
+                                   std::string(spin_env ? ", as set here" : ", default 2000 us in src/runtime/comm.hpp") + ")"},
+      {"spin_turn_us = " + fmt(spin_turn), src + "two processes pinned to one core, each polling " + S(connections) +
+                                               " sockets without blocking and yielding, as a waiting rank spins: time "
+                                               "/ turns of both, median of trials"},
+  };
+  std::ostringstream text;
+  text << "# testbed: " << where << ", " << nodes << " nodes x " << ppn << " ranks, " << rails << " rails"
+       << (rate_bps > 0 ? " at " + fmt(rate_bps / 1e6, 0) + " Mbit/s" : "") << ", measured by railcoll calibrate on "
+       << date << (o.quick ? " (--quick)" : "") << "\n";
+  for (auto& [line, source] : kv) text << line << "    # " << source << "\n";
+  sim::parse_machine(text.str(), o.out);  // a preset the simulator accepts, or an error here
+  std::ofstream f(o.out);
+  if (!(f << text.str()) || (f.close(), !f)) throw std::runtime_error("cannot write " + o.out);
+  log << "preset parameters:\n";
+  for (auto& [line, source] : kv) log << "  " << line << "\n";
+  log << "wrote " << o.out << "\n";
+}
+
+
+// ----------------------------------------------------------------- compare --
+
+Comparison compare(const std::vector<Timing>& simulated, const std::vector<std::vector<Timing>>& measured_runs) {
+  using Key = std::pair<uint64_t, std::string>;
+  auto load = [](const std::vector<Timing>& v, std::map<Key, std::vector<double>>* m) {
+    for (const Timing& r : v)
+      if (r.algorithm != "auto" && r.algorithm.rfind("mpi:", 0) != 0 && r.p50_us > 0)
+        (*m)[{r.bytes, r.algorithm}].push_back(r.p50_us);
+  };
+  std::map<Key, std::vector<double>> sims, runs;
+  load(simulated, &sims);
+  for (auto& run : measured_runs) load(run, &runs);
+  std::map<Key, double> sim, bench;
+  for (auto& [key, v] : sims) sim[key] = v.back();
+  for (auto& [key, v] : runs) bench[key] = median(v);
+  std::vector<double> errs;
+  std::map<uint64_t, std::pair<std::string, double>> best_sim, best_bench;
+  std::map<uint64_t, std::vector<double>> size_errs;
+  for (auto& [key, b] : bench) {
+    auto it = sim.find(key);
+    if (it == sim.end()) continue;
+    double e = std::fabs(it->second - b) / b;
+    errs.push_back(e);
+    size_errs[key.first].push_back(e);
+    auto better = [&](std::map<uint64_t, std::pair<std::string, double>>& best, double t) {
+      auto bi = best.find(key.first);
+      if (bi == best.end() || t < bi->second.second) best[key.first] = {key.second, t};
+    };
+    better(best_sim, it->second);
+    better(best_bench, b);
+  }
+  if (errs.empty()) throw std::invalid_argument("no (algorithm, size) is in both the simulated and the measured records");
+  Comparison c;
+  c.median_error = median(errs);
+  c.pairs = errs.size();
+  // What choosing by the model costs: the measured time of the simulated
+  // fastest over the measured fastest (runs of one benchmark often disagree on
+  // the fastest of two algorithms a few percent apart).
+  std::vector<double> losses;
+  for (auto& [bytes, s] : best_sim) {
+    Comparison::Size z;
+    z.bytes = bytes;
+    z.fastest_sim = s.first;
+    z.fastest_measured = best_bench[bytes].first;
+    z.median_error = median(size_errs[bytes]);
+    z.choice_loss = bench[{bytes, s.first}] / best_bench[bytes].second - 1;
+    c.same_fastest += z.fastest_sim == z.fastest_measured;
+    c.within_10 += z.choice_loss <= 0.10;
+    losses.push_back(z.choice_loss);
+    c.sizes.push_back(z);
+  }
+  c.median_loss = median(losses);
+  return c;
+}
+
+void print_comparison(const Comparison& c, std::ostream& out) {
+  out << std::left << std::setw(10) << "bytes" << std::setw(28) << "fastest simulated" << std::setw(28)
+      << "fastest measured" << std::setw(14) << "median error" << "model's choice, measured\n";
+  for (const Comparison::Size& z : c.sizes) {
+    bool same = z.fastest_sim == z.fastest_measured;
+    out << std::left << std::setw(10) << z.bytes << std::setw(28) << z.fastest_sim << std::setw(28)
+        << z.fastest_measured + (same ? "" : " *") << std::setw(14) << fmt(100 * z.median_error, 1) + "%" << "+"
+        << fmt(100 * z.choice_loss, 1) << "%\n";
+  }
+  const size_t n = c.sizes.size();
+  out << "median absolute relative error: " << fmt(100 * c.median_error, 1) << "% over " << c.pairs
+      << " (algorithm, size) pairs\n";
+  out << "same fastest algorithm: " << c.same_fastest << " of " << n << " sizes ("
+      << fmt(100.0 * c.same_fastest / n, 1) << "%)\n";
+  out << "the model's fastest is within 10% of the measured fastest at " << c.within_10 << " of " << n
+      << " sizes (median +" << fmt(100 * c.median_loss, 1) << "%)\n";
+}
+
+}  // namespace railcoll::bench
