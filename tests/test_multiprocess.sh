@@ -42,7 +42,7 @@ check "a replayed frame from an earlier call is refused" "replayed frame refused
   env RAILCOLL_TEST_REPLAY_CALL=1 "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" replay
 check "a deadline passes" "sleeping peer -> (deadline passed|a peer failed) after [3-7]\." 3 -- "$RC" run -n 4 --ppn 2 -- "$MP" deadline
 check "unknown algorithm in the environment" "unknown allgather algorithm 'bogus' \(from RAILCOLL_ALLGATHER_ALGO" 2 -- \
-  env RAILCOLL_ALLGATHER_ALGO=bogus "$RC" run -n 2 -- "$MP" correct
+  env RAILCOLL_ALLGATHER_ALGO=bogus "$RC" run --grace 5 -n 2 -- "$MP" correct  # every rank rejects it at init
 check "no store" "cannot reach the store" 1 -- \
   env RAILCOLL_RANK=1 RAILCOLL_SIZE=2 RAILCOLL_STORE=127.0.0.1:1 RAILCOLL_TIMEOUT=2 "$MP" nostore
 
