@@ -27,7 +27,7 @@ test: build
 
 # The multi-process suite (local and, as root, on the emulated cluster) under
 # AddressSanitizer and UndefinedBehaviorSanitizer, in build-asan.
-SAN_TESTS = Auth|Store|DirectPlan|Wire|capi|multiprocess_local|auth_strangers|peer_failure_local|soak_local
+SAN_TESTS = Auth|Store|DirectPlan|Wire|Executor|CommOutOfBand|capi|multiprocess_local|more_collectives|communicators_local|auth_strangers|peer_failure_local|soak_local
 sanitize: deps
 	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAILCOLL_SANITIZE=address,undefined >/dev/null
 	@cmake --build build-asan

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "core/registry.hpp"
-#include "core/select.hpp"
+#include "select/select.hpp"
 #include "runtime/comm.hpp"
 #include "process_holdings.hpp"
 

@@ -214,6 +214,32 @@ TEST(Report, RailBoundIsWhatTheBusiestNodeReceivesOverItsRails) {
   EXPECT_EQ(rail_bound_us(c, 0), 0);
 }
 
+// Benchmark records become tuning measurements (select/tune.hpp).
+TEST(Records, BecomeMeasurementsForTuning) {
+  const std::string bench =
+      "[\n"
+      "  {\"collective\":\"bcast\",\"algorithm\":\"binomial\",\"bytes\":8,\"ranks\":8,\"nodes\":2,\"rails\":2,"
+      "\"avg_us\":12,\"p50_us\":11,\"iterations\":10,\"validated\":true},\n"
+      "  {\"collective\":\"bcast\",\"algorithm\":\"auto\",\"chosen\":\"smp\",\"bytes\":8,\"ranks\":8,\"nodes\":2,"
+      "\"rails\":2,\"p50_us\":9},\n"
+      "  {\"collective\":\"bcast\",\"algorithm\":\"smp\",\"background\":\"uniform\",\"bytes\":8,\"ranks\":8,"
+      "\"nodes\":2,\"rails\":2,\"p50_us\":99}\n"
+      "]\n";
+  auto m = measurements(parse_records(bench, nullptr, "b.json"));
+  ASSERT_EQ(m.size(), 2u);  // the loaded record is left out; auto stays (rules ignore it)
+  EXPECT_EQ(m[0].collective, Collective::Bcast);
+  EXPECT_EQ(m[0].ppn, 4);
+  EXPECT_EQ(m[0].p50_us, 11);
+  BenchRecord spanned = parse_records(bench)[0];
+  spanned.span_p50_us = 30;
+  spanned.ppn = 5;
+  auto s = measurements({spanned});
+  EXPECT_EQ(s[0].p50_us, 30);  // a broadcast is compared by its span
+  EXPECT_EQ(s[0].ppn, 5);
+  EXPECT_THROW(parse_records("{\"collective\":\"bcast\",\"algorithm\":\"smp\",\"bytes\":\"eight\"}\n", nullptr, "bad"),
+               InputError);
+}
+
 }  // namespace
 }  // namespace railcoll::bench
 

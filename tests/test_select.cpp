@@ -232,28 +232,6 @@ TEST(Select, MeasurementsBecomeRulesThatPickTheFastest) {
   EXPECT_EQ(pick(12, 64).origin.rfind("default#", 0), 0u);
 }
 
-TEST(Select, MeasurementsFromBenchJson) {
-  const std::string bench =
-      "[\n"
-      "  {\"collective\":\"bcast\",\"algorithm\":\"binomial\",\"bytes\":8,\"ranks\":8,\"nodes\":2,\"rails\":2,"
-      "\"avg_us\":12,\"p50_us\":11,\"iterations\":10,\"validated\":true},\n"
-      "  {\"collective\":\"bcast\",\"algorithm\":\"auto\",\"chosen\":\"smp\",\"bytes\":8,\"ranks\":8,\"nodes\":2,"
-      "\"rails\":2,\"p50_us\":9},\n"
-      "  {\"collective\":\"bcast\",\"algorithm\":\"smp\",\"background\":\"uniform\",\"bytes\":8,\"ranks\":8,"
-      "\"nodes\":2,\"rails\":2,\"p50_us\":99}\n"
-      "]\n";
-  auto m = measurements_from_json(bench, "b.json");
-  ASSERT_EQ(m.size(), 2u);  // the loaded record is left out; auto stays (rules ignore it)
-  EXPECT_EQ(m[0].collective, Collective::Bcast);
-  EXPECT_EQ(m[0].ppn, 4);
-  EXPECT_EQ(m[0].p50_us, 11);
-  auto lines = measurements_from_json("#context x\n{\"collective\":\"barrier\",\"algorithm\":\"smp\",\"bytes\":0,"
-                                      "\"ranks\":4,\"nodes\":1,\"ppn\":4,\"rails\":1,\"p50_us\":3}\n",
-                                      "records");
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_THROW(measurements_from_json("{\"collective\": \n", "bad"), InputError);
-}
-
 TEST(Select, PrecedenceCallThenVariableThenFileThenDefaults) {
   TempFile f("{\"rules\": [{\"collective\": \"bcast\", \"algorithm\": \"binomial\"},"
              " {\"collective\": \"gather\", \"algorithm\": \"tree\", \"bytes\": [0, 1024]}]}");

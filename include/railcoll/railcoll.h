@@ -71,11 +71,14 @@ typedef struct {
 RAILCOLL_API railcoll_status_t railcoll_comm_init(railcoll_comm_t* comm);
 /* A communicator of explicitly numbered ranks instead of the launcher's: rank
  * in [0, size), the store that rank 0 serves at "host:port" (a free port on one
- * of rank 0's addresses), and a job id no other communicator of the job uses.
+ * of rank 0's addresses), and a job id every rank of the new communicator passes
+ * alike (its store admits only that job).
  * The key, rails, node and timeout still come from the environment. This is how
  * the survivors of a failed communicator carry on: destroy it, agree on the new
  * numbering, store and job id (e.g. rank r -> r minus the dead ranks below it,
- * the old job id with a suffix), and call this on every survivor. */
+ * the old job id with a suffix), and call this on every survivor. Start the
+ * job with `railcoll run --grace S` (or your launcher's equivalent) so the
+ * launcher does not end the survivors when the first rank fails. */
 RAILCOLL_API railcoll_status_t railcoll_comm_init_explicit(railcoll_comm_t* comm, int rank, int size, const char* store,
                                                            const char* job_id);
 RAILCOLL_API railcoll_status_t railcoll_comm_destroy(railcoll_comm_t comm);

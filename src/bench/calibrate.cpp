@@ -336,7 +336,7 @@ double measure_wakeup_us(bool quick) {
 }
 
 // One turn of a spinning wait when processes share a core: the runtime's spin
-// (src/runtime/comm.cpp wait_until) polls all of a rank's sockets without
+// (src/runtime/executor.cpp, a wait) polls all of a rank's sockets without
 // blocking and yields. Two processes pinned to one core do exactly that over
 // `fds` socket pairs (as many as a benchmarked rank has connections) for a
 // while; the turns of both, counted, divide the time.
@@ -427,7 +427,7 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
 
   log << "measuring the cluster's shape and memory copies (" << (cluster ? "every rank" : S(o.n) + " ranks")
             << ") ...\n" << std::flush;
-  auto node = run("node", JobShape{{}, {"-n", S(o.n), "--ppn", S(o.ppn), "--rails", S(o.rails)}}, -1);
+  auto node = run("node", JobShape{{}, {true, o.n, o.ppn, o.rails, {}}}, -1);
   auto get = [](const std::multimap<std::string, std::vector<double>>& r, const std::string& k) {
     auto it = r.find(k);
     if (it == r.end() || it->second.empty()) throw std::runtime_error("no '" + k + "' result from the workers");
@@ -436,10 +436,14 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
   auto shape = get(node, "shape");
   int nodes = static_cast<int>(shape[0]), ppn = static_cast<int>(shape[1]), rails = static_cast<int>(shape[2]);
   double rate_bps = shape.size() > 4 ? shape[4] : 0;
+  // One rank on each of `count` nodes, every rail.
+  auto one_per_node = [&](int count) {
+    return JobShape{{false, 0, 0, rails, std::vector<int>(count, 1)}, {true, count, 1, rails, {}}};
+  };
   double copy = get(node, "copy")[0], membus = get(node, "membus_node")[0], membus_all = get(node, "membus_all")[0];
 
   log << "measuring a shared-memory flag (2 ranks of one node, SMP barriers) ...\n" << std::flush;
-  auto flag_rec = run("flag", JobShape{{"--layout", "2", "--rails", "1"}, {"-n", "2", "--rails", "1"}}, -1);
+  auto flag_rec = run("flag", JobShape{{false, 0, 0, 1, {2}}, {true, 2, 0, 1, {}}}, -1);
   double barrier = get(flag_rec, "barrier")[0], flag = barrier / 2;
 
   // Per rail: 2 ranks on 2 nodes, the worker keeping only that rail.
@@ -454,7 +458,7 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
     // small-message times by 2-3x (docs/calibration.md); the median over jobs is kept.
     std::map<double, std::vector<double>> per_size;
     for (int job = 0; job < (o.quick ? 1 : 3); ++job) {
-      auto p = run("p2p", JobShape{{"--layout", "1,1", "--rails", S(rails)}, {"-n", "2", "--ppn", "1", "--rails", S(rails)}}, all ? -1 : r);
+      auto p = run("p2p", one_per_node(2), all ? -1 : r);
       for (auto it = p.lower_bound("p2p"); it != p.upper_bound("p2p"); ++it)
         per_size[it->second[0]].push_back(it->second[1]);
     }
@@ -466,8 +470,7 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
 
   log << "measuring host CPU per byte on the rails (2 ranks on 2 nodes, 4 MiB direct all-gathers, no spinning) "
                "...\n" << std::flush;
-  auto stream = run("stream", JobShape{{"--layout", "1,1", "--rails", S(rails)}, {"-n", "2", "--ppn", "1", "--rails", S(rails)}},
-                    -1);
+  auto stream = run("stream", one_per_node(2), -1);
   double stream_procs = get(stream, "stream_procs_ns_per_byte")[0];
   double stream_softirq = get(stream, "stream_softirq_ns_per_byte")[0];
   double loop_wall = get(stream, "loop_wall")[0], host = get(stream, "loop_cpu")[0];  // host = o_s + o_r
@@ -479,10 +482,7 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
   if (nodes > 2) {
     log << "measuring host CPU per message with " << nodes * (nodes - 1) << " in flight (one rank on each of "
         << nodes << " nodes, 8-byte direct all-gathers, no spinning) ...\n" << std::flush;
-    std::string ones = "1";
-    for (int n = 1; n < nodes; ++n) ones += ",1";
-    auto b = run("burst", JobShape{{"--layout", ones, "--rails", S(rails)}, {"-n", S(nodes), "--ppn", "1", "--rails", S(rails)}},
-                 -1);
+    auto b = run("burst", one_per_node(nodes), -1);
     burst_cpu = get(b, "burst_cpu")[0];
     burst_in_flight = get(b, "burst_cpu")[1];
   }
@@ -607,7 +607,7 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
                                                     "softirq time (" + fmt(stream_softirq, 2) + " ns/B, the veths, "
                                                     "bridges and shapers), median of trials"},
       {"spin_us = " + spin_us, src + "not measured: the runtime's spin before it sleeps in a wait (RAILCOLL_SPIN_US" +
-                                   std::string(spin_env ? ", as set here" : ", default 2000 us in src/runtime/comm.hpp") + ")"},
+                                   std::string(spin_env ? ", as set here" : ", default 2000 us in src/runtime/bootstrap.hpp") + ")"},
       {"spin_turn_us = " + fmt(spin_turn), src + "two processes pinned to one core, each polling " + S(connections) +
                                                " sockets without blocking and yielding, as a waiting rank spins: time "
                                                "/ turns of both, median of trials"},

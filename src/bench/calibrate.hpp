@@ -8,6 +8,7 @@
 // records file. Starting those jobs (the emulated cluster's launcher, or local
 // processes) is the caller's: a JobRunner.
 #pragma once
+#include "bench/driver.hpp"  // PlacementRequest
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -34,8 +35,8 @@ int calibration_worker(const WorkerOptions& o);
 using Records = std::multimap<std::string, std::vector<double>>;
 // The ranks of a job and where they run, for a JobRunner.
 struct JobShape {
-  std::vector<std::string> cluster_args;  // for `railcoll cluster run` (e.g. --layout 1,1)
-  std::vector<std::string> local_args;    // for `railcoll run` (e.g. -n 2 --ppn 1)
+  PlacementRequest cluster;  // on the emulated cluster (e.g. layout 1,1)
+  PlacementRequest local;    // as local processes (e.g. -n 2 --ppn 1)
 };
 // Runs the worker job of `test` (on rail `rail`, or all rails with -1) and
 // returns its records; throws std::runtime_error when the job fails.

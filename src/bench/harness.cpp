@@ -13,7 +13,7 @@
 #include "bench/report.hpp"
 #include "bench/stats.hpp"
 #include "core/registry.hpp"
-#include "core/select.hpp"
+#include "select/select.hpp"
 
 namespace railcoll::bench {
 

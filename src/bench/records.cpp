@@ -245,4 +245,22 @@ void write_csv(const std::string& path, const std::vector<BenchRecord>& recs) {
   if (!f.flush()) throw InputError("cannot write " + path);
 }
 
+std::vector<Measurement> measurements(const std::vector<BenchRecord>& recs) {
+  std::vector<Measurement> out;
+  for (const BenchRecord& r : recs) {
+    Measurement m;
+    if (!r.background.empty() || !parse_collective(r.collective, &m.collective)) continue;
+    if (r.ranks < 1 || r.nodes < 1 || r.rails < 1) continue;
+    m.algorithm = r.algorithm;
+    m.bytes = r.bytes;
+    m.ranks = r.ranks;
+    m.nodes = r.nodes;
+    m.rails = r.rails;
+    m.ppn = r.ppn > 0 ? r.ppn : (r.ranks + r.nodes - 1) / r.nodes;
+    m.p50_us = traits(m.collective).rooted && r.has_span() ? r.span_p50_us : r.p50_us;
+    out.push_back(m);
+  }
+  return out;
+}
+
 }  // namespace railcoll::bench

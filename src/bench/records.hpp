@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "select/tune.hpp"
+
 namespace railcoll::bench {
 
 struct BenchRecord {
@@ -62,6 +64,12 @@ std::vector<BenchRecord> parse_records(const std::string& text, BenchContext* ct
                                        const std::string& source = "records");
 // The records of a file; InputError if it cannot be read.
 std::vector<BenchRecord> read_records(const std::string& path, BenchContext* ctx = nullptr);
+
+// Quiet, measured records of known algorithms as measurements for tuning
+// (select/tune.hpp): the span for rooted collectives when it was measured (a
+// root's or a receiver's own time hides the others), else the slowest rank's
+// p50; ppn from the record, else ranks spread evenly over the nodes.
+std::vector<Measurement> measurements(const std::vector<BenchRecord>& recs);
 
 // A JSON array, one record per line. Throws InputError if the file cannot be written.
 void write_json(const std::string& path, const std::vector<BenchRecord>& recs);

@@ -213,18 +213,23 @@ railcoll_status_t railcoll_allreduce(railcoll_comm_t comm, const void* sendbuf, 
     using railcoll::ReduceOp;
     if (!comm || !comm->comm) return fail(RAILCOLL_ERR_ARG, "communicator is NULL");
     railcoll::AlgoOptions args;
-    switch (type) {
+    // A C caller may pass any int: read the enums' bytes as ints, since loading
+    // an enum holding a value outside its range is undefined in C++.
+    int type_value, op_value;
+    memcpy(&type_value, &type, sizeof type_value);
+    memcpy(&op_value, &op, sizeof op_value);
+    switch (type_value) {
       case RAILCOLL_INT32: args.dtype = DataType::Int32; break;
       case RAILCOLL_INT64: args.dtype = DataType::Int64; break;
       case RAILCOLL_FLOAT: args.dtype = DataType::Float32; break;
       case RAILCOLL_DOUBLE: args.dtype = DataType::Float64; break;
-      default: return fail(RAILCOLL_ERR_ARG, "allreduce: unknown data type " + std::to_string(static_cast<int>(type)));
+      default: return fail(RAILCOLL_ERR_ARG, "allreduce: unknown data type " + std::to_string(type_value));
     }
-    switch (op) {
+    switch (op_value) {
       case RAILCOLL_SUM: args.redop = ReduceOp::Sum; break;
       case RAILCOLL_MIN: args.redop = ReduceOp::Min; break;
       case RAILCOLL_MAX: args.redop = ReduceOp::Max; break;
-      default: return fail(RAILCOLL_ERR_ARG, "allreduce: unknown operation " + std::to_string(static_cast<int>(op)));
+      default: return fail(RAILCOLL_ERR_ARG, "allreduce: unknown operation " + std::to_string(op_value));
     }
     size_t elem = railcoll::dtype_size(args.dtype);
     if (count > railcoll::kMaxBytesPerRank / elem) return fail(RAILCOLL_ERR_ARG, "allreduce: count is too large");

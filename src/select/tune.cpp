@@ -62,43 +62,5 @@ std::vector<Rule> rules_from_measurements(const std::vector<Measurement>& record
   return rules;
 }
 
-std::vector<Measurement> measurements_from_json(const std::string& text, const std::string& origin) {
-  using nlohmann::json;
-  std::vector<json> objects;
-  // A JSON list (bench --json, sim --json) or one object per line (records files).
-  json doc = json::parse(text, nullptr, false);
-  if (!doc.is_discarded() && doc.is_array()) {
-    objects.assign(doc.begin(), doc.end());
-  } else {
-    std::istringstream lines(text);
-    std::string line;
-    for (int n = 1; std::getline(lines, line); ++n) {
-      if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
-      json j = json::parse(line, nullptr, false);
-      if (j.is_discarded())
-        throw InputError(origin + ":" + std::to_string(n) + ": not a JSON record: " + line.substr(0, 80));
-      objects.push_back(j);
-    }
-  }
-  std::vector<Measurement> out;
-  for (const json& j : objects) {
-    if (!j.is_object() || !j.contains("collective") || !j.contains("algorithm") || !j.contains("p50_us")) continue;
-    if (j.contains("background") && j["background"].is_string() && !j["background"].get<std::string>().empty())
-      continue;
-    Measurement m;
-    if (!j["collective"].is_string() || !parse_collective(j["collective"].get<std::string>(), &m.collective)) continue;
-    auto number = [&](const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : -1.0; };
-    m.algorithm = j["algorithm"].is_string() ? j["algorithm"].get<std::string>() : "";
-    m.bytes = static_cast<uint64_t>(std::max(0.0, number("bytes")));
-    m.ranks = static_cast<int>(number("ranks"));
-    m.nodes = static_cast<int>(number("nodes"));
-    m.rails = static_cast<int>(number("rails"));
-    m.p50_us = number("p50_us");
-    if (m.ranks < 1 || m.nodes < 1 || m.rails < 1) continue;
-    m.ppn = j.contains("ppn") && j["ppn"].is_number() ? j["ppn"].get<int>() : (m.ranks + m.nodes - 1) / m.nodes;
-    out.push_back(m);
-  }
-  return out;
-}
 
 }  // namespace railcoll

@@ -29,11 +29,5 @@ struct Measurement {
 // the exact topology, so rules of different topologies never overlap.
 std::vector<Rule> rules_from_measurements(const std::vector<Measurement>& records);
 
-// Measurements from benchmark records: JSON objects with collective,
-// algorithm, bytes, ranks, nodes, rails, p50_us (and ppn, else ranks / nodes
-// rounded up), as a JSON list or one object per line (`railcoll bench --json`).
-// Records under background traffic are left out. Throws InputError naming the
-// file and line for text that is not JSON.
-std::vector<Measurement> measurements_from_json(const std::string& text, const std::string& origin);
 
 }  // namespace railcoll

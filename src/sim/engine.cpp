@@ -7,12 +7,12 @@
 #include <map>
 #include <tuple>
 
+#include "core/background.hpp"
 #include "core/errors.hpp"
 #include "sim/network.hpp"
 
 namespace railcoll::sim {
 
-const char* const kBackgroundPatterns = "none, complement, uniform, hotspot";
 
 namespace {
 
@@ -707,14 +707,16 @@ class Engine {
     int node, rail, dest;  // dest -1: a uniformly random other node per message
   };
 
+  // Who sends to whom is core/background.hpp's definition, the same as the
+  // traffic generator's on the emulated cluster.
   void add_generators() {
     const int M = t_.nnodes();
-    if (o_.background == "none" || M < 2) return;
+    BackgroundPattern p = BackgroundPattern::None;
+    parse_background(o_.background, &p);  // checked by check_options
+    if (p == BackgroundPattern::None || M < 2) return;
     for (int n = 0; n < M; ++n) {
-      int dest = -1;
-      if (o_.background == "complement") dest = M - 1 - n;  // the bitwise complement when M is a power of 2
-      if (o_.background == "hotspot") dest = 0;             // every node sends to node 0
-      if (dest == n) continue;
+      int dest = p == BackgroundPattern::Uniform ? -1 : background_destination(p, n, M);
+      if (p != BackgroundPattern::Uniform && dest == kNoBackgroundDestination) continue;
       for (int rail = 0; rail < t_.rails(); ++rail) generators_.push_back({n, rail, dest});
     }
   }
@@ -723,10 +725,7 @@ class Engine {
   void background_send(int g, double t) {
     const Generator& gen = generators_[g];
     int dest = gen.dest;
-    if (dest < 0) {
-      dest = static_cast<int>(next_random(random_) % (t_.nnodes() - 1));
-      if (dest >= gen.node) ++dest;
-    }
+    if (dest < 0) dest = background_destination(BackgroundPattern::Uniform, gen.node, t_.nnodes(), next_random(random_));
     ++background_messages_;
     push(net_.transfer(gen.node, dest, gen.rail, t, o_.background_bytes).arrive, kBackground, g, 0);
   }
@@ -801,9 +800,9 @@ void check_fits(const Topology& t, const Machine& m) {
 }
 
 void check_options(const SimOptions& o) {
-  if (o.background != "none" && o.background != "complement" && o.background != "uniform" &&
-      o.background != "hotspot")
-    throw InputError("unknown background traffic '" + o.background + "' (" + kBackgroundPatterns + ")");
+  BackgroundPattern p;
+  if (!parse_background(o.background, &p))
+    throw InputError("unknown background traffic '" + o.background + "' (none, " + kBackgroundPatternNames + ")");
   if (o.background != "none" && o.background_bytes == 0)
     throw InputError("background messages need at least 1 byte");
 }

@@ -57,8 +57,6 @@ struct SimOptions {
   // 2.2 us for Elan3lib).
   std::vector<std::pair<int, size_t>> nic_thread_ops;
 };
-// The patterns `background` accepts, for error messages and --help.
-extern const char* const kBackgroundPatterns;
 
 struct SimResult {
   std::vector<double> finish_us;  // per rank, all ranks start at 0

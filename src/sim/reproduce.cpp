@@ -8,7 +8,7 @@
 #include "algos/barrier/barrier.hpp"
 #include "core/errors.hpp"
 #include "core/registry.hpp"
-#include "core/select.hpp"
+#include "select/select.hpp"
 #include "sim/engine.hpp"
 
 namespace railcoll::sim {

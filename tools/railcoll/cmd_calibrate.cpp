@@ -13,9 +13,11 @@
 
 #include "args.hpp"
 #include "bench/calibrate.hpp"
-#include "bench_report.hpp"
-#include "cluster/cluster.hpp"
+#include "bench/driver.hpp"
+#include "bench/records.hpp"
 #include "commands.hpp"
+#include "testbed/cluster.hpp"
+#include "testbed/spawn.hpp"
 
 namespace railcoll::cli {
 
@@ -23,12 +25,21 @@ namespace {
 
 // Runs one worker job and returns its records ("key" -> values, in order).
 bench::Records run_job(bool cluster, bool quick, const std::string& test, const bench::JobShape& shape, int rail) {
-  std::vector<std::string> worker = {self_exe(), "calibrate", "--worker", "--test", test};
+  std::vector<std::string> worker = {testbed::self_exe(), "calibrate", "--worker", "--test", test};
   if (rail >= 0) worker.insert(worker.end(), {"--rail", std::to_string(rail)});
   if (quick) worker.push_back("--quick");
+  bench::Placement where = bench::choose_placement(cluster ? shape.cluster : shape.local);
+  if (cluster && !where.cluster) throw UsageError("the emulated cluster went away during calibration");
   std::string out;
   std::vector<std::string> lines;
-  int rc = run_workers(cluster, shape.cluster_args, shape.local_args, worker, &lines, &out);
+  testbed::JobOptions jo;
+  jo.timeout_seconds = 3600;
+  jo.on_line = [&out](int, bool is_stderr, const std::string& line) {
+    if (is_stderr) std::cerr << line << std::flush;
+    else out += line;
+  };
+  testbed::JobResult job = bench::run_workers(where, std::move(worker), &lines, jo);
+  const int rc = job.exit_status;
   bench::Records recs;
   for (const std::string& line : lines) {
     std::istringstream l(line);
@@ -40,7 +51,7 @@ bench::Records run_job(bool cluster, bool quick, const std::string& test, const 
   }
   if (rc != 0) {
     std::cerr << out;
-    throw std::runtime_error("the " + test + " job failed (status " + std::to_string(rc) + ")");
+    throw std::runtime_error("the " + test + " job failed: " + job.failure + "\n" + job.rank_report());
   }
   return recs;
 }
@@ -50,8 +61,8 @@ std::vector<bench::Timing> read_timings(const std::string& path) {
   if (!in) throw UsageError("cannot read '" + path + "'");
   std::vector<bench::Timing> v;
   for (std::string line; std::getline(in, line);) {
-    BenchRecord r;
-    if (from_json_line(line, &r)) v.push_back({r.algorithm, r.bytes, r.p50_us});
+    bench::BenchRecord r;
+    if (bench::from_json_line(line, &r)) v.push_back({r.algorithm, r.bytes, r.p50_us});
   }
   if (v.empty()) throw UsageError("'" + path + "' has no records");
   return v;
@@ -69,7 +80,7 @@ int compare(const std::string& sim_path, const std::vector<std::string>& bench_p
 }
 
 int driver(bench::CalibrationOptions o, bool local, bool from_cluster) {
-  o.cluster = !local && cluster_is_up();
+  o.cluster = !local && cluster::usable();
   if (from_cluster && !o.cluster) throw UsageError("--nodes-from-cluster: no healthy emulated cluster is up");
   if (o.cluster) {
     o.where = "the emulated cluster (railcoll cluster run)";

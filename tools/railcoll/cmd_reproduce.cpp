@@ -12,11 +12,16 @@
 #include <sstream>
 
 #include "args.hpp"
-#include "bench_report.hpp"
+#include "bench/plot.hpp"
+#include "bench/records.hpp"
+#include "bench/report.hpp"
+#include "testbed/spawn.hpp"
 #include "commands.hpp"
 #include "sim/reproduce.hpp"
 
 namespace railcoll::cli {
+
+using namespace railcoll::bench;  // records, reports and plots
 
 namespace {
 
@@ -40,6 +45,7 @@ std::vector<BenchRecord> records(const sim::Figure& f) {
   std::vector<BenchRecord> v;
   for (const sim::FigurePoint& p : f.points) {
     BenchRecord r;
+    r.simulated = true;
     r.collective = p.collective;
     r.algorithm = p.label;
     r.bytes = p.x;

@@ -13,14 +13,19 @@
 #include <optional>
 
 #include "args.hpp"
-#include "bench_report.hpp"
+#include "bench/plot.hpp"
+#include "bench/records.hpp"
+#include "bench/report.hpp"
+#include "testbed/spawn.hpp"
 #include "commands.hpp"
 #include "core/errors.hpp"
 #include "core/registry.hpp"
-#include "core/select.hpp"
+#include "select/select.hpp"
 #include "sim/engine.hpp"
 
 namespace railcoll::cli {
+
+using namespace railcoll::bench;  // records, reports and plots
 
 namespace {
 
@@ -164,6 +169,8 @@ int cmd_sim(const std::vector<std::string>& argv) {
       first.reset();
       sim::SimResult r = timed(s, quiet);
       BenchRecord rec;
+      rec.simulated = true;
+      rec.preset = m.name;
       rec.collective = coll_name;
       rec.algorithm = name;
       if (name == "auto") rec.chosen = chosen;

@@ -15,7 +15,10 @@
 #include <sstream>
 
 #include "args.hpp"
-#include "bench_report.hpp"
+#include "bench/plot.hpp"
+#include "bench/records.hpp"
+#include "bench/report.hpp"
+#include "testbed/spawn.hpp"
 #include "commands.hpp"
 #include "core/errors.hpp"
 #include "select/select.hpp"
@@ -24,6 +27,8 @@
 #include "sim/engine.hpp"
 
 namespace railcoll::cli {
+
+using namespace railcoll::bench;  // records, reports and plots
 
 namespace {
 
@@ -82,23 +87,22 @@ int cmd_tune(const std::vector<std::string>& argv) {
   const std::string records = tmpl;
   std::vector<Measurement> measured;
   for (Collective c : colls) {
-    std::vector<std::string> cmd = {self_exe(), "bench", collective_name(c), "--algo", "all", "--json", records};
+    std::vector<std::string> cmd = {testbed::self_exe(), "bench", collective_name(c), "--algo", "all", "--json", records};
     cmd.insert(cmd.end(), forwarded.begin(), forwarded.end());
     std::cout << "# railcoll tune: measuring every " << collective_name(c) << " algorithm\n" << std::flush;
-    if (int st = run_command(cmd); st != 0) {
+    testbed::RunOptions inherit;
+    inherit.capture_out = inherit.capture_err = false;
+    if (int st = testbed::run(cmd, inherit).code(); st != 0) {
       unlink(records.c_str());
       std::cerr << "railcoll tune: railcoll bench " << collective_name(c) << " failed (status " << st
                 << "); no file written\n";
       return 1;
     }
-    std::ifstream in(records);
-    std::stringstream text;
-    text << in.rdbuf();
-    auto m = measurements_from_json(text.str(), records);
+    auto m = measurements(read_records(records));
     measured.insert(measured.end(), m.begin(), m.end());
   }
   unlink(records.c_str());
-  return finish(measured, out, command_line("tune", argv) + " (railcoll bench, p50 of the slowest rank)");
+  return finish(measured, out, command_line("tune", argv) + " (railcoll bench: p50 of the span for bcast and gather, else of the slowest rank)");
 }
 
 int cmd_sim_tune(const std::vector<std::string>& argv) {
