@@ -76,7 +76,8 @@ const Verb kVerbs[] = {
     {"bench",
      "  bench allgather|bcast|gather|allreduce|barrier [--algo A|all|auto] [-m MIN:MAX] [-i N] [-x N]\n"
      "        [-f] [-c] [--mpi] [--background complement|uniform|hotspot] [--json F] [--csv F] [--plot F]\n"
-     "        [-n N] [--ppn P | --layout 5,5,3] [--rails K] [--local] [--fault rail-down@T[:D] | kill@T]\n"
+     "        [-n N] [--ppn P | --layout 5,5,3] [--rails K] [--local]\n"
+     "        [--fault rail-down@T[:D] | flap@T:D[:P] | kill@T]\n"
      "                                      OSU-style benchmark, side by side with Open MPI\n",
      "usage: railcoll bench allgather|bcast|gather|allreduce|barrier [options]\n"
      "\n"
@@ -98,10 +99,12 @@ const Verb kVerbs[] = {
      "  --rails K           rails to use (default: all of the cluster's, locally 2)\n"
      "  --local             local processes even when a cluster is up\n"
      "  --timeout S         seconds each job may take (default 3600)\n"
-     "  --fault rail-down@T[:D] | kill@T\n"
-     "                      all-gathers while a rail goes down T s in (for D s) or the last\n"
-     "                      rank is killed: throughput before/during/after, every survivor's\n"
-     "                      error (cluster only; with -m MAX, --algo, --json)\n"
+     "  --fault rail-down@T[:D] | flap@T:D[:P] | kill@T\n"
+     "                      all-gathers while node 1's last rail loses its link T s in (for D s,\n"
+     "                      default T), or flaps from T s in for D s (down, up, ... every P s,\n"
+     "                      default 0.2), or the last rank is killed: throughput before/during/\n"
+     "                      after and per second, every survivor's error (cluster only; with\n"
+     "                      -m MAX, --algo, --json)\n"
      "Tables: median and p90/p99 of the slowest rank's time per call, and the span (first\n"
      "rank in to last rank out) when all ranks share this host's clock; the summary of\n"
      "bcast and gather compares spans (docs/results.md, \"How to read\").\n"},
