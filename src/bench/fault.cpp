@@ -270,14 +270,19 @@ int fault_driver(const FaultSpec& f, const std::string& algo, uint64_t bytes, co
       printf("%s%d", s == static_cast<size_t>(std::ceil(f.at)) || s == static_cast<size_t>(std::ceil(f.at + f.length))
                          ? " | " : " ", per_second[s]);
     printf("\n");
-    // The slowest whole second inside the fault, against before's mean rate.
+    // The slowest window inside the fault against before's mean rate; a window
+    // holds 5 calls of before at least, so that one call is not 50%.
     const double before_rate = phases[0].calls / std::max(1e-9, phases[0].to - phases[0].from);
+    const double window = before_rate > 0 ? std::max(1.0, std::ceil(5 / before_rate)) : 1;
     int lowest = -1;
-    for (size_t s = static_cast<size_t>(std::ceil(f.at)); s + 1 <= f.at + f.length && s < per_second.size(); ++s)
-      lowest = lowest < 0 ? per_second[s] : std::min(lowest, per_second[s]);
+    for (double w = f.at; w + window <= f.at + f.length + 1e-9; w += window) {
+      int n = 0;
+      for (auto& c : calls) n += c.t >= w && c.t < w + window;
+      lowest = lowest < 0 ? n : std::min(lowest, n);
+    }
     if (lowest >= 0 && before_rate > 0) {
-      lowest_pct = 100 * lowest / before_rate;
-      printf("slowest second during the fault: %d calls, %.0f%% of before's %.1f calls/s\n", lowest, lowest_pct,
+      lowest_pct = 100 * lowest / (before_rate * window);
+      printf("slowest %g s of the fault: %d calls, %.0f%% of before's %.1f calls/s\n", window, lowest, lowest_pct,
              before_rate);
     }
     printf("%d of %d ranks finished, %d wrong results, %zu failed calls (%s)\n", done, ranks, wrong, errors.size(),

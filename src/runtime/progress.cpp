@@ -29,11 +29,14 @@ void SocketTransport::progress(double wait_s, const NodeWait* sleep_on) {
     pollfds_.push_back(
         {c.fd, static_cast<short>(c.connecting ? POLLOUT : c.closed ? 0 : (POLLIN | (c.out.empty() ? 0 : POLLOUT))), 0});
   const size_t door_fds = door_.poll_set(&pollfds_);
+  const size_t link_fd = pollfds_.size();  // the link monitor's netlink socket (failover.cpp)
+  if (links_.fd() >= 0) pollfds_.push_back({links_.fd(), POLLIN, 0});
   const int timeout_ms = wait_s <= 0 ? 0 : std::max(1, static_cast<int>(wait_s * 1000));
   const int r = poll(pollfds_.data(), pollfds_.size(), timeout_ms);
   if (flag) flag->store(0, std::memory_order_release);
   if (r < 0 && errno != EINTR) throw RuntimeError(Status::Network, std::string("poll: ") + strerror(errno));
   const double now = now_seconds();
+  if (link_fd < pollfds_.size() && pollfds_[link_fd].revents) link_events(now);
   for (size_t i = 0; i < conns_.size(); ++i) {
     Conn& c = conns_[i];
     if (c.connecting) {
