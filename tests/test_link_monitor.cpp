@@ -76,10 +76,12 @@ TEST(HoldDown, FailingSoonAfterTakenBackDoublesTheHoldUpToTheCap) {
 
 namespace {
 
-// One RTM_NEWLINK (or RTM_DELLINK) message for interface `index` with `flags`.
-void add_link_message(std::vector<char>* buf, uint16_t type, int index, unsigned flags) {
+// One RTM_NEWLINK (or RTM_DELLINK) message for interface `index` with `flags`,
+// and its name as an IFLA_IFNAME attribute when given.
+void add_link_message(std::vector<char>* buf, uint16_t type, int index, unsigned flags, const std::string& name = "") {
+  const size_t attr = name.empty() ? 0 : RTA_SPACE(name.size() + 1);
   nlmsghdr nh{};
-  nh.nlmsg_len = NLMSG_LENGTH(sizeof(ifinfomsg));
+  nh.nlmsg_len = NLMSG_LENGTH(sizeof(ifinfomsg)) + attr;
   nh.nlmsg_type = type;
   ifinfomsg ifi{};
   ifi.ifi_index = index;
@@ -88,6 +90,14 @@ void add_link_message(std::vector<char>* buf, uint16_t type, int index, unsigned
   buf->resize(at + NLMSG_ALIGN(nh.nlmsg_len), 0);
   memcpy(buf->data() + at, &nh, sizeof nh);
   memcpy(buf->data() + at + NLMSG_HDRLEN, &ifi, sizeof ifi);
+  if (attr) {
+    rtattr a{};
+    a.rta_len = RTA_LENGTH(name.size() + 1);
+    a.rta_type = IFLA_IFNAME;
+    char* where = buf->data() + at + NLMSG_LENGTH(sizeof(ifinfomsg));
+    memcpy(where, &a, sizeof a);
+    memcpy(where + RTA_LENGTH(0), name.c_str(), name.size() + 1);
+  }
 }
 
 }  // namespace
@@ -131,6 +141,26 @@ TEST(LinkMonitor, ParsesLinkMessagesOfTheWatchedInterfacesOnly) {
   EXPECT_TRUE(changes.empty());
   m.on_messages(buf.data(), buf.size(), 8.0, &changes);
   EXPECT_EQ(changes.size(), 2u);
+}
+
+TEST(LinkMonitor, FollowsAnInterfaceMadeAgainUnderItsName) {
+  LinkMonitor m({"203.0.113.1"});
+  m.watch(0, 7, "rail0");
+  std::vector<char> buf;
+  add_link_message(&buf, RTM_DELLINK, 7, 0);                               // the old one goes: lost
+  add_link_message(&buf, RTM_NEWLINK, 12, IFF_UP | IFF_RUNNING, "other");  // not ours
+  add_link_message(&buf, RTM_NEWLINK, 9, IFF_UP | IFF_RUNNING, "rail0");   // made again, up
+  std::vector<LinkMonitor::Change> changes;
+  m.on_messages(buf.data(), buf.size(), 1.0, &changes);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_FALSE(changes[0].usable);
+  m.expire(2.0, &changes);
+  ASSERT_EQ(changes.size(), 2u) << "the new interface's up counts";
+  EXPECT_TRUE(changes[1].usable);
+  buf.clear();
+  add_link_message(&buf, RTM_NEWLINK, 9, 0);
+  m.on_messages(buf.data(), buf.size(), 3.0, &changes);
+  EXPECT_EQ(changes.size(), 3u) << "and so does its down";
 }
 
 // As root: a veth pair in a network namespace of its own, rail address on one

@@ -115,6 +115,7 @@ void LinkMonitor::on_messages(const void* data, size_t len, double now, std::vec
     if ((nh.nlmsg_type == RTM_NEWLINK || nh.nlmsg_type == RTM_DELLINK) && nh.nlmsg_len >= NLMSG_LENGTH(sizeof(ifinfomsg))) {
       ifinfomsg ifi;
       memcpy(&ifi, p + NLMSG_HDRLEN, sizeof ifi);
+      if (nh.nlmsg_type == RTM_NEWLINK) follow_new_index(p, nh.nlmsg_len, ifi.ifi_index);
       // Running, as a NIC with carrier: administratively up and IFF_RUNNING.
       const bool running = nh.nlmsg_type == RTM_NEWLINK && (ifi.ifi_flags & IFF_UP) && (ifi.ifi_flags & IFF_RUNNING);
       link_state(ifi.ifi_index, running, now, out);
@@ -123,6 +124,25 @@ void LinkMonitor::on_messages(const void* data, size_t len, double now, std::vec
     if (step >= len) return;
     p += step;
     len -= step;
+  }
+}
+
+// A watched interface made again (a driver reset, `ip link del` and add) has a
+// new index: the rail follows its name, read from the IFLA_IFNAME attribute.
+void LinkMonitor::follow_new_index(const char* msg, size_t len, int ifindex) {
+  size_t at = NLMSG_LENGTH(sizeof(ifinfomsg));
+  at = NLMSG_ALIGN(at);
+  while (at + sizeof(rtattr) <= len) {
+    rtattr a;
+    memcpy(&a, msg + at, sizeof a);
+    if (a.rta_len < sizeof a || at + a.rta_len > len) return;
+    if (a.rta_type == IFLA_IFNAME) {
+      std::string name(msg + at + RTA_LENGTH(0), strnlen(msg + at + RTA_LENGTH(0), a.rta_len - RTA_LENGTH(0)));
+      for (auto& rail : rails_)
+        if (rail.ifindex != 0 && rail.ifindex != ifindex && rail.ifname == name) rail.ifindex = ifindex;
+      return;
+    }
+    at += RTA_ALIGN(a.rta_len);
   }
 }
 

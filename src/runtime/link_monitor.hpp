@@ -91,6 +91,7 @@ class LinkMonitor {
     std::string ifname;
     HoldDown hold;
   };
+  void follow_new_index(const char* msg, size_t len, int ifindex);
   void link_state(int ifindex, bool running, double now, std::vector<Change>* out);
   void resync(double now, std::vector<Change>* out);
 
