@@ -16,7 +16,7 @@ import socket
 import struct
 import sys
 
-MAGIC, VERSION, HELLO = 0x52434C31, 2, 1
+MAGIC, VERSION, HELLO = 0x52434C31, 3, 1  # kWireMagic, kWireVersion, Frame::Hello (runtime/wire.hpp)
 HEADER = struct.Struct("<IHHQQQiiHHIQQQ")  # runtime/wire.hpp FrameHeader, 72 bytes
 
 
