@@ -61,6 +61,29 @@ void report_once(railcoll_comm* c, const std::string& key, const std::string& wh
   if (c->comm->rank() == 0 && c->reported.insert(key).second) fprintf(stderr, "railcoll: %s\n", what.c_str());
 }
 
+// A call's candidates' plans (cached by the communicator), and whether they fit.
+struct Planner {
+  railcoll_comm* c;
+  railcoll::Collective collective;
+  const std::vector<uint64_t>& counts;
+  const railcoll::AlgoOptions& args;
+  Chosen out;
+
+  void plan(const std::string& name) {
+    out.algorithm = railcoll::software_equivalent(collective, name);
+    out.plan = c->comm->plan(collective, out.algorithm, counts, args);
+  }
+  std::string unfit(const std::string& name) {
+    try {
+      plan(name);
+      return c->comm->unfit(*out.plan);
+    } catch (const railcoll::Error& e) {
+      out.plan.reset();
+      return e.what();
+    }
+  }
+};
+
 // The algorithm for a call: the per-call option, else RAILCOLL_<COLL>_ALGO, else
 // the tuning file, else the default rules (src/select/select.hpp), then the
 // software form of a hardware algorithm. A rule's choice whose schedule the
@@ -68,27 +91,17 @@ void report_once(railcoll_comm* c, const std::string& key, const std::string& wh
 // that fits; every rank knows every node's capacity, so all pick alike.
 Chosen choose(railcoll_comm* c, railcoll::Collective collective, const std::vector<uint64_t>& counts,
               const railcoll_call_opts_t* opts, const railcoll::AlgoOptions& args) {
-  const std::string coll = railcoll::collective_name(collective);
   uint64_t largest = 0;
   for (auto n : counts) largest = std::max(largest, n);
-  Chosen out;
-  auto plan_of = [&](const std::string& name) {
-    out.algorithm = railcoll::software_equivalent(collective, name);
-    out.plan = c->comm->plan(collective, out.algorithm, counts, args);
-  };
-  auto unfit = [&](const std::string& name) -> std::string {
-    try {
-      plan_of(name);
-      return c->comm->unfit(*out.plan);
-    } catch (const railcoll::Error& e) {
-      out.plan.reset();
-      return e.what();
-    }
-  };
+  Planner planner{c, collective, counts, args, {}};
   const std::string requested = opts && opts->algorithm ? opts->algorithm : "";
-  const railcoll::Choice choice = c->selector.choose(collective, c->comm->topo(), largest, requested, unfit);
+  const railcoll::Choice choice = c->selector.choose(
+      collective, c->comm->topo(), largest, requested,
+      [p = &planner](const std::string& name) { return p->unfit(name); });  // one pointer: no allocation
   const std::string software = railcoll::software_equivalent(collective, choice.algorithm);
-  if (!out.plan || out.algorithm != software) plan_of(choice.algorithm);
+  if (!planner.out.plan || planner.out.algorithm != software) planner.plan(choice.algorithm);
+  if (software == choice.algorithm && choice.passed_over.empty()) return std::move(planner.out);
+  const std::string coll = railcoll::collective_name(collective);
   if (software != choice.algorithm)
     report_once(c, coll + "/" + choice.algorithm,
                 coll + "/" + choice.algorithm + " needs network hardware this cluster lacks; running " + coll + "/" +
@@ -97,7 +110,7 @@ Chosen choose(railcoll_comm* c, railcoll::Collective collective, const std::vect
     report_once(c, coll + " " + choice.passed_over.substr(0, choice.passed_over.find(' ')) + " -> " + software,
                 coll + ": " + choice.passed_over + "; running " + coll + "/" + software + " (" + choice.origin +
                     ") instead");
-  return out;
+  return std::move(planner.out);
 }
 
 railcoll_status_t run(railcoll_comm* c, railcoll::Collective coll, const void* send, void* recv,
@@ -182,6 +195,16 @@ int query(railcoll_comm_t handle, const char* fn, int (*what)(const railcoll::rt
   return c ? what(*c->comm) : -1;
 }
 
+// A communicator's check when its settings come from the environment: a wrong
+// RAILCOLL_* setting (kept by bootstrap_from_env) fails set-up on every rank,
+// like a wrong algorithm name; then the handle's own check.
+railcoll::rt::Comm::Check settings_then(const std::exception_ptr& bad_setting, const railcoll::rt::Comm::Check& check) {
+  return [bad_setting, check] {
+    if (bad_setting) std::rethrow_exception(bad_setting);
+    check();
+  };
+}
+
 }  // namespace
 
 extern "C" {
@@ -189,13 +212,9 @@ extern "C" {
 railcoll_status_t railcoll_comm_init(railcoll_comm_t* out) {
   using railcoll::rt::Comm;
   return railcoll::capi::make_handle(out, "railcoll_comm_init", [](const Comm::Check& check) {
-    // A wrong RAILCOLL_* setting fails set-up on every rank, like a wrong algorithm name.
     std::exception_ptr bad_setting;
     railcoll::rt::Bootstrap b = railcoll::rt::bootstrap_from_env(&bad_setting);
-    return std::make_unique<Comm>(b, [&] {
-      if (bad_setting) std::rethrow_exception(bad_setting);
-      check();
-    });
+    return std::make_unique<Comm>(b, settings_then(bad_setting, check));
   });
 }
 
@@ -218,10 +237,7 @@ railcoll_status_t railcoll_comm_init_explicit(railcoll_comm_t* out, int rank, in
     if (size > 1) railcoll::rt::split_host_port(b.store);  // a bad address fails here, as ARG
     b.job_id = job_id;
     b.source = fn;
-    return std::make_unique<Comm>(b, [&] {
-      if (bad_setting) std::rethrow_exception(bad_setting);
-      check();
-    });
+    return std::make_unique<Comm>(b, settings_then(bad_setting, check));
   });
 }
 
