@@ -10,8 +10,6 @@ RC=${1:?railcoll}; MP=${2:?mp_collectives}
 . "$(dirname "$0")/check_lib.sh"
 CHECK_TIMEOUT=300
 trap 'rm -f "$log"' EXIT
-# Segments another job on this machine left behind are not this test's.
-mapfile -t shm_before < <(ls /dev/shm 2>/dev/null | grep '^railcoll-')
 
 for cfg in "1" "3" "4 --ppn 2" "8 --ppn 4 --rails 2" "6 --ppn 4 --rails 2" "5 --ppn 2 --rails 3" "7 --ppn 3 --rails 1"; do
   n=${cfg%% *}
@@ -89,8 +87,8 @@ export RAILCOLL_TIMEOUT=3
 check "no store" "cannot reach the store" 1 -- \
   env RAILCOLL_RANK=1 RAILCOLL_SIZE=2 RAILCOLL_STORE=127.0.0.1:1 RAILCOLL_TIMEOUT=2 "$MP" nostore
 
-left=$(ls /dev/shm 2>/dev/null | grep '^railcoll-' | grep -cvxF -f <(printf '%s\n' "${shm_before[@]}" ""))
-if [ "$left" -eq 0 ]; then pass=$((pass + 1)); echo "ok   no shared-memory segments left (${#shm_before[@]} were there before)"
+left=$(shm_left)
+if [ "$left" -eq 0 ]; then pass=$((pass + 1)); echo "ok   no shared-memory segments left"
 else fail=$((fail + 1)); echo "FAIL $left railcoll segments left in /dev/shm"; fi
 
 summary

@@ -93,7 +93,7 @@ if up --nodes 2 --ppn 3 --rails 2 --rate 1gbit; then
 fi
 "$RC" cluster down >/dev/null 2>&1
 left=$(ip netns list 2>/dev/null | grep -c '^rc-n')
-shm=$(ls /dev/shm 2>/dev/null | grep -c '^railcoll-')
+shm=$(shm_left)
 if [ "$left" -eq 0 ] && [ "$shm" -eq 0 ]; then pass=$((pass + 1)); echo "ok   nothing left behind"
 else fail=$((fail + 1)); echo "FAIL left behind: $left namespaces, $shm shm segments"; fi
 summary
