@@ -7,6 +7,7 @@
 #include <string>
 
 #include "capi/capi_internal.hpp"
+#include "capi/comm_handle.hpp"
 #include "core/errors.hpp"
 #include "core/registry.hpp"
 #include "railcoll/railcoll.h"
@@ -20,6 +21,13 @@ struct railcoll_comm {
   railcoll::Selector selector;
   std::set<std::string> warned_hardware;  // hardware algorithms already reported as substituted
 };
+
+railcoll_comm_t railcoll::capi::adopt_comm(railcoll::Selector selector, std::unique_ptr<railcoll::rt::Comm> comm) {
+  auto c = std::make_unique<railcoll_comm>();
+  c->selector = std::move(selector);
+  c->comm = std::move(comm);
+  return c.release();
+}
 
 namespace {
 
