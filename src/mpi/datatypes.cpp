@@ -1,9 +1,7 @@
 // Datatypes and operators as railcoll sees them: how many bytes, whether they
-// lie in one piece, and the basic type a reduction combines. A derived type's
+// lie in one piece, and which of railcoll's types a reduction combines. A derived type's
 // facts are computed once and cached on it (a datatype attribute, deleted
 // with it by MPI_Type_free, so a handle MPI reuses never inherits them).
-#include <vector>
-
 #include "mpi/layer.hpp"
 
 namespace railcoll::mpi {
@@ -41,34 +39,15 @@ int reduce_type_of_named(MPI_Datatype t) {
   return 0;
 }
 
-// The basic type every element of a derived type's type map has, as railcoll
-// reduces it; 0 when they differ or railcoll does not reduce it.
-int reduce_type_of(MPI_Datatype t, int depth) {
-  int ni = 0, na = 0, nd = 0, combiner = 0;
-  PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner);
-  if (combiner == MPI_COMBINER_NAMED) return reduce_type_of_named(t);
-  if (depth > 32 || combiner == MPI_COMBINER_F90_REAL || combiner == MPI_COMBINER_F90_COMPLEX ||
-      combiner == MPI_COMBINER_F90_INTEGER)
-    return 0;
-  std::vector<int> ints(ni);
-  std::vector<MPI_Aint> addresses(na);
-  std::vector<MPI_Datatype> parts(nd);
-  PMPI_Type_get_contents(t, ni, na, nd, ints.data(), addresses.data(), parts.data());
-  int kind = -1;
-  for (MPI_Datatype part : parts) {
-    int k = reduce_type_of(part, depth + 1);
-    kind = kind == -1 || kind == k ? k : 0;
-    if (!is_named(part)) PMPI_Type_free(&part);  // get_contents hands out new handles of derived parts
-  }
-  return kind < 0 ? 0 : kind;
-}
-
 Facts measure(MPI_Datatype t, bool named) {
   Facts f;
   PMPI_Type_size_x(t, &f.size);
   PMPI_Type_get_extent_x(t, &f.lb, &f.extent);
   PMPI_Type_get_true_extent_x(t, &f.true_lb, &f.true_extent);
-  f.reduce_type = named ? reduce_type_of_named(t) : reduce_type_of(t, 0);
+  // MPI's predefined operators take predefined datatypes only (Open MPI and
+  // MPICH refuse a derived one with MPI_ERR_OP): a derived type goes to MPI,
+  // which says so.
+  f.reduce_type = named ? reduce_type_of_named(t) : 0;
   if (f.reduce_type) f.reduce_size = f.reduce_type == RAILCOLL_INT32 || f.reduce_type == RAILCOLL_FLOAT ? 4 : 8;
   return f;
 }

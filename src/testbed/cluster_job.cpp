@@ -6,11 +6,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <random>
 
 #include "core/errors.hpp"
+#include "testbed/spawn.hpp"
+
+extern char** environ;
 
 namespace railcoll::testbed {
 
@@ -97,13 +101,25 @@ class AgentDir {
   std::string dir_, agent_;
 };
 
-std::vector<std::string> mpirun_argv(const ClusterJob& job, bool han, const std::string& mpirun,
-                                     const std::string& agent) {
+std::string host_list(const ClusterJob& job) {
   std::string hosts;
   for (size_t i = 0; i < job.layout.size(); ++i)
     hosts += (i ? "," : "") + cl::node_name(static_cast<int>(i)) + ":" + std::to_string(job.layout[i]);
+  return hosts;
+}
+
+// The variables every rank of an MPI job on the cluster gets, as for railcoll's own jobs.
+std::map<std::string, std::string> cluster_env(const ClusterJob& job) {
+  return {{"RAILCOLL_CLUSTER", "1"},
+          {"RAILCOLL_RAIL_RATE", std::to_string(job.cfg.rate_bps)},
+          {"RAILCOLL_RAILS", cl::rail_subnets(job.rails)}};
+}
+
+std::vector<std::string> openmpi_argv(const ClusterJob& job, const MpirunOptions& how, const std::string& mpirun,
+                                      const std::string& agent, const std::map<std::string, std::string>& env,
+                                      const std::string& layer) {
   std::vector<std::string> argv = {
-      mpirun, "-np", std::to_string(job.ranks()), "-H", hosts,
+      mpirun, "-np", std::to_string(job.ranks()), "-H", host_list(job),
       // orted is started in each node by the agent, directly (no ssh tree).
       "--mca", "plm_rsh_agent", agent, "--mca", "plm_rsh_no_tree_spawn", "1",
       // orted reaches mpirun (root namespace) on rail 0's bridge address.
@@ -112,9 +128,25 @@ std::vector<std::string> mpirun_argv(const ClusterJob& job, bool han, const std:
       "--mca", "btl", "tcp,vader,self", "--mca", "btl_tcp_if_include", cl::rail_subnets(job.rails),
       // Many ranks on 2 cores: yield when idle, do not pin every node's
       // ranks onto the same cores.
-      "--mca", "mpi_yield_when_idle", "1", "--bind-to", "none",
-      "-x", "RAILCOLL_CLUSTER", "-x", "RAILCOLL_RAIL_RATE", "-x", "RAILCOLL_RAILS"};
-  if (han) argv.insert(argv.end(), {"--mca", "coll_han_priority", "100"});
+      "--mca", "mpi_yield_when_idle", "1", "--bind-to", "none"};
+  if (how.han) argv.insert(argv.end(), {"--mca", "coll_han_priority", "100"});
+  if (!layer.empty()) argv.insert(argv.end(), {"-x", "LD_PRELOAD=" + layer});
+  // By name: the values (a job key among them) stay out of the command line.
+  for (auto& [name, value] : env)
+    if (name.rfind("RAILCOLL_", 0) == 0) argv.insert(argv.end(), {"-x", name});
+  argv.insert(argv.end(), job.program.begin(), job.program.end());
+  return argv;
+}
+
+// MPICH's Hydra with the same agent: its proxies reach mpiexec on rail 0's
+// bridge address (-localhost; the root namespace's hostname means nothing in a
+// node), and pass mpiexec's whole environment to the ranks.
+std::vector<std::string> mpich_argv(const ClusterJob& job, const std::string& mpiexec, const std::string& agent,
+                                    const std::string& layer) {
+  std::vector<std::string> argv = {mpiexec, "-localhost", cl::bridge_address(0), "-launcher", "rsh",
+                                   "-launcher-exec", agent, "-hosts", host_list(job), "-n",
+                                   std::to_string(job.ranks())};
+  if (!layer.empty()) argv.insert(argv.end(), {"-genv", "LD_PRELOAD", layer});
   argv.insert(argv.end(), job.program.begin(), job.program.end());
   return argv;
 }
@@ -144,20 +176,69 @@ JobResult run_cluster_job(const ClusterJob& job, const JobOptions& options) {
   return run_job(cluster_ranks(job), options);
 }
 
-JobResult run_cluster_mpirun(const ClusterJob& job, bool han, bool verbose, const JobOptions& options) {
-  std::string mpirun = cl::resolve_program("mpirun");
-  if (mpirun.empty()) throw InputError("cannot find Open MPI's mpirun in PATH");
+MpiFlavor parse_mpi_flavor(const std::string& name) {
+  if (name == "openmpi") return MpiFlavor::OpenMpi;
+  if (name == "mpich") return MpiFlavor::Mpich;
+  throw InputError("--mpi expects openmpi or mpich, got '" + name + "'");
+}
+
+const char* mpi_flavor_name(MpiFlavor flavor) { return flavor == MpiFlavor::Mpich ? "MPICH" : "Open MPI"; }
+
+MpiFlavor program_mpi(const std::string& program) {
+  // The libraries an executable needs are named by plain strings in it.
+  std::ifstream in(program, std::ios::binary);
+  char magic[4] = {};
+  if (!in.read(magic, 4) || memcmp(magic, "\x7f" "ELF", 4) != 0) return MpiFlavor::OpenMpi;
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return bytes.find("libmpich.so.") != std::string::npos ? MpiFlavor::Mpich : MpiFlavor::OpenMpi;
+}
+
+std::string mpi_layer_library(MpiFlavor flavor) {
+  const std::string self = self_exe();
+  const std::string lib = std::filesystem::path(self.substr(0, self.rfind('/')) + "/../lib/" +
+                                                (flavor == MpiFlavor::Mpich ? "mpich/" : "") + "librailcoll_mpi.so")
+                              .lexically_normal()
+                              .string();
+  if (access(lib.c_str(), R_OK) != 0)
+    throw InputError("cannot find " + lib + ", railcoll's collectives for " + mpi_flavor_name(flavor) +
+                     " programs: it is built when " + mpi_flavor_name(flavor) +
+                     "'s development files are installed (scripts/install-deps.sh)");
+  return lib;
+}
+
+std::map<std::string, std::string> railcoll_mpi_env() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv = *e;
+    const size_t eq = kv.find('=');
+    if (kv.rfind("RAILCOLL_", 0) == 0 && eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  if (env["RAILCOLL_JOB_KEY"].empty()) env["RAILCOLL_JOB_KEY"] = new_job_key();
+  return env;
+}
+
+JobResult run_cluster_mpirun(const ClusterJob& job, const MpirunOptions& how, const JobOptions& options) {
+  const MpiFlavor flavor = how.mpi == MpiFlavor::Auto ? program_mpi(job.program[0]) : how.mpi;
+  const bool mpich = flavor == MpiFlavor::Mpich;
+  if (mpich && how.han) throw InputError("--han is Open MPI's; MPICH has no HAN");
+  const std::string launcher = cl::resolve_program(mpich ? "mpiexec.mpich" : "mpirun");
+  if (launcher.empty())
+    throw InputError(mpich ? "cannot find MPICH's mpiexec.mpich in PATH" : "cannot find Open MPI's mpirun in PATH");
+  const std::string layer = how.railcoll ? mpi_layer_library(flavor) : "";
   AgentDir dir;
   RankProcess p;
-  p.argv = mpirun_argv(job, han, mpirun, dir.agent());
-  p.where = "mpirun";
-  // Open MPI refuses root unless both are set; they reach orted and the ranks too.
-  p.env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
-           {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-           {"RAILCOLL_CLUSTER", "1"},
-           {"RAILCOLL_RAIL_RATE", std::to_string(job.cfg.rate_bps)},
-           {"RAILCOLL_RAILS", cl::rail_subnets(job.rails)}};
-  if (verbose) {
+  p.where = mpich ? "mpiexec" : "mpirun";
+  if (how.railcoll) p.env = railcoll_mpi_env();
+  for (auto& [name, value] : cluster_env(job)) p.env[name] = value;  // the cluster's rails, whatever the caller's
+  if (mpich) {
+    p.argv = mpich_argv(job, launcher, dir.agent(), layer);
+  } else {
+    p.argv = openmpi_argv(job, how, launcher, dir.agent(), p.env, layer);
+    // Open MPI refuses root unless both are set; they reach orted and the ranks too.
+    p.env["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
+    p.env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";
+  }
+  if (how.verbose) {
     std::string line = "railcoll cluster mpirun:";
     for (auto& w : p.argv) line += " " + w;
     std::cerr << line << "\n" << std::flush;
