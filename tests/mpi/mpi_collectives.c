@@ -50,13 +50,13 @@ static void expect(int coll, MPI_Comm comm, int railcoll_can) {
 
 static void read_selection(void) {
   const char* v = getenv("RAILCOLL_MPI_COLLS");
-  for (int c = 0; c < NCOLL; ++c) selected[c] = !v || !*v || strstr(v, "all") != NULL;
+  for (int c = 0; c < NCOLL; ++c) selected[c] = !v || !*v;
   if (!v || !*v) return;
   char list[256];
   snprintf(list, sizeof list, "%s", v);
   for (char* name = strtok(list, ","); name; name = strtok(NULL, ","))
     for (int c = 0; c < NCOLL; ++c)
-      if (!strcmp(name, kEnv[c])) selected[c] = 1;
+      if (!strcmp(name, kEnv[c]) || !strcmp(name, "all")) selected[c] = 1;
 }
 
 /* ---- data ---- */
