@@ -2,14 +2,17 @@
 // served and learn their node), MPI_Finalize (the verbose report, every railcoll
 // communicator destroyed before MPI goes), and the names of calls and reasons.
 #include <dlfcn.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "mpi/layer.hpp"
 
@@ -105,28 +108,66 @@ void check_abi() {
   abort();
 }
 
-// Node identity: the ranks MPI puts in one MPI_COMM_TYPE_SHARED group share
-// a random token drawn by the group's first rank, so two communicators of
-// different jobs (spawned, merged) never mistake each other's nodes for one.
+// This rank's node as MPI sees it (MPI_COMM_TYPE_SHARED), and what railcoll's
+// waits need to know of it.
+struct Node {
+  std::string id;
+  int ranks = 1;            // the job's ranks on this node
+  int local = 0;            // this rank among them
+  bool one_session = true;  // all of them in one session (so one autogroup)
+};
+
+// Node identity: the ranks of one MPI_COMM_TYPE_SHARED group share a random
+// token drawn by the group's first rank, so two communicators of different
+// jobs (spawned, merged) never mistake each other's nodes for one.
 // RAILCOLL_NODE, when set, splits a node further (pretend nodes, as with
 // `railcoll run --ppn`), never joins two.
-std::string node_identity() {
-  MPI_Comm node;
-  PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  int local = 0;
-  PMPI_Comm_rank(node, &local);
+Node this_node() {
+  MPI_Comm group;
+  PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &group);
+  Node node;
+  PMPI_Comm_rank(group, &node.local);
+  PMPI_Comm_size(group, &node.ranks);
   uint64_t token = 0;
-  if (local == 0) {
+  if (node.local == 0) {
     std::random_device rd;
     token = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   }
-  PMPI_Bcast(&token, 8, MPI_BYTE, 0, node);
-  PMPI_Comm_free(&node);
+  PMPI_Bcast(&token, 8, MPI_BYTE, 0, group);
+  const long long session = getsid(0);
+  std::vector<long long> sessions(static_cast<size_t>(node.ranks));
+  PMPI_Allgather(&session, 1, MPI_LONG_LONG, sessions.data(), 1, MPI_LONG_LONG, group);
+  for (long long s : sessions) node.one_session = node.one_session && s == session;
+  PMPI_Comm_free(&group);
   char hex[17];
   snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(token));
-  std::string id = std::string("mpi-") + hex;
-  if (const char* pretend = getenv("RAILCOLL_NODE"); pretend && *pretend) id += std::string("/") + pretend;
-  return id;
+  node.id = std::string("mpi-") + hex;
+  if (const char* pretend = getenv("RAILCOLL_NODE"); pretend && *pretend) node.id += std::string("/") + pretend;
+  return node;
+}
+
+// railcoll's waits spin a little (RAILCOLL_SPIN_US), yielding the core with
+// sched_yield, before they sleep. sched_yield hands the core only to tasks of
+// the caller's own scheduling group, and with the kernel's autogroup each
+// session is a group: Hydra starts every rank in a session of its own (and a
+// daemonized orted every node's ranks). On a node with more ranks than cores
+// whose ranks are in different sessions, a spinning rank keeps the core its
+// peers need (4 KiB all-gathers of 16 ranks on 2 cores took 10-20 ms instead
+// of 1-3 ms): there railcoll's waits sleep at once (RAILCOLL_SPIN_US=0) unless
+// the user chose, much as Open MPI stops busy-polling on a node it finds
+// oversubscribed (mpi_yield_when_idle). docs/mpi.md, "Performance".
+void sleep_if_spinning_hurts(const Node& node) {
+  cpu_set_t cores;
+  CPU_ZERO(&cores);
+  if (sched_getaffinity(0, sizeof cores, &cores) != 0 || node.ranks <= CPU_COUNT(&cores)) return;
+  std::ifstream autogroup("/proc/sys/kernel/sched_autogroup_enabled");
+  int grouped = 0;
+  if (node.one_session || !(autogroup >> grouped) || !grouped || getenv("RAILCOLL_SPIN_US")) return;
+  setenv("RAILCOLL_SPIN_US", "0", 0);
+  if (layer().verbose >= 2 && node.local == 0)
+    fprintf(stderr, "railcoll-mpi: rank %d: %d ranks in several sessions on this node's %d cores: railcoll's waits "
+                    "sleep at once (RAILCOLL_SPIN_US=0; set it to choose)\n",
+            layer().world_rank, node.ranks, CPU_COUNT(&cores));
 }
 
 // After PMPI_Init: every rank's choices combined, so that a collective is
@@ -144,7 +185,9 @@ void start(int provided) {
   if (L.world_rank == 0 && (any & kAllColls) != (all & kAllColls))
     fprintf(stderr, "railcoll-mpi: the ranks' RAILCOLL_MPI_COLLS differ; railcoll serves only what every rank "
                     "selected\n");
-  L.node = node_identity();
+  const Node node = this_node();
+  L.node = node.id;
+  sleep_if_spinning_hurts(node);
   L.started = true;
 }
 

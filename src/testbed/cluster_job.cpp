@@ -1,5 +1,6 @@
 #include "testbed/cluster_job.hpp"
 
+#include <elf.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -75,7 +76,17 @@ int store_port() {
   return 20000 + static_cast<int>(rd() % 12000);
 }
 
-// A private directory for the rsh agent, removed when the job is over.
+// A private directory for the rsh agents, removed when the job is over: the
+// cluster's (cluster.cpp: starts a command in a node), and in front of it one
+// that keeps Open MPI's orted in the foreground. mpirun asks for
+// `orted --daemonize`, which puts the daemon and every rank it starts in a
+// session of its own, so a scheduling group of its own under the kernel's
+// autogroup: each node's MPI ranks then competed with the other nodes' for
+// the 2 cores as separate groups, while railcoll's own ranks (`cluster run`)
+// share the launcher's session, and a rank yielding the core (sched_yield)
+// could hand it only to its own node. In the foreground every rank of every
+// job shares the launcher's session: all rows of a comparison are scheduled
+// alike (docs/mpi.md, "Performance").
 class AgentDir {
  public:
   AgentDir() {
@@ -84,21 +95,30 @@ class AgentDir {
     if (!mkdtemp(tmpl.data()))
       throw cl::CommandError("cannot create a directory in " + cl::state_dir() + ": " + strerror(errno));
     dir_ = tmpl;
-    agent_ = dir_ + "/railcoll-rsh-agent";
-    std::ofstream f(agent_);
-    f << cl::rsh_agent_script();
-    f.close();
-    if (!f || chmod(agent_.c_str(), 0755) != 0)
-      throw cl::CommandError("cannot write " + agent_ + ": " + strerror(errno));
+    node_agent_ = dir_ + "/railcoll-rsh-agent";
+    agent_ = dir_ + "/railcoll-foreground-agent";
+    write(node_agent_, cl::rsh_agent_script());
+    write(agent_, "#!/bin/sh\n"
+                  "# railcoll cluster mpirun: the cluster's rsh agent with orted kept in the foreground.\n"
+                  "host=$1\n"
+                  "shift\n"
+                  "exec " + node_agent_ + " \"$host\" \"$(printf '%s' \"$*\" | sed 's/ --daemonize / /')\"\n");
   }
   ~AgentDir() {
     unlink(agent_.c_str());
+    unlink(node_agent_.c_str());
     rmdir(dir_.c_str());
   }
   const std::string& agent() const { return agent_; }
 
  private:
-  std::string dir_, agent_;
+  static void write(const std::string& path, const std::string& script) {
+    std::ofstream f(path);
+    f << script;
+    f.close();
+    if (!f || chmod(path.c_str(), 0755) != 0) throw cl::CommandError("cannot write " + path + ": " + strerror(errno));
+  }
+  std::string dir_, node_agent_, agent_;
 };
 
 std::string host_list(const ClusterJob& job) {
@@ -184,13 +204,50 @@ MpiFlavor parse_mpi_flavor(const std::string& name) {
 
 const char* mpi_flavor_name(MpiFlavor flavor) { return flavor == MpiFlavor::Mpich ? "MPICH" : "Open MPI"; }
 
+namespace {
+
+// The libraries a 64-bit ELF executable names in its DT_NEEDED entries; empty
+// for anything else (a script, another format, a damaged file).
+std::vector<std::string> needed_libraries(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string f((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Elf64_Ehdr eh;
+  if (f.size() < sizeof eh) return {};
+  memcpy(&eh, f.data(), sizeof eh);
+  if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff + uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr) > f.size())
+    return {};
+  std::vector<Elf64_Phdr> ph(eh.e_phnum);
+  memcpy(ph.data(), f.data() + eh.e_phoff, ph.size() * sizeof(Elf64_Phdr));
+  auto file_offset = [&](uint64_t vaddr) -> uint64_t {  // where a loaded address lies in the file
+    for (auto& p : ph)
+      if (p.p_type == PT_LOAD && vaddr >= p.p_vaddr && vaddr < p.p_vaddr + p.p_filesz) return vaddr - p.p_vaddr + p.p_offset;
+    return UINT64_MAX;
+  };
+  std::vector<uint64_t> names;
+  uint64_t strtab = UINT64_MAX;
+  for (auto& p : ph) {
+    if (p.p_type != PT_DYNAMIC || p.p_offset + p.p_filesz > f.size()) continue;
+    for (uint64_t at = p.p_offset; at + sizeof(Elf64_Dyn) <= p.p_offset + p.p_filesz; at += sizeof(Elf64_Dyn)) {
+      Elf64_Dyn d;
+      memcpy(&d, f.data() + at, sizeof d);
+      if (d.d_tag == DT_NULL) break;
+      if (d.d_tag == DT_NEEDED) names.push_back(d.d_un.d_val);
+      if (d.d_tag == DT_STRTAB) strtab = file_offset(d.d_un.d_ptr);
+    }
+  }
+  std::vector<std::string> out;
+  for (uint64_t n : names)
+    if (strtab != UINT64_MAX && strtab + n < f.size()) out.emplace_back(f.c_str() + strtab + n);
+  return out;
+}
+
+}  // namespace
+
 MpiFlavor program_mpi(const std::string& program) {
-  // The libraries an executable needs are named by plain strings in it.
-  std::ifstream in(program, std::ios::binary);
-  char magic[4] = {};
-  if (!in.read(magic, 4) || memcmp(magic, "\x7f" "ELF", 4) != 0) return MpiFlavor::OpenMpi;
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return bytes.find("libmpich.so.") != std::string::npos ? MpiFlavor::Mpich : MpiFlavor::OpenMpi;
+  for (const std::string& lib : needed_libraries(program))
+    if (lib.rfind("libmpich.so", 0) == 0) return MpiFlavor::Mpich;
+  return MpiFlavor::OpenMpi;
 }
 
 std::string mpi_layer_library(MpiFlavor flavor) {
