@@ -37,16 +37,17 @@ constexpr unsigned kAllColls = (1u << kColls) - 1;
 // Set in the agreed mask while no rank runs MPI_THREAD_MULTIPLE.
 constexpr unsigned kNotMultiple = 1u << 30;
 
+// A bad setting ends the process in MPI_Init, before MPI starts (a launcher
+// then ends the job, and nothing of MPI's can lose the message).
 [[noreturn]] void refuse(const std::string& msg) {
   std::string line = "railcoll-mpi: " + msg + "\n";
   if (write(2, line.data(), line.size()) < 0) {
   }
-  PMPI_Abort(MPI_COMM_WORLD, 2);
-  _exit(2);
+  exit(2);
 }
 
 // RAILCOLL_MPI_COLLS: a comma-separated list of collectives, "all" (the
-// default) or "none". A wrong name ends the job at MPI_Init with a message.
+// default) or "none". A wrong name ends the process at MPI_Init with a message.
 unsigned selected_colls() {
   const char* v = getenv("RAILCOLL_MPI_COLLS");
   if (!v || !*v) return kAllColls;
@@ -170,13 +171,20 @@ void sleep_if_spinning_hurts(const Node& node) {
             layer().world_rank, node.ranks, CPU_COUNT(&cores));
 }
 
+// Before PMPI_Init: the right ABI, the settings readable (RAILCOLL_MPI_*).
+// Returns the collectives this rank's RAILCOLL_MPI_COLLS selects.
+unsigned before_init() {
+  check_abi();
+  layer().verbose = verbosity();
+  return selected_colls();
+}
+
 // After PMPI_Init: every rank's choices combined, so that a collective is
 // served on all ranks or on none (one MPI_Allreduce over MPI_COMM_WORLD).
-void start(int provided) {
+void start(unsigned selected, int provided) {
   Layer& L = layer();
   PMPI_Comm_rank(MPI_COMM_WORLD, &L.world_rank);
-  L.verbose = verbosity();
-  const unsigned mine = selected_colls() | (provided == MPI_THREAD_MULTIPLE ? 0 : kNotMultiple);
+  const unsigned mine = selected | (provided == MPI_THREAD_MULTIPLE ? 0 : kNotMultiple);
   unsigned both[2] = {mine, ~mine}, agreed[2] = {0, 0};
   PMPI_Allreduce(both, agreed, 2, MPI_UNSIGNED, MPI_BAND, MPI_COMM_WORLD);
   const unsigned all = agreed[0], any = ~agreed[1];
@@ -229,20 +237,20 @@ using namespace railcoll::mpi;
 extern "C" {
 
 int MPI_Init(int* argc, char*** argv) {
-  check_abi();
+  const unsigned selected = before_init();
   int rc = PMPI_Init(argc, argv);
   if (rc != MPI_SUCCESS) return rc;
   int provided = MPI_THREAD_SINGLE;
   PMPI_Query_thread(&provided);
-  start(provided);
+  start(selected, provided);
   return rc;
 }
 
 int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
-  check_abi();
+  const unsigned selected = before_init();
   int rc = PMPI_Init_thread(argc, argv, required, provided);
   if (rc != MPI_SUCCESS) return rc;
-  start(*provided);
+  start(selected, *provided);
   return rc;
 }
 
