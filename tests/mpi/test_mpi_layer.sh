@@ -154,6 +154,36 @@ wrong_abi() {  # each library refuses a program of the other ABI, naming the rig
   verdict $? "$other's library preloaded into an $abi program: a clear refusal"
 }
 
+# make install puts every library under the prefix; each finds the C API there.
+test_install() {
+  local prefix
+  prefix=$(mktemp -d)
+  if ! cmake --install "$BUILD" --prefix "$prefix" >"$out" 2>"$err"; then
+    bad "make install into a temporary prefix"
+    rm -rf "$prefix"
+    return
+  fi
+  local all=0
+  for abi in "${ABIS[@]}"; do
+    local lib=$prefix/lib/librailcoll_mpi.so
+    [ "$abi" = mpich ] && lib=$prefix/lib/mpich/librailcoll_mpi.so
+    ldd "$lib" | grep -q "librailcoll.so.0 => $prefix/lib/" || all=1
+  done
+  PRELOAD=0 launch openmpi RAILCOLL_MPI_VERBOSE=1 LD_PRELOAD="$prefix/lib/librailcoll_mpi.so" -- \
+    "$BIN/mpi_collectives_openmpi" --loops 0
+  [ $all -eq 0 ] && correct && report_matches
+  verdict $? "installed (${ABIS[*]}): each library finds the installed librailcoll.so.0, and serves from there"
+  rm -rf "$prefix"
+}
+
+# cluster mpirun picks the launcher from the program: Hydra for an MPICH one.
+test_launcher_choice() {
+  local abi=$1 want=$2
+  "$RC" cluster mpirun --railcoll --verbose --timeout 120 -- "$BIN/mpi_collectives_$abi" --loops 0 >"$out" 2>"$err"
+  [ $? -eq 0 ] && correct && grep -q "^railcoll cluster mpirun: [^ ]*/$want " "$err"
+  verdict $? "cluster mpirun --railcoll without --mpi runs an $abi program with $want"
+}
+
 served_by_railcoll() {  # served_by_railcoll COLL...: rank 0's report says railcoll served some of each
   for c in "$@"; do grep -qE "^railcoll-mpi: rank 0: MPI_$c railcoll=[1-9]" "$err" || return 1; done
 }
@@ -190,5 +220,11 @@ case " ${ABIS[*]} " in *" openmpi "*) test_mpi4py ;; esac
 if [ "$MODE" = local ] && [ ${#ABIS[@]} -eq 2 ]; then
   wrong_abi openmpi mpich
   wrong_abi mpich openmpi
+fi
+case " ${ABIS[*]} " in *" openmpi "*) [ "$MODE" = local ] && test_install ;; esac
+if [ "$MODE" = cluster ]; then
+  for abi in "${ABIS[@]}"; do
+    case $abi in openmpi) test_launcher_choice openmpi mpirun ;; mpich) test_launcher_choice mpich mpiexec.mpich ;; esac
+  done
 fi
 summary
