@@ -183,7 +183,8 @@ int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
     // The block every rank agrees on: the root's receive signature, the
     // others' send signature (recvbuf, recvcount and recvtype are the root's only).
     if (at_root) route.need(recv = view(recvtype, recvcount));
-    if (!(in_place && at_root)) route.need(send = view(sendtype, sendcount));
+    if (in_place && !at_root) route.decline(Reason::BadArgument);  // MPI_IN_PLACE is the root's alone
+    if (!in_place) route.need(send = view(sendtype, sendcount));
   }
   if (route.to_mpi()) return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
   if (int bad = check_root(route, root)) return bad;
