@@ -121,6 +121,55 @@ RAILCOLL_API int railcoll_comm_rails(railcoll_comm_t comm);
  * is left. */
 RAILCOLL_API int railcoll_comm_rails_up(railcoll_comm_t comm);
 
+/* ---- communicators over the caller's own out-of-band exchange ----
+ *
+ * For a program or library that already connects its processes (an MPI
+ * communicator, a job's key-value store, its own sockets) and wants no
+ * RAILCOLL_STORE: railcoll sets the communicator up through an all-gather the
+ * caller provides, as UCC's ucc_oob_coll_t and NCCL's unique id do. railcoll's
+ * MPI interposition library (docs/mpi.md) makes its communicators this way,
+ * over the MPI communicator itself.
+ *
+ * Every one of the `size` ranks calls railcoll_comm_init_oob at once with its
+ * own `rank`. Set-up runs about six all-gathers (rail addresses, nonces, the
+ * job id and key checks travel in them); each must be a barrier as well: no
+ * rank's all-gather completes before every rank has started it. Any failure on
+ * any rank (no rail, a bad RAILCOLL_* setting) makes every rank fail with a
+ * message naming it, so no rank is left in an exchange the others abandoned.
+ *
+ * An all-gather may be blocking (test == NULL: it has finished when allgather
+ * returns 0) or, better, non-blocking: allgather starts it and sets *request,
+ * then railcoll calls test until it says done, sleeping a little between calls,
+ * and gives up after RAILCOLL_TIMEOUT seconds (from the start of set-up) with
+ * RAILCOLL_ERR_TIMEOUT. With a blocking all-gather that deadline cannot apply:
+ * the caller's own must. Key, rails, timeouts and the algorithm settings come
+ * from the environment, as for railcoll_comm_init. */
+typedef struct {
+  /* All-gather `bytes` from sendbuf of every rank into recvbuf (size * bytes,
+   * rank r's at r * bytes). Returns 0 when started (or, without test, done),
+   * non-zero on failure. sendbuf and recvbuf stay valid until test reports
+   * the end or release is called. */
+  int (*allgather)(const void* sendbuf, void* recvbuf, size_t bytes, void* context, void** request);
+  /* 1 when the all-gather of `request` is complete, 0 when not yet, negative
+   * when it failed. NULL: allgather blocks until done. */
+  int (*test)(void* request, void* context);
+  /* Called once for every request allgather made, after test said 1 or < 0
+   * (complete = 1 or 0), or when railcoll gives up waiting (complete = 0: the
+   * exchange may still be running, and must not write into recvbuf any more).
+   * NULL: nothing to release. */
+  void (*release)(void* request, int complete, void* context);
+  void* context;       /* passed to the three callbacks */
+  int rank, size;      /* this rank, 0 <= rank < size, and how many take part */
+  const char* node;    /* this rank's node: ranks with equal strings share memory. NULL: RAILCOLL_NODE, else the hostname */
+  /* The secret every connection proves; every rank must pass the same. NULL:
+   * RAILCOLL_JOB_KEY; when no rank has one, rank 0 draws a key for this
+   * communicator and the exchange carries it to the others (the caller's
+   * channel is trusted with it, as with the rest of set-up). */
+  const char* job_key;
+} railcoll_oob_t;
+
+RAILCOLL_API railcoll_status_t railcoll_comm_init_oob(railcoll_comm_t* comm, const railcoll_oob_t* oob);
+
 /* Every rank contributes `bytes` from sendbuf; recvbuf (size * bytes) receives
  * every rank's block in rank order. opts may be NULL. */
 RAILCOLL_API railcoll_status_t railcoll_allgather(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,

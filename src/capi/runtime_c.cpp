@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "capi/capi_internal.hpp"
+#include "capi/comm_handle.hpp"
 #include "core/errors.hpp"
 #include "core/registry.hpp"
 #include "railcoll/railcoll.h"
@@ -43,6 +44,13 @@ railcoll_comm* live(railcoll_comm_t comm, const char* fn) {
 }
 
 }  // namespace railcoll::capi
+
+railcoll_comm_t railcoll::capi::adopt_comm(railcoll::Selector selector, std::unique_ptr<railcoll::rt::Comm> comm) {
+  auto c = std::make_unique<railcoll_comm>();
+  c->selector = std::move(selector);
+  c->comm = std::move(comm);
+  return c.release();
+}
 
 namespace {
 
