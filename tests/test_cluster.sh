@@ -126,7 +126,7 @@ if expect 2 "bench -n 7 --ppn 2 needs 4 nodes: an error, not 8 ranks" "$RC" benc
 fi
 expect 0 "bench --layout 1,2 --mpi: Open MPI on the same layout" "$RC" bench gather --algo auto -m 8:8 -i 3 -x 1 \
   --layout 1,2 --mpi --json "$out.json" &&
-  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert sorted(x["algorithm"] for x in r) == ["auto", "mpi:han", "mpi:tuned"] and all(x["ranks"] == 3 for x in r), r' "$out.json" &&
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert sorted(x["algorithm"] for x in r) == ["auto", "mpi:han", "mpi:railcoll", "mpi:tuned"] and all(x["ranks"] == 3 for x in r), r' "$out.json" &&
   grep -q "median span in us" "$out" && ok "gather with Open MPI on layout 1,2: spans compared" ||
   bad "bench --layout 1,2 --mpi: $(head -c 400 "$out")"
 # --fault honours --json: the phases and the verdict as a file.
