@@ -123,7 +123,9 @@ void Executor::part_arrived(const FrameHeader& h, int rail, const Op& op) {
     protocol_error(h.sender, rail,
                    "op #" + std::to_string(h.op) + " part " + std::to_string(h.part) + " arrived twice in call " +
                        std::to_string(h.seq) + " (a replayed frame)");
-  if (complete) bump(op.counter);
+  if (!complete) return;
+  --messages_due_;
+  bump(op.counter);
 }
 
 Landing Executor::frame_header(const FrameHeader& h, int rail, std::vector<iovec>* place) {
@@ -184,7 +186,7 @@ void Executor::apply_held(const Held& f) {
 // not (stopped, hung, or busy outside railcoll) rather than only the ranks
 // this one was waiting for, which may themselves be waiting on the culprit.
 template <class Cond, class What>
-void Executor::wait_until(Cond cond, const NodeWait* sleep_on, What what) {
+void Executor::wait_until(Cond cond, NodeWait* sleep_on, What what) {
   const double start = now_seconds(), deadline = start + timeout_;
   bool probed = false;
   for (int spin = 0;; ++spin) {
@@ -196,6 +198,7 @@ void Executor::wait_until(Cond cond, const NodeWait* sleep_on, What what) {
       if (spin >= 4) sched_yield();
       continue;
     }
+    if (sleep_on) sleep_on->net_idle = messages_due_ == 0;
     t_.progress(std::min(0.05, std::max(0.0, deadline - now_seconds())), sleep_on);
     if (!probed && now_seconds() > start + timeout_ / 2) {
       probed = true;
@@ -283,6 +286,7 @@ void Executor::execute(const Plan& p) {
   if (scratch_.size() < s.scratch_bytes[me_]) scratch_.resize(s.scratch_bytes[me_]);
   rank_counters_.assign(std::max(1, s.rank_counters), 0);
   arrivals_.clear();
+  messages_due_ = p.incoming.size();
   in_call_ = true;
   if (replay_ && !replayed_ && seq_ == replay_call_ + 2) {
     replayed_ = true;
@@ -324,7 +328,7 @@ void Executor::execute(const Plan& p) {
       case OpKind::Wait: {
         const CounterRef c = op.counter;
         const uint64_t target = op.value + (c.on_node ? node_base_[c.index] : 0);
-        const NodeWait nw{c.on_node ? &node_counter(c.index) : nullptr, target};
+        NodeWait nw{c.on_node ? &node_counter(c.index) : nullptr, target, c.index, false};
         wait_until(
             [&] {
               return c.on_node ? node_counter(c.index).load(std::memory_order_seq_cst) >= target

@@ -78,7 +78,7 @@ class Executor final : private FrameSink {
   void apply_held(const Held& f);
   [[noreturn]] void protocol_error(int peer, int rail, const std::string& what) const;
   template <class Cond, class What>
-  void wait_until(Cond cond, const NodeWait* sleep_on, What what);
+  void wait_until(Cond cond, NodeWait* sleep_on, What what);
   std::string silent_peers() const;
   std::string missing_senders(const CounterRef& cref) const;
   uint64_t call_word(const Plan& p) const { return (seq_ << 32) | (p.sig & 0xffffffffu); }
@@ -102,6 +102,7 @@ class Executor final : private FrameSink {
   std::vector<uint64_t> rank_counters_;
   std::vector<uint64_t> node_base_;  // node counters are cumulative: their value when this call began
   Arrivals arrivals_;                // (sender, op) parts in this call
+  size_t messages_due_ = 0;          // messages (puts, notifies) of this call not yet complete
   std::deque<Held> held_;            // frames of calls not entered yet
   std::vector<iovec> send_iov_;      // reused for every put
   std::string broken_;

@@ -20,11 +20,26 @@ constexpr int kMaxLocalRanks = 512;
 constexpr uint64_t kShmMagic = 0x5241494c434f4c4cull;  // "RAILCOLL"
 constexpr size_t kShmHeader = 64 * 1024;
 
+// A local rank asleep on a node counter says which one and how far it must
+// get (want), so that a rank that raises it wakes exactly the sleepers whose
+// wait is over, once: futex sleepers by their bell, the others (asleep in
+// epoll over their connections too) by a Wake frame.
+struct NodeSleeper {
+  // 0: awake; else kWantSet | (kWantFutex) | counter index << 48 | target.
+  std::atomic<uint64_t> want;
+  std::atomic<uint32_t> bell;  // futex word of a sleeper that watches nothing else
+  uint32_t unused;
+};
+constexpr uint64_t kWantSet = 1ull << 63;
+constexpr uint64_t kWantFutex = 1ull << 62;
+constexpr uint64_t kWantTargetBits = 48;
+constexpr uint64_t kWantAnyTarget = (1ull << kWantTargetBits) - 1;  // a target too large to encode: wake at any rise
+
 struct NodeShm {
   uint64_t magic;
   uint64_t capacity;
   std::atomic<uint64_t> counters[kMaxNodeCounters];
-  std::atomic<uint32_t> waiting[kMaxLocalRanks];
+  NodeSleeper sleepers[kMaxLocalRanks];
   // The call each local rank is in, (sequence << 32) | 32 bits of its
   // signature in one word so a reader never sees half of a new call: data a
   // local peer leaves in shared memory carries no frame header, so ranks of a

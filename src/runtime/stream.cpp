@@ -43,6 +43,7 @@ void SocketTransport::drive_sends(Conn& c) {
     m.msg_iovlen = static_cast<size_t>(n);
     ssize_t w = sendmsg(c.fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w < 0) {
+      if (errno == EAGAIN) c.can_write = false;  // until epoll says it takes more
       if (errno == EAGAIN || errno == EINTR) return;
       if (c.rail >= 0) return rail_failed(c, std::string("refused a send: ") + strerror(errno));
       c.closed = true;
@@ -129,6 +130,7 @@ bool SocketTransport::took(Conn& c, ssize_t r) {
     c.heard_at = now_seconds();
     return true;
   }
+  if (r < 0 && errno == EAGAIN) c.can_read = false;  // until epoll says more came
   if (r < 0 && (errno == EAGAIN || errno == EINTR)) return false;
   on_eof(c);
   return false;
