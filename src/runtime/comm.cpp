@@ -9,11 +9,10 @@
 
 #include <atomic>
 #include <map>
-#include <sstream>
 
 #include "runtime/auth.hpp"
 #include "runtime/net.hpp"
-#include "runtime/plan.hpp"
+#include "runtime/plan_cache.hpp"
 #include "runtime/socket_transport.hpp"
 
 namespace railcoll::rt {
@@ -37,7 +36,7 @@ struct Comm::Impl {
   std::string unique;
   std::unique_ptr<SocketTransport> transport;
   std::unique_ptr<Executor> exec;
-  std::map<std::string, std::unique_ptr<Plan>> plans;
+  PlanCache plans;
 };
 
 Comm::Comm(const Bootstrap& b) : impl_(std::make_unique<Impl>()) {
@@ -137,15 +136,7 @@ void Comm::run(Collective collective, const std::string& algorithm, const std::v
                const AlgoOptions& call_opts, const Buffers& b) {
   AlgoOptions opts = call_opts;
   opts.stripe_threshold = impl_->settings.stripe_bytes;
-  std::ostringstream key;
-  key << collective_name(collective) << "/" << algorithm << "/" << opts.stripe_threshold << "/" << opts.concurrency
-      << "/root " << opts.root << "/" << dtype_name(opts.dtype) << "/" << redop_name(opts.redop);
-  for (auto c : counts) key << "," << c;
-  auto& plans = impl_->plans;
-  if (plans.size() >= 256 && !plans.count(key.str())) plans.clear();  // bounded cache
-  auto& slot = plans[key.str()];
-  if (!slot) slot = make_plan(impl_->topo, impl_->me, collective, algorithm, counts, opts, key.str());
-  impl_->exec->run(*slot, b);
+  impl_->exec->run(impl_->plans.get(impl_->topo, impl_->me, collective, algorithm, counts, opts), b);
 }
 
 }  // namespace railcoll::rt

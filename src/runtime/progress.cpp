@@ -82,7 +82,11 @@ void SocketTransport::wake_node_sleepers() {
 // first, so a number closed by one connection and reused by another is never
 // taken out of the set after it joined. A connection still connecting joins
 // again every round (its number may have been closed and reused meanwhile).
+// Fds change only while a rail is down (failover.cpp) or when the door admits
+// a reconnected rail (admit sets rewatch_): otherwise nothing to look at.
 void SocketTransport::watch_connections() {
+  if (!rewatch_ && rails_up() == static_cast<int>(rail_addr_.size())) return;
+  rewatch_ = false;
   if (epoll_fd_ < 0) {
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     if (epoll_fd_ < 0) throw RuntimeError(Status::Network, std::string("epoll_create1: ") + strerror(errno));
@@ -147,9 +151,9 @@ void SocketTransport::sleep_on_bell(double wait_s, const NodeWait& w) {
 // One round: waits up to wait_s for an event, then reads and writes what can go.
 void SocketTransport::round(double wait_s) {
   if (events_.size() < static_cast<size_t>(kMaxEvents)) events_.resize(kMaxEvents);
-  timespec ts = timespec_of(wait_s);
-  const int n = epoll_pwait2(epoll_fd_, events_.data(), kMaxEvents, &ts, nullptr);
-  if (n < 0 && errno != EINTR) throw RuntimeError(Status::Network, std::string("epoll_pwait2: ") + strerror(errno));
+  const int timeout_ms = wait_s <= 0 ? 0 : std::max(1, static_cast<int>(std::ceil(wait_s * 1000)));
+  const int n = epoll_wait(epoll_fd_, events_.data(), kMaxEvents, timeout_ms);
+  if (n < 0 && errno != EINTR) throw RuntimeError(Status::Network, std::string("epoll_wait: ") + strerror(errno));
   const double now = now_seconds();
   for (int e = 0; e < n; ++e) {
     Conn& c = conns_[events_[e].data.u32];

@@ -137,7 +137,7 @@ class SocketTransport final : public Transport {
   void serve_door(double now);
   void sleep_on_bell(double wait_s, const NodeWait& w);
   static uint64_t want_of(const NodeWait& w, bool futex);
-  void forget_registration(Conn& c) { c.ep_fd = -2; }  // its fd was replaced: register it again
+  void forget_registration(Conn& c) { c.ep_fd = -2, rewatch_ = true; }  // its fd was replaced: register it again
 
   // Frames on one connection (stream.cpp).
   void drive_sends(Conn& c);
@@ -189,6 +189,7 @@ class SocketTransport final : public Transport {
   NodeSegment seg_;
   FrameSink* sink_ = nullptr;
   int epoll_fd_ = -1;                     // every connection, edge-triggered (progress.cpp)
+  bool rewatch_ = true;                   // a connection's fd may have changed since the set was made
   std::vector<struct epoll_event> events_;  // reused by every progress round
   std::vector<pollfd> door_fds_;          // the door's listeners and half-open connections, looked at
   double next_door_check_ = 0;            //   every kDoorEvery s

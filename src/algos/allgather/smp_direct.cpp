@@ -10,7 +10,7 @@
 // Phase 3: every process copies each other node's chunk out as soon as it has
 //   arrived (one node counter per source node, watched by all local processes,
 //   in the order the chunks are sent), so copy-out overlaps the network too;
-//   a final node sync.
+//   no final node sync (common.hpp: consecutive calls use two banks).
 // Hockney, M nodes, P per node: T = P m copy + ceil((M-1)/k) (ts + P m tau)
 //   + (N - P) m copy   (the own-node copy hides behind the network phase).
 #include "algos/allgather/common.hpp"
@@ -23,7 +23,7 @@ namespace {
 void build_smp_direct(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes(), k = t.rails();
   const int steps = (M - 1 + k - 1) / k;
-  enum { kGathered = 0, kDone = 1, kFrom = 2 };  // kFrom + q: node q's chunk is in
+  enum { kGathered = 0, kFrom = 1 };  // kFrom + q: node q's chunk is in
 
   for (int n = 0; n < M; ++n) {
     b.set_shared(n, L.total());
@@ -56,7 +56,6 @@ void build_smp_direct(ScheduleBuilder& b, const Topology& t, const BlockLayout& 
         copy_runs_out(b, L, r, step, runs_of(t.ranks_of(q)));
       }
     }
-    node_final_sync(b, n, steps + 1, kDone);
   }
 }
 

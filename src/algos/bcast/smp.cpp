@@ -20,7 +20,7 @@
 // shared buffer and sets the chunk's flag. Inside every node, each rank waits
 // for chunk c (one node counter per chunk, set by the arriving put or the
 // root's flag) and copies it out while the next chunks arrive and are
-// forwarded; a node sync ends the call (seed 001 §6.2.2).
+// forwarded; no node sync at the end (allgather/common.hpp: consecutive calls use two banks).
 // Up to 8 KiB in the tree case nothing goes through the shared buffer: leaders
 // receive into their recv and send each local rank the message (tree_with_fanout),
 // which saves the final node sync.
@@ -77,7 +77,7 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
   const int rounds = trees::ceil_log(k + 1, M);
   if (C > 1 && trees::pipeline_cost(m, M - 1, k, C) >= rounds * (trees::kLatencyBytes + static_cast<double>(m))) C = 1;
   if (C == 1 && m <= kFanoutMaxBytes) return tree_with_fanout(b, t, root, m);
-  enum { kDone = 0, kChunk = 1 };
+  enum { kChunk = 0 };
   constexpr int kCopyBatches = 4;  // kChunk + c: chunk c is in the node's landing buffer
   auto node_at = [&](int u) { return (u + R) % M; };
   // The children of relative node u: (child, step of chunk 0, port).
@@ -131,7 +131,6 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
         }
       }
     }
-    if (shm) allgather::node_final_sync(b, n, arrival(u, C - 1), kDone);
   }
 }
 
