@@ -142,7 +142,7 @@ class SocketTransport final : public Transport {
   // Frames on one connection (stream.cpp).
   void drive_sends(Conn& c);
   void drive_recv(Conn& c);
-  bool took(Conn& c, ssize_t r);
+  bool took(Conn& c, ssize_t r, size_t want);
   void on_header(Conn& c);
   void on_payload_done(Conn& c);
   void on_eof(Conn& c);
