@@ -6,9 +6,11 @@ set -euo pipefail
 # clang + libclang-rt-14-dev: libFuzzer and the sanitizers' runtimes for tests/fuzz.
 # nlohmann-json3-dev: the tuning file (src/select) and bench records; pkg-config: the install test.
 # libssl-dev: libcrypto's HMAC-SHA256 for the runtime's job authentication.
+# mpich + libmpich-dev: the MPICH-ABI build of the MPI interposition library (src/mpi) and its tests;
+# python3-mpi4py + python3-numpy: the mpi4py test of it (Debian's mpi4py is built on Open MPI).
 debian_packages=(cmake g++ make ninja-build libgtest-dev iproute2 util-linux
                  openmpi-bin libopenmpi-dev python3 python3-pip clang libclang-rt-14-dev
-                 nlohmann-json3-dev pkg-config libssl-dev)
+                 nlohmann-json3-dev pkg-config libssl-dev mpich libmpich-dev python3-mpi4py python3-numpy)
 python_modules=(matplotlib)
 
 missing=()

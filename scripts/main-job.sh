@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `make run`: the project's main job. Brings up the default emulated cluster
 # (4 nodes x 4 ranks, 2 rails x 1 Gbit/s) and benchmarks, against Open MPI
-# (tuned and HAN) on the same ranks, with every result validated:
+# (tuned and HAN) on the same ranks, and railcoll reached through the same MPI
+# benchmark binary (mpi:railcoll: librailcoll_mpi.so preloaded, docs/mpi.md),
+# with every result validated:
 #   every all-gather algorithm from 8 B to 1 MiB per rank,
 #   every barrier over 10,000 back-to-back calls, quiet and under uniform
 #   background traffic (seed 004 §5),

@@ -4,6 +4,7 @@
 # each command (default 600 s).
 pass=0 fail=0
 log=$(mktemp)
+. "$(dirname "${BASH_SOURCE[0]}")/shm_lib.sh"
 check() {  # check "description" regex count -- command...
   local what=$1 regex=$2 want=$3; shift 4
   timeout "${CHECK_TIMEOUT:-600}" "$@" >"$log" 2>&1; local st=$?

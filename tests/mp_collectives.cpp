@@ -3,7 +3,22 @@
 //   correct    every algorithm x sizes (byte-exact, a distinct pattern per rank
 //              and per call), all-gatherv, in-place, barrier, back-to-back calls
 //   mismatch   rank 0 passes a different size: every rank must get an error
-//   badargs    NULL buffers, overlap, unknown algorithm: errors, no hang
+//   badargs    NULL buffers, overlap, unknown algorithm on every rank: errors, no
+//              hang; the communicator is broken after, and a new one works
+//   onerank    one rank (MP_CULPRIT, default 1) makes a mistake the others do
+//              not (a NULL buffer, a bad root, type or operator, overlap, an
+//              unknown algorithm or flag), also entering before or after them:
+//              it gets its own error, the others RAILCOLL_ERR_PEER naming it,
+//              every rank within MP_WITHIN s (default 5; run it with a long
+//              RAILCOLL_TIMEOUT); then every rank's next call is
+//              RAILCOLL_ERR_BROKEN and the destroyed handle RAILCOLL_ERR_ARG.
+//              Each case on a new communicator (railcoll_comm_init again)
+//   shmfit     with a small RAILCOLL_SHM_MIB: `auto` all-gathers of 1 MiB per rank
+//              run an algorithm that fits (rank 0 says so once on stderr), the
+//              same on every rank, byte-exact; an SMP algorithm named in the
+//              call that does not fit is RAILCOLL_ERR_UNSUPPORTED on every rank
+//   twice      two communicators from the environment at once, validated calls
+//              interleaved, destroyed in another order; then a third
 //   peer-exit  the last rank exits without a collective: the others get an error
 //   deadline   the last rank sleeps past RAILCOLL_TIMEOUT: the others time out
 //   replay     with RAILCOLL_TEST_REPLAY_CALL=1 every rank sends a frame of call
@@ -142,27 +157,199 @@ int mode_mismatch(railcoll_comm_t comm) {
 int mode_badargs(railcoll_comm_t comm) {
   int size = railcoll_comm_size(comm);
   std::vector<char> buf(64 * size);
+  railcoll_call_opts_t bogus{"no_such_algo", 0};
   struct Case {
     const char* what;
     railcoll_status_t st;
+    const char* says;
   } cases[] = {
-      {"NULL recvbuf", railcoll_allgather(comm, buf.data(), nullptr, 4, nullptr)},
-      {"NULL sendbuf", railcoll_allgather(comm, nullptr, buf.data(), 4, nullptr)},
-      {"overlapping buffers", railcoll_allgather(comm, buf.data() + 4, buf.data(), 4, nullptr)},
-      {"NULL communicator", railcoll_allgather(nullptr, buf.data(), buf.data(), 4, nullptr)},
-      {"NULL counts", railcoll_allgatherv(comm, buf.data(), buf.data(), nullptr, nullptr)},
+      {"NULL recvbuf", railcoll_allgather(comm, buf.data(), nullptr, 4, nullptr), "recvbuf is NULL"},
+      {"NULL sendbuf", railcoll_allgather(comm, nullptr, buf.data(), 4, nullptr), "sendbuf is NULL"},
+      {"overlapping buffers", railcoll_allgather(comm, buf.data() + 4, buf.data(), 4, nullptr), "overlap"},
+      {"NULL communicator", railcoll_allgather(nullptr, buf.data(), buf.data(), 4, nullptr), "communicator is NULL"},
+      {"NULL counts", railcoll_allgatherv(comm, buf.data(), buf.data(), nullptr, nullptr), "counts is NULL"},
+      {"unknown algorithm", railcoll_allgather(comm, buf.data(), buf.data() + 64, 4, &bogus),
+       "unknown allgather algorithm 'no_such_algo'"},
   };
-  for (auto& c : cases)
+  for (auto& c : cases) {
     if (c.st != RAILCOLL_ERR_ARG) FAIL("%s: expected RAILCOLL_ERR_ARG, got %s", c.what, railcoll_strerror(c.st));
-  railcoll_call_opts_t o{"no_such_algo", 0};
-  if (railcoll_allgather(comm, buf.data(), buf.data() + 64, 4, &o) != RAILCOLL_ERR_ARG ||
-      !strstr(railcoll_last_error(), "unknown allgather algorithm 'no_such_algo'"))
-    FAIL("unknown algorithm: %s", railcoll_last_error());
-  // The communicator still works after rejected arguments.
+    (void)c.says;
+  }
+  // The first rejected call broke the communicator (on every rank); a new one works.
   std::vector<char> send(8, static_cast<char>(rank_)), recv(8 * size);
-  if (railcoll_allgather(comm, send.data(), recv.data(), 8, nullptr) != RAILCOLL_OK)
-    FAIL("allgather after bad arguments: %s", railcoll_last_error());
+  railcoll_status_t st = railcoll_allgather(comm, send.data(), recv.data(), 8, nullptr);
+  if (st != RAILCOLL_ERR_BROKEN || !strstr(railcoll_last_error(), "recvbuf is NULL"))
+    FAIL("the call after a rejected one: expected RAILCOLL_ERR_BROKEN naming it, got %s: %s", railcoll_strerror(st),
+         railcoll_last_error());
+  railcoll_comm_t fresh;
+  if (railcoll_comm_init(&fresh) != RAILCOLL_OK) FAIL("a new communicator: %s", railcoll_last_error());
+  if (railcoll_allgather(fresh, send.data(), recv.data(), 8, nullptr) != RAILCOLL_OK)
+    FAIL("allgather on a new communicator after bad arguments: %s", railcoll_last_error());
+  railcoll_comm_destroy(fresh);
   printf("rank %d: bad arguments rejected\n", rank_);
+  return 0;
+}
+
+// One case of mode_onerank: what the culprit and the others call.
+struct OneRankCase {
+  const char* what;
+  const char* culprit_says;  // in the culprit's own error
+  const char* fn;            // the C function, named in the others' error
+  int culprit_sleep_ms, others_sleep_ms;  // who enters late
+  railcoll_status_t (*call)(railcoll_comm_t c, bool culprit, int culprit_rank);
+  // A rank that only sends in this call may finish before the abort reaches
+  // it (as in MPI); it must then get RAILCOLL_ERR_PEER from its next call.
+  bool senders_may_finish = false;
+};
+
+railcoll_status_t onerank_allgather(railcoll_comm_t c, const void* send, void* recv, const char* algo, unsigned flags) {
+  railcoll_call_opts_t o{algo, flags};
+  return railcoll_allgather(c, send, recv, 64, &o);
+}
+
+int mode_onerank(railcoll_comm_t comm) {
+  static std::vector<char> send(64, 1), recv(64 * 512);
+  const OneRankCase cases[] = {
+      {"NULL sendbuf (allgather, auto)", "sendbuf is NULL", "railcoll_allgather", 0, 0,
+       [](railcoll_comm_t c, bool bad, int) { return onerank_allgather(c, bad ? nullptr : send.data(), recv.data(), nullptr, 0); }},
+      {"NULL recvbuf (allgather, direct)", "recvbuf is NULL", "railcoll_allgather", 0, 0,
+       [](railcoll_comm_t c, bool bad, int) { return onerank_allgather(c, send.data(), bad ? nullptr : recv.data(), "direct", 0); }},
+      {"overlapping buffers (allgather, ring)", "overlap", "railcoll_allgather", 0, 0,
+       [](railcoll_comm_t c, bool bad, int) {
+         return onerank_allgather(c, bad ? recv.data() + 64 : send.data(), recv.data(), "ring", 0);
+       }},
+      {"NULL counts (allgatherv)", "counts is NULL", "railcoll_allgatherv", 0, 0,
+       [](railcoll_comm_t c, bool bad, int) {
+         std::vector<size_t> counts(railcoll_comm_size(c), 64);
+         return railcoll_allgatherv(c, send.data(), recv.data(), bad ? nullptr : counts.data(), nullptr);
+       }},
+      {"root out of range (bcast)", "is out of range", "railcoll_bcast", 0, 0,
+       [](railcoll_comm_t c, bool bad, int) { return railcoll_bcast(c, recv.data(), 64, bad ? railcoll_comm_size(c) : 0, nullptr); },
+       true},
+      {"negative root (gather)", "root -1 is out of range", "railcoll_gather", 0, 0,
+       [](railcoll_comm_t c, bool bad, int) { return railcoll_gather(c, send.data(), recv.data(), 64, bad ? -1 : 0, nullptr); },
+       true},
+      {"unknown data type (allreduce)", "unknown data type 99", "railcoll_allreduce", 0, 0,
+       [](railcoll_comm_t c, bool bad, int) {
+         return railcoll_allreduce(c, send.data(), recv.data(), 16, bad ? static_cast<railcoll_datatype_t>(99) : RAILCOLL_INT32,
+                                   RAILCOLL_SUM, nullptr);
+       }},
+      {"unknown operation (allreduce)", "unknown operation 42", "railcoll_allreduce", 0, 0,
+       [](railcoll_comm_t c, bool bad, int) {
+         return railcoll_allreduce(c, send.data(), recv.data(), 16, RAILCOLL_INT32,
+                                   bad ? static_cast<railcoll_op_t>(42) : RAILCOLL_MAX, nullptr);
+       }},
+      {"unknown algorithm (allgather)", "unknown allgather algorithm 'no_such_algo'", "railcoll_allgather", 0, 0,
+       [](railcoll_comm_t c, bool bad, int) {
+         return onerank_allgather(c, send.data(), recv.data(), bad ? "no_such_algo" : nullptr, 0);
+       }},
+      {"unknown option flag (allgather)", "unknown option flags 0x10", "railcoll_allgather", 0, 0,
+       [](railcoll_comm_t c, bool bad, int) { return onerank_allgather(c, send.data(), recv.data(), nullptr, bad ? 0x10 : 0); }},
+      {"NULL buffer at the root (bcast from the culprit)", "buf is NULL", "railcoll_bcast", 0, 0,
+       [](railcoll_comm_t c, bool bad, int culprit) { return railcoll_bcast(c, bad ? nullptr : recv.data(), 64, culprit, nullptr); }},
+      {"the others waiting in the call (allgather, auto; the culprit 0.5 s late)", "sendbuf is NULL",
+       "railcoll_allgather", 500, 0,
+       [](railcoll_comm_t c, bool bad, int) { return onerank_allgather(c, bad ? nullptr : send.data(), recv.data(), nullptr, 0); }},
+      {"the others entering after the culprit left (bcast, smp; 0.5 s late)", "buf is NULL", "railcoll_bcast", 0, 500,
+       [](railcoll_comm_t c, bool bad, int) { return railcoll_bcast(c, bad ? nullptr : recv.data(), 64, 0, nullptr); },
+       true},
+  };
+  const int culprit = getenv("MP_CULPRIT") ? atoi(getenv("MP_CULPRIT")) : 1;
+  const double within = getenv("MP_WITHIN") ? atof(getenv("MP_WITHIN")) : 5;
+  double slowest = 0;
+  int done = 0;
+  for (const auto& k : cases) {
+    if (!comm && railcoll_comm_init(&comm) != RAILCOLL_OK) FAIL("%s: a new communicator: %s", k.what, railcoll_last_error());
+    const bool bad = rank_ == culprit;
+    const int sleep_ms = bad ? k.culprit_sleep_ms : k.others_sleep_ms;
+    if (sleep_ms) usleep(sleep_ms * 1000);
+    double t0 = seconds();
+    railcoll_status_t st = k.call(comm, bad, culprit);
+    double took = seconds() - t0;
+    std::string msg = railcoll_last_error();
+    printf("rank %d: %s -> %s after %.3f s: %s\n", rank_, k.what, railcoll_strerror(st), took, msg.c_str());
+    if (!bad && st == RAILCOLL_OK && k.senders_may_finish) {  // then its next call
+      t0 = seconds();
+      st = railcoll_barrier(comm);
+      took = seconds() - t0;
+      msg = railcoll_last_error();
+      printf("rank %d: %s: the next call -> %s after %.3f s: %s\n", rank_, k.what, railcoll_strerror(st), took,
+             msg.c_str());
+    }
+    if (bad && (st != RAILCOLL_ERR_ARG || msg.find(k.culprit_says) == std::string::npos))
+      FAIL("%s: the culprit got %s: %s (expected RAILCOLL_ERR_ARG saying '%s')", k.what, railcoll_strerror(st),
+           msg.c_str(), k.culprit_says);
+    const std::string names = "rank " + std::to_string(culprit) + " aborted the collective: rank " +
+                              std::to_string(culprit) + "'s " + k.fn + " failed before it began";
+    if (!bad && (st != RAILCOLL_ERR_PEER || msg.find(names) == std::string::npos || msg.find(k.culprit_says) == std::string::npos))
+      FAIL("%s: got %s: %s (expected RAILCOLL_ERR_PEER saying '%s ... %s')", k.what, railcoll_strerror(st), msg.c_str(),
+           names.c_str(), k.culprit_says);
+    // From the mistake: the others waited for a culprit that came late on purpose.
+    const double since = bad ? took : took - k.culprit_sleep_ms / 1000.0;
+    if (since > within) FAIL("%s: took %.3f s after the mistake (more than %.1f s)", k.what, since, within);
+    slowest = std::max(slowest, since);
+    // Broken on every rank now; the destroyed handle is a clear error.
+    st = railcoll_barrier(comm);
+    if (st != RAILCOLL_ERR_BROKEN) FAIL("%s: the next call: expected RAILCOLL_ERR_BROKEN, got %s: %s", k.what,
+                                        railcoll_strerror(st), railcoll_last_error());
+    if (railcoll_comm_destroy(comm) != RAILCOLL_OK) FAIL("%s: destroy: %s", k.what, railcoll_last_error());
+    st = railcoll_barrier(comm);
+    if (st != RAILCOLL_ERR_ARG || !strstr(railcoll_last_error(), "was destroyed"))
+      FAIL("%s: a call on the destroyed handle: %s: %s", k.what, railcoll_strerror(st), railcoll_last_error());
+    comm = nullptr;
+    ++done;
+  }
+  printf("rank %d: %d one-rank mistakes: the culprit's own error, RAILCOLL_ERR_PEER on the others, slowest %.3f s after the mistake\n",
+         rank_, done, slowest);
+  return 0;
+}
+
+int mode_shmfit(railcoll_comm_t comm) {
+  int size = railcoll_comm_size(comm);
+  const size_t big = 1 << 20;
+  const char* chosen = railcoll_algorithm_for(comm, "allgather", big, nullptr);
+  if (!chosen) FAIL("railcoll_algorithm_for: %s", railcoll_last_error());
+  std::vector<unsigned char> mine(64), names(64 * size);
+  snprintf(reinterpret_cast<char*>(mine.data()), mine.size(), "%s", chosen);
+  if (railcoll_allgather(comm, mine.data(), names.data(), 64, nullptr) != RAILCOLL_OK)
+    FAIL("allgather of the names: %s", railcoll_last_error());
+  for (int r = 0; r < size; ++r)
+    if (memcmp(names.data() + 64 * r, mine.data(), 64) != 0) FAIL("rank %d chose another algorithm than %s", r, chosen);
+  for (int call = 0; call < 3; ++call)
+    if (check_call(comm, "auto", std::vector<size_t>(size, big), call, false)) return 1;
+  // On a communicator of its own: a failed call breaks a communicator, and
+  // fails a call a slower rank may still be finishing on it.
+  railcoll_comm_t fresh;
+  if (railcoll_comm_init(&fresh) != RAILCOLL_OK) FAIL("a second communicator: %s", railcoll_last_error());
+  std::vector<char> send(big), recv(big * size);
+  railcoll_call_opts_t o{"smp_direct", 0};
+  railcoll_status_t st = railcoll_allgather(fresh, send.data(), recv.data(), big, &o);
+  const std::string why = railcoll_last_error();
+  railcoll_comm_destroy(fresh);
+  if (st != RAILCOLL_ERR_UNSUPPORTED || why.find("RAILCOLL_SHM_MIB") == std::string::npos)
+    FAIL("smp_direct, too big for the shared memory: %s: %s", railcoll_strerror(st), why.c_str());
+  printf("rank %d: auto ran %s where the shared memory is too small, byte-exact; smp_direct named: %s\n", rank_,
+         chosen, railcoll_strerror(st));
+  return 0;
+}
+
+int mode_twice(railcoll_comm_t a) {
+  railcoll_comm_t b, c;
+  if (railcoll_comm_init(&b) != RAILCOLL_OK) FAIL("a second communicator: %s", railcoll_last_error());
+  if (a == b || railcoll_comm_size(b) != railcoll_comm_size(a) || railcoll_comm_rank(b) != rank_)
+    FAIL("the second communicator is not a second one of the same ranks");
+  int size = railcoll_comm_size(a), call = 0;
+  const size_t sizes[] = {0, 7, 1025, 65536 + 3};
+  for (size_t bytes : sizes)
+    for (railcoll_comm_t x : {a, b, a, b})
+      if (check_call(x, "auto", std::vector<size_t>(size, bytes), call++, false)) return 1;
+  railcoll_comm_destroy(a);
+  if (check_call(b, "direct", std::vector<size_t>(size, 100), call++, false)) return 1;
+  railcoll_comm_destroy(b);
+  if (railcoll_comm_init(&c) != RAILCOLL_OK) FAIL("a third communicator: %s", railcoll_last_error());
+  if (check_call(c, "auto", std::vector<size_t>(size, 4096), call++, false)) return 1;
+  railcoll_comm_destroy(c);
+  printf("rank %d: two communicators from the environment at once, and a third, correct (%d calls)\n", rank_, call);
   return 0;
 }
 
@@ -353,9 +540,11 @@ int main(int argc, char** argv) {
   fds_at_start = open_fds();
   std::string mode = argc > 1 ? argv[1] : "correct";
   railcoll_comm_t comm;
+  const double t0 = seconds();
   railcoll_status_t st = railcoll_comm_init(&comm);
   if (st != RAILCOLL_OK) {
-    fprintf(stderr, "railcoll_comm_init: %s: %s\n", railcoll_strerror(st), railcoll_last_error());
+    fprintf(stderr, "railcoll_comm_init: %s: %s (after %.3f s)\n", railcoll_strerror(st), railcoll_last_error(),
+            seconds() - t0);
     return mode == "nostore" ? 0 : 1;
   }
   if (mode == "nostore") FAIL("railcoll_comm_init succeeded without a store");
@@ -363,6 +552,9 @@ int main(int argc, char** argv) {
   int rc = mode == "correct"     ? mode_correct(comm)
            : mode == "mismatch"  ? mode_mismatch(comm)
            : mode == "badargs"   ? mode_badargs(comm)
+           : mode == "onerank"   ? mode_onerank(comm)
+           : mode == "twice"     ? mode_twice(comm)
+           : mode == "shmfit"    ? mode_shmfit(comm)
            : mode == "peer-exit" ? mode_peer_exit(comm)
            : mode == "deadline"  ? mode_deadline(comm)
            : mode == "replay"    ? mode_replay(comm)
@@ -372,7 +564,7 @@ int main(int argc, char** argv) {
            : mode == "loop"      ? mode_loop(comm, argc > 2 ? strtoul(argv[2], nullptr, 0) : 65536,
                                              argc > 3 ? argv[3] : "auto")
                                  : 2;
-  if (mode == "loop") return rc;  // it destroyed the communicator itself
+  if (mode == "loop" || mode == "onerank" || mode == "twice") return rc;  // they destroyed it themselves
   railcoll_comm_destroy(comm);
   return rc;
 }

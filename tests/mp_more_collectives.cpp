@@ -4,7 +4,8 @@
 //             exact for integer reductions, within a stated bound for floating
 //             point), in-place calls, barriers that no rank leaves early
 //   badargs   root out of range, unknown type or operation, NULL buffers: the
-//             error on every rank, the buffers untouched, the communicator usable
+//             error on every rank, the buffers untouched; the communicator is
+//             broken after the first (as after any failed call), a new one works
 //   mismatch  rank 0 passes a different count: an error on every rank, no hang
 //             (a bcast root that only sends: at the latest on its next call)
 // Exit 0 when the rank saw what it should have.
@@ -207,9 +208,17 @@ int mode_badargs(railcoll_comm_t comm) {
   if (railcoll_allreduce(comm, buf.data(), buf.data() + 32, 2, RAILCOLL_INT32, RAILCOLL_SUM, &o) != RAILCOLL_ERR_ARG ||
       !strstr(railcoll_last_error(), "unknown allreduce algorithm 'no_such_algo'"))
     FAIL("unknown algorithm: %s", railcoll_last_error());
-  int32_t one = 1, sum = 0;  // the communicator still works
-  if (railcoll_allreduce(comm, &one, &sum, 1, RAILCOLL_INT32, RAILCOLL_SUM, nullptr) != RAILCOLL_OK || sum != size_)
-    FAIL("allreduce after bad arguments: %s (sum %d)", railcoll_last_error(), sum);
+  // The first rejected call broke the communicator on every rank; a new one works.
+  int32_t one = 1, sum = 0;
+  railcoll_status_t st = railcoll_allreduce(comm, &one, &sum, 1, RAILCOLL_INT32, RAILCOLL_SUM, nullptr);
+  if (st != RAILCOLL_ERR_BROKEN || !strstr(railcoll_last_error(), "root -1 is out of range"))
+    FAIL("allreduce after bad arguments: expected RAILCOLL_ERR_BROKEN naming the first, got %s: %s",
+         railcoll_strerror(st), railcoll_last_error());
+  railcoll_comm_t fresh;
+  if (railcoll_comm_init(&fresh) != RAILCOLL_OK) FAIL("a new communicator: %s", railcoll_last_error());
+  st = railcoll_allreduce(fresh, &one, &sum, 1, RAILCOLL_INT32, RAILCOLL_SUM, nullptr);
+  railcoll_comm_destroy(fresh);
+  if (st != RAILCOLL_OK || sum != size_) FAIL("allreduce on a new communicator: %s (sum %d)", railcoll_last_error(), sum);
   printf("rank %d: bad arguments rejected\n", rank_);
   return 0;
 }

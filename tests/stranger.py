@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """A process that does not belong to a railcoll job and tries to talk to it.
 
-  stranger.py store HOST:PORT KIND [KEY JOB]   KIND: garbage | nokey | wrongkey | otherjob | good
+  stranger.py store HOST:PORT KIND [KEY JOB [RANK]]
+                                               KIND: garbage | nokey | wrongkey | otherjob | good;
+                                               RANK: the rank it says it is (default 0, which is
+                                               always in: a refusal then fails no one's start-up)
   stranger.py data HOST:PORT KIND JOB [READY]  KIND: garbage | silent | wrongkey | otherjob
                                                (READY: a file made once connected and sent)
   stranger.py hmac KEY HEXMSG                  print HMAC-SHA256 (to cross-check railcoll's)
@@ -16,7 +19,7 @@ import socket
 import struct
 import sys
 
-MAGIC, VERSION, HELLO = 0x52434C31, 2, 1
+MAGIC, VERSION, HELLO = 0x52434C31, 3, 1  # kWireMagic, kWireVersion, Frame::Hello (runtime/wire.hpp)
 HEADER = struct.Struct("<IHHQQQiiHHIQQQ")  # runtime/wire.hpp FrameHeader, 72 bytes
 
 
@@ -44,10 +47,13 @@ def read_exact(s, n):
 
 
 def closed_by_peer(s, wait=10):
-    """True when the other side closes (what a refusal looks like)."""
+    """True when the other side closes (what a refusal looks like; the store
+    says why first, in one line, which is read and dropped)."""
     s.settimeout(wait)
     try:
-        return s.recv(1) == b""
+        while True:
+            if s.recv(4096) == b"":
+                return True
     except socket.timeout:
         return False
     except OSError:  # reset: closed with our bytes unread
@@ -63,10 +69,10 @@ def send(s, data):
         pass
 
 
-def store(hp, kind, key="", job=""):
+def store(hp, kind, key="", job="", rank="0"):
     s = connect(hp)
     challenge = read_exact(s, 20)
-    if challenge[:4] != b"RCS2":
+    if challenge[:4] != b"RCS3":
         return "store: no challenge"
     nonce = challenge[4:]
     if kind == "garbage":
@@ -78,11 +84,13 @@ def store(hp, kind, key="", job=""):
         use_key = "not-the-key" if kind == "wrongkey" else key
         use_job = "another-job" if kind == "otherjob" else job
         mine = os.urandom(16)
-        msg = b"railcoll store client\0" + use_job.encode() + b"\0" + nonce + mine
-        send(s, b"RCA2" + mine + hmac.new(use_key.encode(), msg, hashlib.sha256).digest())
+        claim = struct.pack("<i", int(rank))
+        msg = b"railcoll store client\0" + use_job.encode() + b"\0" + nonce + mine + claim
+        proof = hmac.new(use_key.encode(), msg, hashlib.sha256).digest()
+        send(s, b"RCA3" + mine + proof + claim + struct.pack("<H", len(use_job)) + use_job.encode())
         if kind == "good":
             ok = read_exact(s, 36)
-            return "store good: " + ("accepted" if ok[:4] == b"RCO2" else "refused")
+            return "store good: " + ("accepted" if ok[:4] == b"RCO3" else "refused")
     return "store %s: %s" % (kind, "closed by the store" if closed_by_peer(s) else "STILL OPEN")
 
 
@@ -104,7 +112,7 @@ def main(argv):
     if argv[1] == "hmac":
         print(hmac.new(argv[2].encode(), bytes.fromhex(argv[3]), hashlib.sha256).hexdigest())
     elif argv[1] == "store":
-        print(store(argv[2], argv[3], *argv[4:6]))
+        print(store(argv[2], argv[3], *argv[4:7]))
     elif argv[1] == "data":
         print(data(argv[2], argv[3], argv[4], *argv[5:6]))
 

@@ -62,7 +62,9 @@ expect_usage_error "--background must be one of complement, uniform, hotspot" be
 # --fault: options it cannot honour are refused, not ignored; it needs the cluster.
 expect_usage_error "--mpi does not go with --fault" bench allgather --fault kill@1 --mpi
 expect_usage_error "--plot does not go with --fault" bench allgather --fault kill@1 --plot x.png
-expect_usage_error "--fault expects rail-down@T[:D] or kill@T" bench allgather --fault crash@1
+expect_usage_error "--fault expects rail-down@T[:D], flap@T:D[:P] or kill@T" bench allgather --fault crash@1
+expect_usage_error "--fault flap@T:D[:P] needs how long the rail flaps" bench allgather --fault flap@1
+expect_usage_error "P must be between 0.01 s and D" bench allgather --fault flap@1:2:5
 expect_usage_error "--fault needs the emulated cluster" bench allgather --fault kill@1 --local --json "$tmp/f.json"
 # traffic: usage without arguments (it used to run for a minute), an error outside a job.
 timeout 10 "$RC" traffic >"$out" 2>"$err"; st=$?

@@ -139,4 +139,123 @@ TEST(CommOutOfBand, ARankThatCannotStartFailsEveryRank) {
   }
 }
 
+// A rank whose RAILCOLL_JOB_KEY differs: every rank fails set-up at the
+// records exchange with the hint, not at the deadline (30 s here).
+TEST(CommOutOfBand, ARankWithAnotherKeyFailsEveryRankAtOnce) {
+  ThreadExchange x(3);
+  const auto start = std::chrono::steady_clock::now();
+  auto out = each_rank(3, [&](int r) {
+    ThreadOutOfBand oob(x, r, 3);
+    Bootstrap s = settings("host-" + std::to_string(r));
+    if (r == 2) s.job_key = "another key";
+    Comm c(s, oob);
+  });
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(out[r].first, Status::Bootstrap) << out[r].second;
+    EXPECT_NE(out[r].second.find("the ranks' RAILCOLL_JOB_KEY differ"), std::string::npos) << out[r].second;
+    EXPECT_EQ(out[r].second.find("a key for the test"), std::string::npos) << "the key leaked: " << out[r].second;
+  }
+  EXPECT_NE(out[0].second.find("rank 2's does not match"), std::string::npos) << out[0].second;
+  EXPECT_LT(took, 5.0);
+  printf("every rank failed after %.3f s\n", took);
+}
+
+// A rank's own check before it joins (the C API: its RAILCOLL_<COLL>_ALGO)
+// fails it with its error and every other rank with one naming it.
+TEST(CommOutOfBand, ALocalCheckFailsEveryRankAtOnce) {
+  ThreadExchange x(3);
+  auto out = each_rank(3, [&](int r) {
+    ThreadOutOfBand oob(x, r, 3);
+    Comm c(settings("host-" + std::to_string(r)), oob, [r] {
+      if (r == 1) throw InputError("RAILCOLL_BCAST_ALGO names no algorithm");
+    });
+  });
+  EXPECT_EQ(out[1].first, Status::Arg) << out[1].second;
+  EXPECT_EQ(out[1].second, "RAILCOLL_BCAST_ALGO names no algorithm");
+  for (int r : {0, 2}) {
+    EXPECT_EQ(out[r].first, Status::Bootstrap) << out[r].second;
+    EXPECT_NE(out[r].second.find("rank 1 could not start: RAILCOLL_BCAST_ALGO names no algorithm"), std::string::npos)
+        << out[r].second;
+  }
+}
+
+// A rank that does not join a call (its arguments were wrong): the peers in
+// the call, waiting on shared-memory counters or on frames, and a peer that
+// enters it late, all fail with Peer naming it, at once; then the
+// communicator is broken on every rank.
+TEST(CommOutOfBand, AnAbandonedCallFailsEveryPeerAtOnce) {
+  const std::vector<std::string> node = {"host-a", "host-a", "host-b", "host-b"};
+  ThreadExchange x(4);
+  std::vector<double> took(4, -1);
+  std::vector<std::string> next(4);
+  auto out = each_rank(4, [&](int r) {
+    ThreadOutOfBand oob(x, r, 4);
+    Comm c(settings(node[r]), oob);
+    EXPECT_EQ(allgather_checked(c, 64, 1), "");
+    const auto start = std::chrono::steady_clock::now();
+    if (r == 1) {  // once the others wait in the call (rank 0 on its node's counters)
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      c.abandon("rank 1's railcoll_allgather failed before it began (invalid argument: sendbuf is NULL)");
+      EXPECT_NE(c.broken(), "");
+      EXPECT_THROW(allgather_checked(c, 64, 3), Error);
+      return;
+    }
+    try {
+      if (r == 3) std::this_thread::sleep_for(std::chrono::milliseconds(400));  // enters after the abort came
+      allgather_checked(c, 64, 2);
+    } catch (...) {
+      // From the abort (rank 1, after 0.2 s) or from entering (rank 3, after 0.4 s).
+      took[r] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() - (r == 3 ? 0.4 : 0.2);
+      try {
+        allgather_checked(c, 64, 3);
+      } catch (const Error& e) {
+        next[r] = std::string(e.status == Status::Broken ? "broken: " : "other: ") + e.what();
+      }
+      throw;
+    }
+    ADD_FAILURE() << "rank " << r << ": the call did not fail";
+  });
+  EXPECT_EQ(out[1].first, Status::Ok) << "abandoning itself does not throw: " << out[1].second;
+  for (int r : {0, 2, 3}) {
+    EXPECT_EQ(out[r].first, Status::Peer) << out[r].second;
+    EXPECT_NE(out[r].second.find("rank 1 aborted the collective: rank 1's railcoll_allgather failed before it began"),
+              std::string::npos)
+        << out[r].second;
+    EXPECT_LT(took[r], 5.0) << "rank " << r;
+    EXPECT_EQ(next[r].rfind("broken: ", 0), 0u) << "rank " << r << ": " << next[r];
+    printf("rank %d failed after %.3f s in the call\n", r, took[r]);
+  }
+}
+
+// Every rank knows every node's shared-buffer capacity, so all agree whether a
+// call fits, even a rank whose own node would hold it.
+TEST(CommOutOfBand, EveryRankAgreesWhetherACallFitsEveryNode) {
+  const std::vector<std::string> node = {"host-a", "host-a", "host-b", "host-b"};
+  ThreadExchange x(4);
+  std::vector<std::string> unfit(4);
+  auto out = each_rank(4, [&](int r) {
+    ThreadOutOfBand oob(x, r, 4);
+    Bootstrap s = settings(node[r]);
+    s.shm_bytes = node[r] == "host-a" ? 1 << 20 : 64 << 20;
+    Comm c(s, oob);
+    auto big = c.plan(Collective::Allgather, "smp_direct", std::vector<uint64_t>(4, 1 << 20), {});
+    auto small = c.plan(Collective::Allgather, "smp_direct", std::vector<uint64_t>(4, 1 << 10), {});
+    EXPECT_EQ(c.unfit(*small), "");
+    unfit[r] = c.unfit(*big);
+    std::vector<char> send(1 << 20), recv(4 << 20);
+    try {
+      c.run(*big, {send.data(), recv.data()});
+      ADD_FAILURE() << "rank " << r << ": a call too big for node 0 ran";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status, Status::Unsupported) << e.what();
+    }
+    EXPECT_EQ(allgather_checked(c, 1 << 10, 1), "") << "an unsupported call breaks nothing";
+  });
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(out[r].second, "") << "rank " << r;
+    EXPECT_NE(unfit[r].find("on node 0; its RAILCOLL_SHM_MIB allows 1 MiB"), std::string::npos) << unfit[r];
+  }
+}
+
 }  // namespace

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Multi-process tests on the emulated cluster (network namespaces, needs root):
 # byte-exact all-gathers of every algorithm on 2-4 nodes with 1-3 rails and
-# uneven ranks per node, and a peer dying mid-collective. The cluster is
+# uneven ranks per node, a peer dying mid-collective, and mistakes on one rank. The cluster is
 # created here and taken down on every exit path.
 set -u
 RC=${1:?railcoll}; MP=${2:?mp_collectives}
@@ -29,6 +29,8 @@ if up --nodes 4 --ppn 2 --rails 3 --rate 1gbit; then
   check "a replayed frame from an earlier call is refused" "replayed frame refused" 8 -- \
     env RAILCOLL_TEST_REPLAY_CALL=1 RAILCOLL_TIMEOUT=5 "$RC" cluster run -- "$MP" replay
   check "soak: 500 mixed calls, files and memory flat" "^1 passed" 1 -- "$HERE/test_soak.sh" "$RC" "$MP" 500 cluster
+  check "a bad argument on one rank, 13 kinds: every rank within 5 s (deadline 60 s)" \
+    "one-rank mistakes: the culprit's own error" 8 -- env RAILCOLL_TIMEOUT=60 MP_CULPRIT=3 "$RC" cluster run -- "$MP" onerank
 fi
 # Strangers from another node while the job starts (rank 5 starts 3 s late):
 # the store and a data listener get garbage, the old protocol, a wrong key and
@@ -91,7 +93,7 @@ if up --nodes 2 --ppn 3 --rails 2 --rate 1gbit; then
 fi
 "$RC" cluster down >/dev/null 2>&1
 left=$(ip netns list 2>/dev/null | grep -c '^rc-n')
-shm=$(ls /dev/shm 2>/dev/null | grep -c '^railcoll-')
+shm=$(shm_left)
 if [ "$left" -eq 0 ] && [ "$shm" -eq 0 ]; then pass=$((pass + 1)); echo "ok   nothing left behind"
 else fail=$((fail + 1)); echo "FAIL left behind: $left namespaces, $shm shm segments"; fi
 summary

@@ -23,6 +23,7 @@ cleanup() {
 }
 trap cleanup EXIT
 pass=0 fail=0
+. "$(dirname "$0")/shm_lib.sh"
 # A free port below the ephemeral range, so no socket of the job takes it first.
 free_port() { python3 -c '
 import random, socket
@@ -82,7 +83,7 @@ for sig in KILL STOP; do
   [ -f "$dir/times.$sig" ] || continue
   sort -n "$dir/times.$sig" | awk -v s=$sig '{t[NR]=$1} END {printf "SIG%s: slowest survivor per run: median %s s, max %s s over %d runs\n", s, t[int((NR+1)/2)], t[NR], NR}'
 done
-left=$(ls /dev/shm 2>/dev/null | grep -c '^railcoll-')
+left=$(shm_left)
 if [ "$left" -eq 0 ]; then pass=$((pass + 1)); echo "ok   no shared-memory segments left"
 else fail=$((fail + 1)); echo "FAIL $left railcoll segments left in /dev/shm"; fi
 echo "$pass passed, $fail failed"

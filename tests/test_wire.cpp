@@ -49,16 +49,17 @@ TEST(Auth, Sha256AndHmacMatchPublishedVectors) {
 }
 
 namespace {
-// Drives one client through the store's handshake with `key` and `job`.
+// Drives one client, rank `rank`, through the store's handshake with `key` and `job`.
 bool authenticate(StoreServerCore& core, int client, const std::string& key, const std::string& job,
-                  std::vector<std::pair<int, std::string>>* out, std::string* why) {
+                  std::vector<std::pair<int, std::string>>* out, std::string* why, int rank = 1) {
   std::string nonce(kStoreNonce, 'n'), mine(kStoreNonce, 'm');
   std::string challenge = core.open(client, nonce);
-  EXPECT_EQ(challenge.substr(0, 4), "RCS2");
-  std::string answer = "RCA2" + mine + store_client_proof(key, job, nonce, mine);
+  EXPECT_EQ(challenge.substr(0, 4), "RCS3");
+  std::string answer = store_answer(key, job, nonce, mine, rank);
+  why->clear();
   bool ok = core.feed(client, answer.data(), answer.size(), out, why);
   if (ok) {
-    EXPECT_EQ(out->back().second, "RCO2" + store_server_proof(key, job, nonce, mine));
+    EXPECT_EQ(out->back().second, "RCO3" + store_server_proof(key, job, nonce, mine, rank));
   }
   return ok;
 }
@@ -70,7 +71,7 @@ std::string request(char op, const std::string& body) {
 }  // namespace
 
 TEST(Store, OnlyAuthenticatedClientsReadOrWrite) {
-  StoreServerCore core("secret", "job1");
+  StoreServerCore core("secret", "job1", 8);
   std::vector<std::pair<int, std::string>> out;
   std::string why;
   ASSERT_TRUE(authenticate(core, 1, "secret", "job1", &out, &why)) << why;
@@ -103,6 +104,76 @@ TEST(Store, OnlyAuthenticatedClientsReadOrWrite) {
   ASSERT_TRUE(authenticate(core, 6, "secret", "job1", &out, &why));
   std::string novalue = request('S', "k");
   EXPECT_FALSE(core.feed(6, novalue.data(), novalue.size(), &out, &why));
+}
+
+// A rank of the job that has not joined fails the handshake: it is told why
+// (nothing about the key), and every get waiting now or later, of a key not
+// set, is answered with the failure at once; a set key still reads. A wrong
+// claim for a rank that already joined, or for no rank, fails nothing.
+TEST(Store, ARankWithAnotherKeyFailsEveryRankAtOnce) {
+  StoreServerCore core("secret", "job1", 4);
+  std::vector<std::pair<int, std::string>> out;
+  std::string why;
+  ASSERT_TRUE(authenticate(core, 1, "secret", "job1", &out, &why, 0));
+  ASSERT_TRUE(authenticate(core, 2, "secret", "job1", &out, &why, 1));
+  std::string set = request('S', std::string("k\0v", 3)), get_k = request('G', "k"), get_x = request('G', "x");
+  ASSERT_TRUE(core.feed(1, set.data(), set.size(), &out, &why));
+  out.clear();
+  ASSERT_TRUE(core.feed(2, get_x.data(), get_x.size(), &out, &why));  // waits
+  EXPECT_TRUE(out.empty());
+  // Wrong claims that fail nothing: rank 1 is in, rank 9 is no rank.
+  EXPECT_FALSE(authenticate(core, 3, "stranger", "job1", &out, &why, 1));
+  EXPECT_FALSE(authenticate(core, 4, "stranger", "job1", &out, &why, 9));
+  EXPECT_EQ(core.failed(), "");
+  for (auto& o : out) EXPECT_TRUE(o.first == 3 || o.first == 4) << "told someone else";
+  out.clear();
+  // Rank 3 with another key: refused with the reason, and the waiting get fails.
+  EXPECT_FALSE(authenticate(core, 5, "other", "job1", &out, &why, 3));
+  EXPECT_NE(why.find("its key differs"), std::string::npos) << why;
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].first, 5);
+  EXPECT_EQ(out[0].second.substr(0, 4), "RCN3");
+  EXPECT_NE(out[0].second.find("the ranks' RAILCOLL_JOB_KEY differ"), std::string::npos);
+  EXPECT_EQ(out[0].second.find("secret"), std::string::npos);
+  EXPECT_EQ(out[1].first, 2);
+  EXPECT_EQ(out[1].second.substr(0, 4), std::string("\xff\xff\xff\xff"));
+  EXPECT_NE(out[1].second.find("rank 3 cannot join: the ranks' RAILCOLL_JOB_KEY differ"), std::string::npos);
+  out.clear();
+  ASSERT_TRUE(core.feed(2, get_k.data(), get_k.size(), &out, &why));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].second, std::string("\x01\0\0\0v", 5));
+  out.clear();
+  ASSERT_TRUE(core.feed(1, get_x.data(), get_x.size(), &out, &why));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_NE(out[0].second.find("rank 3 cannot join"), std::string::npos);
+  // Another job id is named as such.
+  StoreServerCore other("secret", "job1", 2);
+  EXPECT_FALSE(authenticate(other, 1, "secret", "job2", &out, &why, 1));
+  EXPECT_NE(other.failed().find("its RAILCOLL_JOB_ID differs"), std::string::npos) << other.failed();
+}
+
+// A joined rank that gives up set-up fails every waiting get with its reason;
+// the store may stop once every rank has come and gone.
+TEST(Store, ARankThatGivesUpFailsTheOthersAtOnce) {
+  StoreServerCore core("secret", "job1", 3);
+  std::vector<std::pair<int, std::string>> out;
+  std::string why;
+  ASSERT_TRUE(authenticate(core, 1, "secret", "job1", &out, &why, 0));
+  ASSERT_TRUE(authenticate(core, 2, "secret", "job1", &out, &why, 1));
+  std::string get = request('G', "x"), give_up = request('F', "RAILCOLL_BCAST_ALGO names no algorithm");
+  out.clear();
+  ASSERT_TRUE(core.feed(1, get.data(), get.size(), &out, &why));
+  EXPECT_FALSE(core.everyone_left());
+  ASSERT_TRUE(core.feed(2, give_up.data(), give_up.size(), &out, &why));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].first, 1);
+  EXPECT_NE(out[0].second.find("rank 1 gave up set-up: RAILCOLL_BCAST_ALGO names no algorithm"), std::string::npos);
+  core.close(1);
+  core.close(2);
+  EXPECT_FALSE(core.everyone_left()) << "rank 2 has not come yet";
+  ASSERT_TRUE(authenticate(core, 3, "secret", "job1", &out, &why, 2));
+  core.close(3);
+  EXPECT_TRUE(core.everyone_left());
 }
 
 namespace {

@@ -51,21 +51,46 @@ RAILCOLL_API const char* railcoll_last_error(void);
  * RAILCOLL_SIZE, RAILCOLL_STORE, ...), torchrun (RANK, WORLD_SIZE, MASTER_ADDR,
  * MASTER_PORT), Open MPI (OMPI_COMM_WORLD_*), Hydra (PMI_*), Slurm (SLURM_*); with
  * the last four, RAILCOLL_STORE=host:port must name where rank 0 listens unless
- * MASTER_ADDR/MASTER_PORT do. Rails come from RAILCOLL_RAILS (interfaces, subnets
- * or addresses, comma-separated) or are discovered. Every wait has a deadline:
- * RAILCOLL_TIMEOUT seconds (default 60). After a failed collective the
- * communicator returns RAILCOLL_ERR_BROKEN; destroy it and make a new one.
+ * MASTER_ADDR/MASTER_PORT do (the host may be a name or an IPv4 address). Rails
+ * come from RAILCOLL_RAILS (interfaces, subnets or addresses, comma-separated) or
+ * are discovered. Every wait has a deadline: RAILCOLL_TIMEOUT seconds (default
+ * 60). A process may make several communicators, also several from the same
+ * environment one after another (every rank makes them in the same order).
+ *
+ * Making one fails on every rank at once, not at the deadline, when one rank
+ * cannot take part: the rank with the problem gets its own error, the others
+ * RAILCOLL_ERR_BOOTSTRAP naming it. Such problems: a variable that names an
+ * unknown collective or algorithm (RAILCOLL_<COLL>_ALGO; RAILCOLL_ALLGATHERV_ALGO
+ * is one: all-gatherv is selected as allgather) or a bad tuning file
+ * (RAILCOLL_TUNING), both RAILCOLL_ERR_ARG on that rank; a bad RAILCOLL_*
+ * setting; a RAILCOLL_JOB_KEY that differs from the other ranks' ("the ranks'
+ * RAILCOLL_JOB_KEY differ").
+ *
+ * Errors in calls. Every rank must make the same collective calls in the same
+ * order, with the same sizes, root, type, operator and algorithm. A call that
+ * fails on any rank fails the collective on every rank and breaks the
+ * communicator everywhere: later calls return RAILCOLL_ERR_BROKEN; destroy it
+ * and make a new one. That includes a call one rank rejects before it begins
+ * (a NULL buffer, a bad root, type or operator, overlapping buffers, unknown
+ * option flags or algorithm, a schedule the nodes' shared memory cannot hold):
+ * that rank returns its own error (RAILCOLL_ERR_ARG, RAILCOLL_ERR_UNSUPPORTED)
+ * and tells the others, which return RAILCOLL_ERR_PEER naming it from that
+ * call, or from their next one if they have not entered it yet, within
+ * milliseconds rather than at the deadline.
+ *
  * The algorithm of a call comes from its options, else RAILCOLL_<COLL>_ALGO,
  * else the tuning file RAILCOLL_TUNING names, else the default rules
- * (docs/selection.md); a communicator is not made (RAILCOLL_ERR_ARG) while one
- * of those variables names an unknown collective or algorithm or a bad file. */
+ * (docs/selection.md). When the rules' choice needs more node-shared memory
+ * than RAILCOLL_SHM_MIB gives, the next rule's that fits runs instead (rank 0
+ * says so once on stderr); an algorithm the call or a variable names is run as
+ * named, and fails with RAILCOLL_ERR_UNSUPPORTED if it does not fit. */
 typedef struct railcoll_comm* railcoll_comm_t;
 
 #define RAILCOLL_IN_PLACE 1u /* flag: the send block is already at its place in recvbuf */
 
 typedef struct {
   const char* algorithm; /* NULL or "auto": RAILCOLL_<COLL>_ALGO, else RAILCOLL_TUNING, else the defaults */
-  unsigned flags;        /* RAILCOLL_IN_PLACE */
+  unsigned flags;        /* RAILCOLL_IN_PLACE; any other bit is RAILCOLL_ERR_ARG */
 } railcoll_call_opts_t;
 
 RAILCOLL_API railcoll_status_t railcoll_comm_init(railcoll_comm_t* comm);
@@ -81,7 +106,11 @@ RAILCOLL_API railcoll_status_t railcoll_comm_init(railcoll_comm_t* comm);
  * launcher does not end the survivors when the first rank fails. */
 RAILCOLL_API railcoll_status_t railcoll_comm_init_explicit(railcoll_comm_t* comm, int rank, int size, const char* store,
                                                            const char* job_id);
+/* Ends the communicator (every rank calls it). A handle used after it was
+ * destroyed (here or in any call) is RAILCOLL_ERR_ARG ("the communicator was
+ * destroyed"), never a crash: its few bytes stay allocated for that. */
 RAILCOLL_API railcoll_status_t railcoll_comm_destroy(railcoll_comm_t comm);
+/* -1 for a NULL or destroyed communicator (railcoll_last_error() says which). */
 RAILCOLL_API int railcoll_comm_rank(railcoll_comm_t comm);
 RAILCOLL_API int railcoll_comm_size(railcoll_comm_t comm);
 RAILCOLL_API int railcoll_comm_nodes(railcoll_comm_t comm);
@@ -91,6 +120,55 @@ RAILCOLL_API int railcoll_comm_rails(railcoll_comm_t comm);
  * not count until it is reconnected. A call fails only when no rail to a peer
  * is left. */
 RAILCOLL_API int railcoll_comm_rails_up(railcoll_comm_t comm);
+
+/* ---- communicators over the caller's own out-of-band exchange ----
+ *
+ * For a program or library that already connects its processes (an MPI
+ * communicator, a job's key-value store, its own sockets) and wants no
+ * RAILCOLL_STORE: railcoll sets the communicator up through an all-gather the
+ * caller provides, as UCC's ucc_oob_coll_t and NCCL's unique id do. railcoll's
+ * MPI interposition library (docs/mpi.md) makes its communicators this way,
+ * over the MPI communicator itself.
+ *
+ * Every one of the `size` ranks calls railcoll_comm_init_oob at once with its
+ * own `rank`. Set-up runs about six all-gathers (rail addresses, nonces, the
+ * job id and key checks travel in them); each must be a barrier as well: no
+ * rank's all-gather completes before every rank has started it. Any failure on
+ * any rank (no rail, a bad RAILCOLL_* setting) makes every rank fail with a
+ * message naming it, so no rank is left in an exchange the others abandoned.
+ *
+ * An all-gather may be blocking (test == NULL: it has finished when allgather
+ * returns 0) or, better, non-blocking: allgather starts it and sets *request,
+ * then railcoll calls test until it says done, sleeping a little between calls,
+ * and gives up after RAILCOLL_TIMEOUT seconds (from the start of set-up) with
+ * RAILCOLL_ERR_TIMEOUT. With a blocking all-gather that deadline cannot apply:
+ * the caller's own must. Key, rails, timeouts and the algorithm settings come
+ * from the environment, as for railcoll_comm_init. */
+typedef struct {
+  /* All-gather `bytes` from sendbuf of every rank into recvbuf (size * bytes,
+   * rank r's at r * bytes). Returns 0 when started (or, without test, done),
+   * non-zero on failure. sendbuf and recvbuf stay valid until test reports
+   * the end or release is called. */
+  int (*allgather)(const void* sendbuf, void* recvbuf, size_t bytes, void* context, void** request);
+  /* 1 when the all-gather of `request` is complete, 0 when not yet, negative
+   * when it failed. NULL: allgather blocks until done. */
+  int (*test)(void* request, void* context);
+  /* Called once for every request allgather made, after test said 1 or < 0
+   * (complete = 1 or 0), or when railcoll gives up waiting (complete = 0: the
+   * exchange may still be running, and must not write into recvbuf any more).
+   * NULL: nothing to release. */
+  void (*release)(void* request, int complete, void* context);
+  void* context;       /* passed to the three callbacks */
+  int rank, size;      /* this rank, 0 <= rank < size, and how many take part */
+  const char* node;    /* this rank's node: ranks with equal strings share memory. NULL: RAILCOLL_NODE, else the hostname */
+  /* The secret every connection proves; every rank must pass the same. NULL:
+   * RAILCOLL_JOB_KEY; when no rank has one, rank 0 draws a key for this
+   * communicator and the exchange carries it to the others (the caller's
+   * channel is trusted with it, as with the rest of set-up). */
+  const char* job_key;
+} railcoll_oob_t;
+
+RAILCOLL_API railcoll_status_t railcoll_comm_init_oob(railcoll_comm_t* comm, const railcoll_oob_t* oob);
 
 /* Every rank contributes `bytes` from sendbuf; recvbuf (size * bytes) receives
  * every rank's block in rank order. opts may be NULL. */
@@ -120,8 +198,11 @@ RAILCOLL_API railcoll_status_t railcoll_allreduce(railcoll_comm_t comm, const vo
                                                   size_t count, railcoll_datatype_t type, railcoll_op_t op,
                                                   const railcoll_call_opts_t* opts);
 /* The algorithm a call of `collective` ("allgather", "bcast", ...) with `bytes`
- * per rank would use. The string stays valid while the library is loaded. NULL
- * for an unknown collective or algorithm (railcoll_last_error() says which). */
+ * per rank would use, with the options' algorithm if given (a root of 0 and
+ * float sums for the rooted and reducing ones). The string is the library's
+ * own and stays valid while it is loaded. NULL for an unknown collective or
+ * algorithm or a NULL or destroyed communicator (railcoll_last_error() says
+ * which). */
 RAILCOLL_API const char* railcoll_algorithm_for(railcoll_comm_t comm, const char* collective, size_t bytes,
                                                 const railcoll_call_opts_t* opts);
 

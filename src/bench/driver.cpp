@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "bench/plot.hpp"
@@ -183,8 +185,27 @@ int run_under_background(const BenchPlan& plan, const JobOptions& jo, std::vecto
   return 0;
 }
 
-// Open MPI's collectives on the same ranks (railcoll-mpi-bench): its records.
-std::vector<BenchRecord> run_mpi(const BenchPlan& plan, const BenchContext& ctx, const std::string& label) {
+// The MPI rows: one binary, railcoll-mpi-bench, under Open MPI's own
+// collectives (tuned, HAN) and under railcoll's, preloaded (docs/mpi.md).
+struct MpiRow {
+  const char* label;
+  bool han, railcoll;
+};
+constexpr MpiRow kMpiRows[] = {{"mpi:tuned", false, false}, {"mpi:han", true, false}, {"mpi:railcoll", false, true}};
+
+// Locally railcoll's ranks live in pretend nodes of the plan's layout, as the
+// workers do: a wrapper gives each MPI rank its node by its world rank.
+std::vector<std::string> pretend_node_wrapper(const std::vector<int>& layout) {
+  std::string sizes;
+  for (int n : layout) sizes += " " + std::to_string(n);
+  return {"/bin/sh", "-c",
+          "r=$OMPI_COMM_WORLD_RANK; n=0; for s in" + sizes +
+              "; do [ $r -lt $s ] && break; r=$((r - s)); n=$((n + 1)); done; RAILCOLL_NODE=$n exec \"$0\" \"$@\""};
+}
+
+// railcoll-mpi-bench on the same ranks as the workers: its records.
+std::vector<BenchRecord> run_mpi(const BenchPlan& plan, const BenchContext& ctx, const MpiRow& row) {
+  const std::string label = row.label;
   std::string self = testbed::self_exe();
   std::string mpibench = self.substr(0, self.rfind('/')) + "/railcoll-mpi-bench";
   const char* name = collective_name(plan.collective);
@@ -193,40 +214,60 @@ std::vector<BenchRecord> run_mpi(const BenchPlan& plan, const BenchContext& ctx,
   if (!traits(plan.collective).moves_data) args.push_back("--samples");
   else args.insert(args.end(), {"-m", std::to_string(std::max<uint64_t>(plan.min, 1)) + ":" + std::to_string(plan.max)});
   if (plan.validate) args.push_back("-c");
-  const bool han = label == "mpi:han";
-  std::cout << "\n# Open MPI " << label
-            << (plan.where.cluster ? " on the same emulated cluster" : " on this machine (one node)") << "\n"
-            << std::flush;
+  std::cout << "\n# " << (row.railcoll ? "railcoll's collectives through the same MPI program, " : "Open MPI ") << label
+            << (plan.where.cluster        ? " on the same emulated cluster"
+                : row.railcoll            ? " on this machine, in the workers' pretend nodes"
+                                          : " on this machine (one node)")
+            << "\n" << std::flush;
   std::string out;
   int status = 0;
   std::string failure;
-  if (plan.where.cluster) {
-    testbed::ClusterJobRequest req;
-    req.program = args;
-    req.layout = plan.where.layout;
-    req.rails = plan.where.rails;
-    JobOptions jo;
-    jo.timeout_seconds = plan.timeout;
-    jo.on_line = [&](int, bool is_stderr, const std::string& line) {
-      if (is_stderr) std::cerr << line << std::flush;
-      else out += line;
-    };
-    JobResult r = testbed::run_cluster_mpirun(testbed::prepare_cluster_job(req), han, false, jo);
-    status = r.exit_status;
-    failure = r.failure;
-  } else {
-    std::vector<std::string> cmd = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-n",
-                                    std::to_string(testbed::layout_ranks(plan.where.layout)), "--mca", "btl",
-                                    "tcp,vader,self", "--mca", "mpi_yield_when_idle", "1"};
-    if (han) cmd.insert(cmd.end(), {"--mca", "coll_han_priority", "100"});
-    cmd.insert(cmd.end(), args.begin(), args.end());
-    testbed::RunOptions ro;
-    ro.timeout_s = plan.timeout;
-    ro.capture_err = false;
-    testbed::RunResult r = testbed::run(cmd, ro);
-    status = r.code();
-    out = r.out;
-    failure = r.status.text();
+  try {
+    if (plan.where.cluster) {
+      testbed::ClusterJobRequest req;
+      req.program = args;
+      req.layout = plan.where.layout;
+      req.rails = plan.where.rails;
+      testbed::MpirunOptions how;
+      how.mpi = testbed::MpiFlavor::OpenMpi;  // railcoll-mpi-bench is built with Open MPI
+      how.han = row.han;
+      how.railcoll = row.railcoll;
+      JobOptions jo;
+      jo.timeout_seconds = plan.timeout;
+      jo.on_line = [&](int, bool is_stderr, const std::string& line) {
+        if (is_stderr) std::cerr << line << std::flush;
+        else out += line;
+      };
+      JobResult r = testbed::run_cluster_mpirun(testbed::prepare_cluster_job(req), how, jo);
+      status = r.exit_status;
+      failure = r.failure;
+    } else {
+      std::vector<std::string> cmd = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-n",
+                                      std::to_string(testbed::layout_ranks(plan.where.layout)), "--mca", "btl",
+                                      "tcp,vader,self", "--mca", "mpi_yield_when_idle", "1"};
+      if (row.han) cmd.insert(cmd.end(), {"--mca", "coll_han_priority", "100"});
+      testbed::RunOptions ro;
+      if (row.railcoll) {
+        ro.env = testbed::railcoll_mpi_env();
+        std::string rails;
+        for (int r = 0; r < std::max(plan.where.rails, 1); ++r) rails += (r ? ",127.0.0." : "127.0.0.") + std::to_string(r + 1);
+        ro.env["RAILCOLL_RAILS"] = rails;
+        cmd.insert(cmd.end(), {"-x", "LD_PRELOAD=" + testbed::mpi_layer_library(testbed::MpiFlavor::OpenMpi)});
+        for (auto& [var, value] : ro.env) cmd.insert(cmd.end(), {"-x", var});
+        auto wrapper = pretend_node_wrapper(plan.where.layout);
+        cmd.insert(cmd.end(), wrapper.begin(), wrapper.end());
+      }
+      cmd.insert(cmd.end(), args.begin(), args.end());
+      ro.timeout_s = plan.timeout;
+      ro.capture_err = false;
+      testbed::RunResult r = testbed::run(cmd, ro);
+      status = r.code();
+      out = r.out;
+      failure = r.status.text();
+    }
+  } catch (const InputError& e) {  // no launcher or no library: this row is missing, the others stand
+    status = 2;
+    failure = e.what();
   }
   if (status != 0) {
     std::cerr << "railcoll bench: " << label << " failed (" << failure << "); its output:\n" << out;
@@ -236,6 +277,30 @@ std::vector<BenchRecord> run_mpi(const BenchPlan& plan, const BenchContext& ctx,
   print_table_header(std::cout, label, ctx, plan.full, plan.validate);
   for (auto& r : recs) print_table_row(std::cout, r, plan.full);
   return recs;
+}
+
+// What reaching railcoll through MPI costs: mpi:railcoll against railcoll's own
+// benchmark (auto) at every size, by the summary's metric.
+void print_layer_cost(std::ostream& o, const std::vector<BenchRecord>& recs, const BenchContext& c) {
+  const SummaryMetric m = summary_metric(c.collective, recs);
+  std::map<uint64_t, const BenchRecord*> own, through;
+  for (auto& r : recs) {
+    if (!r.background.empty()) continue;
+    if (r.algorithm == "auto") own[r.bytes] = &r;
+    if (r.algorithm == "mpi:railcoll") through[r.bytes] = &r;
+  }
+  if (through.empty() || own.empty()) return;
+  o << "\n# railcoll through MPI: mpi:railcoll (railcoll-mpi-bench, librailcoll_mpi.so preloaded) against auto "
+       "(railcoll's own bench); "
+    << m.name() << " in us\n# Size          auto  mpi:railcoll  mpi:railcoll/auto\n";
+  for (auto& [bytes, t] : through) {
+    auto a = own.find(bytes);
+    if (a == own.end()) continue;
+    o << std::left << std::setw(9) << bytes << std::right << std::fixed << std::setprecision(1) << std::setw(10)
+      << m.p50(*a->second) << std::setw(14) << m.p50(*t) << std::setw(18) << std::setprecision(3)
+      << (m.p50(*a->second) > 0 ? m.p50(*t) / m.p50(*a->second) : 0) << "\n";
+  }
+  o << std::flush;
 }
 
 }  // namespace
@@ -265,11 +330,12 @@ int run_bench(const BenchPlan& plan) {
     recs.insert(recs.end(), loaded.begin(), loaded.end());
   }
   if (plan.mpi)
-    for (const char* label : {"mpi:tuned", "mpi:han"}) {
-      auto mpi = run_mpi(plan, ctx, label);
+    for (const MpiRow& row : kMpiRows) {
+      auto mpi = run_mpi(plan, ctx, row);
       recs.insert(recs.end(), mpi.begin(), mpi.end());
     }
   print_summary(std::cout, recs, ctx);
+  print_layer_cost(std::cout, recs, ctx);
   if (!plan.json.empty()) write_json(plan.json, recs), std::cout << "wrote " << plan.json << "\n";
   if (!plan.csv.empty()) write_csv(plan.csv, recs), std::cout << "wrote " << plan.csv << "\n";
   if (!plan.plot.empty()) {

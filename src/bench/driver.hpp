@@ -2,7 +2,9 @@
 // workers (bench/harness.hpp) as the ranks of a job on the emulated cluster
 // when one is up, else as local processes; runs them again under background
 // traffic when asked; runs Open MPI's collectives on the same ranks
-// (railcoll-mpi-bench); then prints the summary and writes JSON, CSV and plot.
+// (railcoll-mpi-bench), and railcoll's through that same MPI program (the MPI
+// interposition library preloaded: mpi:railcoll); then prints the summary and
+// writes JSON, CSV and plot.
 #pragma once
 #include <string>
 #include <vector>

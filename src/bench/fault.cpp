@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -27,6 +28,12 @@ unsigned char pattern(int rank, int call, size_t i) {
   return static_cast<unsigned char>((rank * 131 + call * 31 + i * 7 + (i >> 8)) & 0xff);
 }
 
+std::string number_text(double x) {
+  char b[32];
+  snprintf(b, sizeof b, "%g", x);
+  return b;
+}
+
 double seconds_of(const std::string& s, const std::string& what) {
   char* end = nullptr;
   double x = strtod(s.c_str(), &end);
@@ -41,18 +48,22 @@ FaultSpec parse_fault(const std::string& text) {
   f.text = text;
   auto at = text.find('@');
   std::string kind = text.substr(0, at);
-  if (at == std::string::npos || (kind != "rail-down" && kind != "kill"))
-    throw InputError("--fault expects rail-down@T[:D] or kill@T (seconds), got '" + text + "'");
-  std::string when = text.substr(at + 1);
-  auto colon = when.find(':');
-  f.kind = kind == "kill" ? FaultSpec::Kill : FaultSpec::RailDown;
-  f.at = seconds_of(when.substr(0, colon), "T");
-  if (colon != std::string::npos) {
-    if (f.kind == FaultSpec::Kill) throw InputError("--fault kill@T takes no duration");
-    f.length = seconds_of(when.substr(colon + 1), "D");
-  } else {
-    f.length = f.at;
-  }
+  if (at == std::string::npos || (kind != "rail-down" && kind != "flap" && kind != "kill"))
+    throw InputError("--fault expects rail-down@T[:D], flap@T:D[:P] or kill@T (seconds), got '" + text + "'");
+  f.kind = kind == "kill" ? FaultSpec::Kill : kind == "flap" ? FaultSpec::Flap : FaultSpec::RailDown;
+  std::vector<std::string> fields;
+  std::istringstream when(text.substr(at + 1));
+  for (std::string x; std::getline(when, x, ':');) fields.push_back(x);
+  if (fields.empty()) fields.push_back("");
+  if (f.kind == FaultSpec::Kill && fields.size() > 1) throw InputError("--fault kill@T takes no duration");
+  if (f.kind == FaultSpec::RailDown && fields.size() > 2) throw InputError("--fault rail-down@T[:D] takes one duration");
+  if (f.kind == FaultSpec::Flap && (fields.size() < 2 || fields.size() > 3))
+    throw InputError("--fault flap@T:D[:P] needs how long the rail flaps (D) and at most a period (P)");
+  f.at = seconds_of(fields[0], "T");
+  f.length = fields.size() > 1 ? seconds_of(fields[1], "D") : f.at;
+  if (fields.size() > 2) f.period = seconds_of(fields[2], "P");
+  if (f.kind == FaultSpec::Flap && (f.period < 0.01 || f.period > f.length))
+    throw InputError("--fault flap@T:D:P: P must be between 0.01 s and D, got '" + fields.back() + "'");
   return f;
 }
 
@@ -130,14 +141,16 @@ int fault_driver(const FaultSpec& f, const std::string& algo, uint64_t bytes, co
   if (!mkdtemp(tmpl)) throw RuntimeError(Status::Internal, "cannot make a directory in /tmp");
   std::string dir = tmpl, marker = dir + "/m";
   const int node = 1, rail = rails - 1;
+  const bool link_fault = f.kind != FaultSpec::Kill;
   std::string what = f.kind == FaultSpec::Kill ? "the last rank killed" :
-                     "rail " + std::to_string(rail) + " of node " + std::to_string(node) + " down";
+                     "rail " + std::to_string(rail) + " of node " + std::to_string(node) +
+                         (f.kind == FaultSpec::Flap ? " flapping (its link down, up, ... every " + number_text(f.period) + " s)"
+                                                    : " down");
   std::cout << "railcoll bench: allgather/" << algo << ", " << bytes << " B per rank, on the emulated cluster ("
-            << where.text() << "); " << what << " at " << f.at << " s"
-            << (f.kind == FaultSpec::RailDown ? " for " + std::to_string(f.length).substr(0, 4) + " s" : "") << "\n"
+            << where.text() << "); " << what << " at " << number_text(f.at) << " s"
+            << (link_fault ? " for " + number_text(f.length) + " s" : "") << "\n"
             << std::flush;
-  const std::string ns = cluster::node_name(node), dev = cluster::rail_if_name(rail);
-  auto set_link = [&](const char* state) { testbed::run({"ip", "netns", "exec", ns, "ip", "link", "set", dev, state}, 30); };
+  const std::string where_link = cluster::node_name(node) + " " + cluster::rail_if_name(rail);
 
   // The injector waits for the first timed call, then acts on its own clock.
   std::string injected;
@@ -147,17 +160,32 @@ int fault_driver(const FaultSpec& f, const std::string& algo, uint64_t bytes, co
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (t0 == 0) return;
     std::this_thread::sleep_for(std::chrono::duration<double>(std::max(0.0, t0 + f.at - mono())));
-    if (f.kind == FaultSpec::Kill) {
-      int pid = 0;
-      if (std::ifstream(marker + ".pid") >> pid && pid > 0) kill(pid, SIGKILL);
-      injected = "killed pid " + std::to_string(pid);
-      return;
+    try {
+      if (f.kind == FaultSpec::Kill) {
+        int pid = 0;
+        if (std::ifstream(marker + ".pid") >> pid && pid > 0) kill(pid, SIGKILL);
+        injected = "killed pid " + std::to_string(pid);
+      } else if (f.kind == FaultSpec::Flap) {
+        int changes = cluster::flap_rail(node, rail, f.length, f.period);
+        injected = where_link + " down and up " + std::to_string(changes / 2) + " times";
+      } else {
+        cluster::set_rail_link(node, rail, false);
+        std::this_thread::sleep_for(std::chrono::duration<double>(f.length));
+        cluster::set_rail_link(node, rail, true);
+        injected = where_link + " down and up";
+      }
+    } catch (const std::exception& e) {
+      injected = std::string("injecting failed: ") + e.what();
     }
-    set_link("down");
-    std::this_thread::sleep_for(std::chrono::duration<double>(f.length));
-    set_link("up");
-    injected = ns + " " + dev + " down and up";
   });
+  // Whatever happened, the rail ends up (errors here would hide the job's).
+  auto restore_link = [&] {
+    if (!link_fault) return;
+    try {
+      cluster::set_rail_link(node, rail, true);
+    } catch (const std::exception&) {
+    }
+  };
   std::vector<std::string> worker = {testbed::self_exe(), "bench", "allgather", "--worker", "--fault", f.text,
                                      "--algo", algo, "-m", std::to_string(bytes), "--fault-marker", marker,
                                      "--duration", std::to_string(duration)};
@@ -172,11 +200,11 @@ int fault_driver(const FaultSpec& f, const std::string& algo, uint64_t bytes, co
     job = run_workers(where, worker, &lines, jo);
   } catch (...) {
     injector.join();
-    if (f.kind == FaultSpec::RailDown) set_link("up");
+    restore_link();
     throw;
   }
   injector.join();
-  if (f.kind == FaultSpec::RailDown) set_link("up");  // whatever happened
+  restore_link();
   for (auto* suffix : {".start", ".pid"}) unlink((marker + suffix).c_str());
   rmdir(dir.c_str());
 
@@ -221,13 +249,42 @@ int fault_driver(const FaultSpec& f, const std::string& algo, uint64_t bytes, co
   };
   printf("# phase   seconds      calls   median(us)  GB/s gathered\n");
   int status;
-  if (f.kind == FaultSpec::RailDown) {
+  // Calls finished in each second since the first timed call: a fault that
+  // stalls the job for a moment shows here, averaged away in a phase.
+  std::vector<int> per_second;
+  for (auto& c : calls) {
+    size_t s = static_cast<size_t>(std::max(0.0, c.t));
+    if (per_second.size() <= s) per_second.resize(s + 1, 0);
+    ++per_second[s];
+  }
+  double lowest_pct = -1;
+  if (link_fault) {
     double before = phase("before", 0, f.at);
     double during = phase("during", f.at, f.at + f.length);
     double after = phase("after", f.at + f.length, 1e9);
     if (before > 0)
-      printf("throughput during the outage: %.0f%% of before; after: %.0f%%\n", 100 * during / before,
+      printf("throughput during the fault: %.0f%% of before; after: %.0f%%\n", 100 * during / before,
              100 * after / before);
+    printf("calls per second:");
+    for (size_t s = 0; s < per_second.size(); ++s)
+      printf("%s%d", s == static_cast<size_t>(std::ceil(f.at)) || s == static_cast<size_t>(std::ceil(f.at + f.length))
+                         ? " | " : " ", per_second[s]);
+    printf("\n");
+    // The slowest window inside the fault against before's mean rate; a window
+    // holds 5 calls of before at least, so that one call is not 50%.
+    const double before_rate = phases[0].calls / std::max(1e-9, phases[0].to - phases[0].from);
+    const double window = before_rate > 0 ? std::max(1.0, std::ceil(5 / before_rate)) : 1;
+    int lowest = -1;
+    for (double w = f.at; w + window <= f.at + f.length + 1e-9; w += window) {
+      int n = 0;
+      for (auto& c : calls) n += c.t >= w && c.t < w + window;
+      lowest = lowest < 0 ? n : std::min(lowest, n);
+    }
+    if (lowest >= 0 && before_rate > 0) {
+      lowest_pct = 100 * lowest / (before_rate * window);
+      printf("slowest %g s of the fault: %d calls, %.0f%% of before's %.1f calls/s\n", window, lowest, lowest_pct,
+             before_rate);
+    }
     printf("%d of %d ranks finished, %d wrong results, %zu failed calls (%s)\n", done, ranks, wrong, errors.size(),
            injected.c_str());
     status = job.exit_status == 0 && errors.empty() && wrong == 0 ? 0 : 1;
@@ -253,6 +310,8 @@ int fault_driver(const FaultSpec& f, const std::string& algo, uint64_t bytes, co
     for (auto& p : phases)
       j["phases"].push_back({{"phase", p.name}, {"from_s", p.from}, {"to_s", p.to}, {"calls", p.calls},
                              {"p50_us", p.median_us}, {"gbytes_per_s", p.gbytes_per_s}});
+    j["calls_per_second"] = per_second;
+    if (lowest_pct >= 0) j["slowest_second_pct"] = lowest_pct;
     j["ranks_finished"] = done;
     j["wrong_results"] = wrong;
     j["failed_calls"] = errors.size();

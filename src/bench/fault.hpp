@@ -1,7 +1,9 @@
-// railcoll bench allgather --fault rail-down@T[:D] | kill@T: all-gathers of one
-// size on the emulated cluster while a rail of node 1 goes down T seconds in
-// (and up again D seconds later), or while the last rank is killed; every call
-// validated; throughput before, during and after (docs/runtime.md, "Faults").
+// railcoll bench allgather --fault rail-down@T[:D] | flap@T:D[:P] | kill@T:
+// all-gathers of one size on the emulated cluster while the last rail of node 1
+// goes down T seconds in (and up again D seconds later), or flaps for D seconds
+// (its link down, up, down, ... every P seconds), or while the last rank is
+// killed; every call validated; throughput before, during and after, and the
+// calls of every second (docs/runtime.md, "Faults").
 #pragma once
 #include <cstdint>
 #include <string>
@@ -11,11 +13,13 @@
 namespace railcoll::bench {
 
 struct FaultSpec {
-  enum Kind { RailDown, Kill } kind = RailDown;
-  double at = 0, length = 0;  // seconds after the first timed call; rail-down: how long
+  enum Kind { RailDown, Flap, Kill } kind = RailDown;
+  double at = 0, length = 0;  // seconds after the first timed call; rail-down, flap: how long
+  double period = 0.2;        // flap: seconds between two changes of the link's state
   std::string text;
 };
-// "rail-down@3", "rail-down@3:4" (down for 4 s; default: as long as T), "kill@3".
+// "rail-down@3", "rail-down@3:4" (down for 4 s; default: as long as T),
+// "flap@3:10" (10 s of down, up, ... every 0.2 s), "flap@3:10:0.5", "kill@3".
 // Throws InputError on anything else.
 FaultSpec parse_fault(const std::string& text);
 

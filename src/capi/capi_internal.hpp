@@ -1,11 +1,30 @@
-// Error plumbing shared by the C API files: every call returns a status and
-// leaves its detailed message for railcoll_last_error().
+// What the C API files share: the communicator handle, the one way to make
+// one, and the error plumbing (every call returns a status and leaves its
+// detailed message for railcoll_last_error()).
 #pragma once
+#include <functional>
+#include <memory>
 #include <new>
+#include <set>
 #include <string>
 
 #include "core/errors.hpp"
 #include "railcoll/railcoll.h"
+#include "runtime/comm.hpp"
+#include "select/select.hpp"
+
+// A communicator handle. railcoll_comm_destroy frees the communicator but not
+// this shell (a few dozen bytes, kept reachable in a list of every handle
+// made), so a use after destroy finds `comm` empty and fails with
+// RAILCOLL_ERR_ARG rather than reading freed memory, and no later handle can
+// take its address.
+struct railcoll_comm {
+  std::unique_ptr<railcoll::rt::Comm> comm;
+  // RAILCOLL_<COLL>_ALGO checked and RAILCOLL_TUNING read when the communicator
+  // is made: a wrong name fails railcoll_comm_init, not the first call.
+  railcoll::Selector selector;
+  std::set<std::string> reported;  // substitutions already said once on stderr
+};
 
 namespace railcoll::capi {
 
@@ -26,5 +45,18 @@ railcoll_status_t guarded(F f) {
     return fail(RAILCOLL_ERR_INTERNAL, e.what());
   }
 }
+
+// Every constructor of the C API makes its handle here. `make` builds the
+// rt::Comm and must pass it `check` (rt::Comm::Check): it reads this rank's
+// RAILCOLL_<COLL>_ALGO and RAILCOLL_TUNING into the handle during set-up, so a
+// rank whose variables are wrong fails with RAILCOLL_ERR_ARG and every other
+// rank at once with "rank r could not start: ...". `fn` names the caller in
+// messages ("railcoll_comm_init").
+using MakeComm = std::function<std::unique_ptr<railcoll::rt::Comm>(const railcoll::rt::Comm::Check& check)>;
+railcoll_status_t make_handle(railcoll_comm_t* out, const char* fn, const MakeComm& make);
+
+// The handle's communicator when it is alive; else nullptr, with
+// RAILCOLL_ERR_ARG and "communicator is NULL" / "... was destroyed" set.
+railcoll_comm* live(railcoll_comm_t comm, const char* fn);
 
 }  // namespace railcoll::capi

@@ -1,53 +1,161 @@
 // The communicator part of the C API over rt::Comm.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <set>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "capi/capi_internal.hpp"
+#include "capi/comm_handle.hpp"
 #include "core/errors.hpp"
 #include "core/registry.hpp"
 #include "railcoll/railcoll.h"
 #include "runtime/comm.hpp"
 #include "select/select.hpp"
 
-struct railcoll_comm {
-  std::unique_ptr<railcoll::rt::Comm> comm;
-  // RAILCOLL_<COLL>_ALGO checked and RAILCOLL_TUNING read when the communicator
-  // is made: a wrong name fails railcoll_comm_init, not the first call.
-  railcoll::Selector selector;
-  std::set<std::string> warned_hardware;  // hardware algorithms already reported as substituted
-};
+namespace railcoll::capi {
+
+railcoll_status_t make_handle(railcoll_comm_t* out, const char* fn, const MakeComm& make) {
+  return guarded([&]() -> railcoll_status_t {
+    if (!out) return fail(RAILCOLL_ERR_ARG, std::string(fn) + ": output pointer is NULL");
+    *out = nullptr;
+    auto c = std::make_unique<railcoll_comm>();
+    railcoll_comm* shell = c.get();
+    c->comm = make([shell] { shell->selector = Selector::from_environment(); });
+    // Never freed (see railcoll_comm), and reachable from here, so that leak
+    // checkers count the shells of destroyed communicators as kept.
+    static std::mutex mu;
+    static auto* handles = new std::vector<railcoll_comm*>;
+    std::lock_guard<std::mutex> lock(mu);
+    handles->push_back(c.get());
+    *out = c.release();
+    return RAILCOLL_OK;
+  });
+}
+
+railcoll_comm* live(railcoll_comm_t comm, const char* fn) {
+  if (!comm) return fail(RAILCOLL_ERR_ARG, std::string(fn) + ": communicator is NULL"), nullptr;
+  if (!comm->comm)
+    return fail(RAILCOLL_ERR_ARG, std::string(fn) + ": the communicator was destroyed (railcoll_comm_destroy)"), nullptr;
+  return comm;
+}
+
+}  // namespace railcoll::capi
+
+railcoll_comm_t railcoll::capi::adopt_comm(railcoll::Selector selector, std::unique_ptr<railcoll::rt::Comm> comm) {
+  auto c = std::make_unique<railcoll_comm>();
+  c->selector = std::move(selector);
+  c->comm = std::move(comm);
+  return c.release();
+}
 
 namespace {
 
 using railcoll::capi::fail;
 using railcoll::capi::guarded;
+using railcoll::capi::live;
+
+// What a call runs: the algorithm and its plan.
+struct Chosen {
+  std::string algorithm;
+  std::shared_ptr<const railcoll::rt::Plan> plan;
+};
+
+// Says `what` once per communicator, on rank 0 only.
+void report_once(railcoll_comm* c, const std::string& key, const std::string& what) {
+  if (c->comm->rank() == 0 && c->reported.insert(key).second) fprintf(stderr, "railcoll: %s\n", what.c_str());
+}
+
+// A call's candidates' plans (cached by the communicator), and whether they fit.
+struct Planner {
+  railcoll_comm* c;
+  railcoll::Collective collective;
+  const std::vector<uint64_t>& counts;
+  const railcoll::AlgoOptions& args;
+  Chosen out;
+
+  void plan(const std::string& name) {
+    out.algorithm = railcoll::software_equivalent(collective, name);
+    out.plan = c->comm->plan(collective, out.algorithm, counts, args);
+  }
+  std::string unfit(const std::string& name) {
+    try {
+      plan(name);
+      return c->comm->unfit(*out.plan);
+    } catch (const railcoll::Error& e) {
+      out.plan.reset();
+      return e.what();
+    }
+  }
+};
 
 // The algorithm for a call: the per-call option, else RAILCOLL_<COLL>_ALGO, else
 // the tuning file, else the default rules (src/select/select.hpp), then the
-// software form of a hardware algorithm.
-std::string choose(railcoll_comm* c, railcoll::Collective collective, uint64_t bytes, const railcoll_call_opts_t* opts) {
-  const std::string coll = railcoll::collective_name(collective);
+// software form of a hardware algorithm. A rule's choice whose schedule the
+// nodes' shared memory cannot hold (RAILCOLL_SHM_MIB) is passed over for one
+// that fits; every rank knows every node's capacity, so all pick alike.
+Chosen choose(railcoll_comm* c, railcoll::Collective collective, const std::vector<uint64_t>& counts,
+              const railcoll_call_opts_t* opts, const railcoll::AlgoOptions& args) {
+  uint64_t largest = 0;
+  for (auto n : counts) largest = std::max(largest, n);
+  Planner planner{c, collective, counts, args, {}};
   const std::string requested = opts && opts->algorithm ? opts->algorithm : "";
-  const std::string name = c->selector.choose(collective, c->comm->topo(), bytes, requested).algorithm;
-  std::string software = railcoll::software_equivalent(collective, name);
-  if (software != name && c->warned_hardware.insert(coll + "/" + name).second && c->comm->rank() == 0)
-    fprintf(stderr, "railcoll: %s/%s needs network hardware this cluster lacks; running %s/%s instead\n",
-            coll.c_str(), name.c_str(), coll.c_str(), software.c_str());
-  return software;
+  const railcoll::Choice choice = c->selector.choose(
+      collective, c->comm->topo(), largest, requested,
+      [p = &planner](const std::string& name) { return p->unfit(name); });  // one pointer: no allocation
+  const std::string software = railcoll::software_equivalent(collective, choice.algorithm);
+  if (!planner.out.plan || planner.out.algorithm != software) planner.plan(choice.algorithm);
+  if (software == choice.algorithm && choice.passed_over.empty()) return std::move(planner.out);
+  const std::string coll = railcoll::collective_name(collective);
+  if (software != choice.algorithm)
+    report_once(c, coll + "/" + choice.algorithm,
+                coll + "/" + choice.algorithm + " needs network hardware this cluster lacks; running " + coll + "/" +
+                    software + " instead");
+  if (!choice.passed_over.empty())
+    report_once(c, coll + " " + choice.passed_over.substr(0, choice.passed_over.find(' ')) + " -> " + software,
+                coll + ": " + choice.passed_over + "; running " + coll + "/" + software + " (" + choice.origin +
+                    ") instead");
+  return std::move(planner.out);
 }
 
 railcoll_status_t run(railcoll_comm* c, railcoll::Collective coll, const void* send, void* recv,
-                      std::vector<uint64_t> counts, const railcoll_call_opts_t* opts,
+                      const std::vector<uint64_t>& counts, const railcoll_call_opts_t* opts,
                       const railcoll::AlgoOptions& args = {}) {
-  uint64_t largest = 0;
-  for (auto n : counts) largest = std::max(largest, n);
-  std::string algo = choose(c, coll, largest, opts);
-  c->comm->run(coll, algo, counts, args, {send, recv});
+  Chosen chosen = choose(c, coll, counts, opts, args);
+  c->comm->run(*chosen.plan, {send, recv});
   return RAILCOLL_OK;
+}
+
+// A collective's body on a live handle. A failure before the call began (a
+// bad argument, an unknown algorithm, a call the nodes' memory cannot hold) is
+// this rank's alone: it tells its peers it does not join, and they fail the
+// call, or their next one, with RAILCOLL_ERR_PEER naming it, instead of
+// waiting for it until the deadline. The communicator is then broken on every
+// rank, as after any failed collective.
+template <class Body>
+railcoll_status_t collective(railcoll_comm_t handle, const char* fn, const railcoll_call_opts_t* opts, Body body) {
+  return guarded([&]() -> railcoll_status_t {
+    railcoll_comm* c = live(handle, fn);
+    if (!c) return RAILCOLL_ERR_ARG;
+    railcoll_status_t st = guarded([&]() -> railcoll_status_t {
+      if (opts && (opts->flags & ~RAILCOLL_IN_PLACE)) {
+        char bits[32];
+        snprintf(bits, sizeof bits, "0x%x", opts->flags & ~RAILCOLL_IN_PLACE);
+        return fail(RAILCOLL_ERR_ARG, std::string(fn) + ": unknown option flags " + bits + " (RAILCOLL_IN_PLACE is 0x1)");
+      }
+      return body(c);
+    });
+    if (st != RAILCOLL_OK && c->comm->broken().empty()) {
+      const std::string mine = railcoll::capi::last_error_text();
+      c->comm->abandon("rank " + std::to_string(c->comm->rank()) + "'s " + fn + " failed before it began (" +
+                       railcoll_strerror(st) + ": " + mine + ")");
+      fail(st, mine);
+    }
+    return st;
+  });
 }
 
 bool overlap(const void* a, size_t alen, const void* b, size_t blen) {
@@ -62,16 +170,15 @@ const void* input_copy(void* recvbuf, uint64_t offset, uint64_t bytes, std::vect
   return copy->data();
 }
 
-railcoll_status_t check_root(railcoll_comm_t comm, int root) {
+railcoll_status_t check_root(railcoll_comm* comm, int root) {
   if (root < 0 || root >= comm->comm->size())
     return fail(RAILCOLL_ERR_ARG, "root " + std::to_string(root) + " is out of range (" +
                                       std::to_string(comm->comm->size()) + " ranks)");
   return RAILCOLL_OK;
 }
 
-railcoll_status_t gather_call(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
-                              std::vector<uint64_t> counts, const railcoll_call_opts_t* opts) {
-  if (!comm || !comm->comm) return fail(RAILCOLL_ERR_ARG, "communicator is NULL");
+railcoll_status_t gather_call(railcoll_comm* comm, const void* sendbuf, void* recvbuf, std::vector<uint64_t> counts,
+                              const railcoll_call_opts_t* opts) {
   int me = comm->comm->rank();
   uint64_t total = 0, displ = 0;
   for (int r = 0; r < static_cast<int>(counts.size()); ++r) {
@@ -87,7 +194,23 @@ railcoll_status_t gather_call(railcoll_comm_t comm, const void* sendbuf, void* r
   } else if (overlap(sendbuf, counts[me], recvbuf, total)) {
     return fail(RAILCOLL_ERR_ARG, "sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
   }
-  return run(comm, railcoll::Collective::Allgather, sendbuf, recvbuf, std::move(counts), opts);
+  return run(comm, railcoll::Collective::Allgather, sendbuf, recvbuf, counts, opts);
+}
+
+int query(railcoll_comm_t handle, const char* fn, int (*what)(const railcoll::rt::Comm&)) {
+  railcoll::capi::clear_error();
+  railcoll_comm* c = live(handle, fn);
+  return c ? what(*c->comm) : -1;
+}
+
+// A communicator's check when its settings come from the environment: a wrong
+// RAILCOLL_* setting (kept by bootstrap_from_env) fails set-up on every rank,
+// like a wrong algorithm name; then the handle's own check.
+railcoll::rt::Comm::Check settings_then(const std::exception_ptr& bad_setting, const railcoll::rt::Comm::Check& check) {
+  return [bad_setting, check] {
+    if (bad_setting) std::rethrow_exception(bad_setting);
+    check();
+  };
 }
 
 }  // namespace
@@ -95,100 +218,103 @@ railcoll_status_t gather_call(railcoll_comm_t comm, const void* sendbuf, void* r
 extern "C" {
 
 railcoll_status_t railcoll_comm_init(railcoll_comm_t* out) {
-  return guarded([&]() -> railcoll_status_t {
-    if (!out) return fail(RAILCOLL_ERR_ARG, "railcoll_comm_init: output pointer is NULL");
-    *out = nullptr;
-    auto c = std::make_unique<railcoll_comm>();
-    c->selector = railcoll::Selector::from_environment();  // before any peer waits on this rank
-    c->comm = std::make_unique<railcoll::rt::Comm>(railcoll::rt::bootstrap_from_env());
-    *out = c.release();
-    return RAILCOLL_OK;
+  using railcoll::rt::Comm;
+  return railcoll::capi::make_handle(out, "railcoll_comm_init", [](const Comm::Check& check) {
+    std::exception_ptr bad_setting;
+    railcoll::rt::Bootstrap b = railcoll::rt::bootstrap_from_env(&bad_setting);
+    return std::make_unique<Comm>(b, settings_then(bad_setting, check));
   });
 }
 
 railcoll_status_t railcoll_comm_init_explicit(railcoll_comm_t* out, int rank, int size, const char* store,
                                               const char* job_id) {
-  return guarded([&]() -> railcoll_status_t {
-    if (!out) return fail(RAILCOLL_ERR_ARG, "railcoll_comm_init_explicit: output pointer is NULL");
-    *out = nullptr;
+  using railcoll::rt::Comm;
+  const char* fn = "railcoll_comm_init_explicit";
+  return railcoll::capi::make_handle(out, fn, [&](const Comm::Check& check) {
     if (size < 1 || rank < 0 || rank >= size)
-      return fail(RAILCOLL_ERR_ARG, "railcoll_comm_init_explicit: rank " + std::to_string(rank) +
-                                        " is not in [0, size " + std::to_string(size) + ")");
+      throw railcoll::InputError(std::string(fn) + ": rank " + std::to_string(rank) + " is not in [0, size " +
+                                 std::to_string(size) + ")");
     if (size > 1 && (!store || !*store))
-      return fail(RAILCOLL_ERR_ARG, "railcoll_comm_init_explicit: a store host:port is needed for more than one rank");
-    if (!job_id || !*job_id) return fail(RAILCOLL_ERR_ARG, "railcoll_comm_init_explicit: job_id is empty");
-    railcoll::rt::Bootstrap b = railcoll::rt::settings_from_env();
+      throw railcoll::InputError(std::string(fn) + ": a store host:port is needed for more than one rank");
+    if (!job_id || !*job_id) throw railcoll::InputError(std::string(fn) + ": job_id is empty");
+    std::exception_ptr bad_setting;
+    railcoll::rt::Bootstrap b = railcoll::rt::settings_from_env(&bad_setting);
     b.rank = rank;
     b.size = size;
     b.store = store ? store : "";
     if (size > 1) railcoll::rt::split_host_port(b.store);  // a bad address fails here, as ARG
     b.job_id = job_id;
-    b.source = "railcoll_comm_init_explicit";
-    auto c = std::make_unique<railcoll_comm>();
-    c->selector = railcoll::Selector::from_environment();
-    c->comm = std::make_unique<railcoll::rt::Comm>(b);
-    *out = c.release();
-    return RAILCOLL_OK;
+    b.source = fn;
+    return std::make_unique<Comm>(b, settings_then(bad_setting, check));
   });
 }
 
 railcoll_status_t railcoll_comm_destroy(railcoll_comm_t comm) {
   return guarded([&]() -> railcoll_status_t {
-    delete comm;
+    railcoll_comm* c = live(comm, "railcoll_comm_destroy");
+    if (!c) return RAILCOLL_ERR_ARG;
+    c->comm.reset();  // the shell stays: see railcoll_comm
+    c->selector = railcoll::Selector();
+    c->reported.clear();
     return RAILCOLL_OK;
   });
 }
 
-int railcoll_comm_rank(railcoll_comm_t c) { return c && c->comm ? c->comm->rank() : -1; }
-int railcoll_comm_size(railcoll_comm_t c) { return c && c->comm ? c->comm->size() : -1; }
-int railcoll_comm_nodes(railcoll_comm_t c) { return c && c->comm ? c->comm->topo().nnodes() : -1; }
-int railcoll_comm_rails(railcoll_comm_t c) { return c && c->comm ? c->comm->rails() : -1; }
-int railcoll_comm_rails_up(railcoll_comm_t c) { return c && c->comm ? c->comm->rails_up() : -1; }
+int railcoll_comm_rank(railcoll_comm_t c) {
+  return query(c, "railcoll_comm_rank", [](const railcoll::rt::Comm& m) { return m.rank(); });
+}
+int railcoll_comm_size(railcoll_comm_t c) {
+  return query(c, "railcoll_comm_size", [](const railcoll::rt::Comm& m) { return m.size(); });
+}
+int railcoll_comm_nodes(railcoll_comm_t c) {
+  return query(c, "railcoll_comm_nodes", [](const railcoll::rt::Comm& m) { return m.topo().nnodes(); });
+}
+int railcoll_comm_rails(railcoll_comm_t c) {
+  return query(c, "railcoll_comm_rails", [](const railcoll::rt::Comm& m) { return m.rails(); });
+}
+int railcoll_comm_rails_up(railcoll_comm_t c) {
+  return query(c, "railcoll_comm_rails_up", [](const railcoll::rt::Comm& m) { return m.rails_up(); });
+}
 
 railcoll_status_t railcoll_allgather(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t bytes,
                                      const railcoll_call_opts_t* opts) {
-  return guarded([&]() -> railcoll_status_t {
-    if (!comm || !comm->comm) return fail(RAILCOLL_ERR_ARG, "communicator is NULL");
-    return gather_call(comm, sendbuf, recvbuf, std::vector<uint64_t>(comm->comm->size(), bytes), opts);
+  return collective(comm, "railcoll_allgather", opts, [&](railcoll_comm* c) {
+    return gather_call(c, sendbuf, recvbuf, std::vector<uint64_t>(c->comm->size(), bytes), opts);
   });
 }
 
 railcoll_status_t railcoll_allgatherv(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, const size_t* counts,
                                       const railcoll_call_opts_t* opts) {
-  return guarded([&]() -> railcoll_status_t {
-    if (!comm || !comm->comm) return fail(RAILCOLL_ERR_ARG, "communicator is NULL");
+  return collective(comm, "railcoll_allgatherv", opts, [&](railcoll_comm* c) {
     if (!counts) return fail(RAILCOLL_ERR_ARG, "counts is NULL");
-    return gather_call(comm, sendbuf, recvbuf, std::vector<uint64_t>(counts, counts + comm->comm->size()), opts);
+    return gather_call(c, sendbuf, recvbuf, std::vector<uint64_t>(counts, counts + c->comm->size()), opts);
   });
 }
 
 railcoll_status_t railcoll_barrier(railcoll_comm_t comm) {
-  return guarded([&]() -> railcoll_status_t {
-    if (!comm || !comm->comm) return fail(RAILCOLL_ERR_ARG, "communicator is NULL");
-    return run(comm, railcoll::Collective::Barrier, nullptr, nullptr, std::vector<uint64_t>(comm->comm->size(), 0), nullptr);
+  return collective(comm, "railcoll_barrier", nullptr, [&](railcoll_comm* c) {
+    return run(c, railcoll::Collective::Barrier, nullptr, nullptr, std::vector<uint64_t>(c->comm->size(), 0), nullptr);
   });
 }
 
 railcoll_status_t railcoll_bcast(railcoll_comm_t comm, void* buf, size_t bytes, int root,
                                  const railcoll_call_opts_t* opts) {
-  return guarded([&]() -> railcoll_status_t {
-    if (!comm || !comm->comm) return fail(RAILCOLL_ERR_ARG, "communicator is NULL");
-    if (railcoll_status_t st = check_root(comm, root)) return st;
+  return collective(comm, "railcoll_bcast", opts, [&](railcoll_comm* c) {
+    if (railcoll_status_t st = check_root(c, root)) return st;
     if (bytes > 0 && !buf) return fail(RAILCOLL_ERR_ARG, "buf is NULL with a non-zero size");
     railcoll::AlgoOptions args;
     args.root = root;
-    bool at_root = comm->comm->rank() == root;
-    return run(comm, railcoll::Collective::Bcast, at_root ? buf : nullptr, at_root ? nullptr : buf,
-               std::vector<uint64_t>(comm->comm->size(), bytes), opts, args);
+    bool at_root = c->comm->rank() == root;
+    return run(c, railcoll::Collective::Bcast, at_root ? buf : nullptr, at_root ? nullptr : buf,
+               std::vector<uint64_t>(c->comm->size(), bytes), opts, args);
   });
 }
 
 railcoll_status_t railcoll_gather(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t bytes,
                                   int root, const railcoll_call_opts_t* opts) {
-  return guarded([&]() -> railcoll_status_t {
-    if (!comm || !comm->comm) return fail(RAILCOLL_ERR_ARG, "communicator is NULL");
-    if (railcoll_status_t st = check_root(comm, root)) return st;
-    int me = comm->comm->rank(), n = comm->comm->size();
+  return collective(comm, "railcoll_gather", opts, [&](railcoll_comm* c) {
+    if (railcoll_status_t st = check_root(c, root)) return st;
+    int me = c->comm->rank(), n = c->comm->size();
     bool at_root = me == root, in_place = opts && (opts->flags & RAILCOLL_IN_PLACE);
     uint64_t total = static_cast<uint64_t>(n) * bytes;
     if (at_root && total > 0 && !recvbuf) return fail(RAILCOLL_ERR_ARG, "recvbuf is NULL at the root with a non-zero size");
@@ -202,16 +328,16 @@ railcoll_status_t railcoll_gather(railcoll_comm_t comm, const void* sendbuf, voi
     }
     railcoll::AlgoOptions args;
     args.root = root;
-    return run(comm, railcoll::Collective::Gather, sendbuf, at_root ? recvbuf : nullptr, std::vector<uint64_t>(n, bytes), opts, args);
+    return run(c, railcoll::Collective::Gather, sendbuf, at_root ? recvbuf : nullptr, std::vector<uint64_t>(n, bytes),
+               opts, args);
   });
 }
 
 railcoll_status_t railcoll_allreduce(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
                                      railcoll_datatype_t type, railcoll_op_t op, const railcoll_call_opts_t* opts) {
-  return guarded([&]() -> railcoll_status_t {
+  return collective(comm, "railcoll_allreduce", opts, [&](railcoll_comm* c) {
     using railcoll::DataType;
     using railcoll::ReduceOp;
-    if (!comm || !comm->comm) return fail(RAILCOLL_ERR_ARG, "communicator is NULL");
     railcoll::AlgoOptions args;
     // A C caller may pass any int: read the enums' bytes as ints, since loading
     // an enum holding a value outside its range is undefined in C++.
@@ -243,24 +369,28 @@ railcoll_status_t railcoll_allreduce(railcoll_comm_t comm, const void* sendbuf, 
     } else if (overlap(sendbuf, bytes, recvbuf, bytes)) {
       return fail(RAILCOLL_ERR_ARG, "sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
     }
-    return run(comm, railcoll::Collective::Allreduce, sendbuf, recvbuf, std::vector<uint64_t>(comm->comm->size(), bytes), opts, args);
+    return run(c, railcoll::Collective::Allreduce, sendbuf, recvbuf, std::vector<uint64_t>(c->comm->size(), bytes),
+               opts, args);
   });
 }
 
 const char* railcoll_algorithm_for(railcoll_comm_t comm, const char* collective, size_t bytes,
                                    const railcoll_call_opts_t* opts) {
-  if (!comm || !comm->comm || !collective) {
-    fail(RAILCOLL_ERR_ARG, "railcoll_algorithm_for: communicator or collective is NULL");
-    return nullptr;
-  }
-  try {
+  const char* fn = "railcoll_algorithm_for";
+  const char* name = nullptr;
+  guarded([&]() -> railcoll_status_t {
+    railcoll_comm* c = live(comm, fn);
+    if (!c) return RAILCOLL_ERR_ARG;
+    if (!collective) return fail(RAILCOLL_ERR_ARG, std::string(fn) + ": collective is NULL");
     railcoll::Collective coll = railcoll::collective_from_name(collective);
     // The registry's own copy of the name: valid for the life of the library.
-    return railcoll::find_algorithm(coll, choose(comm, coll, bytes, opts))->name;
-  } catch (const std::exception& e) {
-    fail(RAILCOLL_ERR_ARG, e.what());
-    return nullptr;
-  }
+    name = railcoll::find_algorithm(coll, choose(c, coll, std::vector<uint64_t>(c->comm->size(), bytes), opts,
+                                                 railcoll::call_defaults(coll))
+                                              .algorithm)
+               ->name;
+    return RAILCOLL_OK;
+  });
+  return name;
 }
 
 }  // extern "C"

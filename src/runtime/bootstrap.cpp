@@ -33,8 +33,18 @@ int env_int(const char* name, int dflt) {
 
 }  // namespace
 
-Bootstrap settings_from_env() {
+Bootstrap settings_from_env(std::exception_ptr* bad) {
   Bootstrap b;
+  // A wrong value throws at once, or (bad given) is kept in *bad, the first
+  // one, and leaves the default, so the rank can still take part in set-up.
+  auto read = [&](auto parse) {
+    try {
+      parse();
+    } catch (...) {
+      if (!bad) throw;
+      if (!*bad) *bad = std::current_exception();
+    }
+  };
   if (env("RAILCOLL_JOB_ID")) b.job_id = env("RAILCOLL_JOB_ID");
   if (env("RAILCOLL_JOB_KEY")) b.job_key = env("RAILCOLL_JOB_KEY");
   if (env("RAILCOLL_NODE")) {
@@ -45,33 +55,48 @@ Bootstrap settings_from_env() {
     b.node_id = std::string("host:") + host;
   }
   if (env("RAILCOLL_RAILS")) b.rails_spec = env("RAILCOLL_RAILS");
-  if (const char* t = env("RAILCOLL_TIMEOUT")) {
-    char* end = nullptr;
-    double x = strtod(t, &end);
-    if (*end || !(x > 0) || x > 86400 * 7)
-      throw RuntimeError(Status::Bootstrap, std::string("RAILCOLL_TIMEOUT='") + t + "' is not a number of seconds");
-    b.timeout = x;
-  }
-  if (const char* t = env("RAILCOLL_RAIL_TIMEOUT")) {
-    char* end = nullptr;
-    double x = strtod(t, &end);
-    if (*end || !(x > 0) || x > 3600)
-      throw RuntimeError(Status::Bootstrap, std::string("RAILCOLL_RAIL_TIMEOUT='") + t + "' is not a number of seconds");
-    b.rail_timeout = x;
-  }
-  if (env("RAILCOLL_STRIPE_BYTES")) {
-    int x = env_int("RAILCOLL_STRIPE_BYTES", 1024);
-    if (x < 1) throw RuntimeError(Status::Bootstrap, "RAILCOLL_STRIPE_BYTES must be at least 1");
-    b.stripe_bytes = static_cast<uint64_t>(x);
-  }
-  if (env("RAILCOLL_SPIN_US")) b.spin_seconds = env_int("RAILCOLL_SPIN_US", 0) * 1e-6;
-  if (env("RAILCOLL_SHM_MIB")) b.shm_bytes = static_cast<uint64_t>(std::max(1, env_int("RAILCOLL_SHM_MIB", 256))) << 20;
-  if (env("RAILCOLL_TEST_REPLAY_CALL")) b.replay_call = static_cast<uint64_t>(env_int("RAILCOLL_TEST_REPLAY_CALL", 0));
+  read([&] {
+    if (const char* t = env("RAILCOLL_TIMEOUT")) {
+      char* end = nullptr;
+      double x = strtod(t, &end);
+      if (*end || !(x > 0) || x > 86400 * 7)
+        throw RuntimeError(Status::Bootstrap, std::string("RAILCOLL_TIMEOUT='") + t + "' is not a number of seconds");
+      b.timeout = x;
+    }
+  });
+  read([&] {
+    if (const char* t = env("RAILCOLL_RAIL_TIMEOUT")) {
+      char* end = nullptr;
+      double x = strtod(t, &end);
+      if (*end || !(x > 0) || x > 3600)
+        throw RuntimeError(Status::Bootstrap,
+                           std::string("RAILCOLL_RAIL_TIMEOUT='") + t + "' is not a number of seconds");
+      b.rail_timeout = x;
+    }
+  });
+  read([&] {
+    if (env("RAILCOLL_STRIPE_BYTES")) {
+      int x = env_int("RAILCOLL_STRIPE_BYTES", 1024);
+      if (x < 1) throw RuntimeError(Status::Bootstrap, "RAILCOLL_STRIPE_BYTES must be at least 1");
+      b.stripe_bytes = static_cast<uint64_t>(x);
+    }
+  });
+  read([&] {
+    if (env("RAILCOLL_SPIN_US")) b.spin_seconds = env_int("RAILCOLL_SPIN_US", 0) * 1e-6;
+  });
+  read([&] {
+    if (env("RAILCOLL_SHM_MIB"))
+      b.shm_bytes = static_cast<uint64_t>(std::max(1, env_int("RAILCOLL_SHM_MIB", 256))) << 20;
+  });
+  read([&] {
+    if (env("RAILCOLL_TEST_REPLAY_CALL"))
+      b.replay_call = static_cast<uint64_t>(env_int("RAILCOLL_TEST_REPLAY_CALL", 0));
+  });
   return b;
 }
 
-Bootstrap bootstrap_from_env() {
-  Bootstrap b = settings_from_env();
+Bootstrap bootstrap_from_env(std::exception_ptr* bad) {
+  Bootstrap b = settings_from_env(bad);
   struct Source {
     const char *rank, *size, *name;
   };

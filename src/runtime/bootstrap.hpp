@@ -4,6 +4,7 @@
 // communicator (the C API reads the settings alone for an explicit init).
 #pragma once
 #include <cstdint>
+#include <exception>
 #include <string>
 
 namespace railcoll::rt {
@@ -37,9 +38,14 @@ struct Bootstrap {
   uint64_t replay_call = 0;
 };
 // Reads the environment of railcoll's launchers, torchrun, Open MPI, Hydra, Slurm.
-Bootstrap bootstrap_from_env();
+// Throws RuntimeError(Bootstrap) on a wrong value; with `bad`, a wrong value of
+// a RAILCOLL_* setting (RAILCOLL_TIMEOUT, RAILCOLL_SHM_MIB, ...) is kept there
+// instead and its default used, so that the rank can still take part in
+// set-up and fail it on every rank at once (rt::Comm's Check); who the
+// process is (rank, size, store) still throws, since no peer can be told.
+Bootstrap bootstrap_from_env(std::exception_ptr* bad = nullptr);
 // Only the settings that do not say who the process is (node, rails, key, job
 // id, timeouts): for a communicator whose rank, size and store are given.
-Bootstrap settings_from_env();
+Bootstrap settings_from_env(std::exception_ptr* bad = nullptr);
 
 }  // namespace railcoll::rt

@@ -27,6 +27,23 @@ std::string what_failed(const std::exception_ptr& e) {
     return "an unknown error";
   }
 }
+
+// Proves in the set-up record that this rank holds the job key, without a
+// word about it: a fresh nonce and HMAC(key, nonce). A caller's exchange (MPI)
+// has no store handshake, so ranks whose RAILCOLL_JOB_KEY differ learn it here
+// rather than from data connections refused until the deadline.
+constexpr size_t kKeyNonce = 16;
+std::string key_check_text(const std::string& key, const std::string& nonce) {
+  Digest d = hmac_sha256(key, "railcoll key check\0" + nonce);
+  return nonce + std::string(reinterpret_cast<const char*>(d.data()), d.size());
+}
+bool same_key(const std::string& key, const std::string& theirs) {
+  if (theirs.size() != kKeyNonce + 32) return false;
+  std::string mine = key_check_text(key, theirs.substr(0, kKeyNonce));
+  return equal_constant_time(mine.data(), theirs.data(), mine.size());
+}
+
+enum Field { kJob, kTag, kNode, kRails, kContact, kShm, kKeyCheck, kFields };
 }  // namespace
 
 struct Comm::Impl {
@@ -36,21 +53,27 @@ struct Comm::Impl {
   std::string unique;
   std::unique_ptr<SocketTransport> transport;
   std::unique_ptr<Executor> exec;
+  std::vector<uint64_t> node_capacity;  // [node] its shared buffer: RAILCOLL_SHM_MIB of its leader
   PlanCache plans;
 };
 
-Comm::Comm(const Bootstrap& b) : impl_(std::make_unique<Impl>()) {
+Comm::Comm(const Bootstrap& b, const Check& check) : impl_(std::make_unique<Impl>()) {
   const double deadline = now_seconds() + b.timeout;
   StoreOutOfBand oob(b, deadline);
-  init(b, oob, deadline);
+  try {
+    init(b, oob, deadline, check);
+  } catch (const std::exception& e) {
+    oob.abandon(e.what());  // no rank waits for this one until the deadline
+    throw;
+  }
   oob.finish();
 }
 
-Comm::Comm(const Bootstrap& settings, OutOfBand& oob) : impl_(std::make_unique<Impl>()) {
-  init(settings, oob, now_seconds() + settings.timeout);
+Comm::Comm(const Bootstrap& settings, OutOfBand& oob, const Check& check) : impl_(std::make_unique<Impl>()) {
+  init(settings, oob, now_seconds() + settings.timeout, check);
 }
 
-void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline) {
+void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline, const Check& check) {
   Impl& m = *impl_;
   m.settings = settings;
   m.me = oob.rank();
@@ -68,6 +91,7 @@ void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline) {
   std::vector<std::string> rails;
   std::exception_ptr failed;  // told to every rank in the exchange, so all fail together
   try {
+    if (check) check();
     rails = resolve_rails(settings.rails_spec);
     m.transport = std::make_unique<SocketTransport>(settings, m.me, m.n, rails);
   } catch (...) {
@@ -82,35 +106,59 @@ void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline) {
   std::string job = settings.job_id;
   if (job.empty() && m.me == 0) job = std::to_string(getpid()) + "-" + std::to_string(static_cast<long>(now_seconds() * 1e6));
   const std::string tag = m.me == 0 ? to_hex(random_bytes(8).data(), 8) : "";
-  auto records = allgather_strings(
-      oob, failed ? pack_fields({what_failed(failed)})
-                  : pack_fields({job, tag, settings.node_id, std::to_string(rails.size()), m.transport->contact()}));
+  std::vector<std::string> mine(kFields);
+  if (!failed) {
+    mine[kJob] = job;
+    mine[kTag] = tag;
+    mine[kNode] = settings.node_id;
+    mine[kRails] = std::to_string(rails.size());
+    mine[kContact] = m.transport->contact();
+    mine[kShm] = std::to_string(settings.shm_bytes);
+    mine[kKeyCheck] = key_check_text(settings.job_key, random_bytes(kKeyNonce));
+  }
+  auto records = allgather_strings(oob, pack_fields(failed ? std::vector<std::string>{what_failed(failed)} : mine));
   if (failed) std::rethrow_exception(failed);
   std::vector<std::vector<std::string>> fields(m.n);
   for (int r = 0; r < m.n; ++r) {
     if (unpack_fields(records[r], &fields[r]) && fields[r].size() == 1)
       throw RuntimeError(Status::Bootstrap, "rank " + std::to_string(r) + " could not start: " + fields[r][0]);
-    if (fields[r].size() != 5 || fields[r][2].empty())
+    if (fields[r].size() != kFields || fields[r][kNode].empty())
       throw RuntimeError(Status::Protocol, "malformed set-up record of rank " + std::to_string(r));
   }
-  job = fields[0][0];
-  if (job.empty() || fields[0][1].size() != 16 || from_hex(fields[0][1]).empty())
+  for (int r = 0; r < m.n; ++r)
+    if (!same_key(settings.job_key, fields[r][kKeyCheck]))
+      throw RuntimeError(Status::Bootstrap, "the ranks' RAILCOLL_JOB_KEY differ: rank " + std::to_string(r) +
+                                                "'s does not match this rank's (give every rank the same secret)");
+  job = fields[0][kJob];
+  if (job.empty() || fields[0][kTag].size() != 16 || from_hex(fields[0][kTag]).empty())
     throw RuntimeError(Status::Protocol, "rank 0's set-up record names no job or communicator");
-  m.unique = job + "-" + fields[0][1];
+  m.unique = job + "-" + fields[0][kTag];
 
   // Node identity -> topology; every rank must have the same number of rails.
   std::map<std::string, int> node_ids;
   std::vector<int> node_of(m.n);
   std::vector<std::string> contacts(m.n);
   for (int r = 0; r < m.n; ++r) {
-    node_of[r] = node_ids.emplace(fields[r][2], static_cast<int>(node_ids.size())).first->second;
-    if (fields[r][3] != std::to_string(rails.size()))
-      throw RuntimeError(Status::Mismatch, "rank " + std::to_string(r) + " has " + fields[r][3] + " rails, this rank " +
-                                               std::to_string(rails.size()) + " (check RAILCOLL_RAILS)");
-    contacts[r] = std::move(fields[r][4]);
+    node_of[r] = node_ids.emplace(fields[r][kNode], static_cast<int>(node_ids.size())).first->second;
+    if (fields[r][kRails] != std::to_string(rails.size()))
+      throw RuntimeError(Status::Mismatch, "rank " + std::to_string(r) + " has " + fields[r][kRails] +
+                                               " rails, this rank " + std::to_string(rails.size()) +
+                                               " (check RAILCOLL_RAILS)");
+    contacts[r] = std::move(fields[r][kContact]);
   }
   // Topology::from_node_map renumbers ids ascending: first appearance order is kept.
   m.topo = Topology::from_node_map(node_of, static_cast<int>(rails.size()));
+  // Every node's shared-buffer capacity (its leader's; the others must agree,
+  // which mapping the segment checks), so that every rank can tell whether a
+  // call fits on every node, and all decide alike.
+  for (int node = 0; node < m.topo.nnodes(); ++node) {
+    const std::string& text = fields[m.topo.leader(node)][kShm];
+    char* end = nullptr;
+    const unsigned long long bytes = strtoull(text.c_str(), &end, 10);
+    if (text.empty() || *end)
+      throw RuntimeError(Status::Protocol, "malformed set-up record of rank " + std::to_string(m.topo.leader(node)));
+    m.node_capacity.push_back(bytes);
+  }
   if (m.topo.node_size(m.topo.node_of(m.me)) > kMaxLocalRanks)
     throw RuntimeError(Status::Unsupported, "more than " + std::to_string(kMaxLocalRanks) + " ranks on one node");
 
@@ -132,11 +180,32 @@ int Comm::rails_up() const { return impl_->transport->rails_up(); }
 double Comm::timeout() const { return impl_->settings.timeout; }
 const std::string& Comm::unique_name() const { return impl_->unique; }
 
-void Comm::run(Collective collective, const std::string& algorithm, const std::vector<uint64_t>& counts,
-               const AlgoOptions& call_opts, const Buffers& b) {
+std::shared_ptr<const Plan> Comm::plan(Collective collective, const std::string& algorithm,
+                                       const std::vector<uint64_t>& counts, const AlgoOptions& call_opts) {
   AlgoOptions opts = call_opts;
   opts.stripe_threshold = impl_->settings.stripe_bytes;
-  impl_->exec->run(impl_->plans.get(impl_->topo, impl_->me, collective, algorithm, counts, opts), b);
+  return impl_->plans.get(impl_->topo, impl_->me, collective, algorithm, counts, opts);
 }
+
+std::string Comm::unfit(const Plan& p) const {
+  const Schedule& s = p.sched;
+  for (int node = 0; node < impl_->topo.nnodes(); ++node)
+    if (s.shared_bytes[node] > impl_->node_capacity[node])
+      return p.what + " needs " + std::to_string(s.shared_bytes[node]) + " bytes of node-shared memory on node " +
+             std::to_string(node) + "; its RAILCOLL_SHM_MIB allows " +
+             std::to_string(impl_->node_capacity[node] >> 20) + " MiB";
+  if (s.node_counters > kMaxNodeCounters)
+    return p.what + " needs " + std::to_string(s.node_counters) + " node counters; the shared segment has " +
+           std::to_string(kMaxNodeCounters);
+  return "";
+}
+
+void Comm::run(const Plan& p, const Buffers& b) {
+  if (std::string why = unfit(p); !why.empty()) throw RuntimeError(Status::Unsupported, why);
+  impl_->exec->run(p, b);
+}
+
+void Comm::abandon(const std::string& why) { impl_->exec->abandon(why); }
+const std::string& Comm::broken() const { return impl_->exec->broken(); }
 
 }  // namespace railcoll::rt

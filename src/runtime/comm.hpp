@@ -5,6 +5,7 @@
 // ../shared/design/ARCHITECTURE.md, "Runtime"). This file's class only puts
 // them together: set-up in order, a call, the end.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,16 +20,23 @@ namespace railcoll::rt {
 
 class Comm {
  public:
+  // This rank's own checks before it joins (e.g. the C API reading
+  // RAILCOLL_<COLL>_ALGO): run at the start of set-up; if one throws, this rank
+  // fails with its error and every other rank at the first exchange with
+  // "rank r could not start: ...", not at the deadline.
+  using Check = std::function<void()>;
+
   // From the launcher's environment (bootstrap_from_env) or explicit settings:
-  // set up through the key-value store rank 0 serves at b.store.
-  explicit Comm(const Bootstrap& b);
+  // set up through the key-value store rank 0 serves at b.store. A rank that
+  // fails set-up tells the store, so no rank waits for it.
+  explicit Comm(const Bootstrap& b, const Check& check = {});
   // Set up through the caller's out-of-band exchange: rank and size are the
   // exchange's; settings give the rest (key, rails, timeouts, and node_id, this
   // rank's node identity: ranks with equal ids share memory, e.g. derived from
   // MPI_Comm_split_type(MPI_COMM_TYPE_SHARED); settings_from_env() fills it
   // from RAILCOLL_NODE or the hostname). Every rank of `oob` calls it at once;
   // several communicators may live in one process.
-  Comm(const Bootstrap& settings, OutOfBand& oob);
+  Comm(const Bootstrap& settings, OutOfBand& oob, const Check& check = {});
   ~Comm();
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;
@@ -44,16 +52,34 @@ class Comm {
   // from every other's ("<job id>-<16 hex digits rank 0 drew>").
   const std::string& unique_name() const;
 
-  // Runs one collective call: the schedule for (collective, algorithm, sizes)
-  // is built once and cached. Throws RuntimeError (or InputError for a bad
-  // request); after a failure in the call the communicator is broken.
+  // The plan of one call: the schedule for (collective, algorithm, sizes,
+  // options) is built once and cached. Throws InputError for a bad request.
+  std::shared_ptr<const Plan> plan(Collective collective, const std::string& algorithm,
+                                   const std::vector<uint64_t>& counts, const AlgoOptions& opts);
+  // "" when the shared memory of every node holds what `plan` needs (every rank
+  // knows every node's RAILCOLL_SHM_MIB from set-up, so all ranks agree), else
+  // why not.
+  std::string unfit(const Plan& plan) const;
+  // Runs one collective call. Throws RuntimeError (Unsupported, on every rank
+  // alike, when unfit() says so); after a failure in the call the communicator
+  // is broken and every peer has been told.
   using Buffers = rt::Buffers;
+  void run(const Plan& plan, const Buffers& b);
   void run(Collective collective, const std::string& algorithm, const std::vector<uint64_t>& counts,
-           const AlgoOptions& opts, const Buffers& b);
+           const AlgoOptions& opts, const Buffers& b) {
+    run(*plan(collective, algorithm, counts, opts), b);
+  }
+  // This rank does not join the call it was about to make (its arguments were
+  // wrong): every peer's call, or its next one, fails with Status::Peer naming
+  // this rank and `why`, and the communicator is broken on every rank. Nothing
+  // happens if it is broken already.
+  void abandon(const std::string& why);
+  // "" while usable, else why not.
+  const std::string& broken() const;
 
  private:
   struct Impl;
-  void init(const Bootstrap& settings, OutOfBand& oob, double deadline);
+  void init(const Bootstrap& settings, OutOfBand& oob, double deadline, const Check& check);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -50,6 +50,11 @@ class Executor final : private FrameSink {
 
   // "" while usable, else why not.
   const std::string& broken() const { return broken_; }
+  // This rank does not join the call it was about to make (the caller found
+  // it wrong before it began): every peer fails its call, or its next one,
+  // with Status::Peer and `why`, and the communicator is broken. Nothing
+  // happens when it is broken already.
+  void abandon(const std::string& why) { break_and_tell(why); }
   // Frames that arrived before their call was entered (readable from any thread).
   uint64_t frames_held() const { return frames_held_.load(std::memory_order_relaxed); }
 

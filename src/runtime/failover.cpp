@@ -15,6 +15,15 @@
 // and when that works it is used again. A call fails only when no rail to a
 // peer is left. The fast path pays a SIOCOUTQ per connection and call, and a
 // copy of what the peer's kernel has not acknowledged when the call returns.
+//
+// Silence takes RAILCOLL_RAIL_TIMEOUT to be sure of; a lost link is known at
+// once: the link monitor (link_monitor.hpp) reads the kernel's netlink link
+// messages in the progress round, and a rail whose interface lost its link is
+// given up on every connection within that round. Its peers learn it from the
+// RailDown notice, as always, and from a RailHold notice that says the rail is
+// held down on this side: nobody reconnects it until this side says, with a
+// second RailHold, that its link has been up and stable for the hold-down time
+// (which grows while the link keeps flapping; see HoldDown).
 #include "runtime/socket_transport.hpp"
 
 #include <linux/sockios.h>
@@ -189,28 +198,104 @@ void SocketTransport::start_reconnect(Conn& c, double now) {
   c.connect_until = now + kRailRetry;
 }
 
+// A reconnect in progress is dropped (the rail is held down, or it took too long).
+void SocketTransport::abort_connect(Conn& c) {
+  ::close(c.fd);
+  c.fd = -1;
+  c.connecting = false;
+}
+
 void SocketTransport::finish_connect(Conn& c, double now) {
   int err = 0;
   socklen_t len = sizeof err;
   getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
   std::string hello = hello_frame(c.peer, c.rail, c.generation + 1, peer_nonce_[c.peer]);
-  if (err != 0 || ::send(c.fd, hello.data(), hello.size(), MSG_NOSIGNAL | MSG_DONTWAIT) != ssize_t(hello.size())) {
-    ::close(c.fd);
-    c.fd = -1;
-    c.connecting = false;
-    return;
-  }
+  if (err != 0 || ::send(c.fd, hello.data(), hello.size(), MSG_NOSIGNAL | MSG_DONTWAIT) != ssize_t(hello.size()))
+    return abort_connect(c);
   ++c.generation;
   c.down = c.closed = c.bye = c.connecting = false;
   reset_stream(c, now);
   rail_state(c.rail, -1, "");
 }
 
-// Every 20 ms: confirmed frames let go, stalled rails given up, down rails
-// reconnected (by the lower rank of the pair).
+// ------------------------------------------------------------------ links
+
+// The netlink socket is readable: rails whose link went down are given up.
+void SocketTransport::link_events(double now) {
+  link_changes_.clear();
+  links_.read_events(now, &link_changes_);
+  links_changed(now);
+}
+
+// Acts on link_changes_: a rail whose link was lost is given up on every
+// connection at once and its peers are told to hold it down; a rail whose
+// hold-down ended is taken back (the peers told, the lower rank reconnects).
+void SocketTransport::links_changed(double now) {
+  for (const auto& ch : link_changes_) {
+    ++hold_seq_[ch.rail];
+    if (ch.usable && rail_down_count_[ch.rail] > 0)
+      fprintf(stderr, "railcoll: rank %d: rail %d (%s): %s: taking it back\n", me_, ch.rail,
+              rail_addr_[ch.rail].c_str(), ch.why.c_str());
+    for (auto& c : conns_) {
+      if (c.rail != ch.rail) continue;
+      if (!ch.usable) {
+        if (c.connecting) abort_connect(c);
+        // The last rail to a peer is kept: TCP outlives a short loss, and the
+        // call's deadline decides.
+        if (!c.down && !c.closed && !other_rails(c).empty()) rail_failed(c, ch.why);
+      } else if (c.down && c.closed && !c.connecting && !c.peer_held && me_ < c.peer) {
+        start_reconnect(c, now);
+      }
+      if (c.down) tell_hold(c, !ch.usable);
+    }
+  }
+}
+
+// Tells c's peer, on another rail, whether this side holds c's rail down.
+void SocketTransport::tell_hold(Conn& c, bool held) {
+  auto alive = other_rails(c);
+  if (alive.empty()) return;  // nothing reaches the peer: the call's deadline decides
+  SendItem notice;
+  notice.hdr = header(Frame::RailHold);
+  notice.hdr.op = c.rail;
+  notice.hdr.seq = hold_seq_[c.rail];
+  notice.hdr.offset = held ? 1 : 0;
+  alive[0]->out.push_back(std::move(notice));
+}
+
+// The peer holds rail h.op down (or no longer): the lower rank reconnects it
+// only when neither side holds it.
+void SocketTransport::rail_hold_notice(Conn& c, const FrameHeader& h) {
+  if (h.length || c.rail < 0 || h.op < 0 || h.op >= topo_.rails() || h.offset > 1)
+    protocol_error(c, "malformed rail-hold notice");
+  Conn& t = conns_[conn_of_[c.peer][h.op]];
+  if (h.seq <= t.hold_seq) return;  // older than one applied already (a moved copy)
+  t.hold_seq = h.seq;
+  t.peer_held = h.offset == 1;
+  if (t.peer_held && t.connecting) abort_connect(t);
+  if (!t.peer_held) t.retry_at = 0;  // at once
+}
+
+// A peer reconnects a rail this side holds down (it had not heard yet): refused,
+// and told again.
+bool SocketTransport::held_here(const Door::Admitted& a) {
+  if (a.rail < 0 || links_.usable(a.rail)) return false;
+  door_.refuse(a.fd, "rail " + std::to_string(a.rail) + " is held down here: its link is not stable yet");
+  tell_hold(conns_[conn_of_[a.peer][a.rail]], true);
+  return true;
+}
+
+// ------------------------------------------------------------------ health
+
+// Every 20 ms: confirmed frames let go, stalled rails given up, rails whose
+// hold-down ended taken back, down rails reconnected (by the lower rank of the
+// pair, when neither side holds the rail down).
 void SocketTransport::check_rails(double now) {
   if (now < next_rail_check_) return;
   next_rail_check_ = now + 0.02;
+  link_changes_.clear();
+  links_.expire(now, &link_changes_);
+  links_changed(now);
   for (auto& c : conns_) {
     if (c.rail < 0) continue;
     if (c.down) {
@@ -221,10 +306,8 @@ void SocketTransport::check_rails(double now) {
       }
       if (!c.closed) continue;
       if (c.connecting && now > c.connect_until) {
-        ::close(c.fd);
-        c.fd = -1;
-        c.connecting = false;
-      } else if (!c.connecting && me_ < c.peer && now >= c.retry_at) {
+        abort_connect(c);
+      } else if (!c.connecting && me_ < c.peer && now >= c.retry_at && !c.peer_held && links_.usable(c.rail)) {
         start_reconnect(c, now);
       }
       continue;

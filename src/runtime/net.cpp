@@ -5,6 +5,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <netdb.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -79,6 +80,23 @@ std::pair<std::string, int> split_host_port(const std::string& hp) {
   }
   if (port <= 0 || port > 65535) throw RuntimeError(Status::Arg, "store address '" + hp + "' has a bad port");
   return {hp.substr(0, colon), port};
+}
+
+std::string resolve_ipv4(const std::string& host, const std::string& what) {
+  in_addr ip{};
+  if (inet_pton(AF_INET, host.c_str(), &ip) == 1) return host;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (rc != 0 || !found)
+    throw RuntimeError(Status::Bootstrap, "cannot resolve " + what + " '" + host + "' to an IPv4 address: " +
+                                              (rc ? gai_strerror(rc) : "no address"));
+  char buf[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, buf, sizeof buf);
+  freeaddrinfo(found);
+  return buf;
 }
 
 void tune_socket(int fd, bool tcp) {

@@ -14,8 +14,12 @@ double now_seconds();
 // "0.507 s": a duration for messages.
 std::string seconds_text(double s);
 
-// "a.b.c.d:port" -> (address, port); throws RuntimeError(ARG).
+// "host:port" -> (host, port); throws RuntimeError(ARG).
 std::pair<std::string, int> split_host_port(const std::string& hp);
+// The IPv4 address of `host`: itself when it is one, else the first IPv4
+// address the system resolver gives (/etc/hosts, DNS; the resolver's own
+// timeouts bound the wait). Throws RuntimeError(Bootstrap) naming `what`.
+std::string resolve_ipv4(const std::string& host, const std::string& what);
 
 int tcp_listen(const std::string& address, int port, int* bound_port);
 // Connects to address:port from local address `from` (empty: any); retries

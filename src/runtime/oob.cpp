@@ -82,14 +82,16 @@ StoreOutOfBand::StoreOutOfBand(const Bootstrap& settings, double deadline)
                        "rank " + std::to_string(rank_) + " is not in [0, size " + std::to_string(size_) + ")");
   if (size_ == 1) return;
   auto hp = split_host_port(settings.store);
+  // MASTER_ADDR may be a host name (torchrun's default is one).
+  const std::string address = resolve_ipv4(hp.first, "the store's host");
   if (rank_ == 0) {
     try {
-      server_ = std::make_unique<StoreServer>(hp.first, hp.second, settings.job_key, settings.job_id);
+      server_ = std::make_unique<StoreServer>(address, hp.second, settings.job_key, settings.job_id, size_);
     } catch (const RuntimeError& e) {
       throw RuntimeError(Status::Bootstrap, std::string("rank 0 cannot serve the store: ") + e.what());
     }
   }
-  client_ = std::make_unique<StoreClient>(hp.first, hp.second, settings.job_key, settings.job_id, deadline_);
+  client_ = std::make_unique<StoreClient>(address, hp.second, settings.job_key, settings.job_id, rank_, deadline_);
 }
 
 StoreOutOfBand::~StoreOutOfBand() {
@@ -113,6 +115,12 @@ void StoreOutOfBand::allgather(const void* mine, size_t bytes, void* all) {
                                                ", this rank " + std::to_string(bytes));
     memcpy(out + r * bytes, v.data(), bytes);
   }
+}
+
+void StoreOutOfBand::abandon(const std::string& why) {
+  if (client_) client_->give_up(why);
+  client_.reset();
+  if (server_) server_->stop_when_everyone_left(deadline_);
 }
 
 void StoreOutOfBand::finish() {

@@ -60,6 +60,10 @@ class StoreOutOfBand final : public OutOfBand {
   // needs, and the others return only once it has, so the next communicator's
   // store (on the same address) never meets this one's clients.
   void finish();
+  // Set-up failed on this rank: every rank still waiting in the store learns
+  // `why` at once ("rank r gave up set-up: ..."); rank 0 serves on until every
+  // rank has come and gone, or the deadline, so that each learns it.
+  void abandon(const std::string& why);
 
  private:
   int rank_, size_;

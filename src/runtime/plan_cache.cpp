@@ -35,18 +35,17 @@ bool PlanCache::Entry::same(Collective c, const std::string& a, const std::vecto
          opts.concurrency == o.concurrency && opts.root == o.root && opts.dtype == o.dtype && opts.redop == o.redop;
 }
 
-const Plan& PlanCache::get(const Topology& t, int me, Collective collective, const std::string& algorithm,
-                           const std::vector<uint64_t>& counts, const AlgoOptions& opts) {
+const std::shared_ptr<const Plan>& PlanCache::get(const Topology& t, int me, Collective collective,
+                                                  const std::string& algorithm, const std::vector<uint64_t>& counts,
+                                                  const AlgoOptions& opts) {
   const uint64_t h = hash_of(collective, algorithm, counts, opts);
   auto range = entries_.equal_range(h);
   for (auto it = range.first; it != range.second; ++it)
-    if (it->second.same(collective, algorithm, counts, opts)) return *it->second.plan;
+    if (it->second.same(collective, algorithm, counts, opts)) return it->second.plan;
   if (size_ >= kMaxPlans) entries_.clear(), size_ = 0;
   auto plan = make_plan(t, me, collective, algorithm, counts, opts, plan_key(collective, algorithm, counts, opts));
-  const Plan& made = *plan;
-  entries_.emplace(h, Entry{collective, algorithm, opts, counts, std::move(plan)});
   ++size_;
-  return made;
+  return entries_.emplace(h, Entry{collective, algorithm, opts, counts, std::move(plan)})->second.plan;
 }
 
 }  // namespace railcoll::rt

@@ -17,8 +17,10 @@ namespace railcoll::rt {
 class PlanCache {
  public:
   // The plan for this call on rank `me`, made by make_plan the first time.
-  const Plan& get(const Topology& t, int me, Collective collective, const std::string& algorithm,
-                  const std::vector<uint64_t>& counts, const AlgoOptions& opts);
+  // Shared, so a plan the caller holds outlives the cache starting again.
+  const std::shared_ptr<const Plan>& get(const Topology& t, int me, Collective collective,
+                                         const std::string& algorithm, const std::vector<uint64_t>& counts,
+                                         const AlgoOptions& opts);
   size_t size() const { return size_; }
 
   // At most this many plans are kept; then the cache starts again empty.
@@ -30,7 +32,7 @@ class PlanCache {
     std::string algorithm;
     AlgoOptions opts;
     std::vector<uint64_t> counts;
-    std::unique_ptr<Plan> plan;
+    std::shared_ptr<const Plan> plan;
     bool same(Collective c, const std::string& a, const std::vector<uint64_t>& n, const AlgoOptions& o) const;
   };
   std::unordered_multimap<uint64_t, Entry> entries_;

@@ -11,7 +11,7 @@
 //    an SMP algorithm most of the time): on a futex in the node segment, woken
 //    by exactly the rank whose increment ends the wait; every kQuietSleep s the
 //    connections are looked at anyway (an abort, a ping, a peer gone).
-// An extra fd (a netlink socket, say) joins the set in watch_connections.
+// The link monitor's netlink socket (failover.cpp) joins the set when it is made.
 // Measured against the poll() round this replaced: docs/runtime.md, "The
 // latency path".
 #include <linux/futex.h>
@@ -35,6 +35,7 @@ namespace {
 constexpr double kDoorEvery = 0.01;   // the door's fds: looked at every 10 ms
 constexpr double kQuietSleep = 0.02;  // a futex sleep looks at the connections every 20 ms
 constexpr int kMaxEvents = 64;
+constexpr uint32_t kLinkMonitorEvent = UINT32_MAX;  // epoll data of the netlink socket
 
 timespec timespec_of(double s) {
   s = std::max(0.0, s);
@@ -90,6 +91,13 @@ void SocketTransport::watch_connections() {
   if (epoll_fd_ < 0) {
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     if (epoll_fd_ < 0) throw RuntimeError(Status::Network, std::string("epoll_create1: ") + strerror(errno));
+    if (links_.fd() >= 0) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u32 = kLinkMonitorEvent;
+      if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, links_.fd(), &ev) != 0)
+        throw RuntimeError(Status::Network, std::string("epoll_ctl on the link monitor: ") + strerror(errno));
+    }
   }
   auto wanted = [](const Conn& c) { return c.fd >= 0 && !c.closed ? c.fd : -1; };
   bool changed = false;
@@ -156,6 +164,10 @@ void SocketTransport::round(double wait_s) {
   if (n < 0 && errno != EINTR) throw RuntimeError(Status::Network, std::string("epoll_wait: ") + strerror(errno));
   const double now = now_seconds();
   for (int e = 0; e < n; ++e) {
+    if (events_[e].data.u32 == kLinkMonitorEvent) {
+      link_events(now);
+      continue;
+    }
     Conn& c = conns_[events_[e].data.u32];
     const uint32_t ev = events_[e].events;
     if (c.connecting) {

@@ -28,7 +28,9 @@ SocketTransport::SocketTransport(const Bootstrap& settings, int me, int nranks, 
       rail_addr_(std::move(rail_addr)),
       listen_nonce_(random_bytes(kListenNonce)),
       door_(me, settings.job_key, std::min(5.0, settings.timeout)),
-      answered_(nranks, 0) {
+      answered_(nranks, 0),
+      links_(rail_addr_),
+      hold_seq_(rail_addr_.size(), 0) {
   for (auto& a : rail_addr_) {
     int port = 0;
     door_.add_listener(tcp_listen(a, 0, &port), true);
@@ -153,6 +155,7 @@ bool SocketTransport::admit(const Door::Admitted& a, double now) {
                            " (a replay)");
     return false;
   }
+  if (ci >= 0 && held_here(a)) return false;
   if (ci < 0) {
     add_conn(a.fd, a.peer, a.rail);
   } else {

@@ -10,7 +10,8 @@
 //                         reading headers and payloads, the transport's own frames
 //   progress.cpp          one round over the epoll set of every socket, and
 //                         sleeping: in epoll, or on a futex in the node segment
-//   failover.cpp          rails given up, their frames resent, reconnected
+//   failover.cpp          rails given up, their frames resent, reconnected,
+//                         held down after their link was lost (link_monitor.hpp)
 //   door.cpp              (class Door) admitting connections that prove the job key
 #pragma once
 #include <poll.h>
@@ -25,6 +26,7 @@
 #include "core/topology.hpp"
 #include "runtime/bootstrap.hpp"
 #include "runtime/door.hpp"
+#include "runtime/link_monitor.hpp"
 #include "runtime/transport.hpp"
 
 namespace railcoll::rt {
@@ -117,6 +119,8 @@ class SocketTransport final : public Transport {
     // read says EAGAIN), the socket takes more (until a write says EAGAIN).
     int ep_fd = -1;
     bool can_read = false, can_write = true;
+    bool peer_held = false;  // the peer holds this rail down (RailHold): do not reconnect it
+    uint64_t hold_seq = 0;   // the peer's last RailHold notice for this rail
     std::string name() const { return link_name(peer, rail); }
   };
 
@@ -150,8 +154,10 @@ class SocketTransport final : public Transport {
 
   // Rail failover (failover.cpp).
   static constexpr double kRailRetry = 1.0;
+  // Frames kept until acknowledged and moved when their rail fails.
   static bool tracked(uint16_t type) {
-    return type == static_cast<uint16_t>(Frame::Data) || type == static_cast<uint16_t>(Frame::Notify);
+    return type == static_cast<uint16_t>(Frame::Data) || type == static_cast<uint16_t>(Frame::Notify) ||
+           type == static_cast<uint16_t>(Frame::RailHold);
   }
   Conn& route(int peer, int rail, bool* moved);
   std::vector<Conn*> other_rails(const Conn& c);
@@ -167,6 +173,12 @@ class SocketTransport final : public Transport {
   void start_reconnect(Conn& c, double now);
   void finish_connect(Conn& c, double now);
   void check_rails(double now);
+  void abort_connect(Conn& c);
+  void link_events(double now);
+  void links_changed(double now);
+  void tell_hold(Conn& c, bool held);
+  void rail_hold_notice(Conn& on, const FrameHeader& h);
+  bool held_here(const Door::Admitted& a);
 
   const std::string job_key_;
   const double timeout_, rail_timeout_;
@@ -186,6 +198,9 @@ class SocketTransport final : public Transport {
   std::vector<int> rail_down_count_;                 // [rail] connections given up on it
   double next_rail_check_ = 0;
   std::vector<char> answered_;  // [peer] answered the last liveness probe
+  LinkMonitor links_;           // this rank's rails' links, and their hold-down
+  std::vector<uint64_t> hold_seq_;                  // [rail] RailHold notices sent (their seq)
+  std::vector<LinkMonitor::Change> link_changes_;  // reused
   NodeSegment seg_;
   FrameSink* sink_ = nullptr;
   int epoll_fd_ = -1;                     // every connection, edge-triggered (progress.cpp)

@@ -12,47 +12,65 @@
 
 namespace railcoll::rt {
 
-// After the handshake (challenge "RCS2" nonce; answer "RCA2" nonce proof; "RCO2"
-// proof): requests are u32 length, then 'S' key '\0' value | 'G' key; the reply
-// to G is u32 length, value.
+// The handshake: challenge "RCS3" nonce; answer "RCA3" nonce proof rank(i32)
+// job-length(u16) job; then "RCO3" proof (accepted), or "RCN3" length(u16)
+// reason and the connection closes (refused). Then requests are u32 length,
+// then 'S' key '\0' value | 'G' key | 'F' reason (this rank gives up set-up);
+// the reply to G is u32 length, value; or kFailedReply, u32 length, the reason
+// set-up failed.
 namespace {
-constexpr char kChallenge[4] = {'R', 'C', 'S', '2'};
-constexpr char kAnswer[4] = {'R', 'C', 'A', '2'};
-constexpr char kAccepted[4] = {'R', 'C', 'O', '2'};
-constexpr size_t kAnswerBytes = 4 + kStoreNonce + 32;
+constexpr char kChallenge[4] = {'R', 'C', 'S', '3'};
+constexpr char kAnswer[4] = {'R', 'C', 'A', '3'};
+constexpr char kAccepted[4] = {'R', 'C', 'O', '3'};
+constexpr char kRefused[4] = {'R', 'C', 'N', '3'};
+constexpr size_t kAnswerFixed = 4 + kStoreNonce + 32 + 4 + 2;  // then the job id
 constexpr size_t kAcceptedBytes = 4 + 32;
+constexpr uint32_t kFailedReply = 0xffffffffu;
 
 std::string proof(const char* role, const std::string& key, const std::string& job, const std::string& server_nonce,
-                  const std::string& client_nonce) {
-  std::string msg = std::string("railcoll store ") + role + '\0' + job + '\0' + server_nonce + client_nonce;
+                  const std::string& client_nonce, int rank) {
+  std::string msg = std::string("railcoll store ") + role + '\0' + job + '\0' + server_nonce + client_nonce +
+                    std::string(reinterpret_cast<const char*>(&rank), sizeof rank);
   Digest d = hmac_sha256(key, msg);
   return std::string(reinterpret_cast<const char*>(d.data()), d.size());
 }
 
-std::string length_prefixed(const std::string& body) {
+std::string u32_prefixed(const std::string& body) {
   uint32_t n = static_cast<uint32_t>(body.size());
   return std::string(reinterpret_cast<char*>(&n), 4) + body;
 }
 
 std::string request(char op, const std::string& key, const std::string& value) {
-  return length_prefixed(std::string(1, op) + key + (op == 'S' ? std::string(1, '\0') + value : ""));
+  return u32_prefixed(std::string(1, op) + key + (op == 'S' ? std::string(1, '\0') + value : ""));
+}
+
+std::string failed_reply(const std::string& why) {
+  uint32_t marker = kFailedReply;
+  return std::string(reinterpret_cast<char*>(&marker), 4) + u32_prefixed(why);
 }
 
 }  // namespace
 
 std::string store_client_proof(const std::string& key, const std::string& job, const std::string& server_nonce,
-                               const std::string& client_nonce) {
-  return proof("client", key, job, server_nonce, client_nonce);
+                               const std::string& client_nonce, int rank) {
+  return proof("client", key, job, server_nonce, client_nonce, rank);
 }
 std::string store_server_proof(const std::string& key, const std::string& job, const std::string& server_nonce,
-                               const std::string& client_nonce) {
-  return proof("server", key, job, server_nonce, client_nonce);
+                               const std::string& client_nonce, int rank) {
+  return proof("server", key, job, server_nonce, client_nonce, rank);
+}
+std::string store_answer(const std::string& key, const std::string& job, const std::string& server_nonce,
+                         const std::string& client_nonce, int rank) {
+  uint16_t job_len = static_cast<uint16_t>(std::min(job.size(), kMaxStoreJobId));
+  return std::string(kAnswer, 4) + client_nonce + store_client_proof(key, job, server_nonce, client_nonce, rank) +
+         std::string(reinterpret_cast<const char*>(&rank), 4) + std::string(reinterpret_cast<char*>(&job_len), 2) +
+         job.substr(0, job_len);
 }
 
 // ---------------------------------------------------------------- the protocol --
 
 std::string StoreServerCore::open(int client, const std::string& nonce) {
-  clients_[client] = Client{nonce, {}, false};
+  clients_[client] = Client{nonce, {}, false, -1};
   return std::string(kChallenge, 4) + nonce;
 }
 
@@ -66,6 +84,76 @@ bool StoreServerCore::authenticated(int client) const {
   return it != clients_.end() && it->second.authenticated;
 }
 
+bool StoreServerCore::everyone_left() const {
+  for (int r = 1; r < size_; ++r)
+    if (!seen_[r]) return false;
+  for (auto& kv : clients_)
+    if (kv.second.authenticated) return false;
+  return true;
+}
+
+// Set-up failed: every waiting get, and every later get of a key not set, is
+// answered with the reason. The first reason stays.
+void StoreServerCore::fail(const std::string& why, std::vector<std::pair<int, std::string>>* out) {
+  if (!failed_.empty()) return;
+  failed_ = why;
+  for (auto& w : waiting_) out->push_back({w.second, failed_reply(failed_)});
+  waiting_.clear();
+}
+
+// The client's answer to the challenge: false (with *why) when it must go.
+bool StoreServerCore::handshake(int client, Client& c, std::vector<std::pair<int, std::string>>* out,
+                                std::string* why) {
+  size_t check = std::min(c.in.size(), sizeof kAnswer);
+  if (memcmp(c.in.data(), kAnswer, check) != 0) {
+    *why = "it does not speak the railcoll store protocol (version 3)";
+    return false;
+  }
+  if (c.in.size() < kAnswerFixed) return true;
+  int rank;
+  uint16_t job_len;
+  memcpy(&rank, c.in.data() + 4 + kStoreNonce + 32, 4);
+  memcpy(&job_len, c.in.data() + 4 + kStoreNonce + 36, 2);
+  if (job_len > kMaxStoreJobId) {
+    *why = "malformed answer (a job id of " + std::to_string(job_len) + " bytes)";
+    return false;
+  }
+  if (c.in.size() < kAnswerFixed + job_len) return true;
+  const std::string client_nonce = c.in.substr(4, kStoreNonce), job = c.in.substr(kAnswerFixed, job_len);
+  const std::string expected = proof("client", key_, job_, c.nonce, client_nonce, rank);
+  const bool a_rank = rank >= 0 && rank < size_;
+  if (!equal_constant_time(expected.data(), c.in.data() + 4 + kStoreNonce, 32)) {
+    // Nothing about the key is told; whether the job ids differ is not a secret.
+    const bool other_job = job != job_;
+    *why = other_job ? "wrong job key or job id (RAILCOLL_JOB_KEY, RAILCOLL_JOB_ID): its job id differs"
+                     : "wrong job key or job id (RAILCOLL_JOB_KEY, RAILCOLL_JOB_ID): its key differs";
+    std::string told = other_job ? "this rank's RAILCOLL_JOB_ID differs from rank 0's"
+                                 : "the ranks' RAILCOLL_JOB_KEY differ: this rank's does not match rank 0's";
+    uint16_t n = static_cast<uint16_t>(told.size());
+    out->push_back({client, std::string(kRefused, 4) + std::string(reinterpret_cast<char*>(&n), 2) + told});
+    // A rank of the job that has not joined yet cannot join: every rank fails now.
+    if (a_rank && rank > 0 && !seen_[rank]) {
+      seen_[rank] = 1;
+      fail("rank " + std::to_string(rank) + " cannot join: " +
+               (other_job ? "its RAILCOLL_JOB_ID differs from rank 0's"
+                          : "the ranks' RAILCOLL_JOB_KEY differ (rank " + std::to_string(rank) +
+                                "'s does not match rank 0's)"),
+           out);
+    }
+    return false;
+  }
+  if (!a_rank) {
+    *why = "it says it is rank " + std::to_string(rank) + " of " + std::to_string(size_);
+    return false;
+  }
+  c.authenticated = true;
+  c.rank = rank;
+  seen_[rank] = 1;
+  c.in.erase(0, kAnswerFixed + job_len);
+  out->push_back({client, std::string(kAccepted, 4) + proof("server", key_, job_, c.nonce, client_nonce, rank)});
+  return true;
+}
+
 bool StoreServerCore::feed(int client, const char* data, size_t n, std::vector<std::pair<int, std::string>>* out,
                            std::string* why) {
   auto found = clients_.find(client);
@@ -76,21 +164,8 @@ bool StoreServerCore::feed(int client, const char* data, size_t n, std::vector<s
   Client& c = found->second;
   c.in.append(data, n);
   if (!c.authenticated) {
-    size_t check = std::min(c.in.size(), sizeof kAnswer);
-    if (memcmp(c.in.data(), kAnswer, check) != 0) {
-      *why = "it does not speak the railcoll store protocol (version 2)";
-      return false;
-    }
-    if (c.in.size() < kAnswerBytes) return true;
-    std::string client_nonce = c.in.substr(4, kStoreNonce);
-    std::string expected = proof("client", key_, job_, c.nonce, client_nonce);
-    if (!equal_constant_time(expected.data(), c.in.data() + 4 + kStoreNonce, 32)) {
-      *why = "wrong job key or job id (RAILCOLL_JOB_KEY, RAILCOLL_JOB_ID)";
-      return false;
-    }
-    c.authenticated = true;
-    c.in.erase(0, kAnswerBytes);
-    out->push_back({client, std::string(kAccepted, 4) + proof("server", key_, job_, c.nonce, client_nonce)});
+    if (!handshake(client, c, out, why)) return false;
+    if (!c.authenticated) return true;  // the answer is not all here yet
   }
   while (c.in.size() >= 4) {
     uint32_t len;
@@ -111,14 +186,18 @@ bool StoreServerCore::feed(int client, const char* data, size_t n, std::vector<s
       std::string key = body.substr(1, z - 1), value = body.substr(z + 1);
       kv_[key] = value;
       auto range = waiting_.equal_range(key);
-      for (auto it = range.first; it != range.second; ++it) out->push_back({it->second, length_prefixed(value)});
+      for (auto it = range.first; it != range.second; ++it) out->push_back({it->second, u32_prefixed(value)});
       waiting_.erase(range.first, range.second);
     } else if (body[0] == 'G') {
       std::string key = body.substr(1);
       if (auto it = kv_.find(key); it != kv_.end())
-        out->push_back({client, length_prefixed(it->second)});
+        out->push_back({client, u32_prefixed(it->second)});
+      else if (!failed_.empty())
+        out->push_back({client, failed_reply(failed_)});
       else
         waiting_.emplace(key, client);
+    } else if (body[0] == 'F') {
+      fail("rank " + std::to_string(c.rank) + " gave up set-up: " + body.substr(1), out);
     } else {
       *why = "unknown request type";
       return false;
@@ -129,8 +208,9 @@ bool StoreServerCore::feed(int client, const char* data, size_t n, std::vector<s
 
 // ---------------------------------------------------------------- the server --
 
-StoreServer::StoreServer(const std::string& address, int port, const std::string& key, const std::string& job)
-    : core_(key, job) {
+StoreServer::StoreServer(const std::string& address, int port, const std::string& key, const std::string& job,
+                         int size)
+    : core_(key, job, size) {
   listen_fd_ = tcp_listen(address, port, nullptr);
   if (pipe(wake_) != 0) throw RuntimeError(Status::Bootstrap, "pipe failed");
   thread_ = std::thread([this] { serve(); });
@@ -140,12 +220,23 @@ StoreServer::~StoreServer() { stop(); }
 
 void StoreServer::stop() {
   if (thread_.joinable()) {
+    linger_until_.store(-1);
     char c = 0;
     (void)!write(wake_[1], &c, 1);
     thread_.join();
   }
   for (int* fd : {&listen_fd_, &wake_[0], &wake_[1]})
     if (*fd >= 0) close(*fd), *fd = -1;
+}
+
+void StoreServer::stop_when_everyone_left(double deadline) {
+  if (thread_.joinable()) {
+    linger_until_.store(std::max(deadline, 1e-9));
+    char c = 0;
+    (void)!write(wake_[1], &c, 1);
+    thread_.join();  // the thread ends itself, by the deadline at the latest
+  }
+  stop();
 }
 
 void StoreServer::serve() {
@@ -158,11 +249,29 @@ void StoreServer::serve() {
     close(clients[i]);
     clients[i] = -1;
   };
+  // What the core says to a client (a refusal, too, goes before the close).
+  auto send_out = [&](std::vector<std::pair<int, std::string>>& out, int only) {
+    for (auto& o : out) {
+      if (o.second.empty() || (only >= 0 && o.first != only)) continue;
+      if (std::find(clients.begin(), clients.end(), o.first) == clients.end()) continue;
+      try {
+        write_all(o.first, o.second.data(), o.second.size(), now_seconds() + 10, "store client");
+      } catch (...) {
+      }
+      o.second.clear();
+    }
+  };
   for (;;) {
+    const double linger = linger_until_.load();  // 0: serve; > 0: until everyone left; < 0: stop
+    if (linger < 0 || (linger > 0 && (core_.everyone_left() || now_seconds() > linger))) break;
     std::vector<pollfd> p{{wake_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
     for (int fd : clients) p.push_back({fd, POLLIN, 0});
-    if (poll(p.data(), p.size(), 1000) < 0 && errno != EINTR) break;
-    if (p[0].revents) break;
+    if (poll(p.data(), p.size(), linger > 0 ? 50 : 1000) < 0 && errno != EINTR) break;
+    if (p[0].revents) {
+      char c;
+      (void)!read(wake_[0], &c, 1);
+      continue;
+    }
     std::vector<std::pair<int, std::string>> out;
     if (p[1].revents & POLLIN) {
       int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -184,16 +293,11 @@ void StoreServer::serve() {
       std::string why;
       if (!core_.feed(clients[ci], buf, static_cast<size_t>(r), &out, &why)) {
         refuse(clients[ci], why);
+        send_out(out, clients[ci]);
         drop(ci);
       }
     }
-    for (auto& o : out) {
-      if (std::find(clients.begin(), clients.end(), o.first) == clients.end()) continue;
-      try {
-        write_all(o.first, o.second.data(), o.second.size(), now_seconds() + 10, "store client");
-      } catch (...) {
-      }
-    }
+    send_out(out, -1);
     clients.erase(std::remove(clients.begin(), clients.end(), -1), clients.end());
   }
   // The listener goes first: a client that sees its connection close may at
@@ -206,7 +310,7 @@ void StoreServer::serve() {
 // ---------------------------------------------------------------- the client --
 
 StoreClient::StoreClient(const std::string& address, int port, const std::string& key, const std::string& job,
-                         double deadline)
+                         int rank, double deadline)
     : where_("the store at " + address + ":" + std::to_string(port)) {
   try {
     fd_ = tcp_connect("", address, port, deadline);
@@ -217,22 +321,29 @@ StoreClient::StoreClient(const std::string& address, int port, const std::string
     char challenge[4 + kStoreNonce];
     read_all(fd_, challenge, sizeof challenge, deadline, where_);
     if (memcmp(challenge, kChallenge, 4) != 0)
-      throw RuntimeError(Status::Bootstrap, where_ + " does not speak the railcoll store protocol (version 2)");
+      throw RuntimeError(Status::Bootstrap, where_ + " does not speak the railcoll store protocol (version 3)");
     std::string server_nonce(challenge + 4, kStoreNonce), client_nonce = random_bytes(kStoreNonce);
-    std::string answer = std::string(kAnswer, 4) + client_nonce + proof("client", key, job, server_nonce, client_nonce);
+    std::string answer = store_answer(key, job, server_nonce, client_nonce, rank);
     write_all(fd_, answer.data(), answer.size(), deadline, where_);
     char accepted[kAcceptedBytes];
-    read_all(fd_, accepted, sizeof accepted, deadline, where_);
-    std::string expected = proof("server", key, job, server_nonce, client_nonce);
+    read_all(fd_, accepted, 4, deadline, where_);
+    if (memcmp(accepted, kRefused, 4) == 0) {  // told why, in one line
+      uint16_t n = 0;
+      read_all(fd_, &n, 2, deadline, where_);
+      std::string told(n, '\0');
+      read_all(fd_, told.data(), n, deadline, where_);
+      throw RuntimeError(Status::Bootstrap, where_ + " refused this rank: " + told);
+    }
+    read_all(fd_, accepted + 4, kAcceptedBytes - 4, deadline, where_);
+    std::string expected = proof("server", key, job, server_nonce, client_nonce, rank);
     if (memcmp(accepted, kAccepted, 4) != 0 || !equal_constant_time(accepted + 4, expected.data(), 32))
-      throw RuntimeError(Status::Bootstrap, where_ + " failed to prove it knows the job key");
+      throw RuntimeError(Status::Bootstrap, where_ + " failed to prove it knows the job key (the ranks' "
+                                                     "RAILCOLL_JOB_KEY or RAILCOLL_JOB_ID differ?)");
   } catch (const RuntimeError& e) {
     close(fd_);
     fd_ = -1;
     if (e.status == Status::Bootstrap) throw;
-    // The server closes on a wrong key without a word: say what that means.
-    throw RuntimeError(Status::Bootstrap, std::string(e.what()) + " during the handshake with " + where_ +
-                                                   " (a different RAILCOLL_JOB_KEY or RAILCOLL_JOB_ID than rank 0's?)");
+    throw RuntimeError(Status::Bootstrap, std::string(e.what()) + " during the handshake with " + where_);
   }
 }
 
@@ -261,15 +372,26 @@ void StoreClient::set(const std::string& key, const std::string& value) {
   write_all(fd_, f.data(), f.size(), now_seconds() + 30, where_);
 }
 
+void StoreClient::give_up(const std::string& why) {
+  std::string f = u32_prefixed("F" + why.substr(0, 4000));
+  try {
+    write_all(fd_, f.data(), f.size(), now_seconds() + 1, where_);
+  } catch (...) {  // the others then learn it at their deadline
+  }
+}
+
 std::string StoreClient::get(const std::string& key, double deadline) {
   std::string f = request('G', key, "");
   write_all(fd_, f.data(), f.size(), deadline, where_);
   uint32_t n = 0;
   try {
     read_all(fd_, &n, 4, deadline, where_);
+    const bool failed = n == kFailedReply;
+    if (failed) read_all(fd_, &n, 4, deadline, where_);
     if (n > kMaxStoreMessage) throw RuntimeError(Status::Protocol, "malformed reply from " + where_);
     std::string v(n, '\0');
     read_all(fd_, v.data(), n, deadline, where_);
+    if (failed) throw RuntimeError(Status::Bootstrap, v);
     return v;
   } catch (const RuntimeError& e) {
     if (e.status == Status::Timeout)

@@ -66,6 +66,8 @@ void SocketTransport::on_header(Conn& c) {
   switch (static_cast<Frame>(h.type)) {
     case Frame::RailDown:
       return rail_down_notice(c, h);
+    case Frame::RailHold:
+      return rail_hold_notice(c, h);
     case Frame::Bye:
       c.bye = true;
       return;

@@ -26,7 +26,7 @@ std::string header_problem(const FrameHeader& h, uint64_t comm, int peer) {
     return "wire version " + std::to_string(h.version) + ", this rank speaks " + std::to_string(kWireVersion);
   if (h.comm != comm) return "frame of another communicator or job";
   if (h.sender != peer) return "claims to come from rank " + std::to_string(h.sender);
-  if (h.type < static_cast<uint16_t>(Frame::Hello) || h.type > static_cast<uint16_t>(Frame::RailDown))
+  if (h.type < static_cast<uint16_t>(Frame::Hello) || h.type > static_cast<uint16_t>(Frame::RailHold))
     return "unknown frame type " + std::to_string(h.type);
   if (h.length > kMaxFrameLength) return "absurd length " + std::to_string(h.length);
   return "";

@@ -11,7 +11,8 @@ namespace railcoll::rt {
 constexpr uint32_t kWireMagic = 0x52434c31;  // "RCL1"
 // 2: Hello carries an HMAC proof of the job key; Ping/Pong liveness probes;
 //    rail failover (flags, RailDown).
-constexpr uint16_t kWireVersion = 2;
+// 3: RailHold (a rail held down after its link was lost).
+constexpr uint16_t kWireVersion = 3;
 
 enum class Frame : uint16_t {
   Hello = 1,   // first frame on a connection: who I am, on which rail; payload: the proof
@@ -24,6 +25,9 @@ enum class Frame : uint16_t {
   Pong = 8,
   RailDown = 9,  // the sender gave up its connection on rail `op` to the receiver; offset:
                  // the bytes of it the sender's kernel saw acknowledged (read those, then close)
+  RailHold = 10,  // offset 1: the sender holds rail `op` down (its link is down or not yet
+                  // stable): do not reconnect it; offset 0: it no longer does. seq orders the
+                  // notices of one rail (a moved copy may arrive late)
 };
 
 // FrameHeader::flags

@@ -1,5 +1,6 @@
 #include "select/select.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <map>
@@ -107,19 +108,43 @@ Selector Selector::from_variables(const std::vector<std::string>& variables) {
   });
 }
 
-Choice Selector::choose(const Situation& s, const std::string& requested) const {
+Choice Selector::choose(const Situation& s, const std::string& requested, const Unfit& unfit) const {
   if (!wants_auto(requested)) {
     check_known(s.collective, requested, "the call's options");
-    return {requested, "the call's options"};
+    return {requested, "the call's options", ""};
   }
   const std::string& var = algorithm_variable(s.collective);
   if (const char* v = lookup_(var); v && !wants_auto(v)) {
     check_known(s.collective, v, var);
-    return {v, var};
+    return {v, var, ""};
   }
+  const Rule* first = nullptr;
   for (const auto* rules : {&file_rules_, &default_rules()})
-    if (const Rule* r = first_match(*rules, s)) return {r->algorithm, r->origin};
-  throw Error(Status::Internal, std::string("no default rule for ") + collective_name(s.collective));
+    if ((first = first_match(*rules, s))) break;
+  if (!first) throw Error(Status::Internal, std::string("no default rule for ") + collective_name(s.collective));
+  if (!unfit) return {first->algorithm, first->origin, ""};
+  const std::string why_not = unfit(first->algorithm);
+  if (why_not.empty()) return {first->algorithm, first->origin, ""};
+  // It cannot run here: the next rule that matches, then every software
+  // algorithm of the collective; the first that can run wins.
+  std::vector<Choice> candidates;
+  for (const auto* rules : {&file_rules_, &default_rules()})
+    for (const Rule& r : *rules)
+      if (r.matches(s) && r.algorithm != first->algorithm) candidates.push_back({r.algorithm, r.origin, ""});
+  for (const AlgoSpec& a : all_algorithms())
+    if (a.collective == s.collective && software_equivalent(s.collective, a.name) == a.name)
+      candidates.push_back({a.name, "the first that fits", ""});
+  const std::string passed_over = first->algorithm + " (" + first->origin + "): " + why_not;
+  std::vector<std::string> tried{first->algorithm};
+  for (Choice& c : candidates) {
+    if (std::find(tried.begin(), tried.end(), c.algorithm) != tried.end()) continue;
+    tried.push_back(c.algorithm);
+    if (unfit(c.algorithm).empty()) {
+      c.passed_over = passed_over;
+      return c;
+    }
+  }
+  return {first->algorithm, first->origin, ""};  // nothing fits: the rules' choice, which fails saying why
 }
 
 std::vector<Rule> Selector::rules_in_force() const {

@@ -18,6 +18,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "testbed/spawn.hpp"
 
@@ -430,6 +431,30 @@ std::string address_conflict() {
       return w[3] + " on " + w[1] + " is in 198.18.0.0/15, the range the cluster's rails use";
   }
   return "";
+}
+
+// ---------------------------------------------------------------- faults
+
+void set_rail_link(int node, int rail, bool up) {
+  must({"ip", "-n", node_name(node), "link", "set", rail_if_name(rail), up ? "up" : "down"});
+}
+
+int flap_rail(int node, int rail, double seconds, double period) {
+  const auto start = std::chrono::steady_clock::now();
+  int changes = 0;
+  try {
+    for (bool up = false;; up = !up, ++changes) {
+      auto at = start + std::chrono::duration<double>(changes * period);
+      if (at - start >= std::chrono::duration<double>(seconds)) break;
+      std::this_thread::sleep_until(at);
+      set_rail_link(node, rail, up);
+    }
+  } catch (const CommandError&) {
+    set_rail_link(node, rail, true);
+    throw;
+  }
+  if (changes % 2) set_rail_link(node, rail, true), ++changes;  // it ends up
+  return changes;
 }
 
 // ---------------------------------------------------------------- health

@@ -107,6 +107,17 @@ Health check(const Config& cfg);
 // `railcoll cluster status` exits 0 for.
 bool usable();
 
+// ---- faults ----
+// Rail `rail` of node `node` loses its link (up=false) or gets it back, as a
+// NIC whose cable is pulled: `ip -n rc-n<node> link set rail<rail> down|up`.
+// Processes in the node see a netlink RTM_NEWLINK without IFF_RUNNING at once;
+// the bridge's end of the veth loses its carrier. Throws CommandError.
+void set_rail_link(int node, int rail, bool up);
+// Flaps that link for `seconds`: down at 0, up at `period`, down at 2*period,
+// ... on a fixed schedule (a slow `ip` does not stretch it), and leaves it up.
+// Returns how many changes it made (downs plus ups). Throws CommandError.
+int flap_rail(int node, int rail, double seconds, double period);
+
 // ---- running programs inside nodes ----
 // argv that runs `prog_args` in node `node`'s namespace with its own UTS
 // namespace and hostname rc-n<node>.

@@ -1,7 +1,9 @@
 // Jobs on the emulated cluster (`railcoll cluster run` and `cluster mpirun`,
 // and the benchmark's drivers): where the ranks go, the environment they get,
-// and Open MPI's command line for the same nodes (docs/cluster.md).
+// and the MPI launchers' command lines for the same nodes (docs/cluster.md),
+// with railcoll's MPI interposition library or without (docs/mpi.md).
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,9 +39,37 @@ ClusterJob prepare_cluster_job(const ClusterJobRequest& request);
 std::vector<RankProcess> cluster_ranks(const ClusterJob& job);
 JobResult run_cluster_job(const ClusterJob& job, const JobOptions& options);
 
-// Open MPI's mpirun across the same nodes and rails (the baseline), as one
-// process in the root namespace; `verbose` prints its command line on stderr.
-// Throws InputError when there is no mpirun.
-JobResult run_cluster_mpirun(const ClusterJob& job, bool han, bool verbose, const JobOptions& options);
+// ---- MPI programs (`railcoll cluster mpirun`, the benchmark's MPI rows)
+
+// Which MPI starts a program: Open MPI's mpirun, or MPICH's Hydra
+// (mpiexec.mpich; the MPICH ABI: MPICH, Intel MPI, MVAPICH).
+enum class MpiFlavor { Auto, OpenMpi, Mpich };
+// "openmpi" or "mpich"; InputError otherwise.
+MpiFlavor parse_mpi_flavor(const std::string& name);
+const char* mpi_flavor_name(MpiFlavor flavor);
+// The MPI a program was built with: MPICH when the executable needs libmpich,
+// else Open MPI (also for scripts: Debian's mpi4py is built on Open MPI).
+MpiFlavor program_mpi(const std::string& program);
+// The interposition library for that MPI's ABI (docs/mpi.md), as built or
+// installed beside this program: ../lib/librailcoll_mpi.so (Open MPI) or
+// ../lib/mpich/librailcoll_mpi.so. InputError when it is not there.
+std::string mpi_layer_library(MpiFlavor flavor);
+// What the ranks of an MPI program get with railcoll's collectives: every
+// RAILCOLL_* variable of this process's environment, and RAILCOLL_JOB_KEY (a
+// new one when this process has none). LD_PRELOAD is the launcher's to pass.
+std::map<std::string, std::string> railcoll_mpi_env();
+
+struct MpirunOptions {
+  MpiFlavor mpi = MpiFlavor::Auto;  // Auto: program_mpi(the job's program)
+  bool han = false;       // Open MPI's hierarchical collectives (coll_han_priority 100)
+  bool railcoll = false;  // railcoll's collectives: the interposition library preloaded, railcoll_mpi_env()
+  bool verbose = false;   // the launcher's command line on stderr
+};
+
+// The MPI launcher across the same nodes and rails (the baseline, or an MPI
+// program on railcoll's collectives), as one process in the root namespace:
+// Open MPI's mpirun, or MPICH's Hydra with the same rsh agent. Throws
+// InputError when that launcher or the library is missing, or for HAN under MPICH.
+JobResult run_cluster_mpirun(const ClusterJob& job, const MpirunOptions& how, const JobOptions& options);
 
 }  // namespace railcoll::testbed

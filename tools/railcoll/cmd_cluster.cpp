@@ -196,19 +196,33 @@ int cluster_run(const std::vector<std::string>& argv) {
   return report_job("cluster run", testbed::run_cluster_job(j, job_options(a, kDefaultTimeout)));
 }
 
+// An MPI program across the nodes: Open MPI's mpirun or MPICH's Hydra (--mpi,
+// else the program's own), with --railcoll railcoll's collectives preloaded.
 int cluster_mpirun(const std::vector<std::string>& argv) {
-  std::set<std::string> valued = {"ppn", "layout", "rails"};
+  std::set<std::string> valued = {"ppn", "layout", "rails", "mpi"};
   valued.insert(kJobValued.begin(), kJobValued.end());
   auto [opts, job] = split_job(argv, valued);
-  std::set<std::string> flags = {"han", "verbose"};
+  std::set<std::string> flags = {"han", "verbose", "railcoll"};
   flags.insert(kJobFlags.begin(), kJobFlags.end());
   Args a(opts, flags, valued);
+  testbed::MpirunOptions how;
+  if (a.has("mpi")) {
+    try {
+      how.mpi = testbed::parse_mpi_flavor(a.str("mpi"));
+    } catch (const InputError& e) {
+      throw UsageError(e.what());
+    }
+  }
+  how.han = a.flag("han");
+  how.railcoll = a.flag("railcoll");
+  how.verbose = a.flag("verbose");
+  if (how.han && how.railcoll) throw UsageError("give only one of --han and --railcoll (whose collectives run)");
   testbed::ClusterJob j = prepare("mpirun", a, job);
-  testbed::JobResult r = testbed::run_cluster_mpirun(j, a.flag("han"), a.flag("verbose"), job_options(a, kDefaultTimeout));
+  testbed::JobResult r = testbed::run_cluster_mpirun(j, how, job_options(a, kDefaultTimeout));
   if (r.exit_status != 0) {
     // The launcher calls mpirun "rank 0"; say "mpirun exited with status 1".
     std::string why = r.failure.rfind("rank 0 ", 0) == 0 ? r.failure.substr(7) : r.failure;
-    std::cerr << "railcoll cluster mpirun: mpirun failed: " << why << "\n";
+    std::cerr << "railcoll cluster mpirun: the MPI launcher failed: " << why << "\n";
   }
   return r.exit_status;
 }

@@ -1,0 +1,230 @@
+// The served calls: MPI_Allgather, MPI_Allgatherv, MPI_Bcast, MPI_Gather,
+// MPI_Allreduce, MPI_Barrier. Each first routes the call (class Route): MPI's
+// own collective unless every check passes, and every check reads only what
+// all ranks of the call agree on (layer.hpp); then it maps the arguments onto
+// railcoll's C API, byte counts and the first byte of each buffer.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "mpi/layer.hpp"
+
+namespace railcoll::mpi {
+
+namespace {
+
+class Route {
+ public:
+  Route(Coll c, MPI_Comm comm) : c_(c), comm_(comm) {
+    const Layer& L = layer();
+    if (!L.started) {
+      open_ = false;  // MPI_Init did not come through here: nothing to count either
+      return;
+    }
+    if (!(L.colls & (1u << static_cast<int>(c)))) {
+      decline(L.off);
+      return;
+    }
+    target_ = classify(comm);
+    if (target_.passed) decline(target_.why);
+  }
+  bool open() const { return open_; }
+  void decline(Reason why) {
+    if (open_) open_ = false, why_ = why;
+  }
+  // A buffer of the call as railcoll would take it: the datatype known,
+  // the count sane, the bytes in one piece.
+  void need(const DataView& v) {
+    if (!v.valid) decline(Reason::BadArgument);
+    else if (!v.contiguous) decline(Reason::Noncontiguous);
+  }
+  // MPI serves the call (counted, with the reason).
+  bool to_mpi() {
+    if (open_) return false;
+    if (layer().started) count_passed(c_, why_);
+    return true;
+  }
+  int rank() const { return target_.rank; }
+  int size() const { return target_.size; }
+  // railcoll serves it: its communicator, made now on a first call; null when
+  // that failed, and error() is what the call returns.
+  railcoll_comm_t railcoll() {
+    layer().served[static_cast<int>(c_)].fetch_add(1, std::memory_order_relaxed);
+    ensure_railcoll(comm_, c_, &target_);
+    return target_.rc;
+  }
+  int error() const { return target_.error; }
+  int finish(railcoll_status_t st) {
+    return st == RAILCOLL_OK ? MPI_SUCCESS : raise_railcoll(comm_, c_, st, railcoll_last_error());
+  }
+  int refuse(int error_class, const std::string& why) { return raise_mpi(comm_, c_, error_class, why); }
+
+ private:
+  Coll c_;
+  MPI_Comm comm_;
+  bool open_ = true;
+  Reason why_ = Reason::NotSelected;
+  Target target_;
+};
+
+std::string bytes_text(uint64_t n) { return std::to_string(n) + " byte" + (n == 1 ? "" : "s"); }
+
+int check_root(Route& route, int root) {
+  if (root >= 0 && root < route.size()) return MPI_SUCCESS;
+  return route.refuse(MPI_ERR_ROOT, "root " + std::to_string(root) + " is not a rank of this communicator (" +
+                                        std::to_string(route.size()) + " ranks)");
+}
+
+// Allgatherv's blocks where railcoll puts them (back to back, in rank order)
+// or, when the displacements say otherwise, through a buffer of its own.
+int allgatherv(Route& route, const DataView& send, const void* sendbuf, bool in_place, char* recv_base,
+               const std::vector<size_t>& counts, const int* displs, MPI_Aint extent) {
+  const int me = route.rank(), n = route.size();
+  std::vector<size_t> at(n);
+  size_t total = 0;
+  bool packed = true;
+  for (int r = 0; r < n; ++r) {
+    at[r] = total;
+    packed = packed && (counts[r] == 0 || static_cast<MPI_Aint>(displs[r]) * extent == static_cast<MPI_Aint>(total));
+    total += counts[r];
+  }
+  if (!in_place && send.bytes != counts[me])
+    return route.refuse(MPI_ERR_TRUNCATE, "this rank sends " + bytes_text(send.bytes) + " but recvcounts[" +
+                                              std::to_string(me) + "] holds " + bytes_text(counts[me]));
+  railcoll_comm_t rc = route.railcoll();
+  if (!rc) return route.error();
+  railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
+  const void* mine = in_place ? nullptr : send.at(sendbuf);
+  if (packed) return route.finish(railcoll_allgatherv(rc, mine, recv_base, counts.data(), &opts));
+  std::vector<char> staged(total);
+  auto block = [&](int r) { return recv_base + static_cast<MPI_Aint>(displs[r]) * extent; };
+  if (in_place && counts[me]) memcpy(staged.data() + at[me], block(me), counts[me]);
+  railcoll_status_t st = railcoll_allgatherv(rc, mine, staged.data(), counts.data(), &opts);
+  if (st == RAILCOLL_OK)
+    for (int r = 0; r < n; ++r)
+      if (counts[r]) memcpy(block(r), staged.data() + at[r], counts[r]);
+  return route.finish(st);
+}
+
+}  // namespace
+
+}  // namespace railcoll::mpi
+
+using namespace railcoll::mpi;
+
+extern "C" {
+
+int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                  MPI_Datatype recvtype, MPI_Comm comm) {
+  Route route(Coll::Allgather, comm);
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  DataView recv, send;
+  if (route.open()) {
+    route.need(recv = view(recvtype, recvcount));
+    if (!in_place) route.need(send = view(sendtype, sendcount));
+  }
+  if (route.to_mpi()) return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  if (!in_place && send.bytes != recv.bytes)
+    return route.refuse(MPI_ERR_TRUNCATE, "this rank sends " + bytes_text(send.bytes) + " but receives blocks of " +
+                                              bytes_text(recv.bytes));
+  railcoll_comm_t rc = route.railcoll();
+  if (!rc) return route.error();
+  railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
+  return route.finish(
+      railcoll_allgather(rc, in_place ? nullptr : send.at(sendbuf), recv.at(recvbuf), recv.bytes, &opts));
+}
+
+int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                   const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
+  Route route(Coll::Allgatherv, comm);
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  DataView element, send;
+  std::vector<size_t> counts;
+  if (route.open()) {
+    element = view(recvtype, 1);
+    if (!element.valid || !recvcounts || !displs) route.decline(Reason::BadArgument);
+    uint64_t total = 0;
+    for (int r = 0; route.open() && r < route.size(); ++r) {
+      if (recvcounts[r] < 0) route.decline(Reason::BadArgument);
+      counts.push_back(static_cast<size_t>(recvcounts[r]) * element.bytes);
+      total += counts.back();
+    }
+    // Nothing to move (the sum every rank agrees on): no layout to care about.
+    if (route.open() && total > 0) route.need(element);
+    if (!in_place) {
+      route.need(send = view(sendtype, sendcount));
+    }
+  }
+  if (route.to_mpi())
+    return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+  return allgatherv(route, send, sendbuf, in_place, static_cast<char*>(element.at(recvbuf)), counts, displs,
+                    element.extent);
+}
+
+int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+  Route route(Coll::Bcast, comm);
+  DataView data;
+  if (route.open()) route.need(data = view(datatype, count));
+  if (route.to_mpi()) return PMPI_Bcast(buffer, count, datatype, root, comm);
+  if (int bad = check_root(route, root)) return bad;
+  railcoll_comm_t rc = route.railcoll();
+  if (!rc) return route.error();
+  return route.finish(railcoll_bcast(rc, data.at(buffer), data.bytes, root, nullptr));
+}
+
+int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+               MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  Route route(Coll::Gather, comm);
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  DataView recv, send;
+  bool at_root = false;
+  if (route.open()) {
+    at_root = route.rank() == root;
+    // The block every rank agrees on: the root's receive signature, the
+    // others' send signature (recvbuf, recvcount and recvtype are the root's only).
+    if (at_root) route.need(recv = view(recvtype, recvcount));
+    if (in_place && !at_root) route.decline(Reason::BadArgument);  // MPI_IN_PLACE is the root's alone
+    if (!in_place) route.need(send = view(sendtype, sendcount));
+  }
+  if (route.to_mpi()) return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+  if (int bad = check_root(route, root)) return bad;
+  const uint64_t block = at_root ? recv.bytes : send.bytes;
+  if (at_root && !in_place && send.bytes != recv.bytes)
+    return route.refuse(MPI_ERR_TRUNCATE, "the root sends " + bytes_text(send.bytes) + " but receives blocks of " +
+                                              bytes_text(recv.bytes));
+  railcoll_comm_t rc = route.railcoll();
+  if (!rc) return route.error();
+  railcoll_call_opts_t opts{nullptr, in_place && at_root ? RAILCOLL_IN_PLACE : 0u};
+  return route.finish(railcoll_gather(rc, in_place && at_root ? nullptr : send.at(sendbuf),
+                                      at_root ? recv.at(recvbuf) : nullptr, block, root, &opts));
+}
+
+int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  Route route(Coll::Allreduce, comm);
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  DataView data;
+  int rop = -1;
+  if (route.open()) {
+    rop = railcoll_op(op);
+    if (rop < 0) route.decline(Reason::Operator);
+    route.need(data = view(datatype, count));
+    if (data.valid && !data.reduce_type) route.decline(Reason::ReduceType);
+  }
+  if (route.to_mpi()) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+  railcoll_comm_t rc = route.railcoll();
+  if (!rc) return route.error();
+  railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
+  return route.finish(railcoll_allreduce(rc, in_place ? nullptr : data.at(sendbuf), data.at(recvbuf),
+                                         data.reduce_count, static_cast<railcoll_datatype_t>(data.reduce_type),
+                                         static_cast<railcoll_op_t>(rop), &opts));
+}
+
+int MPI_Barrier(MPI_Comm comm) {
+  Route route(Coll::Barrier, comm);
+  if (route.to_mpi()) return PMPI_Barrier(comm);
+  railcoll_comm_t rc = route.railcoll();
+  if (!rc) return route.error();
+  return route.finish(railcoll_barrier(rc));
+}
+
+}  // extern "C"

@@ -1,0 +1,177 @@
+// A railcoll communicator per MPI communicator, made at its first served call
+// through railcoll_comm_init_oob, with the MPI communicator itself as the
+// out-of-band channel (PMPI_Iallgather, polled under railcoll's deadline).
+// It lives in an attribute of the MPI communicator: MPI_Comm_free deletes the
+// attribute and so destroys it; MPI_Comm_dup does not copy it
+// (MPI_COMM_NULL_COPY_FN), so a duplicate makes its own; MPI_Finalize
+// destroys what is left, newest first, before MPI goes.
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <vector>
+
+#include "mpi/layer.hpp"
+
+namespace railcoll::mpi {
+
+namespace {
+
+struct CommState {
+  railcoll_comm_t rc = nullptr;
+  bool passed = false;  // MPI serves every call on this communicator (`why`)
+  Reason why = Reason::SetupFailed;
+  int rank = 0, size = 0;
+  MPI_Comm comm = MPI_COMM_NULL;
+};
+
+int comm_keyval = MPI_KEYVAL_INVALID;
+// States holding a railcoll communicator, oldest first. Two ranks that share
+// several communicators made theirs in the same order (each was made in a
+// collective call of both), so destroying them newest first at MPI_Finalize
+// meets the peers' goodbyes in the same order too.
+std::vector<CommState*> live;
+
+void destroy(CommState* s) {
+  if (s->rc) {
+    railcoll_comm_destroy(s->rc);
+    for (size_t i = 0; i < live.size(); ++i)
+      if (live[i] == s) live.erase(live.begin() + static_cast<long>(i));
+  }
+  delete s;
+}
+
+int delete_state(MPI_Comm, int, void* value, void*) {
+  destroy(static_cast<CommState*>(value));
+  return MPI_SUCCESS;
+}
+
+// ---- the out-of-band exchange: PMPI_Iallgather on the communicator ----
+struct Exchange {
+  MPI_Comm comm;
+  int size;
+};
+// One all-gather in flight. Its buffers are its own: when railcoll gives up
+// waiting, MPI may still write into them, so a request that never completed
+// is left allocated rather than freed under MPI's feet.
+struct Pending {
+  MPI_Request request = MPI_REQUEST_NULL;
+  std::vector<char> send, recv;
+  void* out = nullptr;
+};
+
+int oob_allgather(const void* send, void* recv, size_t bytes, void* context, void** request) {
+  auto* ex = static_cast<Exchange*>(context);
+  if (bytes > static_cast<size_t>(INT_MAX)) return 1;
+  auto* p = new Pending;
+  p->send.assign(static_cast<const char*>(send), static_cast<const char*>(send) + bytes);
+  p->recv.resize(bytes * static_cast<size_t>(ex->size));
+  p->out = recv;
+  const int n = static_cast<int>(bytes);
+  if (PMPI_Iallgather(p->send.data(), n, MPI_BYTE, p->recv.data(), n, MPI_BYTE, ex->comm, &p->request) !=
+      MPI_SUCCESS) {
+    delete p;
+    return 1;
+  }
+  *request = p;
+  return 0;
+}
+
+int oob_test(void* request, void*) {
+  auto* p = static_cast<Pending*>(request);
+  int done = 0;
+  if (PMPI_Test(&p->request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return -1;
+  if (!done) return 0;
+  if (!p->recv.empty()) memcpy(p->out, p->recv.data(), p->recv.size());
+  return 1;
+}
+
+void oob_release(void* request, int complete, void*) {
+  if (complete) delete static_cast<Pending*>(request);
+}
+
+double now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+}  // namespace
+
+Target classify(MPI_Comm comm) {
+  Target t;
+  t.passed = true;
+  t.why = Reason::BadArgument;
+  if (comm == MPI_COMM_NULL) return t;
+  if (comm_keyval == MPI_KEYVAL_INVALID) PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &comm_keyval, nullptr);
+  void* value = nullptr;
+  int found = 0;
+  PMPI_Comm_get_attr(comm, comm_keyval, &value, &found);
+  auto* s = static_cast<CommState*>(value);
+  if (!found) {
+    // The first call on this communicator: what kind it is, once.
+    s = new CommState;
+    s->comm = comm;
+    int inter = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    PMPI_Comm_rank(comm, &s->rank);
+    PMPI_Comm_size(comm, &s->size);
+    if (inter) s->passed = true, s->why = Reason::Intercomm;
+    else if (s->size < 2) s->passed = true, s->why = Reason::OneRank;
+    PMPI_Comm_set_attr(comm, comm_keyval, s);
+  }
+  t.rc = s->rc;
+  t.passed = s->passed;
+  t.why = s->why;
+  t.rank = s->rank;
+  t.size = s->size;
+  return t;
+}
+
+void ensure_railcoll(MPI_Comm comm, Coll c, Target* t) {
+  if (t->rc) return;
+  void* value = nullptr;
+  int found = 0;
+  PMPI_Comm_get_attr(comm, comm_keyval, &value, &found);
+  auto* s = static_cast<CommState*>(value);  // classify() put it there
+  Exchange ex{comm, s->size};
+  railcoll_oob_t oob{};
+  oob.allgather = oob_allgather;
+  oob.test = oob_test;
+  oob.release = oob_release;
+  oob.context = &ex;
+  oob.rank = s->rank;
+  oob.size = s->size;
+  oob.node = layer().node.c_str();
+  oob.job_key = nullptr;  // RAILCOLL_JOB_KEY, else rank 0 draws one for this communicator
+  const double t0 = now_ms();
+  railcoll_comm_t rc = nullptr;
+  railcoll_status_t st = railcoll_comm_init_oob(&rc, &oob);
+  if (st != RAILCOLL_OK) {
+    // Set-up fails on every rank together (railcoll_comm_init_oob): from now
+    // on MPI serves this communicator, on every rank alike.
+    s->passed = true;
+    s->why = Reason::SetupFailed;
+    t->error = raise_railcoll(comm, c, st, std::string("setting up railcoll on this communicator failed: ") +
+                                               railcoll_last_error());
+    return;
+  }
+  s->rc = t->rc = rc;
+  live.push_back(s);
+  if (layer().verbose >= 2 && s->rank == 0)
+    fprintf(stderr, "railcoll-mpi: rank %d: railcoll communicator of %d ranks on %d nodes, %d rails, made at %s "
+                    "in %.1f ms\n",
+            layer().world_rank, s->size, railcoll_comm_nodes(rc), railcoll_comm_rails(rc), mpi_name(c),
+            now_ms() - t0);
+}
+
+void comms_finalize() {
+  while (!live.empty()) {
+    CommState* s = live.back();
+    PMPI_Comm_delete_attr(s->comm, comm_keyval);  // delete_state destroys it
+    if (!live.empty() && live.back() == s) destroy(s);  // the attribute was gone already
+  }
+  if (comm_keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&comm_keyval);
+}
+
+}  // namespace railcoll::mpi

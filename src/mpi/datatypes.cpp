@@ -1,0 +1,99 @@
+// Datatypes and operators as railcoll sees them: how many bytes, whether they
+// lie in one piece, and which of railcoll's types a reduction combines. A derived type's
+// facts are computed once and cached on it (a datatype attribute, deleted
+// with it by MPI_Type_free, so a handle MPI reuses never inherits them).
+#include "mpi/layer.hpp"
+
+namespace railcoll::mpi {
+
+namespace {
+
+struct Facts {
+  MPI_Count size = 0, lb = 0, extent = 0, true_lb = 0, true_extent = 0;
+  int reduce_type = 0;       // railcoll_datatype_t of the one basic type, 0 when none railcoll reduces
+  MPI_Count reduce_size = 0;  // its size
+};
+
+int type_keyval = MPI_KEYVAL_INVALID;
+
+int delete_facts(MPI_Datatype, int, void* value, void*) {
+  delete static_cast<Facts*>(value);
+  return MPI_SUCCESS;
+}
+
+bool is_named(MPI_Datatype t) {
+  int ni = 0, na = 0, nd = 0, combiner = 0;
+  PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner);
+  return combiner == MPI_COMBINER_NAMED;
+}
+
+// The predefined types railcoll reduces: 32- and 64-bit signed integers, float, double.
+int reduce_type_of_named(MPI_Datatype t) {
+  int size = 0;
+  PMPI_Type_size(t, &size);
+  if (t == MPI_FLOAT) return RAILCOLL_FLOAT;
+  if (t == MPI_DOUBLE) return RAILCOLL_DOUBLE;
+  if (t == MPI_INT || t == MPI_LONG || t == MPI_LONG_LONG || t == MPI_LONG_LONG_INT || t == MPI_INT32_T ||
+      t == MPI_INT64_T)
+    return size == 4 ? RAILCOLL_INT32 : size == 8 ? RAILCOLL_INT64 : 0;
+  return 0;
+}
+
+Facts measure(MPI_Datatype t, bool named) {
+  Facts f;
+  PMPI_Type_size_x(t, &f.size);
+  PMPI_Type_get_extent_x(t, &f.lb, &f.extent);
+  PMPI_Type_get_true_extent_x(t, &f.true_lb, &f.true_extent);
+  // MPI's predefined operators take predefined datatypes only (Open MPI and
+  // MPICH refuse a derived one with MPI_ERR_OP): a derived type goes to MPI,
+  // which says so.
+  f.reduce_type = named ? reduce_type_of_named(t) : 0;
+  if (f.reduce_type) f.reduce_size = f.reduce_type == RAILCOLL_INT32 || f.reduce_type == RAILCOLL_FLOAT ? 4 : 8;
+  return f;
+}
+
+Facts facts(MPI_Datatype t) {
+  if (is_named(t)) return measure(t, true);
+  if (type_keyval == MPI_KEYVAL_INVALID)
+    PMPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, delete_facts, &type_keyval, nullptr);
+  void* cached = nullptr;
+  int found = 0;
+  PMPI_Type_get_attr(t, type_keyval, &cached, &found);
+  if (found) return *static_cast<Facts*>(cached);
+  auto* f = new Facts(measure(t, false));
+  PMPI_Type_set_attr(t, type_keyval, f);
+  return *f;
+}
+
+}  // namespace
+
+DataView view(MPI_Datatype type, int count) {
+  DataView v;
+  if (type == MPI_DATATYPE_NULL || count < 0) return v;
+  Facts f = facts(type);
+  if (f.size < 0 || f.extent < 0) return v;  // MPI_UNDEFINED: let MPI say what is wrong
+  v.valid = true;
+  v.bytes = static_cast<uint64_t>(f.size) * static_cast<uint64_t>(count);
+  v.offset = static_cast<MPI_Aint>(f.true_lb);
+  v.extent = static_cast<MPI_Aint>(f.extent);
+  // One piece: no gap inside an element, none between consecutive elements
+  // (nor between the blocks of consecutive ranks in a gather's buffer, which
+  // lie count * extent apart). Whatever the count: the rule reads the type alone.
+  v.contiguous = v.bytes == 0 || (f.size == f.true_extent && f.extent == f.size);
+  v.reduce_type = f.reduce_type;
+  v.reduce_count = f.reduce_type ? v.bytes / static_cast<uint64_t>(f.reduce_size) : 0;
+  return v;
+}
+
+int railcoll_op(MPI_Op op) {
+  if (op == MPI_SUM) return RAILCOLL_SUM;
+  if (op == MPI_MIN) return RAILCOLL_MIN;
+  if (op == MPI_MAX) return RAILCOLL_MAX;
+  return -1;
+}
+
+void datatypes_finalize() {
+  if (type_keyval != MPI_KEYVAL_INVALID) PMPI_Type_free_keyval(&type_keyval);
+}
+
+}  // namespace railcoll::mpi

@@ -1,0 +1,114 @@
+// librailcoll_mpi.so: railcoll's collectives for unmodified MPI programs
+// (docs/mpi.md). It defines MPI_Allgather, MPI_Allgatherv, MPI_Bcast,
+// MPI_Gather, MPI_Allreduce and MPI_Barrier over MPI's profiling interface
+// (PMPI_*), serves what railcoll can through the public C API (a railcoll
+// communicator per MPI communicator, made on its first served call through
+// railcoll_comm_init_oob over that communicator), and passes everything else
+// to the PMPI_ function unchanged.
+//
+// The one rule every part keeps: whether railcoll or MPI serves a call is
+// decided from what MPI requires every rank of the call to agree on (the
+// communicator, the type signature, count, root, operator) and from what the
+// ranks agreed on at MPI_Init (thread level, RAILCOLL_MPI_COLLS); a rank on
+// railcoll and another on MPI in the same call would wait for each other for
+// ever. The one exception, the layout of a derived datatype, is documented in
+// docs/mpi.md ("Datatypes").
+//
+// Built once per MPI ABI (Open MPI; MPICH and its derivatives): the same
+// sources against each mpi.h.
+#pragma once
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+#include <railcoll/railcoll.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace railcoll::mpi {
+
+// ---- the calls this library may serve (layer.cpp) ----
+enum class Coll { Allgather, Allgatherv, Bcast, Gather, Allreduce, Barrier, Count };
+constexpr int kColls = static_cast<int>(Coll::Count);
+const char* mpi_name(Coll c);  // "MPI_Allgather"
+const char* env_name(Coll c);  // "allgather", as RAILCOLL_MPI_COLLS names it
+
+// Why a call went to MPI's own collective (the verbose report's words).
+enum class Reason {
+  ThreadMultiple,  // MPI_THREAD_MULTIPLE: calls of several threads could overlap
+  NotSelected,     // left out by RAILCOLL_MPI_COLLS (on some rank)
+  BadArgument,     // null communicator or datatype, negative count: MPI reports it
+  Intercomm,       // an intercommunicator
+  OneRank,         // a communicator of one rank: nothing to move
+  Noncontiguous,   // a datatype whose data has gaps
+  ReduceType,      // a datatype railcoll does not reduce
+  Operator,        // an operator other than MPI_SUM, MPI_MIN, MPI_MAX
+  SetupFailed,     // railcoll's set-up failed on this communicator earlier
+  Count
+};
+constexpr int kReasons = static_cast<int>(Reason::Count);
+const char* reason_text(Reason r);
+
+// What the ranks agreed on at MPI_Init, and the counters of the report.
+struct Layer {
+  bool started = false;  // MPI_Init went through this library
+  unsigned colls = 0;    // bit c: collective c may be served (every rank's RAILCOLL_MPI_COLLS and thread level)
+  Reason off = Reason::NotSelected;  // why a collective without its bit goes to MPI
+  int world_rank = 0;
+  int verbose = 0;       // RAILCOLL_MPI_VERBOSE
+  std::string node;      // this rank's node identity for railcoll (layer.cpp, "node identity")
+  std::atomic<uint64_t> served[kColls] = {};
+  std::atomic<uint64_t> passed[kColls][kReasons] = {};
+};
+Layer& layer();
+inline void count_passed(Coll c, Reason r) {
+  layer().passed[static_cast<int>(c)][static_cast<int>(r)].fetch_add(1, std::memory_order_relaxed);
+}
+
+// ---- datatypes and operators (datatypes.cpp) ----
+// `count` elements of a datatype as railcoll sees them.
+struct DataView {
+  bool valid = false;       // the datatype and count are usable (else MPI reports the error)
+  bool contiguous = false;  // the bytes lie in one piece (always true for 0 bytes)
+  uint64_t bytes = 0;       // the signature's size
+  MPI_Aint offset = 0;      // where the bytes start, from the buffer pointer (the true lower bound)
+  MPI_Aint extent = 0;      // between consecutive elements (displacements count in it)
+  int reduce_type = 0;      // railcoll_datatype_t its basic type reduces as; 0: none
+  uint64_t reduce_count = 0;  // elements of reduce_type
+  const void* at(const void* buf) const { return static_cast<const char*>(buf) + offset; }
+  void* at(void* buf) const { return static_cast<char*>(buf) + offset; }
+};
+DataView view(MPI_Datatype type, int count);
+// MPI_SUM, MPI_MIN, MPI_MAX as railcoll_op_t; -1 for any other operator.
+int railcoll_op(MPI_Op op);
+void datatypes_finalize();  // frees the datatype cache's keyval
+
+// ---- communicators (comms.cpp) ----
+// What a served call runs on. At a communicator's first served call its
+// railcoll communicator is made (collective over `comm`).
+struct Target {
+  railcoll_comm_t rc = nullptr;  // null: see `passed` / `error`
+  bool passed = false;           // MPI serves this communicator (`why`)
+  Reason why = Reason::SetupFailed;
+  int error = MPI_SUCCESS;       // set-up failed now: the error the call returns
+  int rank = 0, size = 0;
+};
+// Which communicators railcoll may serve at all (intra, more than one rank);
+// cheap after the first call on `comm`.
+Target classify(MPI_Comm comm);
+// The railcoll communicator of `comm`, made now if needed (`t` from classify).
+void ensure_railcoll(MPI_Comm comm, Coll c, Target* t);
+// Destroys every railcoll communicator left (MPI_Finalize), newest first.
+void comms_finalize();
+
+// ---- errors (errors.cpp) ----
+// A railcoll failure in call `c` on `comm`: an MPI error code whose
+// MPI_Error_string is railcoll's message, handed to the communicator's error
+// handler (with MPI_ERRORS_ARE_FATAL the message goes to stderr first); the
+// code is returned when the handler returns.
+int raise_railcoll(MPI_Comm comm, Coll c, railcoll_status_t status, const std::string& detail);
+// An argument error found by this library, in one of MPI's own classes.
+int raise_mpi(MPI_Comm comm, Coll c, int error_class, const std::string& detail);
+
+}  // namespace railcoll::mpi

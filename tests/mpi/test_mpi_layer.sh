@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# The MPI interposition library (docs/mpi.md) under unmodified MPI programs,
+# for every MPI ABI it was built for (openmpi: lib/librailcoll_mpi.so, mpich:
+# lib/mpich/librailcoll_mpi.so):
+#   local    4 ranks on this machine (mpirun / mpiexec.mpich), on one node and
+#            on 2 pretend nodes with 2 loopback rails
+#   cluster  6 ranks on the emulated cluster (3 nodes x 2, 2 rails; root and
+#            the cluster lock), through `railcoll cluster mpirun --railcoll`
+# Every byte checked (tests/mpi/mpi_collectives.c), the library's report
+# (RAILCOLL_MPI_VERBOSE=1) compared with what the program knows it should say,
+# the fallbacks, RAILCOLL_MPI_COLLS, MPI_THREAD_MULTIPLE, the errors
+# (tests/mpi/mpi_errors.c), linking instead of preloading, the exports, the
+# wrong ABI, and mpi4py (Debian's, on Open MPI).
+#   usage: test_mpi_layer.sh BUILD_DIR local|cluster ABI...
+set -u
+BUILD=$(cd "${1:?usage: test_mpi_layer.sh BUILD_DIR local|cluster ABI...}" && pwd) || exit 1
+MODE=${2:?local or cluster}
+shift 2
+ABIS=("$@")
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=$BUILD/bin
+RC=$BIN/railcoll
+. "$HERE/../check_lib.sh"
+out=$(mktemp) err=$(mktemp)
+trap 'rm -f "$out" "$err" "$log"' EXIT
+
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() {
+  fail=$((fail + 1))
+  echo "FAIL $*"
+  { grep -v '^railcoll-mpi' "$out" | head -5; grep -v '^railcoll-mpi: rank [0-9]*: MPI_' "$err" | head -15; } | sed 's/^/     /'
+}
+verdict() {  # verdict CONDITION-STATUS "what": counts the check
+  if [ "$1" -eq 0 ]; then ok "$2"; else bad "$2"; fi
+}
+lib_of() { [ "$1" = mpich ] && echo "$BUILD/lib/mpich/librailcoll_mpi.so" || echo "$BUILD/lib/librailcoll_mpi.so"; }
+
+# launch ABI [NAME=VALUE...] -- PROG ARGS: the job, stdout in $out, stderr in
+# $err, its exit status returned; railcoll's collectives unless PRELOAD=0.
+PRELOAD=1
+launch() {
+  local abi=$1 cmd=()
+  shift
+  local envs=()
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  if [ "$MODE" = cluster ]; then
+    cmd=(env "${envs[@]}" "$RC" cluster mpirun --mpi "$abi" --timeout 300)
+    [ "$PRELOAD" = 1 ] && cmd+=(--railcoll)
+    cmd+=(--)
+  elif [ "$abi" = openmpi ]; then
+    cmd=(mpirun --allow-run-as-root --oversubscribe -n 4 --mca btl tcp,vader,self --mca mpi_yield_when_idle 1
+         --bind-to none)
+    [ "$PRELOAD" = 1 ] && cmd+=(-x "LD_PRELOAD=$(lib_of openmpi)")
+    for e in "${envs[@]}"; do cmd+=(-x "$e"); done
+  else
+    cmd=(mpiexec.mpich -n 4)
+    [ "$PRELOAD" = 1 ] && cmd+=(-genv LD_PRELOAD "$(lib_of mpich)")
+    for e in "${envs[@]}"; do cmd+=(-genv "${e%%=*}" "${e#*=}"); done
+  fi
+  timeout 400 "${cmd[@]}" "$@" >"$out" 2>"$err"
+}
+
+# The library's report (stderr) says, rank by rank, what the program expected (stdout).
+report_matches() {
+  local got want
+  got=$(grep -oE '^railcoll-mpi: rank [0-9]+: MPI_[A-Za-z]+ railcoll=[0-9]+ mpi=[0-9]+' "$err" |
+        sed 's/^railcoll-mpi: //' | sort)
+  want=$(grep -oE '^railcoll-mpi-expect: rank [0-9]+: MPI_[A-Za-z]+ railcoll=[0-9]+ mpi=[0-9]+' "$out" |
+         sed 's/^railcoll-mpi-expect: //' | sort)
+  [ -n "$want" ] && [ "$got" = "$want" ]
+}
+correct() { grep -q '^collectives correct: 0 wrong' "$out"; }
+count() { grep -cE "$1" "$2"; }
+
+run_collectives() {  # run_collectives ABI "what" [NAME=VALUE...] -- [WRAPPER...] PROG-SUFFIX [ARGS]: correct + report
+  local abi=$1 what=$2
+  shift 2
+  launch "$abi" RAILCOLL_MPI_VERBOSE=1 "$@"
+  local st=$?
+  correct && report_matches
+  verdict $? "$abi: $what (exit $st)"
+}
+
+test_abi() {
+  local abi=$1 prog=$BIN/mpi_collectives_$1 errs=$BIN/mpi_errors_$1 n=4
+  [ "$MODE" = cluster ] && n=6
+
+  PRELOAD=0 launch "$abi" -- "$prog"
+  correct
+  verdict $? "$abi: the test itself is right under MPI's own collectives"
+
+  launch "$abi" RAILCOLL_MPI_VERBOSE=2 -- "$prog"
+  correct && report_matches && grep -q "non-contiguous datatype" "$err" && grep -q "(datatype railcoll does not reduce" "$err" &&
+    grep -q "railcoll communicator of $n ranks" "$err"
+  verdict $? "$abi: every collective exact through railcoll, the report counts what railcoll and MPI served and why"
+  grep -m1 "^free loop" "$out" | sed 's/^/     /'
+
+  if [ "$MODE" = local ]; then
+    launch "$abi" RAILCOLL_MPI_VERBOSE=2 RAILCOLL_RAILS=127.0.0.1,127.0.0.2 -- \
+      sh -c 'RAILCOLL_NODE=$(( ${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} / 2 )) exec "$0" "$@"' "$prog"
+    correct && report_matches && grep -q "railcoll communicator of 4 ranks on 2 nodes, 2 rails" "$err"
+    verdict $? "$abi: 2 pretend nodes (RAILCOLL_NODE), 2 loopback rails: exact, sockets between the nodes"
+  fi
+
+  run_collectives "$abi" "RAILCOLL_MPI_COLLS=allgather,bcast" RAILCOLL_MPI_COLLS=allgather,bcast -- "$prog"
+  grep -q "MPI_Gather railcoll=0 mpi=[1-9][0-9]* (not in RAILCOLL_MPI_COLLS" "$err"
+  verdict $? "$abi: collectives left out by RAILCOLL_MPI_COLLS go to MPI and the report says why"
+
+  run_collectives "$abi" "MPI_THREAD_MULTIPLE: everything to MPI" -- "$prog" --thread-multiple
+  grep -q "MPI_Allgather railcoll=0 mpi=[1-9][0-9]* (MPI_THREAD_MULTIPLE" "$err"
+  verdict $? "$abi: the report names MPI_THREAD_MULTIPLE"
+
+  [ "$MODE" = local ] && PRELOAD=0 run_collectives "$abi" "linked with -lrailcoll_mpi before MPI's library, no preload" -- \
+    "$BIN/mpi_collectives_linked_$abi" --loops 2
+
+  # Errors: every rank gets one, the string is railcoll's; the fatal handler ends the job.
+  launch "$abi" RAILCOLL_TIMEOUT=30 -- "$errs" mismatch return
+  [ $? -eq 0 ] && [ "$(count '^rank [0-9]+: error returned: class [0-9]+: railcoll: MPI_Allgather' "$out")" -eq "$n" ] &&
+    [ "$(count '^rank [0-9]+: next call: class [0-9]+: railcoll: MPI_Barrier: communicator is broken' "$out")" -eq "$n" ]
+  verdict $? "$abi: mismatched counts, MPI_ERRORS_RETURN: an MPI error on every rank, MPI_Error_string says what railcoll saw"
+  grep -m1 "error returned" "$out" | cut -c1-200 | sed 's/^/     /'
+
+  launch "$abi" RAILCOLL_TIMEOUT=30 -- "$errs" mismatch fatal
+  [ $? -ne 0 ] && grep -qE '^railcoll-mpi: rank [0-9]+: railcoll: MPI_Allgather: .*(different call|aborted)' "$err"
+  verdict $? "$abi: mismatched counts, MPI_ERRORS_ARE_FATAL: the job ends with railcoll's message"
+
+  launch "$abi" RAILCOLL_ALLGATHER_ALGO=nonsense -- "$errs" setup
+  [ $? -eq 0 ] && [ "$(count "error returned: .*setting up railcoll.*RAILCOLL_ALLGATHER_ALGO" "$out")" -eq "$n" ] &&
+    [ "$(count 'MPI served it: ok' "$out")" -eq "$n" ]
+  verdict $? "$abi: a failed set-up is an error on every rank, then MPI serves the communicator"
+
+  local t0=$SECONDS
+  launch "$abi" RAILCOLL_TIMEOUT=3 -- "$errs" split
+  local st=$?
+  [ $st -ne 0 ] && [ $st -ne 124 ] && [ $((SECONDS - t0)) -lt 120 ] && grep -q 'railcoll: MPI_Allgather: .*timed out' "$err"
+  verdict $? "$abi: contiguous on some ranks, gaps on another (the documented split): railcoll's deadline ends the job ($((SECONDS - t0)) s)"
+
+  [ "$MODE" = cluster ] && return
+  launch "$abi" RAILCOLL_MPI_COLLS=allgathr -- "$prog"
+  [ $? -ne 0 ] && grep -q "RAILCOLL_MPI_COLLS=allgathr: unknown collective 'allgathr'" "$err"
+  verdict $? "$abi: a wrong name in RAILCOLL_MPI_COLLS ends the job at MPI_Init, saying which"
+
+  local exports
+  exports=$(nm -D --defined-only "$(lib_of "$abi")" | awk '$3 !~ /^MPI_/ {print $3}' | tr '\n' ' ')
+  [ -z "$exports" ] && nm -D --defined-only "$(lib_of "$abi")" | grep -q ' T MPI_Allgatherv$'
+  verdict $? "$abi: the library exports MPI_* alone ${exports:+(also: $exports)}"
+}
+
+wrong_abi() {  # each library refuses a program of the other ABI, naming the right one
+  local abi=$1 other=$2
+  PRELOAD=0 launch "$abi" LD_PRELOAD="$(lib_of "$other")" -- "$BIN/mpi_collectives_$abi" --loops 0
+  [ $? -ne 0 ] && grep -q "was built for .* but the program runs" "$err"
+  verdict $? "$other's library preloaded into an $abi program: a clear refusal"
+}
+
+# make install puts every library under the prefix; each finds the C API there.
+test_install() {
+  local prefix
+  prefix=$(mktemp -d)
+  if ! cmake --install "$BUILD" --prefix "$prefix" >"$out" 2>"$err"; then
+    bad "make install into a temporary prefix"
+    rm -rf "$prefix"
+    return
+  fi
+  local all=0
+  for abi in "${ABIS[@]}"; do
+    local lib=$prefix/lib/librailcoll_mpi.so
+    [ "$abi" = mpich ] && lib=$prefix/lib/mpich/librailcoll_mpi.so
+    ldd "$lib" | grep -q "librailcoll.so.0 => $prefix/lib/" || all=1
+  done
+  PRELOAD=0 launch openmpi RAILCOLL_MPI_VERBOSE=1 LD_PRELOAD="$prefix/lib/librailcoll_mpi.so" -- \
+    "$BIN/mpi_collectives_openmpi" --loops 0
+  [ $all -eq 0 ] && correct && report_matches
+  verdict $? "installed (${ABIS[*]}): each library finds the installed librailcoll.so.0, and serves from there"
+  rm -rf "$prefix"
+}
+
+# cluster mpirun picks the launcher from the program: Hydra for an MPICH one.
+test_launcher_choice() {
+  local abi=$1 want=$2
+  "$RC" cluster mpirun --railcoll --verbose --timeout 120 -- "$BIN/mpi_collectives_$abi" --loops 0 >"$out" 2>"$err"
+  [ $? -eq 0 ] && correct && grep -q "^railcoll cluster mpirun: [^ ]*/$want " "$err"
+  verdict $? "cluster mpirun --railcoll without --mpi runs an $abi program with $want"
+}
+
+served_by_railcoll() {  # served_by_railcoll COLL...: rank 0's report says railcoll served some of each
+  for c in "$@"; do grep -qE "^railcoll-mpi: rank 0: MPI_$c railcoll=[1-9]" "$err" || return 1; done
+}
+
+test_mpi4py() {
+  if ! /usr/bin/python3 -c 'import mpi4py, numpy' 2>/dev/null; then
+    echo "skipped: mpi4py with numpy for /usr/bin/python3 (Debian python3-mpi4py, python3-numpy)"
+    return
+  fi
+  launch openmpi RAILCOLL_MPI_VERBOSE=1 -- /usr/bin/python3 "$HERE/mpi4py_collectives.py"
+  local st=$?
+  [ $st -eq 0 ] && grep -q '^mpi4py collectives correct' "$out" && served_by_railcoll Allgather Allreduce Bcast Barrier
+  verdict $? "mpi4py: Allgather, Allreduce, Bcast, Barrier on numpy arrays through the preloaded library, results exact (exit $st)"
+}
+
+if [ "$MODE" = cluster ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "skipped: needs root (network namespaces)"
+    exit 0
+  fi
+  . "$HERE/../cluster_lock.sh"
+  cluster_lock
+  "$RC" cluster down >/dev/null 2>&1
+  trap '"$RC" cluster down >/dev/null 2>&1; rm -f "$out" "$err" "$log"' EXIT
+  if ! "$RC" cluster up --nodes 3 --ppn 2 --rails 2 --rate 1gbit >"$out" 2>"$err"; then
+    cat "$err"
+    echo "0 passed, 1 failed (the cluster did not come up)"
+    exit 1
+  fi
+fi
+
+for abi in "${ABIS[@]}"; do test_abi "$abi"; done
+case " ${ABIS[*]} " in *" openmpi "*) test_mpi4py ;; esac
+if [ "$MODE" = local ] && [ ${#ABIS[@]} -eq 2 ]; then
+  wrong_abi openmpi mpich
+  wrong_abi mpich openmpi
+fi
+case " ${ABIS[*]} " in *" openmpi "*) [ "$MODE" = local ] && test_install ;; esac
+if [ "$MODE" = cluster ]; then
+  for abi in "${ABIS[@]}"; do
+    case $abi in openmpi) test_launcher_choice openmpi mpirun ;; mpich) test_launcher_choice mpich mpiexec.mpich ;; esac
+  done
+fi
+summary

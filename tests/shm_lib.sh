@@ -1,0 +1,7 @@
+# Sourced by the multi-process test scripts (check_lib.sh sources it): how many
+# railcoll segments in /dev/shm this test left behind. Those there when the
+# test began belong to other jobs on this machine (several people test here at
+# once, and a job killed while it started can leave its segments) and are not
+# counted.
+shm_at_start=$(ls /dev/shm 2>/dev/null | grep '^railcoll-')
+shm_left() { ls /dev/shm 2>/dev/null | grep '^railcoll-' | grep -cvxF -f <(printf '%s\n' "$shm_at_start"); }
