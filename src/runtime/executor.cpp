@@ -244,7 +244,7 @@ void Executor::check_local_calls(const Plan& p) const {
   const auto& ranks = topo_.ranks_of(node_);
   const uint64_t mine = call_word(p);
   for (size_t i = 0; i < ranks.size(); ++i) {
-    uint64_t theirs = seg_.shm->call[i].load(std::memory_order_acquire);
+    uint64_t theirs = seg_.shm->call[bank_][i].load(std::memory_order_acquire);
     if (ranks[i] != me_ && theirs >> 32 == (seq_ & 0xffffffffu) && theirs != mine)
       throw RuntimeError(Status::Mismatch, "local rank " + std::to_string(ranks[i]) +
                                                " is in a different call than this rank (" + p.what +
@@ -332,7 +332,7 @@ void Executor::execute(const Plan& p) {
     apply_held(*it);
     it = held_.erase(it);
   }
-  seg_.shm->call[topo_.local_rank(me_)].store(call_word(p), std::memory_order_release);
+  seg_.shm->call[bank_][topo_.local_rank(me_)].store(call_word(p), std::memory_order_release);
   const auto& prog = s.programs[me_];
   for (size_t i = 0; i < prog.size(); ++i) {
     const Op op = prog[i];

@@ -58,8 +58,9 @@ struct NodeShm {
   // The call each local rank is in, (sequence << 32) | 32 bits of its
   // signature in one word so a reader never sees half of a new call: data a
   // local peer leaves in shared memory carries no frame header, so ranks of a
-  // node compare their calls here.
-  std::atomic<uint64_t> call[kMaxLocalRanks];
+  // node compare their calls here. Per bank: a rank already in call n+1 must
+  // not hide its call n from a slower local peer that checks it (bank rule above).
+  std::atomic<uint64_t> call[kBanks][kMaxLocalRanks];
 };
 static_assert(sizeof(NodeShm) <= kShmHeader, "shm header");
 

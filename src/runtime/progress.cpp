@@ -99,7 +99,8 @@ void SocketTransport::watch_connections() {
         throw RuntimeError(Status::Network, std::string("epoll_ctl on the link monitor: ") + strerror(errno));
     }
   }
-  auto wanted = [](const Conn& c) { return c.fd >= 0 && !c.closed ? c.fd : -1; };
+  // A reconnecting rail stays closed until its connect completes: it is watched for that.
+  auto wanted = [](const Conn& c) { return c.fd >= 0 && (!c.closed || c.connecting) ? c.fd : -1; };
   bool changed = false;
   for (auto& c : conns_) {
     if (wanted(c) == c.ep_fd && !c.connecting) continue;
