@@ -111,19 +111,20 @@ TEST(Bcast, SmpOnFour4WayNodes) {
     EXPECT_EQ(s.stats().net_bytes, 3 * m) << m;
     EXPECT_TRUE(verify_schedule(s).ok());
   }
-  // Short: a (k+1)-nomial tree of node leaders, private buffers only, then one
-  // message from each leader to each of its local ranks; no shared buffer.
+  // Short: a (k+1)-nomial tree of node leaders into the nodes' shared buffers,
+  // which every local rank copies out of; no message to a local rank.
   Schedule small = build(Collective::Bcast, "smp", t, 256, 5);
-  EXPECT_EQ(small.shared_bytes[1], 0u);
+  EXPECT_EQ(small.shared_bytes[1], 256u);
   auto p = puts_of(small, 5);
-  ASSERT_EQ(p.size(), 6u);  // 3 leaders' worth of tree edges (8, 12 in round 0; 0 in round 1) + 3 local ranks
+  ASSERT_EQ(p.size(), 3u);  // the tree edges: 8, 12 in round 0; 0 in round 1
   EXPECT_EQ(p[0].peer, 8);
   EXPECT_EQ(p[1].peer, 12);
   EXPECT_EQ(p[2].peer, 0);
   EXPECT_NE(p[0].rail, p[1].rail);
   EXPECT_EQ(p[1].step, 0);
   EXPECT_EQ(p[2].step, 1);
-  for (int i = 3; i < 6; ++i) EXPECT_TRUE(t.same_node(5, p[i].peer));
+  for (int r = 0; r < 16; ++r)
+    for (auto& op : puts_of(small, r)) EXPECT_FALSE(t.same_node(r, op.peer));
   // Long: a chain of nodes through the node-shared buffers, chunks striped.
   Schedule large = build(Collective::Bcast, "smp", t, 1 << 20, 5);
   for (int r = 0; r < 16; ++r)

@@ -9,11 +9,10 @@
 
 #include <atomic>
 #include <map>
-#include <sstream>
 
 #include "runtime/auth.hpp"
 #include "runtime/net.hpp"
-#include "runtime/plan.hpp"
+#include "runtime/plan_cache.hpp"
 #include "runtime/socket_transport.hpp"
 
 namespace railcoll::rt {
@@ -55,7 +54,7 @@ struct Comm::Impl {
   std::unique_ptr<SocketTransport> transport;
   std::unique_ptr<Executor> exec;
   std::vector<uint64_t> node_capacity;  // [node] its shared buffer: RAILCOLL_SHM_MIB of its leader
-  std::map<std::string, std::shared_ptr<const Plan>> plans;
+  PlanCache plans;
 };
 
 Comm::Comm(const Bootstrap& b, const Check& check) : impl_(std::make_unique<Impl>()) {
@@ -185,15 +184,7 @@ std::shared_ptr<const Plan> Comm::plan(Collective collective, const std::string&
                                        const std::vector<uint64_t>& counts, const AlgoOptions& call_opts) {
   AlgoOptions opts = call_opts;
   opts.stripe_threshold = impl_->settings.stripe_bytes;
-  std::ostringstream key;
-  key << collective_name(collective) << "/" << algorithm << "/" << opts.stripe_threshold << "/" << opts.concurrency
-      << "/root " << opts.root << "/" << dtype_name(opts.dtype) << "/" << redop_name(opts.redop);
-  for (auto c : counts) key << "," << c;
-  auto& plans = impl_->plans;
-  if (plans.size() >= 256 && !plans.count(key.str())) plans.clear();  // bounded cache
-  auto& slot = plans[key.str()];
-  if (!slot) slot = make_plan(impl_->topo, impl_->me, collective, algorithm, counts, opts, key.str());
-  return slot;
+  return impl_->plans.get(impl_->topo, impl_->me, collective, algorithm, counts, opts);
 }
 
 std::string Comm::unfit(const Plan& p) const {

@@ -24,7 +24,7 @@ Executor::Executor(Transport& transport, const Topology& topo, int me, uint64_t 
       spin_seconds_(settings.spin_seconds),
       replay_call_(settings.replay_call),
       seg_(transport.node()),
-      node_base_(kMaxNodeCounters, 0) {
+      node_base_(kCounterSlots, 0) {
   t_.attach(this);
 }
 
@@ -43,7 +43,7 @@ char* Executor::resolve(const Span& sp) const {
     case Region::Send: return const_cast<char*>(static_cast<const char*>(bufs_.send)) + sp.offset;
     case Region::Recv: return static_cast<char*>(bufs_.recv) + sp.offset;
     case Region::Scratch: return const_cast<char*>(scratch_.data()) + sp.offset;
-    case Region::Shared: return seg_.data + sp.offset;
+    case Region::Shared: return shared_ + sp.offset;
   }
   return nullptr;
 }
@@ -123,7 +123,9 @@ void Executor::part_arrived(const FrameHeader& h, int rail, const Op& op) {
     protocol_error(h.sender, rail,
                    "op #" + std::to_string(h.op) + " part " + std::to_string(h.part) + " arrived twice in call " +
                        std::to_string(h.seq) + " (a replayed frame)");
-  if (complete) bump(op.counter);
+  if (!complete) return;
+  --messages_due_;
+  bump(op.counter);
 }
 
 Landing Executor::frame_header(const FrameHeader& h, int rail, std::vector<iovec>* place) {
@@ -184,23 +186,27 @@ void Executor::apply_held(const Held& f) {
 // not (stopped, hung, or busy outside railcoll) rather than only the ranks
 // this one was waiting for, which may themselves be waiting on the culprit.
 template <class Cond, class What>
-void Executor::wait_until(Cond cond, const NodeWait* sleep_on, What what) {
+void Executor::wait_until(Cond cond, NodeWait* sleep_on, What what) {
+  if (cond()) return;
+  t_.progress(0, nullptr);
+  if (cond()) return;
   const double start = now_seconds(), deadline = start + timeout_;
-  bool probed = false;
-  for (int spin = 0;; ++spin) {
-    if (cond()) return;
+  // Spin, yielding the core, for RAILCOLL_SPIN_US (default 0: docs/runtime.md,
+  // "The latency path"); then sleep in the transport until woken.
+  while (spin_seconds_ > 0 && now_seconds() - start < spin_seconds_) {
+    sched_yield();
     t_.progress(0, nullptr);
     if (cond()) return;
-    // Spin, yielding the core, for a short budget (RAILCOLL_SPIN_US); then sleep.
-    if (spin < 4 || now_seconds() - start < spin_seconds_) {
-      if (spin >= 4) sched_yield();
-      continue;
-    }
+  }
+  bool probed = false;
+  for (;;) {
+    if (sleep_on) sleep_on->net_idle = messages_due_ == 0;
     t_.progress(std::min(0.05, std::max(0.0, deadline - now_seconds())), sleep_on);
     if (!probed && now_seconds() > start + timeout_ / 2) {
       probed = true;
       t_.probe_peers();
     }
+    if (cond()) return;
     if (now_seconds() > deadline)
       throw RuntimeError(Status::Timeout, "timed out after " + seconds_text(timeout_) + " " + what() + silent_peers());
   }
@@ -238,7 +244,7 @@ void Executor::check_local_calls(const Plan& p) const {
   const auto& ranks = topo_.ranks_of(node_);
   const uint64_t mine = call_word(p);
   for (size_t i = 0; i < ranks.size(); ++i) {
-    uint64_t theirs = seg_.shm->call[i].load(std::memory_order_acquire);
+    uint64_t theirs = seg_.shm->call[bank_][i].load(std::memory_order_acquire);
     if (ranks[i] != me_ && theirs >> 32 == (seq_ & 0xffffffffu) && theirs != mine)
       throw RuntimeError(Status::Mismatch, "local rank " + std::to_string(ranks[i]) +
                                                " is in a different call than this rank (" + p.what +
@@ -247,6 +253,32 @@ void Executor::check_local_calls(const Plan& p) const {
 }
 
 // ------------------------------------------------------------------ a call
+
+// Consecutive calls: call n uses bank n % 2 of the node's counters and shared
+// buffer (node_shm.hpp), so schedules end without a node-wide synchronisation:
+// a rank that has left call n may write bank (n+1) % 2 while a local peer still
+// reads bank n % 2. Before it touches bank n % 2 again, in call n+2, every rank
+// of the node must have left call n, i.e. entered call n+1: each rank counts
+// its entries in the bank's entry slot, and waits here for the other bank's
+// count. All-gathers and allreduces never wait (finishing call n+1 needed
+// every local rank in it); a broadcast's fast ranks may, for a slow one.
+void Executor::enter_bank(const Plan& p) {
+  bank_ = static_cast<int>(seq_ & 1);
+  shared_ = seg_.bank(bank_);
+  const int prev = bank_ ^ 1;
+  const int local = topo_.node_size(node_);
+  node_counter_slot(entry_slot(bank_)).fetch_add(1, std::memory_order_seq_cst);
+  entries_[bank_] += static_cast<uint64_t>(local);
+  if (local == 1) return;
+  t_.wake_node_sleepers();
+  std::atomic<uint64_t>& left = node_counter_slot(entry_slot(prev));
+  const uint64_t target = entries_[prev];
+  NodeWait nw{&left, target, entry_slot(prev), false};
+  wait_until([&] { return left.load(std::memory_order_seq_cst) >= target; }, &nw, [&] {
+    return "entering " + p.what + " (call " + std::to_string(seq_) + "): a rank of this node has not left call " +
+           std::to_string(seq_ - 2) + " yet";
+  });
+}
 
 void Executor::break_and_tell(const std::string& why) {
   in_call_ = false;
@@ -283,6 +315,8 @@ void Executor::execute(const Plan& p) {
   if (scratch_.size() < s.scratch_bytes[me_]) scratch_.resize(s.scratch_bytes[me_]);
   rank_counters_.assign(std::max(1, s.rank_counters), 0);
   arrivals_.clear();
+  messages_due_ = p.incoming.size();
+  enter_bank(p);
   in_call_ = true;
   if (replay_ && !replayed_ && seq_ == replay_call_ + 2) {
     replayed_ = true;
@@ -298,7 +332,7 @@ void Executor::execute(const Plan& p) {
     apply_held(*it);
     it = held_.erase(it);
   }
-  seg_.shm->call[topo_.local_rank(me_)].store(call_word(p), std::memory_order_release);
+  seg_.shm->call[bank_][topo_.local_rank(me_)].store(call_word(p), std::memory_order_release);
   const auto& prog = s.programs[me_];
   for (size_t i = 0; i < prog.size(); ++i) {
     const Op op = prog[i];
@@ -314,17 +348,16 @@ void Executor::execute(const Plan& p) {
           for (auto& sg : op.segs) memcpy(resolve(sg.dst), resolve(sg.src), sg.src.length);
           signal(op.counter, static_cast<int>(i), op.peer);
         } else {
-          queue_put(op, static_cast<int>(i));
+          queue_put(op, static_cast<int>(i));  // the transport sends at once what the socket takes
         }
-        t_.progress(0, nullptr);
         break;
       case OpKind::Signal:
         signal(op.counter, static_cast<int>(i), -1);
         break;
       case OpKind::Wait: {
         const CounterRef c = op.counter;
-        const uint64_t target = op.value + (c.on_node ? node_base_[c.index] : 0);
-        const NodeWait nw{c.on_node ? &node_counter(c.index) : nullptr, target};
+        const uint64_t target = op.value + (c.on_node ? node_base_[counter_slot(bank_, c.index)] : 0);
+        NodeWait nw{c.on_node ? &node_counter(c.index) : nullptr, target, counter_slot(bank_, c.index), false};
         wait_until(
             [&] {
               return c.on_node ? node_counter(c.index).load(std::memory_order_seq_cst) >= target
@@ -347,7 +380,8 @@ void Executor::execute(const Plan& p) {
   wait_until([&] { return !t_.sends_pending(); }, nullptr, [&] { return "flushing sends at the end of " + p.what; });
   t_.end_call();
   if (replayed_) replay_.reset();
-  for (size_t i = 0; i < p.node_increments.size(); ++i) node_base_[i] += p.node_increments[i];
+  for (size_t i = 0; i < p.node_increments.size(); ++i)
+    node_base_[counter_slot(bank_, static_cast<int>(i))] += p.node_increments[i];
   in_call_ = false;
   ++seq_;
 }

@@ -74,7 +74,9 @@ class Executor final : private FrameSink {
   FrameHeader header(Frame type, int op) const;
   char* resolve(const Span& sp) const;
   void payload_iov(const Op& op, uint64_t off, uint64_t len, bool dst, std::vector<iovec>* out) const;
-  std::atomic<uint64_t>& node_counter(int index) const { return seg_.shm->counters[index]; }
+  std::atomic<uint64_t>& node_counter(int index) const { return seg_.shm->counters[counter_slot(bank_, index)]; }
+  std::atomic<uint64_t>& node_counter_slot(int slot) const { return seg_.shm->counters[slot]; }
+  void enter_bank(const Plan& p);
   void bump(const CounterRef& c);
   void queue_put(const Op& op, int op_index);
   void signal(const CounterRef& c, int op_index, int via);
@@ -83,7 +85,7 @@ class Executor final : private FrameSink {
   void apply_held(const Held& f);
   [[noreturn]] void protocol_error(int peer, int rail, const std::string& what) const;
   template <class Cond, class What>
-  void wait_until(Cond cond, const NodeWait* sleep_on, What what);
+  void wait_until(Cond cond, NodeWait* sleep_on, What what);
   std::string silent_peers() const;
   std::string missing_senders(const CounterRef& cref) const;
   uint64_t call_word(const Plan& p) const { return (seq_ << 32) | (p.sig & 0xffffffffu); }
@@ -105,8 +107,12 @@ class Executor final : private FrameSink {
   Buffers bufs_;
   std::vector<char> scratch_;
   std::vector<uint64_t> rank_counters_;
-  std::vector<uint64_t> node_base_;  // node counters are cumulative: their value when this call began
+  std::vector<uint64_t> node_base_;  // per counter slot: node counters are cumulative, their value when this call began
+  int bank_ = 0;                     // this call's bank of node counters and shared buffer (seq_ % 2)
+  char* shared_ = nullptr;           // this call's bank of the shared buffer
+  uint64_t entries_[kBanks] = {0, 0};  // entries into each bank's calls this node should have counted
   Arrivals arrivals_;                // (sender, op) parts in this call
+  size_t messages_due_ = 0;          // messages (puts, notifies) of this call not yet complete
   std::deque<Held> held_;            // frames of calls not entered yet
   std::vector<iovec> send_iov_;      // reused for every put
   std::string broken_;

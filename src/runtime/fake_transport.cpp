@@ -14,7 +14,7 @@ namespace railcoll::rt {
 FakeFabric::FakeFabric(const Topology& topo, uint64_t shm_bytes) : topo_(topo), dead_(new std::atomic<bool>[topo.nranks()]) {
   for (int n = 0; n < topo.nnodes(); ++n) {
     // calloc: zeroed, and the kernel gives pages only when they are touched.
-    char* mem = static_cast<char*>(std::calloc(1, kShmHeader + shm_bytes));
+    char* mem = static_cast<char*>(std::calloc(1, node_segment_bytes(shm_bytes)));
     if (!mem) throw std::bad_alloc();
     node_mem_.emplace_back(mem, std::free);
     NodeSegment seg;
@@ -22,7 +22,7 @@ FakeFabric::FakeFabric(const Topology& topo, uint64_t shm_bytes) : topo_(topo), 
     seg.shm->capacity = shm_bytes;
     seg.shm->magic = kShmMagic;
     seg.data = mem + kShmHeader;
-    seg.bytes = kShmHeader + shm_bytes;
+    seg.bytes = node_segment_bytes(shm_bytes);
     segs_.push_back(seg);
   }
   for (int r = 0; r < topo.nranks(); ++r) {

@@ -20,7 +20,7 @@ void map_node_shm(NodeSegment& seg, OutOfBand& oob, const std::string& unique, c
                   uint64_t shm_bytes) {
   const int node = topo.node_of(me);
   const bool leader = topo.is_leader(me);
-  seg.bytes = kShmHeader + shm_bytes;
+  seg.bytes = node_segment_bytes(shm_bytes);
   std::string name = "/railcoll-" + unique + "-n" + std::to_string(node);
   for (auto& ch : name)
     if (ch != '/' && !isalnum(static_cast<unsigned char>(ch)) && ch != '-') ch = '_';

@@ -42,6 +42,7 @@ SocketTransport::SocketTransport(const Bootstrap& settings, int me, int nranks, 
 SocketTransport::~SocketTransport() {
   for (auto& c : conns_)
     if (c.fd >= 0) ::close(c.fd);
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
   unmap_node_shm(seg_);
 }
 
@@ -70,6 +71,8 @@ void SocketTransport::connect(const Topology& topo, uint64_t comm_id, const std:
   }
   all_or_none(oob, failed, "connect to its peers");
   map_node_shm(seg_, oob, job + "-" + tag, topo_, me_, shm_bytes_);
+  for (int r : topo_.ranks_of(node_))
+    if (r != me_) local_peers_.push_back({r, topo_.local_rank(r)});
 }
 
 // The lower rank connects, the higher accepts; one TCP socket per rail to every
@@ -153,10 +156,12 @@ bool SocketTransport::admit(const Door::Admitted& a, double now) {
     return false;
   }
   if (ci >= 0 && held_here(a)) return false;
-  if (ci < 0)
+  if (ci < 0) {
     add_conn(a.fd, a.peer, a.rail);
-  else
+  } else {
     reconnected(conns_[ci], a.fd, now);
+    forget_registration(conns_[ci]);  // the new fd may reuse the number of one closed before
+  }
   conns_[conn_of_[a.peer][std::max(0, a.rail)]].generation = a.generation;
   return true;
 }
@@ -199,21 +204,13 @@ void SocketTransport::send(int peer, int rail, const FrameHeader& h, const iovec
   if (moved) it.hdr.flags |= kFlagMoved;
   it.iov.assign(payload, payload + n);
   c.out.push_back(std::move(it));
+  if (c.out.size() == 1 && c.can_write && c.ep_fd >= 0) drive_sends(c);  // at once: no round trip through progress
 }
 
 bool SocketTransport::sends_pending() const {
   for (auto& c : conns_)
     if (!c.out.empty()) return true;
   return false;
-}
-
-// Wakes local ranks that announced they sleep on a node counter.
-void SocketTransport::wake_node_sleepers() {
-  for (int r : topo_.ranks_of(node_)) {
-    if (r == me_ || !seg_.shm->waiting[topo_.local_rank(r)].load(std::memory_order_seq_cst)) continue;
-    Conn& c = conns_[conn_of_[r][0]];
-    if (!c.closed) queue(c, Frame::Wake);
-  }
 }
 
 void SocketTransport::begin_call() {
@@ -309,6 +306,8 @@ void SocketTransport::goodbye(double deadline) {
   for (auto& c : conns_)
     if (c.fd >= 0) ::close(c.fd);
   conns_.clear();
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+  epoll_fd_ = -1;
 }
 
 }  // namespace railcoll::rt

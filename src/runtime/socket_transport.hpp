@@ -8,12 +8,14 @@
 //                         sending, probes, aborts and the goodbye at the end
 //   stream.cpp            frames on one connection: writing the queue,
 //                         reading headers and payloads, the transport's own frames
-//   progress.cpp          one round over every socket, and sleeping in it
+//   progress.cpp          one round over the epoll set of every socket, and
+//                         sleeping: in epoll, or on a futex in the node segment
 //   failover.cpp          rails given up, their frames resent, reconnected,
 //                         held down after their link was lost (link_monitor.hpp)
 //   door.cpp              (class Door) admitting connections that prove the job key
 #pragma once
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/uio.h>
 
 #include <cstdint>
@@ -112,6 +114,11 @@ class SocketTransport final : public Transport {
     double retry_at = 0;      // the lower rank reconnects a down rail from then
     bool connecting = false;
     double connect_until = 0;
+    // The epoll set (progress.cpp): the fd registered for it (edge-triggered),
+    // and what its last events said: bytes may be there to read (until a
+    // read says EAGAIN), the socket takes more (until a write says EAGAIN).
+    int ep_fd = -1;
+    bool can_read = false, can_write = true;
     bool peer_held = false;  // the peer holds this rail down (RailHold): do not reconnect it
     uint64_t hold_seq = 0;   // the peer's last RailHold notice for this rail
     std::string name() const { return link_name(peer, rail); }
@@ -128,10 +135,18 @@ class SocketTransport final : public Transport {
   void queue(Conn& c, Frame type, int op = -1);
   void goodbye(double deadline);
 
+  // The round and sleeping (progress.cpp).
+  void watch_connections();
+  void round(double wait_s);
+  void serve_door(double now);
+  void sleep_on_bell(double wait_s, const NodeWait& w);
+  static uint64_t want_of(const NodeWait& w, bool futex);
+  void forget_registration(Conn& c) { c.ep_fd = -2, rewatch_ = true; }  // its fd was replaced: register it again
+
   // Frames on one connection (stream.cpp).
   void drive_sends(Conn& c);
   void drive_recv(Conn& c);
-  bool took(Conn& c, ssize_t r);
+  bool took(Conn& c, ssize_t r, size_t want);
   void on_header(Conn& c);
   void on_payload_done(Conn& c);
   void on_eof(Conn& c);
@@ -188,8 +203,13 @@ class SocketTransport final : public Transport {
   std::vector<LinkMonitor::Change> link_changes_;  // reused
   NodeSegment seg_;
   FrameSink* sink_ = nullptr;
-  std::vector<pollfd> pollfds_;           // reused by every progress round
-  std::vector<Door::Admitted> admitted_;  // likewise
+  int epoll_fd_ = -1;                     // every connection, edge-triggered (progress.cpp)
+  bool rewatch_ = true;                   // a connection's fd may have changed since the set was made
+  std::vector<struct epoll_event> events_;  // reused by every progress round
+  std::vector<pollfd> door_fds_;          // the door's listeners and half-open connections, looked at
+  double next_door_check_ = 0;            //   every kDoorEvery s
+  std::vector<Door::Admitted> admitted_;  // likewise reused
+  std::vector<std::pair<int, int>> local_peers_;  // (rank, local rank) of the other ranks of this node
 };
 
 }  // namespace railcoll::rt

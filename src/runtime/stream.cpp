@@ -43,6 +43,7 @@ void SocketTransport::drive_sends(Conn& c) {
     m.msg_iovlen = static_cast<size_t>(n);
     ssize_t w = sendmsg(c.fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w < 0) {
+      if (errno == EAGAIN) c.can_write = false;  // until epoll says it takes more
       if (errno == EAGAIN || errno == EINTR) return;
       if (c.rail >= 0) return rail_failed(c, std::string("refused a send: ") + strerror(errno));
       c.closed = true;
@@ -123,14 +124,17 @@ void SocketTransport::on_payload_done(Conn& c) {
   }
 }
 
-// What a read on c returned: true for bytes; false when there is nothing more
-// now, or the connection ended (then on_eof has dealt with it).
-bool SocketTransport::took(Conn& c, ssize_t r) {
+// What a read of up to `want` bytes on c returned: true for bytes; false when
+// there is nothing more now, or the connection ended (then on_eof has dealt
+// with it). A short read emptied the socket: no read until epoll says more came.
+bool SocketTransport::took(Conn& c, ssize_t r, size_t want) {
   if (r > 0) {
     c.nread += static_cast<uint64_t>(r);
     c.heard_at = now_seconds();
+    if (static_cast<size_t>(r) < want) c.can_read = false;
     return true;
   }
+  if (r < 0 && errno == EAGAIN) c.can_read = false;  // until epoll says more came
   if (r < 0 && (errno == EAGAIN || errno == EINTR)) return false;
   on_eof(c);
   return false;
@@ -142,10 +146,11 @@ void SocketTransport::drive_recv(Conn& c) {
     size_t limit =
         c.down && c.drain_to >= 0 ? static_cast<size_t>(c.drain_to - static_cast<int64_t>(c.nread)) : SIZE_MAX;
     if (c.down && c.drain_to >= 0 && static_cast<int64_t>(c.nread) >= c.drain_to) return close_if_drained(c);
+    if (rounds > 0 && !c.can_read) return;  // a short read emptied the socket
     if (!c.in_payload) {
-      ssize_t r = recv(c.fd, reinterpret_cast<char*>(&c.hdr) + c.hdr_got, std::min(limit, sizeof c.hdr - c.hdr_got),
-                       MSG_DONTWAIT);
-      if (!took(c, r)) return;
+      const size_t want = std::min(limit, sizeof c.hdr - c.hdr_got);
+      ssize_t r = recv(c.fd, reinterpret_cast<char*>(&c.hdr) + c.hdr_got, want, MSG_DONTWAIT);
+      if (!took(c, r, want)) return;
       c.hdr_got += static_cast<size_t>(r);
       if (c.hdr_got < sizeof c.hdr) continue;
       c.hdr_got = 0;
@@ -156,7 +161,7 @@ void SocketTransport::drive_recv(Conn& c) {
     // Payload: straight into its destination (scatter), skipping what arrived.
     iovec v[64];
     int n = 0;
-    size_t skip = c.payload_got;
+    size_t skip = c.payload_got, want = 0;
     for (auto& d : c.dst) {
       if (n >= 64 || limit == 0) break;
       if (skip >= d.iov_len) {
@@ -166,13 +171,14 @@ void SocketTransport::drive_recv(Conn& c) {
       size_t len = std::min(limit, d.iov_len - skip);
       v[n++] = {static_cast<char*>(d.iov_base) + skip, len};
       limit -= len;
+      want += len;
       skip = 0;
     }
     msghdr m{};
     m.msg_iov = v;
     m.msg_iovlen = static_cast<size_t>(n);
     ssize_t r = recvmsg(c.fd, &m, MSG_DONTWAIT);
-    if (!took(c, r)) return;
+    if (!took(c, r, want)) return;
     c.payload_got += static_cast<size_t>(r);
     if (c.payload_got == c.hdr.length) on_payload_done(c);
     if (c.closed) return;

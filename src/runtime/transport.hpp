@@ -27,8 +27,8 @@
 //    and counter increments cost no call. After raising a node counter it calls
 //    wake_node_sleepers(), and a wait on a node counter passes a NodeWait to
 //    progress() so that the transport may sleep until a local peer raises it
-//    (today wake flags and a Wake frame; a futex on the counter fits the same
-//    two calls).
+//    (the socket transport: a futex when nothing else is awaited, else a Wake
+//    frame into its epoll set; node_shm.hpp, NodeSleeper).
 //  * Errors: a transport throws RuntimeError (Peer, Network, Protocol, Timeout)
 //    from any call; the executor then marks the communicator broken and calls
 //    abort_peers(), which never throws.
@@ -75,9 +75,16 @@ class FrameSink {
 
 // A wait on a node counter: the transport may sleep only while the counter is
 // below target, and a local peer that raises it wakes the sleeper.
+// counter_index: the counter's place in the node segment (NodeShm::counters),
+// so a waker can tell whose wait it ends. net_idle: this rank expects no frame
+// before the counter rises (none of its messages of the call is missing), so
+// the transport may sleep without watching its connections for a while (a
+// futex); it still looks at them now and then (aborts, pings, peers gone).
 struct NodeWait {
   const std::atomic<uint64_t>* counter;
   uint64_t target;
+  int counter_index = -1;
+  bool net_idle = false;
 };
 
 class Transport {

@@ -42,16 +42,6 @@ RankRuns complement(int nranks, const RankRuns& runs) {
   return out;
 }
 
-void node_final_sync(ScheduleBuilder& b, int node, int step, int counter_index) {
-  const Topology& t = b.topo();
-  CounterRef done = b.node_counter(node, counter_index);
-  for (int r : t.ranks_of(node)) {
-    b.flush(r, step);
-    b.signal(r, step, done);
-    b.wait(r, step, done, t.node_size(node));
-  }
-}
-
 void copy_runs_out(ScheduleBuilder& b, const BlockLayout& L, int rank, int step, const RankRuns& runs) {
   int node = b.topo().node_of(rank);
   b.copy(rank, step, same_offset_segments(L, runs, b.shared(node, 0, 0), b.recv(rank, 0, 0)));

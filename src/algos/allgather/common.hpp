@@ -39,10 +39,12 @@ void shm_gather(ScheduleBuilder& b, const BlockLayout& L, int node, int step, in
   }
 }
 
-// The end of every SMP algorithm (seed 001 §6.2.2: "A final synchronization among
-// all processes completes the collective"): leaders flush their puts so no NIC
-// still reads the shared buffer, then all local ranks meet on a node counter.
-void node_final_sync(ScheduleBuilder& b, int node, int step, int counter_index);
+// The SMP algorithms end without seed 001 §6.2.2's "final synchronization among
+// all processes", which was there so that the next call could reuse the node's
+// shared buffer: consecutive calls use two banks of the node's counters and
+// shared buffer (docs/runtime.md, "Consecutive calls"), and a rank's return
+// ends its own puts' reads (the runtime drains them). On a node with more
+// processes than cores that synchronisation cost a round of wake-ups per call.
 
 // Copies rank-ordered shared-buffer runs into a rank's recv.
 void copy_runs_out(ScheduleBuilder& b, const BlockLayout& L, int rank, int step, const RankRuns& runs);

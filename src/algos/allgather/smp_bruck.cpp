@@ -11,7 +11,7 @@
 //   into recv.
 // Phase 3: "Instead of doing a local memory shift, we copy each message from the
 //   shared buffer to the right position of the destination buffer for every
-//   process"; then a final node sync.
+//   process"; no final node sync (common.hpp: consecutive calls use two banks).
 // Hockney: T = P m copy + ceil(log_{k+1} M) ts + (M-1)/k * P m tau + (N-P) m copy.
 #include "algos/allgather/common.hpp"
 #include "core/registry.hpp"
@@ -22,7 +22,7 @@ namespace {
 
 void build_smp_bruck(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes(), k = t.rails();
-  enum { kGathered = 0, kDone = 1, kStep = 2 };  // kStep + i: chunks of Bruck step i
+  enum { kGathered = 0, kStep = 1 };  // kStep + i: chunks of Bruck step i
 
   std::vector<uint64_t> chunk(M, 0);
   for (int n = 0; n < M; ++n)
@@ -86,7 +86,6 @@ void build_smp_bruck(ScheduleBuilder& b, const Topology& t, const BlockLayout& L
         for (int i = 0; i < steps; ++i) b.wait(r, 1 + steps, b.node_counter(n, kStep + i), senders_per_step[i]);
       chunks_to_recv(r, 1 + steps, 1, M);
     }
-    node_final_sync(b, n, 1 + steps, kDone);
   }
 }
 

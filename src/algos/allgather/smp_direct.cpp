@@ -4,15 +4,23 @@
 //   (N blocks, laid out like recv) and sets its flag.
 // Phase 2 (steps 1..ceil((M-1)/k)): the masters run k-port Direct across the M
 //   nodes: step s, port j, the master writes its node's blocks into the shared
-//   buffer of node (n + (s-1)*k + j) mod M. Overlap: right after posting the
-//   first puts, every process copies its own node's blocks from the shared
-//   buffer into its recv while the network works.
-// Phase 3: every process copies each other node's chunk out as soon as it has
-//   arrived (one node counter per source node, watched by all local processes,
-//   in the order the chunks are sent), so copy-out overlaps the network too;
-//   a final node sync.
+//   buffer of node (n + (s-1)*k + j) mod M.
+// Phase 3, large chunks (a node's blocks >= kOverlapBytes): overlap. Right after
+//   posting the first puts every process copies its own node's blocks from the
+//   shared buffer into its recv while the network works, then each other node's
+//   chunk as soon as it has arrived (one node counter per source node, watched
+//   by all local processes, in the order the chunks are sent).
+// Phase 3, small chunks: one wake-up per process. The master, which receives
+//   every chunk anyway, raises one node flag when all are in, and every process
+//   copies the whole buffer out at once: waking for each chunk cost more than
+//   the copies it would overlap (a wake-up is ~10 us on an oversubscribed node,
+//   the time to copy ~150 KB; docs/runtime.md, "The latency path").
+// No final node sync (common.hpp: consecutive calls use two banks).
 // Hockney, M nodes, P per node: T = P m copy + ceil((M-1)/k) (ts + P m tau)
-//   + (N - P) m copy   (the own-node copy hides behind the network phase).
+//   + (N - P) m copy   (large: the own-node copy hides behind the network phase;
+//   small: + P m copy, and one wake-up instead of M-1).
+#include <algorithm>
+
 #include "algos/allgather/common.hpp"
 #include "core/registry.hpp"
 
@@ -20,10 +28,20 @@ namespace railcoll::allgather {
 
 namespace {
 
+// A node's chunk from which the copy-out overlaps the network chunk by chunk.
+constexpr uint64_t kOverlapBytes = 128 * 1024;
+
 void build_smp_direct(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes(), k = t.rails();
   const int steps = (M - 1 + k - 1) / k;
-  enum { kGathered = 0, kDone = 1, kFrom = 2 };  // kFrom + q: node q's chunk is in
+  enum { kGathered = 0, kAllIn = 1, kFrom = 2 };  // kFrom + q: node q's chunk is in
+  uint64_t largest_chunk = 0;
+  for (int n = 0; n < M; ++n) {
+    uint64_t chunk = 0;
+    for (int r : t.ranks_of(n)) chunk += L.count[r];
+    largest_chunk = std::max(largest_chunk, chunk);
+  }
+  const bool overlap = largest_chunk >= kOverlapBytes;
 
   for (int n = 0; n < M; ++n) {
     b.set_shared(n, L.total());
@@ -32,6 +50,27 @@ void build_smp_direct(ScheduleBuilder& b, const Topology& t, const BlockLayout& 
     uint64_t own_bytes = 0;
     for (auto& br : byte_ranges(L, own)) own_bytes += br.second - br.first;
     const int master = t.leader(n);
+    if (!overlap) {
+      b.wait(master, 0, b.node_counter(n, kGathered), t.node_size(n));
+      for (int s = 1; s <= steps; ++s) {
+        if (s > 1) b.flush(master, s);
+        for (int j = 1; j <= k; ++j) {
+          int dist = (s - 1) * k + j;
+          if (dist > M - 1) break;
+          int q = (n + dist) % M;
+          b.put(master, s, t.leader(q), same_offset_segments(L, own, b.shared(n, 0, 0), b.shared(q, 0, 0)),
+                b.rail_for(own_bytes, j - 1), b.node_counter(q, kFrom + n));
+        }
+      }
+      for (int dist = 1; dist < M; ++dist)
+        b.wait(master, (dist + k - 1) / k, b.node_counter(n, kFrom + (n - dist + M) % M), 1);
+      if (t.node_size(n) > 1) b.signal(master, steps, b.node_counter(n, kAllIn));
+      for (int r : t.ranks_of(n)) {
+        if (r != master) b.wait(r, steps, b.node_counter(n, kAllIn), 1);
+        b.copy(r, steps, {{b.shared(n, 0, L.total()), b.recv(r, 0, L.total())}});
+      }
+      continue;
+    }
     for (int r : t.ranks_of(n)) {
       b.wait(r, 0, b.node_counter(n, kGathered), t.node_size(n));
       if (r == master) {
@@ -56,7 +95,6 @@ void build_smp_direct(ScheduleBuilder& b, const Topology& t, const BlockLayout& 
         copy_runs_out(b, L, r, step, runs_of(t.ranks_of(q)));
       }
     }
-    node_final_sync(b, n, steps + 1, kDone);
   }
 }
 

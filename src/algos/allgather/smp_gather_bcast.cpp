@@ -10,8 +10,8 @@
 //   "optimization for node 0").
 // Phase 3 (steps 2..): the root master broadcasts the whole buffer to the other
 //   masters over a (k+1)-nomial tree (k ports; the papers use the hardware
-//   broadcast here), then every process copies the buffer into its recv, and a
-//   node-wide synchronization ends the call.
+//   broadcast here), then every process copies the buffer into its recv (no
+//   node-wide synchronization after it: common.hpp: consecutive calls use two banks).
 // Hockney, M nodes, P per node, n = N*m, c = memcpy time per byte:
 //   T = P m c + (ts + (M-1) P m tau / k) + ceil(log_{k+1} M) (ts + n tau) + n c
 // (the root node receives M-1 chunks over k rails; in a broadcast round a master
@@ -26,7 +26,7 @@ namespace {
 
 void build_smp_gather_bcast(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes(), k = t.rails(), root = t.node_of(0);
-  enum { kGathered = 0, kAtRoot = 1, kBcast = 2, kDone = 3 };
+  enum { kGathered = 0, kAtRoot = 1, kBcast = 2 };
   const int copy_out_step = 2 + trees::ceil_log(k + 1, M);
 
   for (int n = 0; n < M; ++n) {
@@ -62,7 +62,6 @@ void build_smp_gather_bcast(ScheduleBuilder& b, const Topology& t, const BlockLa
       }
       b.copy(r, copy_out_step, {{b.shared(n, 0, L.total()), b.recv(r, 0, L.total())}});
     }
-    node_final_sync(b, n, copy_out_step, kDone);
   }
 }
 

@@ -31,7 +31,7 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
   // Shared buffer of a node: P staging areas, then one receive slot per
   // recursive-doubling exchange (fold + log2 M steps).
   auto staging = [&](int n, int i, uint64_t off, uint64_t len) { return b.shared(n, i * m + off, len); };
-  enum { kStaged = 0, kCombined = 1, kReduced = 2, kDone = 3 };
+  enum { kStaged = 0, kCombined = 1, kReduced = 2 };
   for (int n = 0; n < M; ++n) {
     const int P = t.node_size(n);
     b.set_shared(n, (P + 1 + f.log2) * m);
@@ -69,12 +69,11 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
       b.signal(r, step, b.node_counter(n, kReduced));
     }
   }
-  for (int n = 0; n < M; ++n) {  // 4. copy out, then nobody leaves while a peer still reads the buffer
+  for (int n = 0; n < M; ++n) {  // 4. copy out; no node sync after it (allgather/common.hpp)
     for (int r : t.ranks_of(n)) {
       b.wait(r, step, b.node_counter(n, kReduced), leaders);
       b.copy(r, step, {{staging(n, 0, 0, m), b.recv(r, 0, m)}});
     }
-    allgather::node_final_sync(b, n, step + 1, kDone);
   }
 }
 

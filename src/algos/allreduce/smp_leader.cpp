@@ -5,10 +5,11 @@
 //      shared buffer and raises the node's flag;
 //   2. the leader combines all staging areas into its recv;
 //   3. the leaders run a recursive-doubling allreduce across nodes;
-//   4. the leader writes the result into every local rank's recv (a message
-//      each), so nobody reads the shared buffer after the leader has: no final
-//      node-wide synchronization is needed.
-// Hockney: T = m c + (P-1) m gamma + (ceil(log2 M) + 2 [M not 2^x]) (ts + m tau + m gamma) + (P-1) (ts_shm + m c)
+//   4. the leader copies the result into the node's shared buffer and raises
+//      a second flag; every local rank copies it out (one wake-up each, no
+//      message through a local socket; nobody waits for the copies: the next
+//      call uses the other bank of the shared buffer, allgather/common.hpp).
+// Hockney: T = m c + (P-1) m gamma + (ceil(log2 M) + 2 [M not 2^x]) (ts + m tau + m gamma) + 2 m c
 #include "algos/allreduce/common.hpp"
 #include "core/registry.hpp"
 
@@ -21,13 +22,12 @@ void build_smp_leader(ScheduleBuilder& b, const Topology& t, const BlockLayout& 
   const uint64_t m = L.count[0];
   if (m == 0) return;  // nothing to combine, nothing to wait for
   Fold f(M);
-  enum { kStaged = 0 };
-  const int kResult = f.log2 + 2;  // rank counter after recursive doubling's
+  enum { kStaged = 0, kResult = 1 };
   std::vector<Unit> units;
   for (int n = 0; n < M; ++n) {
     const auto& ranks = t.ranks_of(n);
     const int P = t.node_size(n), leader = ranks[0];
-    b.set_shared(n, (P - 1) * m);
+    b.set_shared(n, P * m);  // P-1 staging areas, then the result
     for (int i = 1; i < P; ++i) {  // 1. stage (the leader's own vector goes straight to its recv)
       b.copy(ranks[i], 0, {{b.send(ranks[i], 0, m), b.shared(n, (i - 1) * m, m)}});
       b.signal(ranks[i], 0, b.node_counter(n, kStaged));
@@ -42,17 +42,21 @@ void build_smp_leader(ScheduleBuilder& b, const Topology& t, const BlockLayout& 
                                 b.rail_for(m, 0), 0);
   for (int n = 0; n < M; ++n) {  // 4. hand out the result
     const auto& ranks = t.ranks_of(n);
-    for (size_t i = 1; i < ranks.size(); ++i) {
-      b.put(ranks[0], step, ranks[i], {{b.recv(ranks[0], 0, m), b.recv(ranks[i], 0, m)}}, 0,
-            b.rank_counter(ranks[i], kResult));
-      b.wait(ranks[i], step, b.rank_counter(ranks[i], kResult), 1);
+    const int P = t.node_size(n);
+    if (P == 1) continue;
+    const Span result = b.shared(n, (P - 1) * m, m);
+    b.copy(ranks[0], step, {{b.recv(ranks[0], 0, m), result}});
+    b.signal(ranks[0], step, b.node_counter(n, kResult));
+    for (int i = 1; i < P; ++i) {
+      b.wait(ranks[i], step, b.node_counter(n, kResult), 1);
+      b.copy(ranks[i], step, {{result, b.recv(ranks[i], 0, m)}});
     }
   }
 }
 
 const AlgorithmRegistrar registered{{Collective::Allreduce, 5, "smp_leader",
-    "one leader per node combines the node in shm, leaders allreduce, results sent out",
-    "m c + (P-1) m gamma + ceil(log2 M) (ts + m tau + m gamma) + (P-1) (ts_shm + m c)",
+    "one leader per node combines the node in shm, leaders allreduce, result copied out of shm",
+    "m c + (P-1) m gamma + ceil(log2 M) (ts + m tau + m gamma) + 2 m c",
     "seed 004 §4", {}, build_smp_leader}};
 
 }  // namespace

@@ -20,10 +20,12 @@
 // shared buffer and sets the chunk's flag. Inside every node, each rank waits
 // for chunk c (one node counter per chunk, set by the arriving put or the
 // root's flag) and copies it out while the next chunks arrive and are
-// forwarded; a node sync ends the call (seed 001 §6.2.2).
-// Up to 8 KiB in the tree case nothing goes through the shared buffer: leaders
-// receive into their recv and send each local rank the message (tree_with_fanout),
-// which saves the final node sync.
+// forwarded; no node sync at the end (allgather/common.hpp: consecutive calls use two banks).
+// Short messages go through the shared buffer too: the leader's one receive
+// and a futex wake per local rank cost less than a message to each of them
+// through its Unix socket (which the final node sync used to justify; there is
+// none now, allgather/common.hpp: local bench, 16 ranks, 8 B - 4 KiB: 47-87 us
+// against 62-121 us, docs/runtime.md "The latency path").
 // Hockney, M nodes, R = ceil(log_{k+1} M), c = memcpy time per byte:
 //   C = 1: T = m c + R (ts + m tau) + m c
 //   C > 1: T = (M - 2 + C) (ts + m/C tau/k) + m/C c   (the last chunk's copy)
@@ -37,37 +39,6 @@ namespace railcoll::bcast {
 
 namespace {
 
-// Up to this size the local ranks get the message from their leader as a
-// message of their own (two copies through a Unix socket) rather than from the
-// node-shared buffer (one copy, but a node-wide sync before anyone returns).
-constexpr uint64_t kFanoutMaxBytes = 8 * 1024;
-
-// Short messages (C = 1): the (k+1)-nomial tree among node leaders, each
-// receiving into its own recv, then one message from the leader to each local
-// rank. No shared buffer, so no node-wide sync at the end: on a node with more
-// processes than cores each such sync is a round of wake-ups, which is what a
-// short broadcast costs here.
-void tree_with_fanout(ScheduleBuilder& b, const Topology& t, int root, uint64_t m) {
-  const int M = t.nnodes(), k = t.rails(), R = t.node_of(root);
-  enum { kTree = 0, kFanout = 1 };  // rank counters
-  auto leader_of = [&](int n) { return n == R ? root : t.leader(n); };
-  auto data = [&](int r) { return r == root ? b.send(root, 0, m) : b.recv(r, 0, m); };
-  const int rounds = trees::ceil_log(k + 1, M);
-  for (int u = 0; u < M; ++u) {
-    const int n = (u + R) % M, me = leader_of(n);
-    if (u > 0) b.wait(me, trees::knomial_round_received(u, k), b.rank_counter(me, kTree), 1);
-    for (auto& e : trees::knomial_children(u, M, k)) {
-      int child = leader_of((e.child + R) % M);
-      b.put(me, e.round, child, {{data(me), data(child)}}, b.rail_for(m, e.port), b.rank_counter(child, kTree));
-    }
-    for (int r : t.ranks_of(n)) {
-      if (r == me) continue;
-      b.put(me, rounds, r, {{data(me), data(r)}}, 0, b.rank_counter(r, kFanout));
-      b.wait(r, rounds, b.rank_counter(r, kFanout), 1);
-    }
-  }
-}
-
 void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes(), k = t.rails(), root = o.root, R = t.node_of(root);
   const uint64_t m = L.count[root];
@@ -76,8 +47,7 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
   int C = trees::pipeline_chunks(m, M - 1, k);
   const int rounds = trees::ceil_log(k + 1, M);
   if (C > 1 && trees::pipeline_cost(m, M - 1, k, C) >= rounds * (trees::kLatencyBytes + static_cast<double>(m))) C = 1;
-  if (C == 1 && m <= kFanoutMaxBytes) return tree_with_fanout(b, t, root, m);
-  enum { kDone = 0, kChunk = 1 };
+  enum { kChunk = 0 };
   constexpr int kCopyBatches = 4;  // kChunk + c: chunk c is in the node's landing buffer
   auto node_at = [&](int u) { return (u + R) % M; };
   // The children of relative node u: (child, step of chunk 0, port).
@@ -131,7 +101,6 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
         }
       }
     }
-    if (shm) allgather::node_final_sync(b, n, arrival(u, C - 1), kDone);
   }
 }
 

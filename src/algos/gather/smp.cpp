@@ -12,8 +12,8 @@
 //   per run of consecutive ranks), node u (relative to the root's node) on port
 //   (u-1) mod k, striped above the threshold. A node of one rank puts from send.
 // The root copies its node's blocks out of the shared buffer while the other
-//   nodes' messages arrive, waits for M-1 of them; a node sync on every node of
-//   several ranks ends the call (the leaders' puts read the shared buffer).
+//   nodes' messages arrive, waits for M-1 of them. No node sync at the end
+//   (allgather/common.hpp: consecutive calls use two banks).
 // Hockney, M nodes, P per node: T = P m c + ceil((M-1)/k) (ts + P m tau) + P m c
 // (the root's copy-out overlaps the network).
 #include <algorithm>
@@ -29,7 +29,7 @@ namespace {
 void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes(), k = t.rails(), root = o.root, R = t.node_of(root);
   const int steps = (M - 1 + k - 1) / k;
-  enum { kGathered = 0, kDone = 1 };  // node counters; rank counter 0 of the root: nodes arrived
+  enum { kGathered = 0 };  // node counter; rank counter 0 of the root: nodes arrived
   // Each node's blocks packed in rank order: where a rank's block goes in its node's buffer.
   std::vector<uint64_t> packed(t.nranks(), 0), node_bytes(M, 0);
   for (int r = 0; r < t.nranks(); ++r) packed[r] = node_bytes[t.node_of(r)], node_bytes[t.node_of(r)] += L.count[r];
@@ -61,7 +61,6 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
       b.put(leader, 1 + (u - 1) / k, root, node_segments(src, b.recv(root, 0, 0)), b.rail_for(node_bytes[n], (u - 1) % k),
             b.rank_counter(root, 0));
     }
-    if (size > 1) allgather::node_final_sync(b, n, std::max(steps, 1), kDone);
   }
 }
 
