@@ -274,6 +274,10 @@ std::vector<BenchRecord> run_mpi(const BenchPlan& plan, const BenchContext& ctx,
     return {};
   }
   std::vector<BenchRecord> recs = parse_records(out, nullptr, label + " output");
+  if (recs.empty()) {  // a row with no figures is a failure, not an empty table
+    std::cerr << "railcoll bench: " << label << " exited 0 but reported nothing; its output:\n" << out;
+    return {};
+  }
   print_table_header(std::cout, label, ctx, plan.full, plan.validate);
   for (auto& r : recs) print_table_row(std::cout, r, plan.full);
   return recs;
