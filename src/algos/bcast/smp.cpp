@@ -12,7 +12,9 @@
 // soon as it is in:
 //   C = 1: a (k+1)-nomial tree of nodes rooted at the root's node, k children
 //          per round, one per rail (the k-port broadcast of seed 001 §6.2.1);
-//          fewest rounds, for latency.
+//          fewest rounds, for latency. Above the stripe threshold, a binomial
+//          tree with each send striped over the k rails where the model says
+//          its extra rounds cost less (R2 = ceil(log2 M)).
 //   C > 1: a chain of nodes, each chunk striped over all rails (rail c mod k
 //          below the threshold): every node's rails carry the message once, the
 //          rail bound, where a tree would send it several times from one node.
@@ -27,7 +29,7 @@
 // none now, allgather/common.hpp: local bench, 16 ranks, 8 B - 4 KiB: 47-87 us
 // against 62-121 us, docs/runtime.md "The latency path").
 // Hockney, M nodes, R = ceil(log_{k+1} M), c = memcpy time per byte:
-//   C = 1: T = m c + R (ts + m tau) + m c
+//   C = 1: T = m c + min(R (ts + m tau), R2 (ts + m tau/k)) + m c
 //   C > 1: T = (M - 2 + C) (ts + m/C tau/k) + m/C c   (the last chunk's copy)
 #include <algorithm>
 
@@ -45,21 +47,30 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
   // Chunks for a chain of nodes; one chunk (the tree) where the model says the
   // chain's M-2 extra hops cost more than the tree's repeated sends.
   int C = trees::pipeline_chunks(m, M - 1, k);
-  const int rounds = trees::ceil_log(k + 1, M);
-  if (C > 1 && trees::pipeline_cost(m, M - 1, k, C) >= rounds * (trees::kLatencyBytes + static_cast<double>(m))) C = 1;
+  // The tree's fan-out: k children per round, one rail each (fewest rounds), or,
+  // where the message is striped anyway, one child per round over all k rails
+  // when its extra rounds cost less than sending the message k times from one
+  // node (4 nodes, 2 rails: 2 rounds either way, half the bytes per round).
+  int fan = k;
+  double tree_cost = trees::ceil_log(k + 1, M) * (trees::kLatencyBytes + static_cast<double>(m));
+  if (k > 1 && m > o.stripe_threshold) {
+    const double striped = trees::ceil_log(2, M) * (trees::kLatencyBytes + static_cast<double>(m) / k);
+    if (striped < tree_cost) fan = 1, tree_cost = striped;
+  }
+  if (C > 1 && trees::pipeline_cost(m, M - 1, k, C) >= tree_cost) C = 1;
   enum { kChunk = 0 };
   constexpr int kCopyBatches = 4;  // kChunk + c: chunk c is in the node's landing buffer
   auto node_at = [&](int u) { return (u + R) % M; };
   // The children of relative node u: (child, step of chunk 0, port).
   auto children = [&](int u) {
     std::vector<trees::KnomialEdge> out;
-    if (C == 1) return trees::knomial_children(u, M, k);
+    if (C == 1) return trees::knomial_children(u, M, fan);
     if (u + 1 < M) out.push_back({u + 1, u, 0});
     return out;
   };
   // The step at which chunk c is in the buffer of relative node u.
   auto arrival = [&](int u, int c) {
-    if (C == 1) return u == 0 ? 0 : trees::knomial_round_received(u, k);
+    if (C == 1) return u == 0 ? 0 : trees::knomial_round_received(u, fan);
     return std::max(u - 1, 0) + c;
   };
   auto landing = [&](int n, uint64_t off, uint64_t len) {
@@ -106,7 +117,7 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
 
 const AlgorithmRegistrar registered{{Collective::Bcast, 4, "smp",
     "node leaders receive into shared memory, forward at once (tree or chunked chain), shm copy-out",
-    "C=1: R (ts + m tau) + 2 m c; C>1: (M-2+C) (ts + m/C tau/k) + m/C c",
+    "C=1: min(R (ts + m tau), R2 (ts + m tau/k)) + 2 m c; C>1: (M-2+C) (ts + m/C tau/k) + m/C c",
     "seed 004 §4.2, seed 001 §5.1", {}, build_smp}};
 
 }  // namespace
