@@ -121,6 +121,7 @@ std::vector<std::string> worker_command(const BenchPlan& plan) {
                                 "-i", std::to_string(plan.iters), "-x", std::to_string(plan.warmup)};
   if (plan.full) w.push_back("-f");
   if (plan.validate) w.push_back("-c");
+  if (plan.idle_us > 0) w.insert(w.end(), {"--idle-us", std::to_string(plan.idle_us)});
   return w;
 }
 
@@ -214,6 +215,8 @@ std::vector<BenchRecord> run_mpi(const BenchPlan& plan, const BenchContext& ctx,
   if (!traits(plan.collective).moves_data) args.push_back("--samples");
   else args.insert(args.end(), {"-m", std::to_string(std::max<uint64_t>(plan.min, 1)) + ":" + std::to_string(plan.max)});
   if (plan.validate) args.push_back("-c");
+  if (plan.idle_us > 0 && traits(plan.collective).moves_data)
+    args.insert(args.end(), {"--idle-us", std::to_string(plan.idle_us)});
   std::cout << "\n# " << (row.railcoll ? "railcoll's collectives through the same MPI program, " : "Open MPI ") << label
             << (plan.where.cluster        ? " on the same emulated cluster"
                 : row.railcoll            ? " on this machine, in the workers' pretend nodes"
@@ -309,13 +312,27 @@ void print_layer_cost(std::ostream& o, const std::vector<BenchRecord>& recs, con
 
 }  // namespace
 
-int run_bench(const BenchPlan& plan) {
+// The time a shaped rail takes to refill its burst, with a quarter to spare:
+// after it, every call starts from the same full bucket (docs/cluster.md).
+int default_idle_us(const Placement& where) {
+  if (!where.cluster) return 0;
+  auto cfg = cl::load_state();
+  if (!cfg || cfg->rate_bps == 0) return 0;
+  return static_cast<int>(1.25 * static_cast<double>(cfg->burst_bytes) * 8e6 / static_cast<double>(cfg->rate_bps));
+}
+
+int run_bench(const BenchPlan& asked) {
+  BenchPlan plan = asked;
   if (plan.background != BackgroundPattern::None && !plan.where.cluster)
     throw InputError("--background needs the emulated cluster (railcoll cluster up)");
+  if (plan.idle_us < 0) plan.idle_us = default_idle_us(plan.where);
   if (plan.where.cluster)
     std::cout << "railcoll bench: on the emulated cluster: " << plan.where.text() << "\n";
   else
     std::cout << "railcoll bench: no emulated cluster is up: local processes, " << plan.where.text() << "\n";
+  if (plan.idle_us > 0 && traits(plan.collective).moves_data)
+    std::cout << "railcoll bench: every timed call, on both sides, starts after " << plan.idle_us
+              << " us of rest (the rails' shaper refills its burst; --idle-us)\n";
   std::cout << std::flush;
   JobOptions jo;
   jo.timeout_seconds = plan.timeout;

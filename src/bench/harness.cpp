@@ -4,10 +4,12 @@
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <thread>
 
 #include "bench/plot.hpp"
 #include "bench/report.hpp"
@@ -173,6 +175,7 @@ int run_worker(const WorkerOptions& o) {
       }
       for (int i = -warmup; i < iters; ++i) {
         if (o.validate) call.prepare(i + warmup);
+        if (!consecutive && o.idle_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(o.idle_us));
         // Each call timed alone, not overlapped with the previous one.
         if (!consecutive && railcoll_barrier(comm) != RAILCOLL_OK) return fail("barrier");
         double t0 = monotonic_us();

@@ -50,6 +50,9 @@ struct WorkerOptions {
   uint64_t min = 8, max = 1 << 20;
   int iters = 100, warmup = 10;
   bool full = false, validate = false;
+  // Sleep before each call's barrier (not barriers'): every call finds the
+  // rails idle, as railcoll-mpi-bench --idle-us does (BenchPlan::idle_us).
+  int idle_us = 0;
   // Rank 0 appends the context and the records here (the driver reads them);
   // "" when run by hand under a launcher: rank 0 then prints the summary and
   // writes json/csv/plot itself.

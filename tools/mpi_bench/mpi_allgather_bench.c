@@ -27,6 +27,7 @@
  * every timed call, in call order.
  *
  * Exit status: 0 ok, 1 a validation error or out of memory, 2 bad usage. */
+#include <errno.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -54,6 +55,7 @@ typedef struct {
   uint64_t min_bytes, max_bytes;
   int iters, warmup; /* 0 and -1 until set by -i / -x or the collective's default */
   int check, full, samples, rails;
+  uint64_t idle_us; /* idle time before each timed call's barrier (--idle-us) */
   const char* label;
 } Options;
 
@@ -80,8 +82,16 @@ static void usage(FILE* f) {
           "  --label NAME  the \"algorithm\" field, e.g. mpi:tuned or mpi:han (default mpi)\n"
           "  --rails K     rails in use, copied to the output (default: the count in\n"
           "                RAILCOLL_RAILS, else 1)\n"
+          "  --idle-us N   sleep N us before each call's barrier (default 0), so every call\n"
+          "                finds the rails idle: a shaper's burst refilled, as railcoll bench does\n"
           "Timing: an MPI_Barrier before every timed call, except for barrier, whose calls\n"
           "are timed back to back.\n");
+}
+
+static void sleep_us(uint64_t us) {
+  struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
 }
 
 /* Parses a whole unsigned number; returns 0 on success. */
@@ -135,7 +145,7 @@ static const char* parse_options(int argc, char** argv, Options* o) {
     if (!strcmp(a, "--samples")) { o->samples = 1; continue; }
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) return "help";
     if (strcmp(a, "--coll") && strcmp(a, "-m") && strcmp(a, "-i") && strcmp(a, "-x") && strcmp(a, "--label") &&
-        strcmp(a, "--rails")) {
+        strcmp(a, "--rails") && strcmp(a, "--idle-us")) {
       snprintf(msg, sizeof msg, "unknown option '%s' (-h lists them)", a);
       return msg;
     }
@@ -159,12 +169,14 @@ static const char* parse_options(int argc, char** argv, Options* o) {
       }
       continue;
     }
-    if (parse_u64(v, &x) || x > 100000000 || (x < 1 && strcmp(a, "-x"))) {
-      snprintf(msg, sizeof msg, "%s expects a whole number%s, got '%s'", a, strcmp(a, "-x") ? " >= 1" : "", v);
+    const int zero_ok = !strcmp(a, "-x") || !strcmp(a, "--idle-us");
+    if (parse_u64(v, &x) || x > 100000000 || (x < 1 && !zero_ok)) {
+      snprintf(msg, sizeof msg, "%s expects a whole number%s, got '%s'", a, zero_ok ? "" : " >= 1", v);
       return msg;
     }
     if (!strcmp(a, "-i")) o->iters = (int)x;
     else if (!strcmp(a, "-x")) o->warmup = (int)x;
+    else if (!strcmp(a, "--idle-us")) o->idle_us = x;
     else if (x > 64) return "--rails must be between 1 and 64";
     else o->rails = (int)x;
   }
@@ -361,6 +373,7 @@ static SizeResult run_size(const Options* o, const Buffers* b, uint64_t bytes, u
   r.times = calloc(2 * (size_t)iters, sizeof(double));
   for (int i = 0; i < warmup + iters; ++i, ++*call) {
     if (o->check) prepare_buffers(o->coll, b, bytes, *call);
+    if (o->coll != COLL_BARRIER && o->idle_us) sleep_us(o->idle_us);
     if (o->coll != COLL_BARRIER) MPI_Barrier(MPI_COMM_WORLD);
     double t0 = monotonic_seconds();
     call_collective(o->coll, b, bytes);

@@ -22,7 +22,7 @@ namespace {
 const std::set<std::string> kFlags = {"f", "c", "mpi", "local", "worker"};
 const std::set<std::string> kValued = {"algo",    "m",          "i",     "x",      "json",         "csv",
                                        "plot",    "n",          "ppn",   "layout", "rails",        "records",
-                                       "timeout", "background", "fault", "fault-marker", "duration"};
+                                       "timeout", "background", "fault", "fault-marker", "duration", "idle-us"};
 
 // Options that mean nothing with --fault: refused rather than ignored.
 const char* const kNotWithFault[] = {"mpi", "background", "csv", "plot", "f", "c", "i", "x"};
@@ -68,6 +68,7 @@ int run(const std::vector<std::string>& argv, bool worker) {
   p.csv = a.str("csv");
   p.plot = a.str("plot");
   p.timeout = static_cast<double>(a.integer("timeout", 3600, 0, 7 * 86400));
+  p.idle_us = static_cast<int>(a.integer("idle-us", -1, -1, 10000000));
   if (a.has("background") && (!parse_background(a.str("background"), &p.background) ||
                               p.background == BackgroundPattern::None))
     throw UsageError(std::string("--background must be one of ") + kBackgroundPatternNames);
@@ -97,6 +98,7 @@ int run(const std::vector<std::string>& argv, bool worker) {
     w.min = p.min, w.max = p.max;
     w.iters = p.iters, w.warmup = p.warmup;
     w.full = p.full, w.validate = p.validate;
+    w.idle_us = std::max(0, p.idle_us);
     w.records = a.str("records");
     w.json = p.json, w.csv = p.csv, w.plot = p.plot;
     return bench::run_worker(w);

@@ -90,6 +90,8 @@ const Verb kVerbs[] = {
      "  -f                  full statistics: min, max, iterations\n"
      "  -c                  validate every byte of every call (outside the timed calls)\n"
      "  --mpi               also Open MPI's tuned and HAN collectives on the same ranks\n"
+     "  --idle-us N         rest before every timed call, both sides alike (default: on the\n"
+     "                      cluster the time its shaped rails take to refill their burst)\n"
      "  --background P      run again under complement|uniform|hotspot traffic on every rail\n"
      "                      (cluster only) and compare quiet and loaded\n"
      "  --json F, --csv F   write the records; --plot F: latency vs size (PNG or SVG)\n"
