@@ -59,4 +59,50 @@ int recursive_doubling(ScheduleBuilder& b, const std::vector<Unit>& units, const
   return last + 1;
 }
 
+int halving_doubling(ScheduleBuilder& b, const std::vector<Unit>& units, const SlotFn& slot, size_t elem,
+                     int step0, const std::function<int(uint64_t)>& rail_of, int counter0) {
+  const int U = static_cast<int>(units.size());
+  Fold f(U);
+  const uint64_t m = units.empty() ? 0 : units[0].acc.length;
+  Chunks ch(m, elem, f.p2);
+  auto part = [&](Span s, int c0, int c1) { return Span{s.region, s.owner, s.offset + ch.begin(c0), ch.begin(c1) - ch.begin(c0)}; };
+  auto counter = [&](int u, int i) { return b.rank_counter(units[u].rank, counter0 + i); };
+  fold_in(b, f, units, slot, step0, rail_of(m), counter0);
+  // Per participant: the chunk range [lo, hi) it holds after each halving step.
+  std::vector<std::vector<std::pair<int, int>>> held(f.p2);
+  for (int p = 0; p < f.p2; ++p) {
+    int lo = 0, hi = f.p2;
+    for (int s = 0; s < f.log2; ++s) {
+      int mid = (lo + hi) / 2;
+      if (p & (f.p2 >> (s + 1))) lo = mid; else hi = mid;
+      held[p].push_back({lo, hi});
+    }
+  }
+  for (int s = 0; s < f.log2; ++s) {  // reduce-scatter by recursive halving
+    const int step = step0 + 1 + s;
+    for (int p = 0; p < f.p2; ++p) {
+      const int u = f.unit_of(p), q = p ^ (f.p2 >> (s + 1)), v = f.unit_of(q);
+      auto [lo, hi] = held[q][s];  // the half the partner keeps
+      auto [klo, khi] = held[p][s];
+      b.put(units[u].rank, step, units[v].rank, {{part(units[u].acc, lo, hi), part(slot(v, 1 + s), lo, hi)}},
+            rail_of(ch.begin(hi) - ch.begin(lo)), counter(v, 1 + s));
+      b.wait(units[u].rank, step, counter(u, 1 + s), 1);
+      b.reduce(units[u].rank, step, {{part(slot(u, 1 + s), klo, khi), part(units[u].acc, klo, khi)}});
+    }
+  }
+  for (int s = f.log2 - 1; s >= 0; --s) {  // all-gather by recursive doubling, mirrored
+    const int i = 1 + f.log2 + (f.log2 - 1 - s), step = step0 + i;
+    for (int p = 0; p < f.p2; ++p) {
+      const int u = f.unit_of(p), v = f.unit_of(p ^ (f.p2 >> (s + 1)));
+      auto [lo, hi] = held[p][s];  // finished by now: where the partner lacks it
+      b.put(units[u].rank, step, units[v].rank, {{part(units[u].acc, lo, hi), part(units[v].acc, lo, hi)}},
+            rail_of(ch.begin(hi) - ch.begin(lo)), counter(v, i));
+      b.wait(units[u].rank, step, counter(u, i), 1);
+    }
+  }
+  const int last = step0 + 1 + 2 * f.log2;
+  fold_out(b, f, units, last, rail_of(m), counter0 + 1 + 2 * f.log2);
+  return last + 1;
+}
+
 }  // namespace railcoll::allreduce

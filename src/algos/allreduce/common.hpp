@@ -56,4 +56,14 @@ void fold_out(ScheduleBuilder& b, const Fold& f, const std::vector<Unit>& units,
 int recursive_doubling(ScheduleBuilder& b, const std::vector<Unit>& units, const SlotFn& slot, int step0,
                        int rail, int counter0);
 
+// Rabenseifner over units (rabenseifner.cpp): reduce-scatter by recursive
+// halving, then all-gather by recursive doubling, each unit's acc cut into p2
+// chunks of whole elements; 2 (p2-1)/p2 of the vector crosses each unit
+// instead of log2 p2 vectors. Halving step s receives into slot(u, 1 + s) at
+// the offsets of the half it gets; the doubling writes finished ranges
+// straight into the partners' acc. rail_of(bytes): the rail of a put. Uses
+// counters counter0 .. counter0 + 2 log2 p2 + 1 and steps step0 .. returned - 1.
+int halving_doubling(ScheduleBuilder& b, const std::vector<Unit>& units, const SlotFn& slot, size_t elem,
+                     int step0, const std::function<int(uint64_t)>& rail_of, int counter0);
+
 }  // namespace railcoll::allreduce

@@ -5,14 +5,20 @@
 //      shared buffer;
 //   2. the P local ranks of the node each combine one slice of all P staging
 //      areas into staging area 0 (a shared-memory reduce-scatter);
-//   3. local rank j (j < L, L the smallest node size) runs a recursive-doubling
-//      allreduce of slice j of staging area 0 with local rank j of every other
-//      node, on rail j mod k: L leaders drive the rails at once;
+//   3. local rank j (j < L, L the smallest node size) runs an allreduce of
+//      slice j of staging area 0 with local rank j of every other node, on
+//      rail j mod k: L leaders drive the rails at once. Recursive doubling
+//      (log2 M whole slices cross each leader), or, for long slices on 4 nodes
+//      or more, Rabenseifner's halving and doubling (2 (M-1)/M of a slice, in
+//      twice the steps) where the model says it is cheaper;
 //   4. every local rank copies staging area 0 into its recv.
-// Hockney: T = m c + (P-1)/P m gamma + (ceil(log2 M) + 2 [M not 2^x]) (ts + m/L tau + m/L gamma) + m c
+// Hockney: T = m c + (P-1)/P m gamma + 2 [M not 2^x] (ts + m/L tau) + m c
+//   + min(log2 M (ts + m/L tau + m/L gamma),
+//         2 log2 M ts + 2 (M'-1)/M' m/L tau + (M'-1)/M' m/L gamma)   (M' = 2^floor(log2 M))
 //          (P ranks per node, M nodes, c: shm copy time per byte)
 #include "algos/allgather/common.hpp"
 #include "algos/allreduce/common.hpp"
+#include "algos/common/trees.hpp"
 #include "core/registry.hpp"
 
 namespace railcoll::allreduce {
@@ -62,7 +68,12 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
     }
     int rail = leaders >= t.rails() ? j % t.rails() : b.rail_for(len, j);
     SlotFn slot = [&](int n, int s) { return b.shared(n, (t.node_size(n) + s) * m + at, len); };
-    step = recursive_doubling(b, units, slot, 2, rail, 0);
+    // Costs in bytes of tau (trees.hpp: ts = kLatencyBytes of it); gamma left out.
+    const double ts = static_cast<double>(trees::kLatencyBytes), bytes = static_cast<double>(len);
+    const double doubling = f.log2 * (ts + bytes), halving = 2 * f.log2 * ts + 2.0 * (f.p2 - 1) / f.p2 * bytes;
+    step = halving < doubling
+               ? halving_doubling(b, units, slot, elem, 2, [&](uint64_t) { return rail; }, 0)
+               : recursive_doubling(b, units, slot, 2, rail, 0);
     for (int n = 0; n < M; ++n) {
       int r = t.ranks_of(n)[j];
       b.flush(r, step);  // the NIC may still read the slice it sent last
@@ -79,7 +90,7 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
 
 const AlgorithmRegistrar registered{{Collective::Allreduce, 4, "smp",
     "shm reduce-scatter in the node, one leader per slice across nodes, shm copy-out",
-    "2 m c + (P-1)/P m gamma + ceil(log2 M) (ts + m/P tau + m/P gamma)",
+    "2 m c + (P-1)/P m gamma + min(log2 M (ts + m/L tau), 2 log2 M ts + 2 (M-1)/M m/L tau)",
     "seed 003 §2, seed 004 §4, seed 001 §5.1", {}, build_smp}};
 
 }  // namespace
