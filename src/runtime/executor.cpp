@@ -191,8 +191,8 @@ void Executor::wait_until(Cond cond, NodeWait* sleep_on, What what) {
   t_.progress(0, nullptr);
   if (cond()) return;
   const double start = now_seconds(), deadline = start + timeout_;
-  // Spin, yielding the core, for RAILCOLL_SPIN_US (default 0: docs/runtime.md,
-  // "The latency path"); then sleep in the transport until woken.
+  // Spin, yielding the core, for RAILCOLL_SPIN_US (default 2 ms); then sleep in
+  // the transport until woken (docs/runtime.md, "The latency path").
   while (spin_seconds_ > 0 && now_seconds() - start < spin_seconds_) {
     sched_yield();
     t_.progress(0, nullptr);
