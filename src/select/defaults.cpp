@@ -51,8 +51,8 @@ const Row kRows[] = {
    "one node: shared memory only, no network step"},
   {Collective::Allgather, kAny,      kAny,  kAny,      kAny,            upto(8 * KiB), "smp_gather_bcast",
    "few network steps for small messages (seed 001 §7; emulated cluster 4x4, 2 rails, docs/results.md)"},
-  {Collective::Allgather, kAny,      kAny,  kAny,      kAny,            upto(16 * KiB), "smp_bruck",
-   "SMP Bruck next (seed 001 §7: from 512 B to 8 KiB; emulated cluster, docs/results.md)"},
+  {Collective::Allgather, kAny,      kAny,  kAny,      kAny,            upto(64 * KiB), "smp_bruck",
+   "SMP Bruck next (seed 001 §7: from 512 B to 8 KiB; emulated cluster 4x4: ahead of smp_multileader at 8-16 KiB per rank, docs/selection.md)"},
   {Collective::Allgather, kAny,      kAny,  kAny,      kAny,            kAny,          "smp_multileader",
    "large messages drive every rail at once, one leader per rail (emulated cluster, docs/results.md)"},
 
