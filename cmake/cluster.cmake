@@ -15,6 +15,11 @@ if(MPI_C_FOUND)
   add_executable(railcoll-mpi-bench tools/mpi_bench/mpi_allgather_bench.c)
   target_link_libraries(railcoll-mpi-bench PRIVATE MPI::MPI_C m)
   set_target_properties(railcoll-mpi-bench PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON)
+  # The MPI layer's own cost: MPI calls through librailcoll_mpi.so against the
+  # C API in the same program, alternating (docs/mpi.md).
+  add_executable(railcoll-mpi-layer-cost tools/mpi_bench/mpi_layer_cost.c)
+  target_link_libraries(railcoll-mpi-layer-cost PRIVATE MPI::MPI_C railcoll)
+  set_target_properties(railcoll-mpi-layer-cost PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON)
 else()
   message(STATUS "railcoll: MPI (C) not found, skipping railcoll-mpi-bench (the Open MPI baseline)")
 endif()

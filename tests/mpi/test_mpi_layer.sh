@@ -227,4 +227,14 @@ if [ "$MODE" = cluster ]; then
     case $abi in openmpi) test_launcher_choice openmpi mpirun ;; mpich) test_launcher_choice mpich mpiexec.mpich ;; esac
   done
 fi
+# The layer's cost tool (tools/mpi_bench/mpi_layer_cost.c, built against Open
+# MPI): both sides of every size measured and their results right.
+if [ -x "$BIN/railcoll-mpi-layer-cost" ] && case " ${ABIS[*]} " in *" openmpi "*) true ;; *) false ;; esac; then
+  for coll in allgather bcast gather allreduce; do
+    launch openmpi -- "$BIN/railcoll-mpi-layer-cost" --coll $coll -m 8:65536 -i 5 >"$out" 2>"$err"
+    st=$?
+    [ $st -eq 0 ] && [ "$(grep -c '^  [0-9]' "$out")" -eq 14 ] && ! grep -q WRONG "$out"
+    verdict $? "railcoll-mpi-layer-cost --coll $coll: 14 sizes, both sides, right results"
+  done
+fi
 summary
