@@ -50,18 +50,20 @@ void build_smp_direct(ScheduleBuilder& b, const Topology& t, const BlockLayout& 
     uint64_t own_bytes = 0;
     for (auto& br : byte_ranges(L, own)) own_bytes += br.second - br.first;
     const int master = t.leader(n);
+    // Step s of k-port Direct: the master writes its node's blocks to k nodes.
+    auto send_step = [&](int s) {
+      if (s > 1) b.flush(master, s);
+      for (int j = 1; j <= k; ++j) {
+        int dist = (s - 1) * k + j;
+        if (dist > M - 1) break;
+        int q = (n + dist) % M;
+        b.put(master, s, t.leader(q), same_offset_segments(L, own, b.shared(n, 0, 0), b.shared(q, 0, 0)),
+              b.rail_for(own_bytes, j - 1), b.node_counter(q, kFrom + n));
+      }
+    };
     if (!overlap) {
       b.wait(master, 0, b.node_counter(n, kGathered), t.node_size(n));
-      for (int s = 1; s <= steps; ++s) {
-        if (s > 1) b.flush(master, s);
-        for (int j = 1; j <= k; ++j) {
-          int dist = (s - 1) * k + j;
-          if (dist > M - 1) break;
-          int q = (n + dist) % M;
-          b.put(master, s, t.leader(q), same_offset_segments(L, own, b.shared(n, 0, 0), b.shared(q, 0, 0)),
-                b.rail_for(own_bytes, j - 1), b.node_counter(q, kFrom + n));
-        }
-      }
+      for (int s = 1; s <= steps; ++s) send_step(s);
       for (int dist = 1; dist < M; ++dist)
         b.wait(master, (dist + k - 1) / k, b.node_counter(n, kFrom + (n - dist + M) % M), 1);
       if (t.node_size(n) > 1) b.signal(master, steps, b.node_counter(n, kAllIn));
@@ -75,14 +77,7 @@ void build_smp_direct(ScheduleBuilder& b, const Topology& t, const BlockLayout& 
       b.wait(r, 0, b.node_counter(n, kGathered), t.node_size(n));
       if (r == master) {
         for (int s = 1; s <= steps; ++s) {
-          if (s > 1) b.flush(r, s);
-          for (int j = 1; j <= k; ++j) {
-            int dist = (s - 1) * k + j;
-            if (dist > M - 1) break;
-            int q = (n + dist) % M;
-            b.put(r, s, t.leader(q), same_offset_segments(L, own, b.shared(n, 0, 0), b.shared(q, 0, 0)),
-                  b.rail_for(own_bytes, j - 1), b.node_counter(q, kFrom + n));
-          }
+          send_step(s);
           if (s == 1) copy_runs_out(b, L, r, 1, own);  // overlap with the network
         }
         if (steps == 0) copy_runs_out(b, L, r, 1, own);
