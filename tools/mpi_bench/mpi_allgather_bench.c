@@ -27,7 +27,6 @@
  * every timed call, in call order.
  *
  * Exit status: 0 ok, 1 a validation error or out of memory, 2 bad usage. */
-#include <errno.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +34,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+
+#include "clock.h"
 
 /* Large sizes run fewer calls: at most kCapBytes received by the busiest rank
  * per size (but at least kMinLargeIters calls, and never more than -i).
@@ -86,12 +87,6 @@ static void usage(FILE* f) {
           "                finds the rails idle: a shaper's burst refilled, as railcoll bench does\n"
           "Timing: an MPI_Barrier before every timed call, except for barrier, whose calls\n"
           "are timed back to back.\n");
-}
-
-static void sleep_us(uint64_t us) {
-  struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
 }
 
 /* Parses a whole unsigned number; returns 0 on success. */
@@ -343,12 +338,6 @@ typedef struct {
 
 /* CLOCK_MONOTONIC in seconds: one clock for every process of a host, in every
  * network namespace. */
-static double monotonic_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Equal on two ranks exactly when they read the same CLOCK_MONOTONIC: the
  * kernel's boot id and the time namespace, hashed (FNV-1a). */
 static uint64_t clock_identity(void) {

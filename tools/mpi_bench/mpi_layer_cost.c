@@ -8,29 +8,17 @@
  * each after a barrier, and prints per size the median of the slowest rank's
  * time of each and their ratio (docs/mpi.md, "What reaching railcoll through
  * MPI costs"). Every call's result is checked once per size. */
-#include <errno.h>
 #include <mpi.h>
 #include <railcoll/railcoll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "clock.h"
 
 typedef enum { ALLGATHER, BCAST, GATHER, ALLREDUCE } Coll;
 static const char* kNames[] = {"allgather", "bcast", "gather", "allreduce"};
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
-}
-
-static void sleep_us(long us) {
-  struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
 
 static int oob_allgather(const void* send, void* recv, size_t bytes, void* context, void** request) {
   (void)context;
@@ -130,12 +118,12 @@ int main(int argc, char** argv) {
     for (long i = 0; i < iters; ++i)
       for (int k = 0; k < 2; ++k) {
         const int via_mpi = (int)((i + k) % 2);  // which goes first alternates too
-        if (idle_us) sleep_us(idle_us);
+        if (idle_us) sleep_us((uint64_t)idle_us);
         memset(recv, 0, (size_t)bytes * (c == ALLGATHER || c == GATHER ? n : 1));
         PMPI_Barrier(MPI_COMM_WORLD);
-        double t0 = now_us();
+        double t0 = monotonic_seconds();
         int st = call(c, via_mpi, rc, send, recv, (int)bytes, me);
-        t[via_mpi][i] = now_us() - t0;
+        t[via_mpi][i] = (monotonic_seconds() - t0) * 1e6;
         if (st != 0 || (i == 0 && !correct(c, recv, (int)bytes, me, n))) wrong = 1;
       }
     double p50[2];
