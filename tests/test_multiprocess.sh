@@ -80,6 +80,12 @@ check "an unknown algorithm in one rank's environment" \
 check "RAILCOLL_ALLGATHERV_ALGO in one rank's environment" \
   "(invalid argument|rank 0 could not start): RAILCOLL_ALLGATHERV_ALGO: there is no collective 'allgatherv'.* \(after [0-4]\.[0-9]+ s\)" 4 -- \
   bash -c "$(one_rank_env 0 RAILCOLL_ALLGATHERV_ALGO=smp_direct)"
+check "a negative RAILCOLL_NOTSENT_LOWAT in one rank's environment" \
+  "RAILCOLL_NOTSENT_LOWAT='-5' is not a valid number \(after [0-4]\.[0-9]+ s\)" 4 -- \
+  bash -c "$(one_rank_env 1 RAILCOLL_NOTSENT_LOWAT=-5)"
+# Every write of a rail socket stops at the watermark: byte-exact all the same.
+check "RAILCOLL_NOTSENT_LOWAT=1: correct" "calls correct" 4 -- \
+  env RAILCOLL_NOTSENT_LOWAT=1 "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" correct
 check "a bad RAILCOLL_SHM_MIB in one rank's environment" \
   "(: |rank 3 could not start: )RAILCOLL_SHM_MIB='lots' is not a valid number \(after [0-4]\.[0-9]+ s\)" 4 -- \
   bash -c "$(one_rank_env 3 RAILCOLL_SHM_MIB=lots)"

@@ -82,6 +82,9 @@ Bootstrap settings_from_env(std::exception_ptr* bad) {
     }
   });
   read([&] {
+    if (env("RAILCOLL_NOTSENT_LOWAT")) b.notsent_lowat = env_int("RAILCOLL_NOTSENT_LOWAT", 0);
+  });
+  read([&] {
     if (env("RAILCOLL_SPIN_US")) b.spin_seconds = env_int("RAILCOLL_SPIN_US", 0) * 1e-6;
   });
   read([&] {

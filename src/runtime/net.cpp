@@ -106,6 +106,10 @@ void tune_socket(int fd, bool tcp) {
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
 }
 
+void limit_unsent(int fd, int bytes) {
+  if (bytes > 0) setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &bytes, sizeof bytes);
+}
+
 std::string describe_peer(int fd) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;

@@ -34,6 +34,8 @@ void set_nonblocking(int fd);
 // Who is on the other end, for log lines: "198.18.0.2:40112" or "local process 1234".
 std::string describe_peer(int fd);
 void tune_socket(int fd, bool tcp);
+// TCP_NOTSENT_LOWAT on a rail socket (Bootstrap::notsent_lowat); 0 leaves it alone.
+void limit_unsent(int fd, int bytes);
 
 // Writes/reads exactly n bytes on a blocking-mode call with a deadline.
 void write_all(int fd, const void* data, size_t n, double deadline, const std::string& what);

@@ -23,6 +23,7 @@ SocketTransport::SocketTransport(const Bootstrap& settings, int me, int nranks, 
       timeout_(settings.timeout),
       rail_timeout_(settings.rail_timeout),
       shm_bytes_(settings.shm_bytes),
+      notsent_lowat_(settings.notsent_lowat),
       me_(me),
       n_(nranks),
       rail_addr_(std::move(rail_addr)),
@@ -172,6 +173,7 @@ void SocketTransport::add_conn(int fd, int peer, int rail) {
   c.peer = peer;
   c.rail = rail;
   set_nonblocking(fd);
+  if (rail >= 0) limit_unsent(fd, notsent_lowat_);
   conns_.push_back(std::move(c));
   conn_of_[peer][rail < 0 ? 0 : rail] = static_cast<int>(conns_.size()) - 1;
 }

@@ -183,6 +183,7 @@ class SocketTransport final : public Transport {
   const std::string job_key_;
   const double timeout_, rail_timeout_;
   const uint64_t shm_bytes_;
+  const int notsent_lowat_;
   const int me_, n_;
   const std::vector<std::string> rail_addr_;
   std::vector<int> rail_port_;
