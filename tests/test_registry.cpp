@@ -18,7 +18,7 @@ TEST(Registry, EveryAlgorithmRegisteredInOrder) {
       "allgather/direct", "allgather/stdex", "allgather/bruck", "allgather/ring",
       "allgather/recursive_doubling", "allgather/gather_bcast", "allgather/concurrent_exchange",
       "allgather/concurrent_exchange_split", "allgather/smp_gather_bcast", "allgather/smp_direct",
-      "allgather/smp_bruck", "allgather/smp_multileader",
+      "allgather/smp_bruck", "allgather/smp_multileader", "allgather/smp_multileader_paced",
       "barrier/dissemination", "barrier/smp", "barrier/tree", "barrier/hw_combining",
       "bcast/binomial", "bcast/scatter_allgather", "bcast/pipelined_chain", "bcast/smp", "bcast/hw_multicast",
       "gather/tree", "gather/direct", "gather/smp",
@@ -26,7 +26,7 @@ TEST(Registry, EveryAlgorithmRegisteredInOrder) {
       "allreduce/smp_leader"};
   std::vector<std::string> got;
   for (auto& a : all_algorithms()) got.push_back(std::string(collective_name(a.collective)) + "/" + a.name);
-  EXPECT_EQ(got.size(), 29u);
+  EXPECT_EQ(got.size(), 30u);
   EXPECT_EQ(got, expected);
 }
 

@@ -35,6 +35,7 @@ std::string old_if_chain(Collective collective, const Topology& t, uint64_t byte
   uint64_t node_bytes = bytes * static_cast<uint64_t>(t.max_node_size());
   if (node_bytes <= 8 * 1024) return "smp_gather_bcast";
   if (node_bytes <= 64 * 1024) return "smp_bruck";
+  if (t.max_node_size() == 1 && node_bytes <= 512 * 1024) return "smp_multileader_paced";
   return "smp_multileader";
 }
 
@@ -241,7 +242,7 @@ TEST(Select, PrecedenceCallThenVariableThenFileThenDefaults) {
   Selector file_only = Selector::from_variables({"RAILCOLL_TUNING=" + f.path});
   EXPECT_EQ(file_only.choose(bcast).algorithm, "binomial");
   EXPECT_EQ(file_only.choose(bcast).origin, "file:" + f.path + "#0");
-  EXPECT_EQ(file_only.choose(at(Collective::Gather, 16, 4, 4, 2, 2048)).origin, "default#8");  // outside the file's range
+  EXPECT_EQ(file_only.choose(at(Collective::Gather, 16, 4, 4, 2, 2048)).origin, "default#9");  // outside the file's range
   Selector env = Selector::from_variables({"RAILCOLL_TUNING=" + f.path, "RAILCOLL_BCAST_ALGO=pipelined_chain"});
   EXPECT_EQ(env.choose(bcast).algorithm, "pipelined_chain");
   EXPECT_EQ(env.choose(bcast).origin, "RAILCOLL_BCAST_ALGO");

@@ -53,6 +53,8 @@ const Row kRows[] = {
    "few network steps for small messages (seed 001 §7; emulated cluster 4x4, 2 rails, docs/results.md)"},
   {Collective::Allgather, kAny,      kAny,  kAny,      kAny,            upto(64 * KiB), "smp_bruck",
    "SMP Bruck next (seed 001 §7: from 512 B to 8 KiB; emulated cluster 4x4: ahead of smp_multileader at 8-16 KiB per rank, docs/selection.md)"},
+  {Collective::Allgather, kAny,      kAny,  kOne,      kAny,            upto(512 * KiB), "smp_multileader_paced",
+   "one rank per node: a share leaves when the last step's are in, one stream per rail and receiver (emulated cluster 4x1, 128-512 KiB: 5-15% ahead of smp_multileader, docs/selection.md)"},
   {Collective::Allgather, kAny,      kAny,  kAny,      kAny,            kAny,          "smp_multileader",
    "large messages drive every rail at once, one leader per rail (emulated cluster, docs/results.md)"},
 

@@ -46,6 +46,11 @@ void shm_gather(ScheduleBuilder& b, const BlockLayout& L, int node, int step, in
 // ends its own puts' reads (the runtime drains them). On a node with more
 // processes than cores that synchronisation cost a round of wake-ups per call.
 
+// SMP multi-leader all-gather (smp_multileader.cpp); paced: a leader sends its
+// share to the next node only when the previous step's shares have all arrived
+// at its own node (smp_multileader_paced.cpp).
+void smp_multileader_schedule(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, bool paced);
+
 // Copies rank-ordered shared-buffer runs into a rank's recv.
 void copy_runs_out(ScheduleBuilder& b, const BlockLayout& L, int rank, int step, const RankRuns& runs);
 

@@ -34,7 +34,9 @@ std::vector<std::pair<uint64_t, uint64_t>> share_ranges(const std::vector<std::p
   }
   return out;
 }
-void build_smp_multileader(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
+}  // namespace
+
+void smp_multileader_schedule(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, bool paced) {
   const int M = t.nnodes(), k = t.rails();
   enum { kGathered = 0, kFrom = 1 };  // kFrom + q: a share of node q is in
   auto leaders = [&](int n) { return t.node_size(n); };  // every local rank
@@ -61,24 +63,33 @@ void build_smp_multileader(ScheduleBuilder& b, const Topology& t, const BlockLay
                           : std::vector<std::pair<uint64_t, uint64_t>>{};
       uint64_t len = 0;
       for (auto& br : share) len += br.second - br.first;
-      for (int dist = 1; !share.empty() && dist < M; ++dist) {
-        if (dist > 1) b.flush(r, dist);
+      const int rail = nl >= k ? l % k : b.rail_for(len, l);
+      auto put_share = [&](int dist) {
         int q = (n + dist) % M;
         std::vector<Segment> segs;
         for (auto& br : share)
           segs.push_back({b.shared(n, br.first, br.second - br.first), b.shared(q, br.first, br.second - br.first)});
-        int rail = nl >= k ? l % k : b.rail_for(len, l);
+        if (dist > 1) b.flush(r, dist);  // 1-port: the previous share is in the kernel's hands
         b.put(r, dist, t.ranks_of(q)[l % leaders(q)], std::move(segs), rail, b.node_counter(q, kFrom + n));
-        if (dist == 1) copy_runs_out(b, L, r, 1, own);  // overlap with the network
-      }
-      if (share.empty() || M == 1) copy_runs_out(b, L, r, 1, own);
+      };
+      const bool sends = !share.empty() && M > 1;
+      if (sends) put_share(1);
+      copy_runs_out(b, L, r, 1, own);  // overlap with the network
+      for (int dist = 2; sends && !paced && dist < M; ++dist) put_share(dist);
       for (int dist = 1; dist < M; ++dist) {  // node n - dist sends to us at step dist
         int q = (n - dist + M) % M;
         b.wait(r, dist, b.node_counter(n, kFrom + q), shares_of[q]);
+        if (sends && paced && dist + 1 < M) put_share(dist + 1);  // step dist is over here
         copy_runs_out(b, L, r, dist, runs_of(t.ranks_of(q)));
       }
     }
   }
+}
+
+namespace {
+
+void build_smp_multileader(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions&) {
+  smp_multileader_schedule(b, t, L, false);
 }
 
 const AlgorithmRegistrar registered{{Collective::Allgather, 12, "smp_multileader",
