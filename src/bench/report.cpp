@@ -94,8 +94,10 @@ void print_summary(std::ostream& o, const std::vector<BenchRecord>& recs, const 
   if (m.span && c.empty_span_p50_us >= 0)
     o << "# every span includes how unevenly the ranks leave the barrier before the call: an empty call's span is "
       << std::fixed << std::setprecision(1) << c.empty_span_p50_us << " us (median)\n";
-  o << "# Size     best railcoll              auto                          mpi:tuned     mpi:han"
-       "  auto/tuned  auto/han";
+  // Columns wide enough for the longest algorithm name (smp_multileader_paced) and a time.
+  constexpr int kBestWidth = 33, kAutoWidth = 34;
+  o << std::left << std::setw(9) << "# Size" << std::setw(kBestWidth) << "best railcoll" << std::setw(kAutoWidth) << "auto"
+    << std::right << std::setw(9) << "mpi:tuned" << std::setw(12) << "mpi:han" << "  auto/tuned  auto/han";
   if (have_bound) o << "  rail bound  auto eff";
   o << "\n";
   auto cell = [&](const BenchRecord* r) {
@@ -119,7 +121,7 @@ void print_summary(std::ostream& o, const std::vector<BenchRecord>& recs, const 
       else s << "-";
       return s.str();
     };
-    o << std::left << std::setw(9) << bytes << std::setw(27) << (best ? b.str() : "-") << std::setw(30)
+    o << std::left << std::setw(9) << bytes << std::setw(kBestWidth) << (best ? b.str() : "-") << std::setw(kAutoWidth)
       << (a ? au.str() : "-") << std::right << std::setw(9) << cell(tuned) << std::setw(12) << cell(han)
       << std::setw(12) << ratio(tuned) << std::setw(10) << ratio(han);
     if (have_bound) {
