@@ -6,6 +6,11 @@ add_library(railcoll_testbed STATIC ${TESTBED_SOURCES})
 target_include_directories(railcoll_testbed PUBLIC src)
 target_link_libraries(railcoll_testbed PUBLIC railcoll_capi_static)
 
+# What the rails give a plain program: raw TCP all-to-all between the nodes,
+# no railcoll inside (scripts/tcp-alltoall.sh; docs/runtime.md, "Rails kept full").
+add_executable(railcoll-tcp-alltoall tools/probes/tcp_alltoall.c)
+set_target_properties(railcoll-tcp-alltoall PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON)
+
 # The Open MPI baseline: an OSU-style benchmark of MPI_Allgather, MPI_Bcast,
 # MPI_Gather, MPI_Allreduce and MPI_Barrier, run on the emulated cluster by
 # `railcoll cluster mpirun`. Optional: without an MPI library the rest of
