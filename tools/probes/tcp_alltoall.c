@@ -11,6 +11,7 @@
 //   TCP_A2A_MODE=once   every send and receive at once (default)
 //   TCP_A2A_MODE=steps  step d: send to node + d, receive from node - d; the
 //                       next step when both are done
+//   TCP_A2A_LOWAT=N     TCP_NOTSENT_LOWAT on every socket (railcoll's default 32768)
 // Usage: railcoll-tcp-alltoall NODE NODES LOCAL_INDEX FIRST_RAIL RAILS BYTES CALLS PERIOD_MS T0_NS
 #include <arpa/inet.h>
 #include <errno.h>
@@ -62,6 +63,7 @@ int main(int argc, char** argv) {
   const double period = atof(argv[8]) / 1e3, t0 = atof(argv[9]) / 1e9;
   const char* mode = getenv("TCP_A2A_MODE");
   const int steps = mode && strcmp(mode, "steps") == 0;
+  const int lowat = getenv("TCP_A2A_LOWAT") ? atoi(getenv("TCP_A2A_LOWAT")) : 0;
   if (nodes < 2 || nodes > kMaxNodes || me < 0 || me >= nodes || rails < 1 || rails > kMaxRails || bytes < 1) {
     fprintf(stderr, "railcoll-tcp-alltoall: bad arguments\n");
     return 2;
@@ -104,6 +106,7 @@ int main(int argc, char** argv) {
     for (int r = 0; r < rails && p != me; ++r) {
       int one = 1;
       setsockopt(fd[p][r], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      if (lowat > 0) setsockopt(fd[p][r], IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof lowat);
       fcntl(fd[p][r], F_SETFL, O_NONBLOCK);
       struct epoll_event e = {.events = EPOLLIN | EPOLLOUT | EPOLLET, .data.u32 = (uint32_t)(p * kMaxRails + r)};
       epoll_ctl(ep, EPOLL_CTL_ADD, fd[p][r], &e);
