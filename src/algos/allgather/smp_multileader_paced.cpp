@@ -8,9 +8,9 @@
 // leader hands all M - 1 shares to the kernel at once and each rail carries
 // M - 1 TCP streams into M - 1 receivers, each also fed by M - 2 other
 // senders; the streams share both ends unevenly and some finish late while
-// links idle. Raw TCP on the emulated cluster (4 nodes x 1 process, 2 rails,
-// 512 KiB per peer and rail, each node's 1.5 MiB per rail): 75-77% of the rail
-// bound all at once, 89-96% in paced steps (docs/runtime.md, "Rails kept full").
+// links idle. Raw TCP on the emulated cluster (scripts/tcp-alltoall.sh, 4 nodes
+// x 1 process, 2 rails, 512 KiB per peer and rail): 70-77% of the rail bound
+// all at once, 89-97% in such steps (docs/runtime.md, "Rails kept full").
 // The price is a synchronisation per step: with many processes per core the
 // slowest leader of the sending node paces the step (docs/selection.md).
 // Hockney: T = P m c + (M-1) (ts + P m tau / k + w) + (N-P) m c, w the
