@@ -160,6 +160,13 @@ void test_pair(Worker& w, bool quick, int idle_us) {
   }
 }
 
+// A communicator of one rank: the CPU of an 8-byte all-gather (a copy of 8
+// bytes) as bench runs it, i.e. the call's own work, without messages.
+void test_call(Worker& w, bool quick, int idle_us) {
+  CallCost c = direct_call_cost(w, 8, quick ? 30 : 200, idle_us);
+  w.put("call " + std::to_string(c.cpu_us));
+}
+
 // One rank on each node, all on one core, sleeping waits: 8-byte direct
 // all-gathers put nodes (nodes - 1) messages in flight per call; the host CPU
 // per message against test_pair's 2 in flight says how much of a message's
@@ -300,6 +307,7 @@ int calibration_worker(const WorkerOptions& o) {
     else if (o.test == "flag") test_flag(w, o.quick);
     else if (o.test == "pair") test_pair(w, o.quick, o.idle_us);
     else if (o.test == "burst") test_burst(w, o.quick, o.idle_us);
+    else if (o.test == "call") test_call(w, o.quick, o.idle_us);
     else if (o.test == "turn") test_turn(w, o.quick);
     else if (o.test == "placement") test_placement(w, o.quick, o.idle_us);
     else throw std::runtime_error("unknown test '" + o.test + "'");
@@ -449,11 +457,15 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
   // on one core, sleeping waits, each call after bench's rest; the wake-ups
   // (one per sleep) taken out.
   const double wakeup = measure_wakeup_us(o.quick);
-  // CPU per call of 8 B and of 64 KiB, each less its wake-ups.
+  log << "measuring the CPU of a call apart from its messages (a communicator of one rank, " << o.idle_us
+      << " us of rest before each call) ...\n" << std::flush;
+  const double call = get(run("call", JobShape{{false, 0, 0, 1, {1}}, {true, 1, 1, 1, {}}}, -1), "call")[0];
+  // CPU per call of 8 B and of 64 KiB, each less its wake-ups and the two
+  // ranks' own call work.
   auto work_per_call = [&](const Records& r, std::vector<double>* sleeps) {
     std::map<double, double> at;
     for (auto it = r.lower_bound("pair"); it != r.upper_bound("pair"); ++it) {
-      at[it->second[0]] = it->second[1] - it->second[2] * wakeup;
+      at[it->second[0]] = it->second[1] - it->second[2] * wakeup - 2 * call;
       sleeps->push_back(it->second[2]);
     }
     if (!at.count(8) || !at.count(65536)) throw std::runtime_error("no 'pair' results from the workers");
@@ -466,8 +478,10 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
   auto [local8, local64] = work_per_call(run("pair", JobShape{{false, 0, 0, 1, {2}}, {true, 2, 0, 1, {}}}, -1),
                                          &local_sleeps);
   const double host = remote8 / 2;  // o_s + o_r: a call is one message each way
-  const double kernel = std::max(0.0, (remote64 - remote8) / (4.0 * (65536 - 8)));  // per byte per end
-  const double socket_overhead = local8 / 2, local_socket = std::max(0.0, (local64 - local8) / (4.0 * (65536 - 8)));
+  // ns per byte per end: 2 messages of 64 KiB - 8 B more, each copied on 2 ends.
+  auto per_byte = [](double small_us, double large_us) { return std::max(0.0, (large_us - small_us) * 1e3 / (4.0 * (65536 - 8))); };
+  const double kernel = per_byte(remote8, remote64);
+  const double socket_overhead = local8 / 2, local_socket = per_byte(local8, local64);
 
   // Messages in flight: one rank on every node, every call nodes (nodes - 1)
   // messages at once, against the pair's 2.
@@ -477,7 +491,7 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
         << nodes << " nodes, all on one core, 8-byte direct all-gathers) ...\n" << std::flush;
     auto b = get(run("burst", one_per_node(nodes), -1), "burst");
     burst_in_flight = b[2];
-    burst_cpu = (b[0] - b[1] * wakeup) / burst_in_flight;
+    burst_cpu = (b[0] - b[1] * wakeup - nodes * call) / burst_in_flight;
   }
 
   log << "measuring a spinning wait's turn (every rank on one core) and where the kernel puts the ranks "
@@ -526,8 +540,9 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
   log << "\n" << std::left << std::setw(10) << "fit MB/s";
   for (auto& f : fits) log << std::right << std::setw(14) << fmt(f.b, 1);
   log << "\n\n";
+  log << "host CPU of a call apart from its messages, per rank: " << fmt(call, 2) << " us\n";
   log << "host CPU per call of 2 ranks on one core, less " << fmt(median(pair_sleeps), 1) << " and "
-      << fmt(median(local_sleeps), 1) << " wake-ups of " << fmt(wakeup, 2) << " us: between nodes "
+      << fmt(median(local_sleeps), 1) << " wake-ups of " << fmt(wakeup, 2) << " us and their calls' own work: between nodes "
       << fmt(remote8, 2) << " us at 8 B, " << fmt(remote64, 2) << " us at 64 KiB; on one node " << fmt(local8, 2)
       << " and " << fmt(local64, 2) << " us\n";
   log << "host CPU per message: " << fmt(host, 2) << " us with 2 in flight, " << fmt(burst_cpu, 2) << " us with "
@@ -553,7 +568,7 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
   std::string pair = "2 ranks on one core, waits that sleep at once (RAILCOLL_SPIN_US=0), each call after " +
                      S(o.idle_us) + " us of rest and a barrier as bench runs it; the CPU time of both per call " +
                      "(the kernel's softirq work runs on that core, inside it), median of " + (o.quick ? "30" : "200") +
-                     " calls, less a wake-up (wakeup_us) per sleep";
+                     " calls, less a wake-up (wakeup_us) per sleep and call_overhead_us per rank";
   const char* spin_env = getenv("RAILCOLL_SPIN_US");
   std::string spin_us = spin_env ? spin_env : "2000";
   std::vector<std::pair<std::string, std::string>> kv = {
@@ -614,6 +629,10 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
        src + "the share of the " + S(static_cast<int>(shape[3])) + " ranks on the busiest core when a call starts "
              "(sched_getcpu after " + S(o.idle_us) + " us of rest and a barrier, as bench runs a call), median of " +
              (o.quick ? "30" : "200") + " calls"},
+      {"call_overhead_us = " + fmt(call), src + "the CPU time of an 8-byte all-gather on a communicator of one rank "
+                                                "(a copy of 8 bytes), each call after " + S(o.idle_us) + " us of rest "
+                                                "and a barrier as bench runs it, median of " + (o.quick ? "30" : "200") +
+                                                " calls"},
       {"wakeup_us = " + fmt(wakeup), src + "half the round trip of a futex ping-pong (FUTEX_WAKE, FUTEX_WAIT) between "
                                            "two processes pinned to one core (each round trip wakes each once), "
                                            "median of trials"},

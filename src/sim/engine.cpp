@@ -251,8 +251,8 @@ class Engine {
         cores_of_[c].busy = true;
         push(o_.start_us, kCore, static_cast<int>(c), 0);
       }
-    } else {
-      for (int r = 0; r < N; ++r) push(o_.start_us, kStep, r, 0);
+    } else {  // every rank starts at once, with its call's own work
+      for (int r = 0; r < N; ++r) push(noisy(t_.node_of(r), o_.start_us, m_.call_overhead_us), kStep, r, 0);
     }
     for (size_t g = 0; g < generators_.size(); ++g)
       for (int e = 0; e < m_.dma_engines; ++e) background_send(static_cast<int>(g), 0);
@@ -472,8 +472,8 @@ class Engine {
       local_done_[r] = std::max(local_done_[r], end);
       return std::max(end, t);  // the sender does the copy
     }
-    t = cpu(r, t, send_overhead(node, peer_node));
     if (peer_node == node && m_.intranode_put == "socket") {
+      t = cpu(r, t, send_overhead(node, peer_node));
       // A local socket: the kernel copies the bytes in on the sender's side and
       // out on the receiver's (after its receive overhead), no link between.
       double per_end = bytes * m_.socket_ns_per_byte * 1e-3;
@@ -483,13 +483,20 @@ class Engine {
       local_done_[r] = std::max(local_done_[r], sent);
       return sent;
     }
+    // On a message-passing stack (recv_cpu = loggp) a striped put is one
+    // message per rail (the runtime's one frame per part, each sent and
+    // received on its own): a send overhead each, and the receiver's overhead
+    // for each. An RDMA NIC's put (recv_cpu = event) pays them once, as the
+    // papers' presets give them.
+    const int k = t_.rails();
+    const int parts = m_.recv_on_cpu && op.rail == kStripe && k > 1 ? k : 1;
+    for (int i = 0; i < parts; ++i) t = cpu(r, t, send_overhead(node, peer_node));
     // Every part's arrival is known now: the put counts when the last one is in
     // (one event per put, not one per part). A TCP stack copies every byte on
     // both ends (kernel_ns_per_byte; 0 for RDMA).
     double kernel = bytes * m_.kernel_ns_per_byte * 1e-3;
     double sent = kernel > 0 ? cpu(r, t, kernel) : t;
     double last = sent;
-    const int k = t_.rails();
     auto part = [&](int rail, uint64_t b) {
       Network::Times x = net_.transfer(node, peer_node, rail, sent, b, !o_.nic_memory);
       last = std::max(last, x.arrive);
@@ -500,7 +507,7 @@ class Engine {
     } else {  // even striping, the first bytes % k parts one byte longer (Schedule::rail_parts)
       for (int i = 0; i < k; ++i) part(i, bytes / k + (static_cast<uint64_t>(i) < bytes % k));
     }
-    arrive(last, op.peer, counter_id(op.counter), kernel, 1, from);
+    arrive(last, op.peer, counter_id(op.counter), kernel, 1, from, -1, parts);
     return contended_ ? sent : t;  // on its own core the sender goes on once its kernel copy is done
   }
 
@@ -601,9 +608,10 @@ class Engine {
   // (send_overhead), or -1: shared-memory puts and the hardware collectives'
   // arrivals are not messages in flight; they pay a lone message's o_r (on
   // contended cores none: the writer counts a put into shared memory itself).
-  void arrive(double t, int to, int counter, double kernel_us, int amount = 1, int from_pool = -1, double o_r = -1) {
+  void arrive(double t, int to, int counter, double kernel_us, int amount = 1, int from_pool = -1, double o_r = -1,
+              int parts = 1) {
     if (o_r < 0) o_r = m_.recv_overhead_us;
-    if (!cpu_serial_) return push(noisy(t_.node_of(to), t, o_r + kernel_us), kIncrement, counter, amount);
+    if (!cpu_serial_) return push(noisy(t_.node_of(to), t, parts * o_r + kernel_us), kIncrement, counter, amount);
     if (contended_ && from_pool < 0) return push(t, kIncrement, counter, amount);
     int id;
     if (free_arrivals_.empty()) {
@@ -613,7 +621,7 @@ class Engine {
       id = free_arrivals_.back();
       free_arrivals_.pop_back();
     }
-    arrivals_[id] = {to, counter, o_r, kernel_us, amount, from_pool};
+    arrivals_[id] = {to, counter, o_r, kernel_us, amount, from_pool, parts};
     push(t, kReceive, counter, id);
   }
 
@@ -626,10 +634,10 @@ class Engine {
     const int p = pool(t_.node_of(x.rank));
     const double o_r = x.o_r * (x.from_pool >= 0 ? shared_overhead(in_flight_[p]) : 1.0);
     if (x.from_pool >= 0) {  // taken off the network: its receive work starts
-      --in_flight_[x.from_pool];
-      if (x.from_pool != p) --in_flight_[p];
+      in_flight_[x.from_pool] -= x.parts;
+      if (x.from_pool != p) in_flight_[p] -= x.parts;
     }
-    const double end = cpu(x.rank, at, o_r + x.kernel_us);
+    const double end = cpu(x.rank, at, x.parts * o_r + x.kernel_us);
     push(end, kIncrement, x.counter, x.amount);
     return end;
   }
@@ -722,7 +730,10 @@ class Engine {
     Proc& p = procs_[r];
     double at = noisy(t_.node_of(r), t, p.woken ? m_.wakeup_us : m_.spin_turn_us);
     p.woken = false;
-    if (start_[r] < 0) start_[r] = at;  // out of the barrier before the call: its clock starts
+    if (start_[r] < 0) {  // out of the barrier before the call: its clock starts, its call's own work
+      start_[r] = at;
+      at = noisy(t_.node_of(r), at, m_.call_overhead_us);
+    }
     take_inbox(r, at);
   }
 
@@ -905,6 +916,7 @@ class Engine {
     double kernel_us;  // its kernel share of the bytes
     int amount;        // what it adds to the counter
     int from_pool;     // counted in flight in this pool (and the receiver's) since it was issued; -1: not counted
+    int parts;         // messages it came in (a striped put: one per rail), each with its o_r
   };
   std::vector<CombineWave> waves_;
   std::map<int, int> wave_of_;  // counter -> its wave

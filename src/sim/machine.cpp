@@ -143,6 +143,7 @@ Machine parse_machine(const std::string& text, const std::string& origin) {
   m.spin_us = number("spin_us", 0, 1e9, true, 0);
   m.spin_turn_us = number("spin_turn_us", 0, 1e6, true, 0);
   m.busiest_core_share = number("busiest_core_share", 0, 1, true, 0);
+  m.call_overhead_us = number("call_overhead_us", 0, 1e6, true, 0);
   m.hw_multicast = word("hw_multicast", {"yes", "no"}, true, "no") == "yes";
   m.hw_barrier = word("hw_barrier", {"yes", "no"}, true, "no") == "yes";
   m.hw_packet_bytes = number("hw_packet_bytes", 0, 1 << 20, true, 0);

@@ -84,6 +84,10 @@ struct Machine {
   // Which processes, and their order on each core, are drawn from the run's
   // seed: the kernel places them anew after they slept (docs/calibration.md).
   double busiest_core_share = 0;
+  // The host CPU of a call apart from its operations, per rank (the runtime's
+  // entry and exit: the plan's lookup, the banks, the call words), paid when
+  // the rank starts its call; 0: none.
+  double call_overhead_us = 0;
   // intranode_put = socket: the host CPU of one message through a local
   // socket, both ends together (split evenly); < 0: send + receive overhead.
   double socket_overhead_us = -1;
