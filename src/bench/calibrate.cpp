@@ -5,6 +5,9 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -118,25 +121,78 @@ double switches_so_far() {
   return static_cast<double>(u.ru_nvcsw + u.ru_nivcsw);
 }
 
-// The cost of a direct all-gather of `bytes` per rank as bench runs it (each
-// call after `idle_us` of rest and a barrier): the CPU time of every rank of
-// the call together and the number of times they slept in it, medians over
-// the calls. With the ranks on one core and waits that sleep at once
-// (RAILCOLL_SPIN_US=0, set by the worker) that is the host's work for the
-// call, plus a wake-up per sleep.
+// A free TCP port on `host` (an IPv4 address), for a store to listen on.
+int free_port(const std::string& host) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  socklen_t len = sizeof a;
+  if (fd < 0 || inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1 ||
+      bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (fd >= 0) close(fd);
+    throw std::runtime_error("no free port on " + host);
+  }
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// The measured ranks of a job and the crowd beside them. Every rank of the
+// job is pinned to one core: as many processes as the benchmark puts on this
+// machine's busiest core (docs/calibration.md, "Host CPU in the crowd").
+// `members` (world ranks, rank 0 first) form a communicator of their own with
+// waits that sleep at once (RAILCOLL_SPIN_US=0: their CPU time is work, and
+// one wake-up per sleep); every other rank a communicator of one, whose calls
+// run beside the measured ones and whose waits spin, as a benchmarked rank's do.
+struct Crowd {
+  railcoll_comm_t comm = nullptr;
+  bool member = false;
+  Crowd() = default;
+  Crowd(const Crowd&) = delete;
+  Crowd& operator=(const Crowd&) = delete;
+  ~Crowd() {
+    if (comm) railcoll_comm_destroy(comm);
+  }
+};
+void join_crowd(Worker& w, const std::vector<int>& members, const std::string& name, Crowd* c) {
+  pin_to_one_core();
+  c->member = std::find(members.begin(), members.end(), w.me) != members.end();
+  const std::string world = getenv("RAILCOLL_STORE") ? getenv("RAILCOLL_STORE") : "127.0.0.1:0";
+  const std::string host = world.substr(0, world.rfind(':'));
+  const double port = w.me == 0 ? free_port(host) : 0;  // rank 0 serves the members' store
+  const int members_port = static_cast<int>(w.gather(port)[0]);
+  const std::string job = name + "-" + (getenv("RAILCOLL_JOB_ID") ? getenv("RAILCOLL_JOB_ID") : "calibrate");
+  if (c->member) {
+    setenv("RAILCOLL_SPIN_US", "0", 1);
+    const int rank = static_cast<int>(std::find(members.begin(), members.end(), w.me) - members.begin());
+    w.check(railcoll_comm_init_explicit(&c->comm, rank, static_cast<int>(members.size()),
+                                        (host + ":" + std::to_string(members_port)).c_str(), job.c_str()),
+            "the measured ranks' communicator");
+  } else {
+    const std::string solo = "127.0.0.1:" + std::to_string(free_port("127.0.0.1"));
+    w.check(railcoll_comm_init_explicit(&c->comm, 0, 1, solo.c_str(), (job + "-" + std::to_string(w.me)).c_str()),
+            "a communicator of one");
+  }
+}
+
+// The cost of a direct all-gather of `bytes` per rank on the crowd's
+// communicators as bench runs a call (each after `idle_us` of rest and a
+// barrier of the whole job): the CPU time of the members' call together and
+// the number of times they slept in it, medians over the calls.
 struct CallCost {
   double cpu_us = 0, sleeps = 0;
 };
-CallCost direct_call_cost(Worker& w, uint64_t bytes, int calls, int idle_us) {
+CallCost direct_call_cost(Worker& w, const Crowd& crowd, uint64_t bytes, int calls, int idle_us) {
   railcoll_call_opts_t direct{"direct", 0};
-  std::vector<unsigned char> send(bytes), recv(bytes * static_cast<size_t>(w.N));
+  const int n = railcoll_comm_size(crowd.comm);
+  std::vector<unsigned char> send(bytes), recv(bytes * static_cast<size_t>(n));
   std::vector<double> cpu, sleeps;
   for (int i = -3; i < calls; ++i) {  // 3 warm-up calls
     if (idle_us > 0) usleep(static_cast<useconds_t>(idle_us));
     w.check(railcoll_barrier(w.comm), "barrier");
     double c0 = cpu_us(), s0 = sleeps_so_far();
-    w.check(railcoll_allgather(w.comm, send.data(), recv.data(), bytes, &direct), "direct all-gather");
-    double mine[2] = {cpu_us() - c0, sleeps_so_far() - s0};
+    w.check(railcoll_allgather(crowd.comm, send.data(), recv.data(), bytes, &direct), "direct all-gather");
+    double mine[2] = {crowd.member ? cpu_us() - c0 : 0, crowd.member ? sleeps_so_far() - s0 : 0};
     std::vector<double> all(2 * static_cast<size_t>(w.N));
     w.check(railcoll_allgather(w.comm, mine, all.data(), sizeof mine, nullptr), "collecting results");
     if (i < 0) continue;
@@ -148,33 +204,47 @@ CallCost direct_call_cost(Worker& w, uint64_t bytes, int calls, int idle_us) {
   return {median(cpu), median(sleeps)};
 }
 
-// 2 ranks (on 2 nodes, or on one), both on one core, sleeping waits: direct
-// all-gathers of 8 B (one message each way: the host's CPU per message) and of
-// 64 KiB (less than the shapers' burst, which the rest refills: the CPU per
-// byte), as bench runs them.
-void test_pair(Worker& w, bool quick, int idle_us) {
-  pin_to_one_core();
+// Ranks per node of the job (node-major ranks: node 0's are 0..ppn-1).
+int ranks_per_node() { return std::max(1, getenv("RAILCOLL_LOCAL_SIZE") ? atoi(getenv("RAILCOLL_LOCAL_SIZE")) : 1); }
+
+// World ranks 0 and a peer measured in the crowd: direct all-gathers of 8 B
+// (one message each way: the host's CPU per message) and of 64 KiB (less than
+// the shapers' burst, which the rest refills: the CPU per byte). The peer on
+// the next node: through the rails; with `local`, on rank 0's node: through
+// a local socket.
+void test_pair(Worker& w, bool quick, int idle_us, bool local) {
+  const int peer = local ? 1 : ranks_per_node();
+  if (peer >= w.N) throw std::runtime_error("the job has no rank " + std::to_string(peer) + " for the pair");
+  Crowd crowd;
+  join_crowd(w, {0, peer}, local ? "local-pair" : "pair", &crowd);
   for (uint64_t bytes : {uint64_t{8}, uint64_t{65536}}) {
-    CallCost c = direct_call_cost(w, bytes, quick ? 30 : 200, idle_us);
-    w.put("pair " + std::to_string(bytes) + " " + std::to_string(c.cpu_us) + " " + std::to_string(c.sleeps));
+    CallCost c = direct_call_cost(w, crowd, bytes, quick ? 30 : 200, idle_us);
+    w.put(std::string(local ? "local " : "pair ") + std::to_string(bytes) + " " + std::to_string(c.cpu_us) + " " +
+          std::to_string(c.sleeps));
   }
 }
 
-// A communicator of one rank: the CPU of an 8-byte all-gather (a copy of 8
-// bytes) as bench runs it, i.e. the call's own work, without messages.
+// Rank 0 alone in the crowd: the CPU of an 8-byte all-gather of one rank (a
+// copy of 8 bytes), i.e. a call's own work, without messages.
 void test_call(Worker& w, bool quick, int idle_us) {
-  CallCost c = direct_call_cost(w, 8, quick ? 30 : 200, idle_us);
+  Crowd crowd;
+  join_crowd(w, {0}, "call", &crowd);
+  CallCost c = direct_call_cost(w, crowd, 8, quick ? 30 : 200, idle_us);
   w.put("call " + std::to_string(c.cpu_us));
 }
 
-// One rank on each node, all on one core, sleeping waits: 8-byte direct
-// all-gathers put nodes (nodes - 1) messages in flight per call; the host CPU
-// per message against test_pair's 2 in flight says how much of a message's
-// cost the messages in flight share (docs/calibration.md).
+// The first rank of every node in the crowd: 8-byte direct all-gathers put
+// nodes (nodes - 1) messages in flight per call; the host CPU per message
+// against the pair's 2 in flight says how much of a message's cost the
+// messages in flight share (docs/calibration.md).
 void test_burst(Worker& w, bool quick, int idle_us) {
-  pin_to_one_core();
-  CallCost c = direct_call_cost(w, 8, quick ? 30 : 200, idle_us);
-  w.put("burst " + std::to_string(c.cpu_us) + " " + std::to_string(c.sleeps) + " " + std::to_string(w.N * (w.N - 1)));
+  std::vector<int> leaders;
+  for (int r = 0; r < w.N; r += ranks_per_node()) leaders.push_back(r);
+  Crowd crowd;
+  join_crowd(w, leaders, "burst", &crowd);
+  CallCost c = direct_call_cost(w, crowd, 8, quick ? 30 : 200, idle_us);
+  const int n = static_cast<int>(leaders.size());
+  w.put("burst " + std::to_string(c.cpu_us) + " " + std::to_string(c.sleeps) + " " + std::to_string(n * (n - 1)));
 }
 
 // Every rank of the cluster on one core, spinning (RAILCOLL_SPIN_US set long
@@ -290,7 +360,6 @@ int calibration_worker(const WorkerOptions& o) {
     setenv("RAILCOLL_RAILS", list[o.rail].c_str(), 1);
   }
   setenv("RAILCOLL_BARRIER_ALGO", "smp", 1);  // the barrier the flag test models
-  if (o.test == "pair" || o.test == "burst") setenv("RAILCOLL_SPIN_US", "0", 1);  // sleeping waits: counted
   if (o.test == "turn") setenv("RAILCOLL_SPIN_US", "1000000", 1);            // spinning through the 20 ms
   Worker w;
   if (railcoll_comm_init(&w.comm) != RAILCOLL_OK) {
@@ -305,7 +374,8 @@ int calibration_worker(const WorkerOptions& o) {
     if (o.test == "p2p") test_p2p(w, o.quick);
     else if (o.test == "node") test_node(w, o.quick);
     else if (o.test == "flag") test_flag(w, o.quick);
-    else if (o.test == "pair") test_pair(w, o.quick, o.idle_us);
+    else if (o.test == "pair") test_pair(w, o.quick, o.idle_us, false);
+    else if (o.test == "local") test_pair(w, o.quick, o.idle_us, true);
     else if (o.test == "burst") test_burst(w, o.quick, o.idle_us);
     else if (o.test == "call") test_call(w, o.quick, o.idle_us);
     else if (o.test == "turn") test_turn(w, o.quick);
@@ -457,46 +527,47 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
   // on one core, sleeping waits, each call after bench's rest; the wake-ups
   // (one per sleep) taken out.
   const double wakeup = measure_wakeup_us(o.quick);
-  log << "measuring the CPU of a call apart from its messages (a communicator of one rank, " << o.idle_us
-      << " us of rest before each call) ...\n" << std::flush;
-  const double call = get(run("call", JobShape{{false, 0, 0, 1, {1}}, {true, 1, 1, 1, {}}}, -1), "call")[0];
+  // Every rank of the cluster on one core; the measured ones beside the
+  // others' calls (test_pair: "the crowd").
+  const JobShape everyone{{}, {true, o.n, o.ppn, o.rails, {}}};
+  const std::string crowd = "every rank on one core, " + S(o.idle_us) + " us of rest before each call";
+  log << "measuring the CPU of a call apart from its messages (rank 0 alone; " << crowd << ") ...\n" << std::flush;
+  const double call = get(run("call", everyone, -1), "call")[0];
   // CPU per call of 8 B and of 64 KiB, each less its wake-ups and the two
   // ranks' own call work.
-  auto work_per_call = [&](const Records& r, std::vector<double>* sleeps) {
+  auto work_per_call = [&](const Records& r, const std::string& key, std::vector<double>* sleeps) {
     std::map<double, double> at;
-    for (auto it = r.lower_bound("pair"); it != r.upper_bound("pair"); ++it) {
+    for (auto it = r.lower_bound(key); it != r.upper_bound(key); ++it) {
       at[it->second[0]] = it->second[1] - it->second[2] * wakeup - 2 * call;
       sleeps->push_back(it->second[2]);
     }
-    if (!at.count(8) || !at.count(65536)) throw std::runtime_error("no 'pair' results from the workers");
+    if (!at.count(8) || !at.count(65536)) throw std::runtime_error("no '" + key + "' results from the workers");
     return std::make_pair(at[8], at[65536]);
   };
-  log << "measuring host CPU per message and per byte (2 ranks on 2 nodes, then on one node; both on one core, "
-         "sleeping waits, " << o.idle_us << " us of rest before each call) ...\n" << std::flush;
+  log << "measuring host CPU per message and per byte (ranks 0 and " << ppn << ", then 0 and 1; " << crowd
+      << ") ...\n" << std::flush;
   std::vector<double> pair_sleeps, local_sleeps;
-  auto [remote8, remote64] = work_per_call(run("pair", one_per_node(2), -1), &pair_sleeps);
-  auto [local8, local64] = work_per_call(run("pair", JobShape{{false, 0, 0, 1, {2}}, {true, 2, 0, 1, {}}}, -1),
-                                         &local_sleeps);
+  auto [remote8, remote64] = work_per_call(run("pair", everyone, -1), "pair", &pair_sleeps);
+  auto [local8, local64] = work_per_call(run("local", everyone, -1), "local", &local_sleeps);
   const double host = remote8 / 2;  // o_s + o_r: a call is one message each way
   // ns per byte per end: 2 messages of 64 KiB - 8 B more, each copied on 2 ends.
   auto per_byte = [](double small_us, double large_us) { return std::max(0.0, (large_us - small_us) * 1e3 / (4.0 * (65536 - 8))); };
   const double kernel = per_byte(remote8, remote64);
   const double socket_overhead = local8 / 2, local_socket = per_byte(local8, local64);
 
-  // Messages in flight: one rank on every node, every call nodes (nodes - 1)
-  // messages at once, against the pair's 2.
+  // Messages in flight: the first rank of every node, every call nodes
+  // (nodes - 1) messages at once, against the pair's 2.
   double burst_cpu = host, burst_in_flight = 2;
   if (nodes > 2) {
-    log << "measuring host CPU per message with " << nodes * (nodes - 1) << " in flight (one rank on each of "
-        << nodes << " nodes, all on one core, 8-byte direct all-gathers) ...\n" << std::flush;
-    auto b = get(run("burst", one_per_node(nodes), -1), "burst");
+    log << "measuring host CPU per message with " << nodes * (nodes - 1) << " in flight (the first rank of each of "
+        << nodes << " nodes, 8-byte direct all-gathers; " << crowd << ") ...\n" << std::flush;
+    auto b = get(run("burst", everyone, -1), "burst");
     burst_in_flight = b[2];
     burst_cpu = (b[0] - b[1] * wakeup - nodes * call) / burst_in_flight;
   }
 
   log << "measuring a spinning wait's turn (every rank on one core) and where the kernel puts the ranks "
          "(every rank, " << o.idle_us << " us of rest before each call) ...\n" << std::flush;
-  const JobShape everyone{{}, {true, o.n, o.ppn, o.rails, {}}};
   auto turn = get(run("turn", everyone, -1), "turn");
   const double spin_turn = turn[0];
   const double busiest_share = get(run("placement", everyone, -1), "placement")[0];
@@ -565,7 +636,8 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
                     " MiB, median of the slowest rank over " + (o.quick ? "5" : "11-31") +
                     " barrier-separated calls, median over " + (o.quick ? "1 job" : "3 jobs");
   // The pair jobs: how each was run, for the sources.
-  std::string pair = "2 ranks on one core, waits that sleep at once (RAILCOLL_SPIN_US=0), each call after " +
+  std::string pair = "the 2 ranks on one core with every other rank of the cluster (each making calls of its own "
+                     "beside them, spinning), waits that sleep at once (RAILCOLL_SPIN_US=0), each call after " +
                      S(o.idle_us) + " us of rest and a barrier as bench runs it; the CPU time of both per call " +
                      "(the kernel's softirq work runs on that core, inside it), median of " + (o.quick ? "30" : "200") +
                      " calls, less a wake-up (wakeup_us) per sleep and call_overhead_us per rank";
@@ -630,9 +702,10 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
              "(sched_getcpu after " + S(o.idle_us) + " us of rest and a barrier, as bench runs a call), median of " +
              (o.quick ? "30" : "200") + " calls"},
       {"call_overhead_us = " + fmt(call), src + "the CPU time of an 8-byte all-gather on a communicator of one rank "
-                                                "(a copy of 8 bytes), each call after " + S(o.idle_us) + " us of rest "
-                                                "and a barrier as bench runs it, median of " + (o.quick ? "30" : "200") +
-                                                " calls"},
+                                                "(a copy of 8 bytes), rank 0 on one core with every other rank of the "
+                                                "cluster (each making calls of its own beside it), each call after " +
+                                                S(o.idle_us) + " us of rest and a barrier as bench runs it, median of " +
+                                                (o.quick ? "30" : "200") + " calls"},
       {"wakeup_us = " + fmt(wakeup), src + "half the round trip of a futex ping-pong (FUTEX_WAKE, FUTEX_WAIT) between "
                                            "two processes pinned to one core (each round trip wakes each once), "
                                            "median of trials"},
