@@ -37,6 +37,17 @@ intranode_put = shm   # source: test
 
 Machine test_machine() { return parse_machine(kTestPreset, "test.preset"); }
 
+// The test machine with `cores` cores for all its processes, waits that spin
+// for spin_us in turns of turn_us.
+Machine shared_cores(int cores, double spin_us, double turn_us) {
+  Machine m = test_machine();
+  m.cores = cores;
+  m.cores_machine_wide = true;
+  m.spin_us = spin_us;
+  m.spin_turn_us = turn_us;
+  return m;
+}
+
 // The error parsing `text` as bad.preset gives, or "no error".
 std::string msg(const std::string& text) {
   try {
@@ -453,9 +464,7 @@ TEST(Sim, TopologyKeysChecked) {
 //    sleeps, and the message wakes it: 24.25-34.25, its receive: 34.75, 29.75
 //    after its start.
 TEST(Sim, SharedCoresAndSpinningWaits) {
-  Machine m = test_machine();
-  m.cores = 1;
-  m.cores_machine_wide = true;
+  Machine m = shared_cores(1, 0, 0);
   m.wakeup_us = 10;
   Schedule s = flows(Topology::from_ppn(3, 1, 1), {{0, 1, 1000}});
   EXPECT_DOUBLE_EQ(simulate(s, m).finish_us[1], 21.75);
@@ -489,12 +498,8 @@ TEST(Sim, SharedCoresAndSpinningWaits) {
 //    at 26 (the runtime's futex wake by the rank whose increment ends the
 //    wait): 26-36, 34 us after its start at 2.
 TEST(Sim, RoundRobinWaitsByHand) {
-  Machine m = test_machine();
-  m.cores = 1;
-  m.cores_machine_wide = true;
+  Machine m = shared_cores(1, 1000, 1);
   m.wakeup_us = 10;
-  m.spin_us = 1000;
-  m.spin_turn_us = 1;
   Topology t = Topology::from_node_map({0, 0, 1}, 1);
   BlockLayout L(std::vector<uint64_t>(3, 1 << 20));
   ScheduleBuilder b(Collective::Goal, "by hand", t, L, AlgoOptions{});
@@ -518,9 +523,7 @@ TEST(Sim, RoundRobinWaitsByHand) {
 // wake-ups, a sender's second put (issued while ranks 1 and 2 wait) costs the
 // same whether they spin or sleep.
 TEST(Sim, SpinnersYieldToWorkers) {
-  Machine m = test_machine();
-  m.cores = 1;
-  m.cores_machine_wide = true;
+  Machine m = shared_cores(1, 0, 0);
   Schedule s = flows(Topology::from_ppn(3, 1, 1), {{0, 1, 1000}, {0, 2, 1000}});
   std::vector<double> asleep = simulate(s, m).finish_us;
   m.spin_us = 1000;
@@ -533,11 +536,7 @@ TEST(Sim, SpinnersYieldToWorkers) {
 // time, and the seeds give a spread of times (a quiet call has a
 // distribution, which `railcoll sim` samples: placement_drawn).
 TEST(Sim, BusiestCoreShare) {
-  Machine m = test_machine();
-  m.cores = 2;
-  m.cores_machine_wide = true;
-  m.spin_us = 1000;
-  m.spin_turn_us = 1;
+  Machine m = shared_cores(2, 1000, 1);
   Topology t = Topology::from_ppn(8, 2, 1);
   Schedule s = allgather("direct", t, 8);
   EXPECT_FALSE(placement_drawn(t, m));
