@@ -46,7 +46,7 @@ if expect 0 "up --nodes 2 --ppn 2 --rails 2" "$RC" cluster up --nodes 2 --ppn 2 
   for key in name nodes ppn rails topology wire_latency_us hop_latency_us send_overhead_us recv_overhead_us gap_us \
     link_MBps pci_MBps pci_duplex dma_engines copy_MBps membus_MBps membus_shared_by flag_latency_us intranode_put \
     socket_ns_per_byte cores cores_shared_by wakeup_us kernel_ns_per_byte spin_us spin_turn_us link_burst_bytes \
-    overhead_shared recv_cpu; do
+    overhead_shared recv_cpu socket_overhead_us busiest_core_share call_overhead_us; do
     grep -Eq "^$key = [^ ]+ +# source: " "$tmp/x.preset" || bad "preset has no '$key = ...  # source:' line"
   done
   grep -Eq '^nodes = 2 ' "$tmp/x.preset" && grep -Eq '^ppn = 2 ' "$tmp/x.preset" && grep -Eq '^rails = 2 ' "$tmp/x.preset" &&

@@ -2,6 +2,7 @@
 // striping, copies, determinism, and preset parsing errors.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <sstream>
 
 #include "core/registry.hpp"
@@ -35,6 +36,17 @@ intranode_put = shm   # source: test
 )";
 
 Machine test_machine() { return parse_machine(kTestPreset, "test.preset"); }
+
+// The test machine with `cores` cores for all its processes, waits that spin
+// for spin_us in turns of turn_us.
+Machine shared_cores(int cores, double spin_us, double turn_us) {
+  Machine m = test_machine();
+  m.cores = cores;
+  m.cores_machine_wide = true;
+  m.spin_us = spin_us;
+  m.spin_turn_us = turn_us;
+  return m;
+}
 
 // The error parsing `text` as bad.preset gives, or "no error".
 std::string msg(const std::string& text) {
@@ -429,40 +441,125 @@ TEST(Sim, TopologyKeysChecked) {
   EXPECT_EQ(msg(tree + "fattree_arity = 4   # source: x\nrouting = dmodk   # source: x\n"), "no error");
 }
 
-// Shared cores, by hand. One core for the whole machine, three ranks on three
-// nodes: rank 0 puts 1000 B to rank 1, rank 1 waits, rank 2 has nothing to do.
-// At t = 0 all three are runnable, so rank 0's 1 us send overhead takes 3 us (a
-// third of the core); the bytes arrive at 3 + 2 + 1.25 = 6.25; rank 0 has ended
-// (its bus read done at 4.25) and rank 2 too, so rank 1's 0.5 us receive work
-// runs alone: 6.75. Asleep in its wait (no spinning), rank 1 then needs its
-// 10 us wake-up: 16.75. Spinning instead, it is the only runnable process and
-// notices within half a turn of 2 us: 7.75.
+// Shared cores, by hand (docs/simulator.md, "Cores"). One core for the whole
+// machine, three ranks on three nodes: rank 0 puts 1000 B to rank 1, rank 1
+// waits, rank 2 has nothing to do. The core runs them round robin in rank
+// order; every rank's clock starts when it first runs (out of the barrier
+// before the call) and a rank's time is its own.
+//  * Waits that sleep at once (spin_us = 0), spin_turn_us = 0: rank 0 starts
+//    at 0, its 1 us send overhead ends at 1, the bytes leave its bus at 2.25
+//    and arrive at 1 + 2 + 1.25 = 4.25; it sleeps until its sends have left
+//    (2.25), rank 1 starts at 1 and sleeps, rank 2 starts and ends at 1.
+//    Rank 0 wakes at 2.25 and holds the core for its 10 us wake-up until
+//    12.25; rank 1, woken by its message at 4.25, runs at 12.25: a wake-up
+//    (22.25) and its 0.5 us receive: 22.75, 21.75 after its start.
+//  * Spinning (spin_us = 1000, turns of 2 us): rank 0's turn 0-2 (it starts
+//    at 2), its send 2-3, then it spins; rank 1's turn 3-5 (starts at 5);
+//    rank 2's 5-7 (starts and ends at 7); rank 0's 7-9: its sends left at
+//    4.25, it ends at 9 (7 us); rank 1's 9-11 takes the message that came at
+//    6.25: 11.5, 6.5 us after its start.
+//  * A spin budget of 3 us: rank 1's turn at 9-11 takes the message first,
+//    so its wait is over (6.5). With the message later (a wire of 20 us: it
+//    comes at 24.25) that turn finds nothing after 6 us of waiting: rank 1
+//    sleeps, and the message wakes it: 24.25-34.25, its receive: 34.75, 29.75
+//    after its start.
 TEST(Sim, SharedCoresAndSpinningWaits) {
-  Machine m = test_machine();
-  m.cores = 1;
-  m.cores_machine_wide = true;
+  Machine m = shared_cores(1, 0, 0);
   m.wakeup_us = 10;
   Schedule s = flows(Topology::from_ppn(3, 1, 1), {{0, 1, 1000}});
-  EXPECT_DOUBLE_EQ(simulate(s, m).finish_us[1], 16.75);
+  EXPECT_DOUBLE_EQ(simulate(s, m).finish_us[1], 21.75);
   m.spin_us = 1000;
   m.spin_turn_us = 2;
-  EXPECT_DOUBLE_EQ(simulate(s, m).finish_us[1], 7.75);
-  // A spin budget shorter than the wait: asleep again by the time the bytes come.
-  m.spin_us = 5;
-  EXPECT_DOUBLE_EQ(simulate(s, m).finish_us[1], 16.75);
+  SimResult spun = simulate(s, m);
+  EXPECT_DOUBLE_EQ(spun.finish_us[0], 7);
+  EXPECT_DOUBLE_EQ(spun.finish_us[1], 6.5);
+  EXPECT_DOUBLE_EQ(spun.finish_us[2], 0);
+  m.spin_us = 3;
+  EXPECT_DOUBLE_EQ(simulate(s, m).finish_us[1], 6.5);
+  m.wire_latency_us = 20;
+  EXPECT_DOUBLE_EQ(simulate(s, m).finish_us[1], 29.75);
 }
 
-// Spinning waiters yield their core at every turn, so they do not slow a
-// working process: with free turns and free wake-ups, a sender's second put
-// (issued while ranks 1 and 2 wait) costs the same whether they spin or sleep.
+// The wait model on one core, by hand: ranks 0 and 1 on node 0, rank 2 on
+// node 1. Rank 2 puts 1000 B to rank 0; rank 0 waits for it, then signals a
+// node counter rank 1 waits on. Turns of 1 us, wake-ups of 10 us, the flag
+// 0.25 us, turn order 0, 1, 2.
+//  * Spinning: rank 0 runs 0-1 (starts at 1) and yields, rank 1 1-2 (starts
+//    at 2), rank 2 2-3 (starts at 3), its send 3-4: the bytes arrive at
+//    4 + 1.25 + 2 = 7.25, have left its bus at 5.25. Turns: rank 0 4-5,
+//    rank 1 5-6, rank 2 6-7 (its sends have left: it ends, 4 us), rank 0
+//    7-8: the message came at 7.25, during its turn: taken 8-8.5, its wait
+//    is over, it signals (the counter rises at 8.75) and ends at 8.5 (7.5 us);
+//    rank 1's turn 8.5-9.5 sees the counter: it ends at 9.5 (7.5 us).
+//  * Sleeping at once: rank 2 sleeps until its sends have left (5.25), wakes
+//    (5.25-15.25) and ends (12.25 us); rank 0, woken by its message at 7.25,
+//    runs after it: wake-up 15.25-25.25, receive to 25.75, signal, end (24.75
+//    us); rank 1 sleeps on the node counter and is woken once, by the signal
+//    at 26 (the runtime's futex wake by the rank whose increment ends the
+//    wait): 26-36, 34 us after its start at 2.
+TEST(Sim, RoundRobinWaitsByHand) {
+  Machine m = shared_cores(1, 1000, 1);
+  m.wakeup_us = 10;
+  Topology t = Topology::from_node_map({0, 0, 1}, 1);
+  BlockLayout L(std::vector<uint64_t>(3, 1 << 20));
+  ScheduleBuilder b(Collective::Goal, "by hand", t, L, AlgoOptions{});
+  b.put(2, 0, 0, {{b.send(2, 0, 1000), b.recv(0, 0, 1000)}}, 0, b.rank_counter(0, 0));
+  b.wait(0, 0, b.rank_counter(0, 0), 1);
+  b.signal(0, 1, b.node_counter(0, 0));
+  b.wait(1, 1, b.node_counter(0, 0), 1);
+  Schedule s = b.finish();
+  SimResult spun = simulate(s, m);
+  EXPECT_DOUBLE_EQ(spun.finish_us[0], 7.5);
+  EXPECT_DOUBLE_EQ(spun.finish_us[1], 7.5);
+  EXPECT_DOUBLE_EQ(spun.finish_us[2], 4);
+  m.spin_us = 0;
+  SimResult slept = simulate(s, m);
+  EXPECT_DOUBLE_EQ(slept.finish_us[0], 24.75);
+  EXPECT_DOUBLE_EQ(slept.finish_us[1], 34);
+  EXPECT_DOUBLE_EQ(slept.finish_us[2], 12.25);
+}
+
+// A working process keeps its core until it waits: with free turns and free
+// wake-ups, a sender's second put (issued while ranks 1 and 2 wait) costs the
+// same whether they spin or sleep.
 TEST(Sim, SpinnersYieldToWorkers) {
-  Machine m = test_machine();
-  m.cores = 1;
-  m.cores_machine_wide = true;
+  Machine m = shared_cores(1, 0, 0);
   Schedule s = flows(Topology::from_ppn(3, 1, 1), {{0, 1, 1000}, {0, 2, 1000}});
   std::vector<double> asleep = simulate(s, m).finish_us;
   m.spin_us = 1000;
   EXPECT_EQ(simulate(s, m).finish_us, asleep);
+}
+
+// Where the processes run (busiest_core_share): the busiest core holds that
+// share of them, which ones and their turn order drawn from the seed. All on
+// one of two cores is slower than spread evenly; the same seed gives the same
+// time, and the seeds give a spread of times (a quiet call has a
+// distribution, which `railcoll sim` samples: placement_drawn).
+TEST(Sim, BusiestCoreShare) {
+  Machine m = shared_cores(2, 1000, 1);
+  Topology t = Topology::from_ppn(8, 2, 1);
+  Schedule s = allgather("direct", t, 8);
+  EXPECT_FALSE(placement_drawn(t, m));
+  const double even = simulate(s, m).max_us;
+  m.busiest_core_share = 1;
+  EXPECT_TRUE(placement_drawn(t, m));
+  SimOptions o;
+  std::set<double> times;
+  for (o.seed = 1; o.seed <= 8; ++o.seed) {
+    double x = simulate(s, m, o).max_us;
+    EXPECT_EQ(simulate(s, m, o).max_us, x);
+    EXPECT_GT(x, even);
+    times.insert(x);
+  }
+  EXPECT_GT(times.size(), 1u);
+  // At most an even share is no imbalance: the same as spread evenly, but drawn.
+  m.busiest_core_share = 0.25;
+  EXPECT_TRUE(placement_drawn(t, m));
+  m.cores = 8;  // a core per process: nothing to draw
+  EXPECT_FALSE(placement_drawn(t, m));
+  std::string text = kTestPreset;
+  EXPECT_NE(msg(text + "busiest_core_share = 2   # source: test\n").find("'busiest_core_share' = 2 is out of range"),
+            std::string::npos);
 }
 
 // A token bucket on the NIC links: after idle, a burst passes at once, the
@@ -493,6 +590,10 @@ TEST(Sim, LocalSocketPut) {
   m.intranode_put = "socket";
   m.socket_ns_per_byte = 1;
   EXPECT_DOUBLE_EQ(simulate(flows(Topology::from_ppn(2, 2, 1), {{0, 1, 8000}}), m).finish_us[1], 17.5);
+  // A local message's own overheads (socket_overhead_us, both ends, split
+  // evenly): issued at 2, copied in until 10, received (2) and copied out: 20.
+  m.socket_overhead_us = 4;
+  EXPECT_DOUBLE_EQ(simulate(flows(Topology::from_ppn(2, 2, 1), {{0, 1, 8000}}), m).finish_us[1], 20);
 }
 
 // An operation the machine model does not know (a newer schedule format, say)

@@ -62,5 +62,19 @@ needs the hardware barrier, which preset 'ib-128' does not have (hw_barrier = no
 unknown gather algorithm 'bogus'	sim gather --preset elan4-128 --algo bogus
 cannot read '$dir/none.json'	calibrate --compare $dir/none.json $dir/none.json
 CASES
+
+# A machine whose processes' cores are drawn per call (the testbed's
+# busiest_core_share): a quiet call is sampled, and says so; the slowest
+# sample is no faster than the median.
+if "$RC" sim allgather --preset testbed --algo smp_direct -m 8:8 --samples 9 --json "$dir/drawn.json" >"$dir/out" 2>&1 &&
+  grep -q "drawn anew for each call: 9 samples (seeds 1..9)" "$dir/out" &&
+  grep -q '"iterations":9' "$dir/drawn.json" &&
+  python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[0]; sys.exit(0 if r['p99_us']>=r['p50_us']>0 else 1)" \
+    "$dir/drawn.json"; then
+  pass=$((pass + 1))
+else
+  fail=$((fail + 1))
+  echo "FAIL: sim on the testbed: placements not sampled: $(head -3 "$dir/out")"
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,13 +1,19 @@
 #include "bench/calibrate.hpp"
 
+#include <linux/futex.h>
 #include <railcoll/railcoll.h>
-#include <poll.h>
 #include <sched.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -87,64 +93,206 @@ void test_p2p(Worker& w, bool quick) {
   }
 }
 
-// Interrupt and softirq time of the whole host so far (every core, /proc/stat),
-// us: the kernel forwards a frame through the veths, the rail bridge and the
-// shapers in softirq context, outside any process's CPU time. Other programs on
-// the host rarely add to it (unlike user or system time).
-double host_softirq_us() {
-  std::ifstream f("/proc/stat");
-  std::string cpu;
-  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
-  f >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq;
-  return (irq + softirq) * 1e6 / sysconf(_SC_CLK_TCK);
+// This process on one core: the lowest one it may run on. Every rank of a job
+// pinned so shares that core, so the time they take is their CPU time, and the
+// kernel's work for them (the veths, the bridges and the shapers, in softirq
+// context) runs there too, accounted to the process it interrupts.
+void pin_to_one_core() {
+  cpu_set_t allowed, one;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) throw std::runtime_error("sched_getaffinity failed");
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  if (sched_setaffinity(0, sizeof one, &one) != 0) throw std::runtime_error("sched_setaffinity failed");
 }
 
-// 2 ranks on 2 nodes, all rails, without spinning (RAILCOLL_SPIN_US=0, set by
-// worker()): large direct all-gathers back to back. Host CPU per byte moved,
-// both ends and the path between them together: the two processes' own CPU time
-// (the TCP stack in their system calls) plus the host's softirq time (the path).
-void test_stream(Worker& w, bool quick) {
-  const uint64_t m = quick ? (2 << 20) : (4 << 20);
-  const int calls = quick ? 5 : 10;
+// Context switches of this process so far: voluntary ones (it slept), and all.
+double sleeps_so_far() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_nvcsw);
+}
+double switches_so_far() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_nvcsw + u.ru_nivcsw);
+}
+
+// A free TCP port on `host` (an IPv4 address), for a store to listen on.
+int free_port(const std::string& host) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  socklen_t len = sizeof a;
+  if (fd < 0 || inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1 ||
+      bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (fd >= 0) close(fd);
+    throw std::runtime_error("no free port on " + host);
+  }
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// The measured ranks of a job and the crowd beside them. Every rank of the
+// job is pinned to one core: as many processes as the benchmark puts on this
+// machine's busiest core (docs/calibration.md, "Host CPU in the crowd").
+// `members` (world ranks, rank 0 first) form a communicator of their own with
+// waits that sleep at once (RAILCOLL_SPIN_US=0: their CPU time is work, and
+// one wake-up per sleep); every other rank a communicator of one, whose calls
+// run beside the measured ones and whose waits spin, as a benchmarked rank's do.
+struct Crowd {
+  railcoll_comm_t comm = nullptr;
+  bool member = false;
+  Crowd() = default;
+  Crowd(const Crowd&) = delete;
+  Crowd& operator=(const Crowd&) = delete;
+  ~Crowd() {
+    if (comm) railcoll_comm_destroy(comm);
+  }
+};
+void join_crowd(Worker& w, const std::vector<int>& members, const std::string& name, Crowd* c) {
+  pin_to_one_core();
+  c->member = std::find(members.begin(), members.end(), w.me) != members.end();
+  const std::string world = getenv("RAILCOLL_STORE") ? getenv("RAILCOLL_STORE") : "127.0.0.1:0";
+  const std::string host = world.substr(0, world.rfind(':'));
+  const double port = w.me == 0 ? free_port(host) : 0;  // rank 0 serves the members' store
+  const int members_port = static_cast<int>(w.gather(port)[0]);
+  const std::string job = name + "-" + (getenv("RAILCOLL_JOB_ID") ? getenv("RAILCOLL_JOB_ID") : "calibrate");
+  if (c->member) {
+    setenv("RAILCOLL_SPIN_US", "0", 1);
+    const int rank = static_cast<int>(std::find(members.begin(), members.end(), w.me) - members.begin());
+    w.check(railcoll_comm_init_explicit(&c->comm, rank, static_cast<int>(members.size()),
+                                        (host + ":" + std::to_string(members_port)).c_str(), job.c_str()),
+            "the measured ranks' communicator");
+  } else {
+    const std::string solo = "127.0.0.1:" + std::to_string(free_port("127.0.0.1"));
+    w.check(railcoll_comm_init_explicit(&c->comm, 0, 1, solo.c_str(), (job + "-" + std::to_string(w.me)).c_str()),
+            "a communicator of one");
+  }
+}
+
+// The cost of a direct all-gather of `bytes` per rank on the crowd's
+// communicators as bench runs a call (each after `idle_us` of rest and a
+// barrier of the whole job): the CPU time of the members' call together and
+// the number of times they slept in it, medians over the calls.
+struct CallCost {
+  double cpu_us = 0, sleeps = 0;
+};
+CallCost direct_call_cost(Worker& w, const Crowd& crowd, uint64_t bytes, int calls, int idle_us) {
   railcoll_call_opts_t direct{"direct", 0};
-  std::vector<unsigned char> send(m), recv(2 * m);
-  std::vector<double> host, procs;
-  for (int i = 0; i < (quick ? 2 : 5); ++i) {
+  const int n = railcoll_comm_size(crowd.comm);
+  std::vector<unsigned char> send(bytes), recv(bytes * static_cast<size_t>(n));
+  std::vector<double> cpu, sleeps;
+  for (int i = -3; i < calls; ++i) {  // 3 warm-up calls
+    if (idle_us > 0) usleep(static_cast<useconds_t>(idle_us));
     w.check(railcoll_barrier(w.comm), "barrier");
-    double h0 = host_softirq_us(), c0 = cpu_us();
-    for (int c = 0; c < calls; ++c)
-      w.check(railcoll_allgather(w.comm, send.data(), recv.data(), m, &direct), "direct all-gather");
-    double dc = cpu_us() - c0;
-    w.check(railcoll_barrier(w.comm), "barrier");
-    double dh = host_softirq_us() - h0;
-    auto cs = w.gather(dc);
-    double bytes = 2.0 * m * calls;  // each rank sends m per call
-    host.push_back(dh * 1e3 / bytes);
-    procs.push_back((cs[0] + cs[1]) * 1e3 / bytes);
+    double c0 = cpu_us(), s0 = sleeps_so_far();
+    w.check(railcoll_allgather(crowd.comm, send.data(), recv.data(), bytes, &direct), "direct all-gather");
+    double mine[2] = {crowd.member ? cpu_us() - c0 : 0, crowd.member ? sleeps_so_far() - s0 : 0};
+    std::vector<double> all(2 * static_cast<size_t>(w.N));
+    w.check(railcoll_allgather(w.comm, mine, all.data(), sizeof mine, nullptr), "collecting results");
+    if (i < 0) continue;
+    double c = 0, z = 0;
+    for (int r = 0; r < w.N; ++r) c += all[2 * r], z += all[2 * r + 1];
+    cpu.push_back(c);
+    sleeps.push_back(z);
   }
-  w.put("stream_softirq_ns_per_byte " + std::to_string(median(host)));
-  w.put("stream_procs_ns_per_byte " + std::to_string(median(procs)));
-  // Back-to-back 8-byte calls: the host CPU one small message costs, both ends
-  // and the path together (two messages per call: one each way). Without
-  // spinning, so that the processes' CPU time is work, not polling; the
-  // kernel's forwarding through veths, bridge and shapers is softirq time,
-  // outside the processes.
-  const int small_calls = quick ? 200 : 1000;
-  std::vector<double> wall, per_message;
-  for (int i = 0; i < (quick ? 3 : 9); ++i) {
-    w.check(railcoll_barrier(w.comm), "barrier");
-    double t0 = now_us(), h0 = host_softirq_us(), c0 = cpu_us();
-    for (int c = 0; c < small_calls; ++c)
-      w.check(railcoll_allgather(w.comm, send.data(), recv.data(), 8, &direct), "direct all-gather");
-    double dt = (now_us() - t0) / small_calls, dc = cpu_us() - c0;
-    w.check(railcoll_barrier(w.comm), "barrier");
-    double dh = host_softirq_us() - h0;
-    auto cs = w.gather(dc);
-    wall.push_back(w.slowest(dt));
-    per_message.push_back((cs[0] + cs[1] + dh) / (2.0 * small_calls));
+  return {median(cpu), median(sleeps)};
+}
+
+// Ranks per node of the job (node-major ranks: node 0's are 0..ppn-1).
+int ranks_per_node() { return std::max(1, getenv("RAILCOLL_LOCAL_SIZE") ? atoi(getenv("RAILCOLL_LOCAL_SIZE")) : 1); }
+
+// World ranks 0 and a peer measured in the crowd: direct all-gathers of 8 B
+// (one message each way: the host's CPU per message) and of 64 KiB (less than
+// the shapers' burst, which the rest refills: the CPU per byte). The peer on
+// the next node: through the rails; with `local`, on rank 0's node: through
+// a local socket.
+void test_pair(Worker& w, bool quick, int idle_us, bool local) {
+  const int peer = local ? 1 : ranks_per_node();
+  if (peer >= w.N) throw std::runtime_error("the job has no rank " + std::to_string(peer) + " for the pair");
+  Crowd crowd;
+  join_crowd(w, {0, peer}, local ? "local-pair" : "pair", &crowd);
+  for (uint64_t bytes : {uint64_t{8}, uint64_t{65536}}) {
+    CallCost c = direct_call_cost(w, crowd, bytes, quick ? 30 : 200, idle_us);
+    w.put(std::string(local ? "local " : "pair ") + std::to_string(bytes) + " " + std::to_string(c.cpu_us) + " " +
+          std::to_string(c.sleeps));
   }
-  w.put("loop_wall " + std::to_string(median(wall)));
-  w.put("loop_cpu " + std::to_string(median(per_message)));
+}
+
+// Rank 0 alone in the crowd: the CPU of an 8-byte all-gather of one rank (a
+// copy of 8 bytes), i.e. a call's own work, without messages.
+void test_call(Worker& w, bool quick, int idle_us) {
+  Crowd crowd;
+  join_crowd(w, {0}, "call", &crowd);
+  CallCost c = direct_call_cost(w, crowd, 8, quick ? 30 : 200, idle_us);
+  w.put("call " + std::to_string(c.cpu_us));
+}
+
+// The first rank of every node in the crowd: 8-byte direct all-gathers put
+// nodes (nodes - 1) messages in flight per call; the host CPU per message
+// against the pair's 2 in flight says how much of a message's cost the
+// messages in flight share (docs/calibration.md).
+void test_burst(Worker& w, bool quick, int idle_us) {
+  std::vector<int> leaders;
+  for (int r = 0; r < w.N; r += ranks_per_node()) leaders.push_back(r);
+  Crowd crowd;
+  join_crowd(w, leaders, "burst", &crowd);
+  CallCost c = direct_call_cost(w, crowd, 8, quick ? 30 : 200, idle_us);
+  const int n = static_cast<int>(leaders.size());
+  w.put("burst " + std::to_string(c.cpu_us) + " " + std::to_string(c.sleeps) + " " + std::to_string(n * (n - 1)));
+}
+
+// Every rank of the cluster on one core, spinning (RAILCOLL_SPIN_US set long
+// by the worker): rank 0 sleeps 20 ms before a barrier the others spin in,
+// each turn a yield, a poll of its connections and a look at its counters
+// (src/runtime/executor.cpp, wait_until). The core's time divided by the
+// spinners' context switches is one turn, with as many processes taking
+// turns as bench puts on this machine's busiest core.
+void test_turn(Worker& w, bool quick) {
+  pin_to_one_core();
+  const int sleep_us = 20000;
+  std::vector<double> turn;
+  for (int i = 0; i < (quick ? 2 : 7); ++i) {
+    w.check(railcoll_barrier(w.comm), "barrier");
+    double t0 = now_us(), s0 = switches_so_far();
+    if (w.me == 0) usleep(sleep_us);
+    w.check(railcoll_barrier(w.comm), "barrier");
+    double mine = w.me == 0 ? 0 : switches_so_far() - s0, dt = now_us() - t0;
+    auto all = w.gather(mine);
+    double turns = 0;
+    for (double x : all) turns += x;
+    double wall = w.slowest(dt);
+    if (turns > 0) turn.push_back(wall / turns);
+  }
+  w.put("turn " + std::to_string(median(turn)) + " " + std::to_string(w.N - 1));
+}
+
+// Every rank of the cluster where the kernel puts it: after bench's rest and
+// a barrier, the core each rank is on when its call starts (an 8-byte
+// all-gather, then). The share of the ranks on the busiest core, median over
+// the calls (docs/calibration.md, "Where the processes run").
+void test_placement(Worker& w, bool quick, int idle_us) {
+  std::vector<unsigned char> send(8), recv(8 * static_cast<size_t>(w.N));
+  std::vector<double> share;
+  for (int i = -3; i < (quick ? 30 : 200); ++i) {
+    if (idle_us > 0) usleep(static_cast<useconds_t>(idle_us));
+    w.check(railcoll_barrier(w.comm), "barrier");
+    double core = sched_getcpu();
+    w.check(railcoll_allgather(w.comm, send.data(), recv.data(), 8, nullptr), "all-gather");
+    auto cores = w.gather(core);
+    if (i < 0) continue;
+    std::map<double, int> on;
+    for (double c : cores) ++on[c];
+    int busiest = 0;
+    for (auto& kv : on) busiest = std::max(busiest, kv.second);
+    share.push_back(static_cast<double>(busiest) / w.N);
+  }
+  w.put("placement " + std::to_string(median(share)));
 }
 
 // The whole cluster: its shape, one process's memcpy rate, the aggregate rate of
@@ -197,33 +345,6 @@ void test_flag(Worker& w, bool quick) {
   w.put("barrier " + std::to_string(median(t)));
 }
 
-// One rank on each of the nodes, without spinning (set by the worker): 8-byte
-// direct all-gathers back to back. Every call puts nodes - 1 messages per rank
-// in flight at once, nodes (nodes - 1) on the host: the host CPU per message
-// (the processes' CPU time and the host's softirq time, as in test_stream)
-// against test_stream's 2 at once says how much of a message's cost the
-// messages in flight share (docs/calibration.md, "Messages in flight").
-void test_burst(Worker& w, bool quick) {
-  const int calls = quick ? 200 : 1000;
-  railcoll_call_opts_t direct{"direct", 0};
-  std::vector<unsigned char> send(8), recv(8 * static_cast<size_t>(w.N));
-  std::vector<double> per_message;
-  for (int i = 0; i < (quick ? 3 : 9); ++i) {
-    w.check(railcoll_barrier(w.comm), "barrier");
-    double h0 = host_softirq_us(), c0 = cpu_us();
-    for (int c = 0; c < calls; ++c)
-      w.check(railcoll_allgather(w.comm, send.data(), recv.data(), 8, &direct), "direct all-gather");
-    double dc = cpu_us() - c0;
-    w.check(railcoll_barrier(w.comm), "barrier");
-    double dh = host_softirq_us() - h0;
-    auto cs = w.gather(dc);
-    double procs = 0;
-    for (double x : cs) procs += x;
-    per_message.push_back((procs + dh) / (static_cast<double>(calls) * w.N * (w.N - 1)));
-  }
-  w.put("burst_cpu " + std::to_string(median(per_message)) + " " + std::to_string(w.N * (w.N - 1)));
-}
-
 }  // namespace
 
 int calibration_worker(const WorkerOptions& o) {
@@ -239,7 +360,7 @@ int calibration_worker(const WorkerOptions& o) {
     setenv("RAILCOLL_RAILS", list[o.rail].c_str(), 1);
   }
   setenv("RAILCOLL_BARRIER_ALGO", "smp", 1);  // the barrier the flag test models
-  if (o.test == "stream" || o.test == "burst") setenv("RAILCOLL_SPIN_US", "0", 1);  // CPU without spinning waits
+  if (o.test == "turn") setenv("RAILCOLL_SPIN_US", "1000000", 1);            // spinning through the 20 ms
   Worker w;
   if (railcoll_comm_init(&w.comm) != RAILCOLL_OK) {
     std::cerr << "railcoll calibrate: " << railcoll_last_error() << "\n";
@@ -253,8 +374,12 @@ int calibration_worker(const WorkerOptions& o) {
     if (o.test == "p2p") test_p2p(w, o.quick);
     else if (o.test == "node") test_node(w, o.quick);
     else if (o.test == "flag") test_flag(w, o.quick);
-    else if (o.test == "stream") test_stream(w, o.quick);
-    else if (o.test == "burst") test_burst(w, o.quick);
+    else if (o.test == "pair") test_pair(w, o.quick, o.idle_us, false);
+    else if (o.test == "local") test_pair(w, o.quick, o.idle_us, true);
+    else if (o.test == "burst") test_burst(w, o.quick, o.idle_us);
+    else if (o.test == "call") test_call(w, o.quick, o.idle_us);
+    else if (o.test == "turn") test_turn(w, o.quick);
+    else if (o.test == "placement") test_placement(w, o.quick, o.idle_us);
     else throw std::runtime_error("unknown test '" + o.test + "'");
   } catch (const std::exception& e) {
     std::cerr << "railcoll calibrate: rank " << w.me << ": " << e.what() << "\n";
@@ -302,119 +427,49 @@ std::string fmt(double x, int prec = 3) {
   return s;
 }
 
-// Wake-up cost of a process blocked in a wait: two processes pinned to one core
-// bounce a byte through pipes; each round trip wakes each of them once.
+// Wake-up cost of a process asleep in a wait, as the runtime sleeps on a node
+// counter (a futex; progress.cpp): two processes pinned to one core take
+// turns, each waking the other with FUTEX_WAKE and sleeping in FUTEX_WAIT;
+// each round trip wakes each of them once. Half a round trip: the waker's
+// wake, the switch and the woken one's return to work.
 double measure_wakeup_us(bool quick) {
   std::vector<double> trials;
   for (int trial = 0; trial < (quick ? 1 : 3); ++trial) {
-    int a[2], b[2];
-    if (pipe(a) != 0 || pipe(b) != 0) return 0;
+    void* mem = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) return 0;
+    auto* turn = static_cast<std::atomic<uint32_t>*>(mem);  // whose turn: 0 the parent's, 1 the child's
+    turn->store(0);
     const int rounds = quick ? 2000 : 20000;
+    // Waits until *turn is `mine`, sleeping on the futex meanwhile.
+    auto await = [turn](uint32_t mine) {
+      for (uint32_t v; (v = turn->load()) != mine;) syscall(SYS_futex, turn, FUTEX_WAIT, v, nullptr, nullptr, 0);
+    };
+    auto give = [turn](uint32_t to) {
+      turn->store(to);
+      syscall(SYS_futex, turn, FUTEX_WAKE, 1, nullptr, nullptr, 0);
+    };
+    cpu_set_t allowed;
+    sched_getaffinity(0, sizeof allowed, &allowed);
+    pin_to_one_core();  // inherited by the child: they share that core
     pid_t pid = fork();
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(0, &one);
-    sched_setaffinity(0, sizeof one, &one);  // in both processes: they share core 0
-    char c = 0;
     if (pid == 0) {
-      for (int i = 0; i < rounds; ++i)
-        if (read(a[0], &c, 1) != 1 || write(b[1], &c, 1) != 1) _exit(1);
+      for (int i = 0; i < rounds; ++i) {
+        await(1);
+        give(0);
+      }
       _exit(0);
     }
     double t0 = now_us();
-    for (int i = 0; i < rounds; ++i)
-      if (write(a[1], &c, 1) != 1 || read(b[0], &c, 1) != 1) break;
-    trials.push_back((now_us() - t0) / rounds / 2);
-    waitpid(pid, nullptr, 0);
-    for (int fd : {a[0], a[1], b[0], b[1]}) close(fd);
-    cpu_set_t all;
-    CPU_ZERO(&all);
-    for (int i = 0; i < CPU_SETSIZE; ++i) CPU_SET(i, &all);
-    sched_setaffinity(0, sizeof all, &all);
+    for (int i = 0; i < rounds && pid > 0; ++i) {
+      give(1);
+      await(0);
+    }
+    if (pid > 0) trials.push_back((now_us() - t0) / rounds / 2);
+    if (pid > 0) waitpid(pid, nullptr, 0);
+    munmap(mem, 4096);
+    sched_setaffinity(0, sizeof allowed, &allowed);
   }
   return median(trials);
-}
-
-// One turn of a spinning wait when processes share a core: the runtime's spin
-// (src/runtime/executor.cpp, a wait) polls all of a rank's sockets without
-// blocking and yields. Two processes pinned to one core do exactly that over
-// `fds` socket pairs (as many as a benchmarked rank has connections) for a
-// while; the turns of both, counted, divide the time.
-double measure_spin_turn_us(bool quick, int fds) {
-  std::vector<double> trials;
-  for (int trial = 0; trial < (quick ? 1 : 3); ++trial) {
-    std::vector<pollfd> p;
-    std::vector<int> open_fds;
-    for (int i = 0; i < fds; ++i) {
-      int sv[2];
-      if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) break;
-      p.push_back({sv[0], POLLIN, 0});
-      open_fds.insert(open_fds.end(), {sv[0], sv[1]});
-    }
-    int counts[2];
-    if (pipe(counts) != 0) return 0;
-    const double seconds = quick ? 0.05 : 0.2;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(0, &one);
-    pid_t kids[2];
-    for (pid_t& kid : kids) {
-      kid = fork();
-      if (kid == 0) {
-        sched_setaffinity(0, sizeof one, &one);  // both on core 0
-        double t0 = now_us();
-        long turns = 0;
-        for (; now_us() - t0 < seconds * 1e6; ++turns) {
-          poll(p.data(), p.size(), 0);
-          sched_yield();
-        }
-        _exit(write(counts[1], &turns, sizeof turns) == sizeof turns ? 0 : 1);
-      }
-    }
-    long total = 0;
-    for (int i = 0; i < 2; ++i) {
-      long turns = 0;
-      if (read(counts[0], &turns, sizeof turns) == sizeof turns) total += turns;
-    }
-    for (pid_t kid : kids) waitpid(kid, nullptr, 0);
-    for (int fd : open_fds) close(fd);
-    close(counts[0]);
-    close(counts[1]);
-    if (total > 0) trials.push_back(seconds * 1e6 / static_cast<double>(total));
-  }
-  return trials.empty() ? 0 : median(trials);
-}
-
-// Host CPU per byte of a Unix socket stream (what the runtime uses between the
-// ranks of one node) on each end: one stream between two processes keeps both
-// busy for the whole transfer, so time / bytes is the cost per byte per end.
-double measure_unix_stream_ns_per_byte(bool quick) {
-  std::vector<double> trials;
-  const size_t total = quick ? (64u << 20) : (512u << 20), chunk = 1 << 20;
-  std::vector<char> buf(chunk);
-  for (int trial = 0; trial < (quick ? 1 : 3); ++trial) {
-    int pair[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0) return 0;
-    pid_t pid = fork();
-    if (pid == 0) {
-      close(pair[0]);
-      for (size_t done = 0; done < total;) {
-        ssize_t w = write(pair[1], buf.data(), chunk);
-        if (w <= 0) break;
-        done += static_cast<size_t>(w);
-      }
-      _exit(0);
-    }
-    close(pair[1]);
-    double t0 = now_us();
-    size_t got = 0;
-    for (ssize_t r; got < total && (r = read(pair[0], buf.data(), chunk)) > 0;) got += static_cast<size_t>(r);
-    double us = now_us() - t0;
-    waitpid(pid, nullptr, 0);
-    close(pair[0]);
-    if (got > 0) trials.push_back(us * 1e3 / static_cast<double>(got));
-  }
-  return trials.empty() ? 0 : median(trials);
 }
 
 }  // namespace
@@ -468,26 +523,57 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
     fits.push_back(fit(pts));
   }
 
-  log << "measuring host CPU per byte on the rails (2 ranks on 2 nodes, 4 MiB direct all-gathers, no spinning) "
-               "...\n" << std::flush;
-  auto stream = run("stream", one_per_node(2), -1);
-  double stream_procs = get(stream, "stream_procs_ns_per_byte")[0];
-  double stream_softirq = get(stream, "stream_softirq_ns_per_byte")[0];
-  double loop_wall = get(stream, "loop_wall")[0], host = get(stream, "loop_cpu")[0];  // host = o_s + o_r
-  double kernel = (stream_procs + stream_softirq) / 2;  // per end
+  // The host's work per message and per byte (docs/calibration.md): 2 ranks
+  // on one core, sleeping waits, each call after bench's rest; the wake-ups
+  // (one per sleep) taken out.
+  const double wakeup = measure_wakeup_us(o.quick);
+  // Every rank of the cluster on one core; the measured ones beside the
+  // others' calls (test_pair: "the crowd").
+  const JobShape everyone{{}, {true, o.n, o.ppn, o.rails, {}}};
+  const std::string crowd = "every rank on one core, " + S(o.idle_us) + " us of rest before each call";
+  log << "measuring the CPU of a call apart from its messages (rank 0 alone; " << crowd << ") ...\n" << std::flush;
+  const double call = get(run("call", everyone, -1), "call")[0];
+  // CPU per call of 8 B and of 64 KiB, each less its wake-ups and the two
+  // ranks' own call work.
+  auto work_per_call = [&](const Records& r, const std::string& key, std::vector<double>* sleeps) {
+    std::map<double, double> at;
+    for (auto it = r.lower_bound(key); it != r.upper_bound(key); ++it) {
+      at[it->second[0]] = it->second[1] - it->second[2] * wakeup - 2 * call;
+      sleeps->push_back(it->second[2]);
+    }
+    if (!at.count(8) || !at.count(65536)) throw std::runtime_error("no '" + key + "' results from the workers");
+    return std::make_pair(at[8], at[65536]);
+  };
+  log << "measuring host CPU per message and per byte (ranks 0 and " << ppn << ", then 0 and 1; " << crowd
+      << ") ...\n" << std::flush;
+  std::vector<double> pair_sleeps, local_sleeps;
+  auto [remote8, remote64] = work_per_call(run("pair", everyone, -1), "pair", &pair_sleeps);
+  auto [local8, local64] = work_per_call(run("local", everyone, -1), "local", &local_sleeps);
+  const double host = remote8 / 2;  // o_s + o_r: a call is one message each way
+  // ns per byte per end: 2 messages of 64 KiB - 8 B more, each copied on 2 ends.
+  auto per_byte = [](double small_us, double large_us) { return std::max(0.0, (large_us - small_us) * 1e3 / (4.0 * (65536 - 8))); };
+  const double kernel = per_byte(remote8, remote64);
+  const double socket_overhead = local8 / 2, local_socket = per_byte(local8, local64);
 
-  // Messages in flight (docs/calibration.md): one rank on every node, every
-  // call nodes (nodes - 1) messages at once, against the stream job's 2.
+  // Messages in flight: the first rank of every node, every call nodes
+  // (nodes - 1) messages at once, against the pair's 2.
   double burst_cpu = host, burst_in_flight = 2;
   if (nodes > 2) {
-    log << "measuring host CPU per message with " << nodes * (nodes - 1) << " in flight (one rank on each of "
-        << nodes << " nodes, 8-byte direct all-gathers, no spinning) ...\n" << std::flush;
-    auto b = run("burst", one_per_node(nodes), -1);
-    burst_cpu = get(b, "burst_cpu")[0];
-    burst_in_flight = get(b, "burst_cpu")[1];
+    log << "measuring host CPU per message with " << nodes * (nodes - 1) << " in flight (the first rank of each of "
+        << nodes << " nodes, 8-byte direct all-gathers; " << crowd << ") ...\n" << std::flush;
+    auto b = get(run("burst", everyone, -1), "burst");
+    burst_in_flight = b[2];
+    burst_cpu = (b[0] - b[1] * wakeup - nodes * call) / burst_in_flight;
   }
 
-  // Derivations (docs/calibration.md). The model of one such call is
+  log << "measuring a spinning wait's turn (every rank on one core) and where the kernel puts the ranks "
+         "(every rank, " << o.idle_us << " us of rest before each call) ...\n" << std::flush;
+  auto turn = get(run("turn", everyone, -1), "turn");
+  const double spin_turn = turn[0];
+  const double busiest_share = get(run("placement", everyone, -1), "placement")[0];
+  const int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+
+  // Derivations (docs/calibration.md). The model of one p2p call is
   // copy(m) + o_s + L + m/bw + o_r: the fitted slope also contains the local copy.
   std::vector<double> per_rail_a, per_rail_bw;
   for (int r = 0; r < rails; ++r) {
@@ -505,7 +591,8 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
   if (K > 2 && std::fabs(R / 2 - 1 + 1 / K) > 1e-12) shared = std::clamp((R - 1) / (R / 2 - 1 + 1 / K), 0.0, 1.0);
   const double lone = host / (1 - shared / 2);
   double o_s = lone / 2, o_r = lone / 2;
-  double wire = std::max(0.0, a - host);  // the small-message time in which no host works (2 in flight)
+  // The p2p processes run on a core each: a = o_s + L + o_r at 2 in flight.
+  double wire = std::max(0.0, a - host);
 
   // The table.
   log << "\n# measured on " << where << ": " << nodes << " nodes x " << ppn << " ranks, " << rails << " rail"
@@ -524,9 +611,17 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
   log << "\n" << std::left << std::setw(10) << "fit MB/s";
   for (auto& f : fits) log << std::right << std::setw(14) << fmt(f.b, 1);
   log << "\n\n";
-  log << "8-byte calls back to back: " << fmt(loop_wall, 2) << " us per call, " << fmt(host, 2)
-            << " us host CPU per message (both ends, no spinning); with " << fmt(burst_in_flight, 0)
-            << " in flight: " << fmt(burst_cpu, 2) << " us (shared part " << fmt(100 * shared, 1) << "%)\n";
+  log << "host CPU of a call apart from its messages, per rank: " << fmt(call, 2) << " us\n";
+  log << "host CPU per call of 2 ranks on one core, less " << fmt(median(pair_sleeps), 1) << " and "
+      << fmt(median(local_sleeps), 1) << " wake-ups of " << fmt(wakeup, 2) << " us and their calls' own work: between nodes "
+      << fmt(remote8, 2) << " us at 8 B, " << fmt(remote64, 2) << " us at 64 KiB; on one node " << fmt(local8, 2)
+      << " and " << fmt(local64, 2) << " us\n";
+  log << "host CPU per message: " << fmt(host, 2) << " us with 2 in flight, " << fmt(burst_cpu, 2) << " us with "
+      << fmt(burst_in_flight, 0) << " (shared part " << fmt(100 * shared, 1) << "%); through a local socket "
+      << fmt(socket_overhead, 2) << " us\n";
+  log << "a spinning wait's turn with " << fmt(turn[1], 0) << " spinners on one core: " << fmt(spin_turn, 2)
+      << " us; ranks on the busiest of " << cores << " cores when a call starts: " << fmt(100 * busiest_share, 1)
+      << "%\n";
   log << "memcpy 16 MiB: one process " << fmt(copy, 0) << " MB/s; node 0's " << ppn << " at once "
             << fmt(membus, 0) << " MB/s; all " << static_cast<int>(shape[3]) << " ranks at once " << fmt(membus_all, 0)
             << " MB/s (" << fmt(membus_all / nodes, 0) << " per node)\n";
@@ -540,10 +635,12 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
   std::string p2p = "2-rank direct all-gather between 2 nodes, 0 B-" + std::string(o.quick ? "2" : "4") +
                     " MiB, median of the slowest rank over " + (o.quick ? "5" : "11-31") +
                     " barrier-separated calls, median over " + (o.quick ? "1 job" : "3 jobs");
-  double wakeup = measure_wakeup_us(o.quick), local_socket = measure_unix_stream_ns_per_byte(o.quick);
-  // A benchmarked rank has a socket per remote rank and rail and one per local rank.
-  const int connections = (nodes - 1) * ppn * rails + (ppn - 1);
-  double spin_turn = measure_spin_turn_us(o.quick, connections);
+  // The pair jobs: how each was run, for the sources.
+  std::string pair = "the 2 ranks on one core with every other rank of the cluster (each making calls of its own "
+                     "beside them, spinning), waits that sleep at once (RAILCOLL_SPIN_US=0), each call after " +
+                     S(o.idle_us) + " us of rest and a barrier as bench runs it; the CPU time of both per call " +
+                     "(the kernel's softirq work runs on that core, inside it), median of " + (o.quick ? "30" : "200") +
+                     " calls, less a wake-up (wakeup_us) per sleep and call_overhead_us per rank";
   const char* spin_env = getenv("RAILCOLL_SPIN_US");
   std::string spin_us = spin_env ? spin_env : "2000";
   std::vector<std::pair<std::string, std::string>> kv = {
@@ -553,21 +650,19 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
       {"rails = " + S(rails), src + "railcoll_comm_rails of the calibration job"},
       {"topology = crossbar", src + "not measured: one bridge per rail (docs/cluster.md)"},
       {"wire_latency_us = " + fmt(wire), src + "fit intercept a = " + fmt(a, 2) + " us (median of the 0-64 B times, " +
-                                              p2p + ", median over rails) minus the host CPU per message at 2 in flight (" +
-                                              fmt(host, 2) + " us: one send + one receive)"},
+                                              p2p + ", median over rails; a process per core) minus the host CPU of " +
+                                              "a message at 2 in flight (" + fmt(host, 2) + " us: one send + one receive)"},
       {"hop_latency_us = 0", src + "not measured: one switch (bridge) per rail"},
       {"send_overhead_us = " + fmt(o_s), src + "half the host CPU of a lone message (one send + one receive, even "
-                                               "split assumed): " + fmt(host, 2) + " us per message of 8-byte 2-rank "
-                                               "direct all-gathers back to back without spinning (the two processes' "
-                                               "CPU time plus the host's softirq time: the veths, bridges and shapers; "
-                                               "2 messages in flight) / (1 - overhead_shared / 2)"},
+                                               "split assumed): " + fmt(host, 2) + " us per message = half of " +
+                                               fmt(remote8, 2) + " us per 8-byte direct all-gather between 2 nodes (" +
+                                               pair + "), / (1 - overhead_shared / 2)"},
       {"recv_overhead_us = " + fmt(o_r), src + "the other half of the same CPU per message (even split assumed)"},
       {"overhead_shared = " + fmt(shared),
        src + (burst_in_flight > 2
                   ? "from the host CPU per message with 2 in flight (" + fmt(host, 2) + " us) and with " +
                         fmt(burst_in_flight, 0) + " in flight (" + fmt(burst_cpu, 2) +
-                        " us: one rank on each node, 8-byte direct all-gathers back to back without spinning), "
-                        "a message paying o (1 - f + f / n) with n in flight"
+                        " us: one rank on each node, the same way), a message paying o (1 - f + f / n) with n in flight"
                   : std::string("not measured: fewer than 3 nodes, no job with more than 2 messages in flight"))},
       {"gap_us = " + fmt(o_s * (1 - shared)), src + "assumed: the NIC is the sending CPU's TCP stack, so a rail takes the "
                                                   "next message when the last send call is done; the send overhead of "
@@ -595,22 +690,34 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
                                              " us, back-to-back barriers; the barrier is two flag hops)"},
       {"intranode_put = socket", src + "not measured: the runtime sends a put to a local rank's private buffer "
                                        "through a Unix socket (a put into the node's shared buffer is a memcpy)"},
-      {"socket_ns_per_byte = " + fmt(local_socket), src + "a Unix socket stream between two processes: transfer "
-                                                          "time / bytes (both ends busy throughout), median of trials"},
-      {"cores = " + S(static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN))), src + "online processors of the host (sysconf)"},
+      {"socket_overhead_us = " + fmt(socket_overhead), src + "half of " + fmt(local8, 2) + " us per 8-byte direct "
+                                                             "all-gather between 2 ranks of one node (" + pair + ")"},
+      {"socket_ns_per_byte = " + fmt(local_socket), src + "the same 2 ranks of one node: (" + fmt(local64, 2) +
+                                                          " us per 64 KiB call - " + fmt(local8, 2) +
+                                                          " us per 8 B call) / 4 x 64 KiB (2 messages, 2 ends)"},
+      {"cores = " + S(cores), src + "online processors of the host (sysconf)"},
       {"cores_shared_by = machine", src + "every emulated node (a namespace, or a pretend node) runs on this one host"},
-      {"wakeup_us = " + fmt(wakeup), src + "half the round trip of a 1-byte pipe ping-pong between two processes pinned "
-                                           "to one core (each round trip wakes each once), median of trials"},
-      {"kernel_ns_per_byte = " + fmt(kernel), src + "half the host CPU per byte moved by 4 MiB 2-rank direct "
-                                                    "all-gathers between 2 nodes without spinning: the two processes' "
-                                                    "CPU time (" + fmt(stream_procs, 2) + " ns/B) plus the host's "
-                                                    "softirq time (" + fmt(stream_softirq, 2) + " ns/B, the veths, "
-                                                    "bridges and shapers), median of trials"},
+      {"busiest_core_share = " + fmt(busiest_share),
+       src + "the share of the " + S(static_cast<int>(shape[3])) + " ranks on the busiest core when a call starts "
+             "(sched_getcpu after " + S(o.idle_us) + " us of rest and a barrier, as bench runs a call), median of " +
+             (o.quick ? "30" : "200") + " calls"},
+      {"call_overhead_us = " + fmt(call), src + "the CPU time of an 8-byte all-gather on a communicator of one rank "
+                                                "(a copy of 8 bytes), rank 0 on one core with every other rank of the "
+                                                "cluster (each making calls of its own beside it), each call after " +
+                                                S(o.idle_us) + " us of rest and a barrier as bench runs it, median of " +
+                                                (o.quick ? "30" : "200") + " calls"},
+      {"wakeup_us = " + fmt(wakeup), src + "half the round trip of a futex ping-pong (FUTEX_WAKE, FUTEX_WAIT) between "
+                                           "two processes pinned to one core (each round trip wakes each once), "
+                                           "median of trials"},
+      {"kernel_ns_per_byte = " + fmt(kernel), src + "2 ranks on 2 nodes: (" + fmt(remote64, 2) + " us per 64 KiB call - " +
+                                                    fmt(remote8, 2) + " us per 8 B call) / 4 x 64 KiB (2 messages, "
+                                                    "2 ends; " + pair + ")"},
       {"spin_us = " + spin_us, src + "not measured: the runtime's spin before it sleeps in a wait (RAILCOLL_SPIN_US" +
                                    std::string(spin_env ? ", as set here" : ", default 2000 us in src/runtime/bootstrap.hpp") + ")"},
-      {"spin_turn_us = " + fmt(spin_turn), src + "two processes pinned to one core, each polling " + S(connections) +
-                                               " sockets without blocking and yielding, as a waiting rank spins: time "
-                                               "/ turns of both, median of trials"},
+      {"spin_turn_us = " + fmt(spin_turn), src + "every rank of the cluster on one core, " + fmt(turn[1], 0) +
+                                               " of them spinning in a barrier (RAILCOLL_SPIN_US long) for 20 ms "
+                                               "while rank 0 sleeps: 20 ms / their context switches, median of " +
+                                               (o.quick ? "2" : "7") + " trials"},
   };
   std::ostringstream text;
   text << "# testbed: " << where << ", " << nodes << " nodes x " << ppn << " ranks, " << rails << " rails"

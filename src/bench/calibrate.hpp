@@ -21,10 +21,11 @@ namespace railcoll::bench {
 // ---- a rank of a calibration job
 
 struct WorkerOptions {
-  std::string test;     // node, flag, p2p, stream, burst
+  std::string test;     // node, flag, p2p, pair, burst, turn, placement
   std::string records;  // file rank 0 appends its "key value..." lines to
   bool quick = false;
   int rail = -1;        // p2p: measure this rail alone (keeps that entry of RAILCOLL_RAILS)
+  int idle_us = 0;      // pair, burst, placement: bench's rest before every call (BenchPlan::idle_us)
 };
 // Runs `test` on the calling rank; returns the process exit status.
 int calibration_worker(const WorkerOptions& o);
@@ -48,6 +49,7 @@ struct CalibrationOptions {
   bool cluster = false;    // on the emulated cluster (else local processes)
   int n = 8, ppn = 4, rails = 2;  // local processes: the job's shape
   double burst_bytes = 0;  // the cluster shapers' token bucket (0: none)
+  int idle_us = 0;         // bench's rest before every timed call there (default_idle_us)
   std::string where;       // says where it ran, for the preset's header
 };
 // Measures, prints the measurements to `log` and writes the preset to o.out.

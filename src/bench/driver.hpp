@@ -38,6 +38,10 @@ struct PlacementRequest {
 // fit the cluster is an InputError.
 Placement choose_placement(const PlacementRequest& request);
 
+// The rest bench takes before every timed call at `where` (--idle-us default):
+// on the cluster the time its shaped rails take to refill their burst, else 0.
+int default_idle_us(const Placement& where);
+
 // Runs `worker` (a command line) as the ranks of a job at `where` with
 // `--records FILE` appended, and returns the job's result and, in `records`,
 // the lines the workers wrote to FILE.

@@ -21,16 +21,18 @@ enum Kind : int {
   kReceive,     // a: counter, b: arrival record (receive work on the receiving node's cores)
   kIncrement,   // a: counter
   kBackground,  // a: generator (one of its messages has arrived)
+  kCore,        // a: core (contended cores: it runs the next process in its queue)
+  kWake,        // a: rank (contended cores: a sleeper whose sends have left)
 };
 
 // 16 bytes, not 24: the queue moves every event a few times (below).
 struct Event {
   double t;
-  uint32_t kind : 2, a : 30;
+  uint32_t kind : 3, a : 29;
   int32_t b;
 };
-constexpr size_t kMaxEventA = size_t{1} << 30;  // counters, ranks, generators
-static_assert(kBackground < 4, "an event's kind has 2 bits");
+constexpr size_t kMaxEventA = size_t{1} << 29;  // counters, ranks, generators, cores
+static_assert(kWake < 8, "an event's kind has 3 bits");
 
 // The event queue: a radix heap (Ahuja, Mehlhorn, Orlin and Tarjan 1990) on the
 // bits of the time, which sort like the time for times >= 0. Simulated time
@@ -223,12 +225,10 @@ class Engine {
     int pools = m.cores_machine_wide ? 1 : t_.nnodes();
     contended_ = m.cores > 0 && (m.cores_machine_wide ? cores_ < N : cores_ < t_.max_node_size());
     cpu_serial_ = contended_ || m.recv_on_cpu;
-    active_.assign(pools, 0);
-    spinning_.assign(pools, 0);
     in_flight_.assign(pools, 0);
-    for (int r = 0; r < N; ++r) ++active_[pool(t_.node_of(r))];
-    wait_.assign(N, {});
     busy_.assign(N, 0);
+    start_.assign(N, contended_ ? -1 : o.start_us);
+    if (contended_) place_processes(pools);
     place_.resize(N);
     for (int r = 0; r < N; ++r) place_[r] = {s.programs[r].at(0), s.programs[r].at(s.programs[r].size()), 0};
     local_done_.assign(N, 0);
@@ -241,12 +241,19 @@ class Engine {
     add_generators();
     add_thread_ops();
     add_noise();
-    if (counters_.size() >= kMaxEventA || generators_.size() >= kMaxEventA)  // events name them in 30 bits
-      throw InputError("the simulator takes fewer than 2^30 counters and ranks");
+    if (counters_.size() >= kMaxEventA || generators_.size() >= kMaxEventA)  // events name them in 29 bits
+      throw InputError("the simulator takes fewer than 2^29 counters and ranks");
   }
 
   SimResult run() {
-    for (int r = 0; r < N; ++r) push(o_.start_us, kStep, r, 0);
+    if (contended_) {  // every core starts on the first process of its queue
+      for (size_t c = 0; c < cores_of_.size(); ++c) {
+        cores_of_[c].busy = true;
+        push(o_.start_us, kCore, static_cast<int>(c), 0);
+      }
+    } else {  // every rank starts at once, with its call's own work
+      for (int r = 0; r < N; ++r) push(noisy(t_.node_of(r), o_.start_us, m_.call_overhead_us), kStep, r, 0);
+    }
     for (size_t g = 0; g < generators_.size(); ++g)
       for (int e = 0; e < m_.dma_engines; ++e) background_send(static_cast<int>(g), 0);
     while (!heap_.empty() && finished_ < N) {
@@ -255,25 +262,24 @@ class Engine {
       ++events_;
       const double t = now_ = e.t;
       switch (e.kind) {
-        case kStep: step(e.a, t); break;
-        case kReceive: {  // receive overhead and kernel work on the receiving rank's CPU
-          const Arrival x = arrivals_[e.b];
-          free_arrivals_.push_back(e.b);
-          const int p = pool(t_.node_of(x.rank));
-          const double o_r = m_.recv_overhead_us * (x.from_pool >= 0 ? shared_overhead(in_flight_[p]) : 1.0);
-          if (x.from_pool >= 0) {  // taken off the network: its receive work starts
-            --in_flight_[x.from_pool];
-            if (x.from_pool != p) --in_flight_[p];
-          }
-          push(cpu(x.rank, t, o_r + x.kernel_us), kIncrement, e.a, x.amount);
+        case kStep:
+          if (contended_) proc_continues(e.a, t);
+          else step(e.a, t);
           break;
-        }
+        case kReceive:
+          if (contended_) deliver(e.b, t);
+          else receive(e.b, t);
+          break;
         case kIncrement: increment(e.a, e.b, t); break;
         case kBackground: background_send(e.a, t); break;
+        case kCore: core_runs_next(e.a, t); break;
+        case kWake: flush_wakes(e.a, t); break;
       }
     }
     SimResult res;
-    for (double& f : finish_) f -= o_.start_us;
+    // Each rank's time from its own start, as a benchmark times it.
+    for (int r = 0; r < N; ++r)
+      if (finish_[r] >= 0) finish_[r] -= start_[r];
     res.finish_us = finish_;
     res.events = events_;
     res.background_messages = background_messages_;
@@ -298,22 +304,14 @@ class Engine {
                      : c.owner * std::max(1, s_.rank_counters) + c.index;
   }
 
-  // `d` us of host work of rank r from t. With more working processes in its
-  // pool than cores, the scheduler shares the cores fairly among them, so the
-  // work runs at cores/working of a core; processes spinning in a wait yield at
-  // every turn, so they take only what the workers leave. A process does one
-  // thing at a time: its receive work and its own work queue behind each other.
-  // Without contention a process has its core to itself: its work and (with
-  // recv_cpu = loggp) its receive work still queue behind each other, as
-  // LogGP's o; with recv_cpu = event and no contention, t + d.
+  // `d` us of host work of rank r from t; returns when it ends. On contended
+  // cores the rank holds its core while it works (it was given the core, below:
+  // "Cores"). Otherwise a process has its core to itself: its work and (with
+  // recv_cpu = loggp) its receive work queue behind each other, as LogGP's o;
+  // with recv_cpu = event, t + d.
   double cpu(int r, double t, double d) {
-    if (!cpu_serial_) return noisy(t_.node_of(r), t, d);
-    double share = 1;
-    if (contended_) {
-      expire_spins(now_);
-      share = std::max(1.0, static_cast<double>(active_[pool(t_.node_of(r))]) / cores_);
-    }
-    busy_[r] = noisy(t_.node_of(r), std::max(t, busy_[r]), d * share);
+    if (!cpu_serial_ || contended_) return noisy(t_.node_of(r), t, d);
+    busy_[r] = noisy(t_.node_of(r), std::max(t, busy_[r]), d);
     return busy_[r];
   }
 
@@ -372,7 +370,7 @@ class Engine {
   }
 
   void step(int r, double t) {
-    if (cpu_serial_ && busy_[r] > t) return push(busy_[r], kStep, r, 0);  // still receiving
+    if (cpu_serial_ && !contended_ && busy_[r] > t) return push(busy_[r], kStep, r, 0);  // still receiving
     const Program& prog = s_.programs[r];
     const int node = t_.node_of(r);
     Place& at = place_[r];
@@ -407,7 +405,8 @@ class Engine {
           }
           // A flush right after the put only moves the same resumption later:
           // one event instead of two (Direct's every put is followed by one).
-          if (at.pos != at.end && Program::kind(at.pos) == OpKind::Flush) {
+          // On contended cores a flush that must wait gives up the core: not here.
+          if (!contended_ && at.pos != at.end && Program::kind(at.pos) == OpKind::Flush) {
             at.move_to(Program::decode(at.pos, &op));
             resume = std::max(resume, local_done_[r]);
           }
@@ -430,7 +429,7 @@ class Engine {
           int id = counter_id(op.counter);
           if (counters_[id] < op.value) {
             waiters_[id].push_back({r, op.value});
-            begin_wait(r, node, t);
+            if (contended_) return begin_wait(r, t, id, op.value, 0);  // its turns check the counter
             return;  // released by increment()
           }
           at.move_to(next);
@@ -438,18 +437,23 @@ class Engine {
         }
         case OpKind::Flush: {
           at.move_to(next);
-          if (local_done_[r] > t) return push(local_done_[r], kStep, r, 0);
-          break;
+          if (local_done_[r] <= t) break;
+          if (contended_) return begin_wait(r, t, -1, 0, local_done_[r]);
+          return push(local_done_[r], kStep, r, 0);
         }
         default:
           throw std::logic_error("check_runs let an unknown operation through");
       }
     }
-    if (finish_[r] < 0) {
-      finish_[r] = std::max(t, local_done_[r]);  // returns after its puts left
+    if (finish_[r] >= 0) return;
+    if (contended_) {  // it returns after its puts left, and gives up its core
+      if (local_done_[r] > t) return begin_wait(r, t, -1, 0, local_done_[r]);
+      finish_[r] = t;
       ++finished_;
-      if (contended_) --active_[pool(node)];
+      return release_core(r, t);
     }
+    finish_[r] = std::max(t, local_done_[r]);  // returns after its puts left
+    ++finished_;
   }
 
   // Issues put `op` of rank r at t; returns when the rank may go on.
@@ -468,23 +472,31 @@ class Engine {
       local_done_[r] = std::max(local_done_[r], end);
       return std::max(end, t);  // the sender does the copy
     }
-    t = cpu(r, t, send_overhead(node, peer_node));
     if (peer_node == node && m_.intranode_put == "socket") {
+      t = cpu(r, t, send_overhead(node, peer_node));
       // A local socket: the kernel copies the bytes in on the sender's side and
       // out on the receiver's (after its receive overhead), no link between.
       double per_end = bytes * m_.socket_ns_per_byte * 1e-3;
       double sent = cpu(r, t, per_end);
-      arrive(sent, op.peer, counter_id(op.counter), per_end, 1, from);
+      arrive(sent, op.peer, counter_id(op.counter), per_end, 1, from,
+             local_socket(node, peer_node) ? m_.socket_overhead_us / 2 : -1);
       local_done_[r] = std::max(local_done_[r], sent);
       return sent;
     }
+    // On a message-passing stack (recv_cpu = loggp) a striped put is one
+    // message per rail (the runtime's one frame per part, each sent and
+    // received on its own): a send overhead each, and the receiver's overhead
+    // for each. An RDMA NIC's put (recv_cpu = event) pays them once, as the
+    // papers' presets give them.
+    const int k = t_.rails();
+    const int parts = m_.recv_on_cpu && op.rail == kStripe && k > 1 ? k : 1;
+    for (int i = 0; i < parts; ++i) t = cpu(r, t, send_overhead(node, peer_node));
     // Every part's arrival is known now: the put counts when the last one is in
     // (one event per put, not one per part). A TCP stack copies every byte on
     // both ends (kernel_ns_per_byte; 0 for RDMA).
     double kernel = bytes * m_.kernel_ns_per_byte * 1e-3;
     double sent = kernel > 0 ? cpu(r, t, kernel) : t;
     double last = sent;
-    const int k = t_.rails();
     auto part = [&](int rail, uint64_t b) {
       Network::Times x = net_.transfer(node, peer_node, rail, sent, b, !o_.nic_memory);
       last = std::max(last, x.arrive);
@@ -495,8 +507,8 @@ class Engine {
     } else {  // even striping, the first bytes % k parts one byte longer (Schedule::rail_parts)
       for (int i = 0; i < k; ++i) part(i, bytes / k + (static_cast<uint64_t>(i) < bytes % k));
     }
-    arrive(last, op.peer, counter_id(op.counter), kernel, 1, from);
-    return t;
+    arrive(last, op.peer, counter_id(op.counter), kernel, 1, from, -1, parts);
+    return contended_ ? sent : t;  // on its own core the sender goes on once its kernel copy is done
   }
 
   // Puts [first, end) of rank r's program are one hardware multicast: one send
@@ -570,39 +582,64 @@ class Engine {
   double shared_overhead(int n) const {
     return 1 - m_.overhead_shared + m_.overhead_shared / std::max(1, n);
   }
-  // A message from `node` to `to_node`: its send overhead. From now on it is
-  // in flight, in the pools of both ends, until its receiver takes it (a
-  // kReceive event: CPU work only).
+  // A message from `node` to `to_node`: its send overhead (through a local
+  // socket: half of socket_overhead_us when given). From now on it is in
+  // flight, in the pools of both ends, until its receiver takes it (CPU work
+  // only).
   double send_overhead(int node, int to_node) {
-    if (!cpu_serial_) return m_.send_overhead_us;
+    const double o_s = local_socket(node, to_node) ? m_.socket_overhead_us / 2 : m_.send_overhead_us;
+    if (!cpu_serial_) return o_s;
     const int from = pool(node), to = pool(to_node);
     ++in_flight_[from];
     if (to != from) ++in_flight_[to];
-    return m_.send_overhead_us * shared_overhead(in_flight_[from]);
+    return o_s * shared_overhead(in_flight_[from]);
+  }
+  // A message between two ranks of a node through a socket whose cost is
+  // measured apart from the network's (Machine::socket_overhead_us).
+  bool local_socket(int node, int to_node) const {
+    return node == to_node && m_.intranode_put == "socket" && m_.socket_overhead_us >= 0;
   }
 
   // A put or signal for rank `to` has arrived at t, adding `amount` to the
-  // counter: its receive overhead is that rank's work (an event of its own when
-  // it is CPU work, so that the work is claimed in time order; otherwise one
-  // event per put).
+  // counter: its receive overhead o_r is that rank's work (an event of its own
+  // when it is CPU work, so that the work is claimed in time order; otherwise
+  // one event per put).
   // `from_pool`: the pool it was counted in flight from when issued
   // (send_overhead), or -1: shared-memory puts and the hardware collectives'
-  // arrivals are not messages in flight; they pay a lone message's o_r.
-  void arrive(double t, int to, int counter, double kernel_us, int amount = 1, int from_pool = -1) {
-    if (cpu_serial_) {
-      int id;
-      if (free_arrivals_.empty()) {
-        id = static_cast<int>(arrivals_.size());
-        arrivals_.push_back({to, kernel_us, amount, from_pool});
-      } else {
-        id = free_arrivals_.back();
-        free_arrivals_.pop_back();
-        arrivals_[id] = {to, kernel_us, amount, from_pool};
-      }
-      push(t, kReceive, counter, id);
+  // arrivals are not messages in flight; they pay a lone message's o_r (on
+  // contended cores none: the writer counts a put into shared memory itself).
+  void arrive(double t, int to, int counter, double kernel_us, int amount = 1, int from_pool = -1, double o_r = -1,
+              int parts = 1) {
+    if (o_r < 0) o_r = m_.recv_overhead_us;
+    if (!cpu_serial_) return push(noisy(t_.node_of(to), t, parts * o_r + kernel_us), kIncrement, counter, amount);
+    if (contended_ && from_pool < 0) return push(t, kIncrement, counter, amount);
+    int id;
+    if (free_arrivals_.empty()) {
+      id = static_cast<int>(arrivals_.size());
+      arrivals_.push_back({});
     } else {
-      push(noisy(t_.node_of(to), t, m_.recv_overhead_us + kernel_us), kIncrement, counter, amount);
+      id = free_arrivals_.back();
+      free_arrivals_.pop_back();
     }
+    arrivals_[id] = {to, counter, o_r, kernel_us, amount, from_pool, parts};
+    push(t, kReceive, counter, id);
+  }
+
+  // The receive work of arrival `id` on its rank's CPU from `at`: its share of
+  // o_r among the messages in flight, and the kernel's share of its bytes.
+  // Its counter rises when the work ends; returns then. Frees the record.
+  double receive(int id, double at) {
+    const Arrival x = arrivals_[id];
+    free_arrivals_.push_back(id);
+    const int p = pool(t_.node_of(x.rank));
+    const double o_r = x.o_r * (x.from_pool >= 0 ? shared_overhead(in_flight_[p]) : 1.0);
+    if (x.from_pool >= 0) {  // taken off the network: its receive work starts
+      in_flight_[x.from_pool] -= x.parts;
+      if (x.from_pool != p) in_flight_[p] -= x.parts;
+    }
+    const double end = cpu(x.rank, at, x.parts * o_r + x.kernel_us);
+    push(end, kIncrement, x.counter, x.amount);
+    return end;
   }
 
   void increment(int id, int amount, double t) {
@@ -613,65 +650,177 @@ class Engine {
         int r = w[i].rank;
         w[i] = w.back();
         w.pop_back();
-        push(end_wait(r, t), kStep, r, 0);
+        // On contended cores a spinning waiter notices at its next turn; a
+        // sleeping one is woken by the rank that ends its wait, once (the
+        // runtime's futex on a node counter, or its frame's arrival).
+        if (contended_) wake(r, t);
+        else push(noisy(t_.node_of(r), t, 0), kStep, r, 0);  // the host notices once it runs
       } else {
         ++i;
       }
     }
   }
 
-  // ---- waiting processes on contended cores (docs/simulator.md, "Cores")
-  struct WaitState {
-    double since = 0;
-    uint32_t generation = 0;
-    bool waiting = false, sleeping = false;
+  // ---- contended cores (docs/simulator.md, "Cores")
+  //
+  // Every core runs the processes placed on it round robin, as the kernel's
+  // run queue of one core does when they yield (the runtime's waits:
+  // src/runtime/executor.cpp, wait_until). The core's next process:
+  //  * a working process keeps the core until it must wait (its sends,
+  //    copies and receive work run one after another, at full speed);
+  //  * a waiting one spins: a turn of spin_turn_us (the yield, the switch, a
+  //    poll), then the receive work of every message that has come for it;
+  //    if its wait is over it works on, else it yields to the next; after
+  //    spin_us of waiting it sleeps instead (leaves the queue) until its wait
+  //    is over or a message comes for it, and its next run starts with
+  //    wakeup_us instead of a turn;
+  //  * at the start every process waits on the barrier before the call, over
+  //    at 0: each starts its call (its clock starts) after its first turn.
+  // A process stays on its core (no migration within a call).
+  struct Proc {
+    int core = 0;
+    bool asleep = false, woken = false, waiting = false;
+    int wait_counter = -1;  // the counter its wait is for, or -1: its sends leaving (until flush_until)
+    uint64_t wait_value = 0;
+    double flush_until = 0, wait_since = 0;
+    std::vector<int> inbox;  // arrivals it has not taken yet
   };
-  struct SpinEnd {
-    double at;
-    int rank;
-    uint32_t generation;
+  struct Core {
+    std::deque<int> queue;  // its runnable processes, in turn order
+    bool busy = false;      // a kCore event is due, or a process holds it
   };
 
-  void begin_wait(int r, int node, double t) {
-    if (!contended_) return;
-    WaitState& w = wait_[r];
-    w = {t, w.generation + 1, true, m_.spin_us <= 0};
-    --active_[pool(node)];
-    if (!w.sleeping) {
-      ++spinning_[pool(node)];
-      spin_ends_.push_back({t + m_.spin_us, r, w.generation});
-    }
-  }
-
-  // Spinning processes whose budget ran out by t went to sleep (spin ends come
-  // in time order: waits begin in time order and spin_us is fixed).
-  void expire_spins(double t) {
-    while (!spin_ends_.empty() && spin_ends_.front().at <= t) {
-      SpinEnd e = spin_ends_.front();
-      spin_ends_.pop_front();
-      WaitState& w = wait_[e.rank];
-      if (w.waiting && !w.sleeping && w.generation == e.generation) {
-        w.sleeping = true;
-        --spinning_[pool(t_.node_of(e.rank))];
+  // Which core each process runs on, and the initial turn order. With
+  // busiest_core_share the pool's busiest core holds that share of its
+  // processes (at least an even share), the others spread evenly over the
+  // other cores; which ones, and the order, from the run's seed. Otherwise
+  // round robin in rank order.
+  void place_processes(int pools) {
+    procs_.assign(N, {});
+    cores_of_.assign(static_cast<size_t>(pools) * cores_, {});
+    uint64_t state = o_.seed ^ 0x636f726573ULL;  // "cores": its own stream, from the run's seed
+    for (int p = 0; p < pools; ++p) {
+      std::vector<int> ranks;
+      for (int r = 0; r < N; ++r)
+        if (pool(t_.node_of(r)) == p) ranks.push_back(r);
+      const int n = static_cast<int>(ranks.size());
+      int busiest = 0;
+      if (m_.busiest_core_share > 0 && cores_ > 1) {
+        for (int i = n - 1; i > 0; --i) std::swap(ranks[i], ranks[next_random(state) % (i + 1)]);
+        busiest = static_cast<int>(std::lround(m_.busiest_core_share * n));
+        busiest = std::clamp(busiest, (n + cores_ - 1) / cores_, n);
+      }
+      for (int i = 0; i < n; ++i) {
+        int k = busiest == 0 ? i % cores_ : i < busiest ? 0 : 1 + (i - busiest) % (cores_ - 1);
+        procs_[ranks[i]].core = p * cores_ + k;
+        cores_of_[procs_[ranks[i]].core].queue.push_back(ranks[i]);
       }
     }
   }
 
-  // When rank r, whose wait is satisfied at t, runs again.
-  double end_wait(int r, double t) {
-    if (!contended_) return noisy(t_.node_of(r), t, 0);  // the host notices once it runs
-    int node = t_.node_of(r), p = pool(node);
-    expire_spins(t);
-    WaitState& w = wait_[r];
-    w.waiting = false;
-    ++active_[p];
-    // A process that slept in its wait needs a core to wake up on.
-    if (w.sleeping) return cpu(r, t, m_.wakeup_us);
-    // A spinning one notices at its next turn: the runnable processes share the
-    // cores round robin, one spin (poll + yield) each; half a round on average.
-    --spinning_[p];
-    double per_core = static_cast<double>(active_[p] + spinning_[p]) / cores_;
-    return noisy(node, t + 0.5 * m_.spin_turn_us * std::max(1.0, per_core), 0);
+  // Core c is free at t: it runs the next process of its queue.
+  void core_runs_next(int c, double t) {
+    Core& k = cores_of_[c];
+    if (k.queue.empty()) {
+      k.busy = false;
+      return;
+    }
+    const int r = k.queue.front();
+    k.queue.pop_front();
+    Proc& p = procs_[r];
+    double at = noisy(t_.node_of(r), t, p.woken ? m_.wakeup_us : m_.spin_turn_us);
+    p.woken = false;
+    if (start_[r] < 0) {  // out of the barrier before the call: its clock starts, its call's own work
+      start_[r] = at;
+      at = noisy(t_.node_of(r), at, m_.call_overhead_us);
+    }
+    take_inbox(r, at);
+  }
+
+  // Rank r holds its core at t: it works on, or checks its wait.
+  void proc_continues(int r, double t) {
+    Proc& p = procs_[r];
+    if (finish_[r] >= 0) return release_core(r, t);  // woken after its call by a message it did not wait for
+    if (!p.waiting) return step(r, t);
+    const bool over = p.wait_counter >= 0 ? counters_[p.wait_counter] >= p.wait_value : t >= p.flush_until;
+    if (over) {
+      p.waiting = false;
+      return step(r, t);
+    }
+    if (!p.inbox.empty()) return take_inbox(r, t);  // came during its turn: taken before it yields or sleeps
+    // Spun long enough: asleep until its wait is over or a message comes. With
+    // free turns (spin_turn_us = 0) a spinner is as good as asleep without the
+    // wake-up: it notices at once, and turns of no time would never end.
+    if (t - p.wait_since >= m_.spin_us || m_.spin_turn_us <= 0) {
+      p.asleep = true;
+      if (p.wait_counter < 0) push(p.flush_until, kWake, r, 0);
+      return release_core(r, t);
+    }
+    cores_of_[p.core].queue.push_back(r);  // yields: to the back of the queue
+    release_core(r, t);
+  }
+
+  // Rank r, holding its core, must wait from t for counter `counter` to reach
+  // `value` (or, with counter -1, for its sends to leave, at flush_until). As
+  // the runtime's wait, it first takes what has come for it, then spins.
+  void begin_wait(int r, double t, int counter, uint64_t value, double flush_until) {
+    Proc& p = procs_[r];
+    p.waiting = true;
+    p.wait_counter = counter;
+    p.wait_value = value;
+    p.flush_until = flush_until;
+    p.wait_since = t;
+    take_inbox(r, t);
+  }
+
+  // Rank r, holding its core, takes what has come for it; then checks its wait
+  // (proc_continues).
+  void take_inbox(int r, double t) {
+    Proc& p = procs_[r];
+    for (int id : p.inbox) t = receive(id, t);
+    p.inbox.clear();
+    push(t, kStep, r, 0);
+  }
+
+  void release_core(int r, double t) { push(t, kCore, procs_[r].core, 0); }
+
+  // A sleeping process is woken: it joins a core's queue (and pays a wake-up
+  // when it runs): an idle core of its pool if its own is not, as the
+  // kernel's wake-up prefers an idle core (so long calls, whose waits sleep,
+  // spread their processes again).
+  void wake(int r, double t) {
+    Proc& p = procs_[r];
+    if (!p.asleep) return;
+    p.asleep = false;
+    p.woken = t - p.wait_since >= m_.spin_us;  // a free spinner (above) needs no wake-up
+    auto idle = [&](int c) { return !cores_of_[c].busy && cores_of_[c].queue.empty(); };
+    if (p.woken && !idle(p.core)) {
+      const int first = p.core - p.core % cores_;
+      for (int c = first; c < first + cores_; ++c)
+        if (idle(c)) {
+          p.core = c;
+          break;
+        }
+    }
+    Core& k = cores_of_[p.core];
+    k.queue.push_back(r);
+    if (!k.busy) {
+      k.busy = true;
+      push(t, kCore, p.core, 0);
+    }
+  }
+
+  // A message has come for its rank: taken at its next turn; it wakes a sleeper.
+  void deliver(int id, double t) {
+    const int r = arrivals_[id].rank;
+    procs_[r].inbox.push_back(id);
+    wake(r, t);
+  }
+
+  // A sleeper waiting for its sends to leave: woken when they have.
+  void flush_wakes(int r, double t) {
+    const Proc& p = procs_[r];
+    if (p.waiting && p.wait_counter < 0 && t >= p.flush_until) wake(r, t);
   }
 
   // ---- operations the NIC's thread processor issues (SimOptions::nic_thread_ops)
@@ -756,15 +905,18 @@ class Engine {
   int cores_ = 0;     // per pool
   std::vector<double> busy_;  // per rank: its host work is done until then (contended cores only)
   double now_ = 0;    // the time of the event being handled
-  std::vector<int> active_, spinning_;  // per pool: running processes, spinning waiters
   std::vector<int> in_flight_;  // per pool: messages from or to it whose receive work has not started (CPU work only)
-  std::vector<WaitState> wait_;
-  std::deque<SpinEnd> spin_ends_;
+  std::vector<Proc> procs_;     // contended cores: per rank
+  std::vector<Core> cores_of_;  // contended cores: every pool's cores
+  std::vector<double> start_;   // per rank: when its call started (its first turn on contended cores)
   struct Arrival {
     int rank;          // whose receive work it is
+    int counter;       // the counter it raises
+    double o_r;        // its receive overhead (a lone message's)
     double kernel_us;  // its kernel share of the bytes
     int amount;        // what it adds to the counter
     int from_pool;     // counted in flight in this pool (and the receiver's) since it was issued; -1: not counted
+    int parts;         // messages it came in (a striped put: one per rail), each with its o_r
   };
   std::vector<CombineWave> waves_;
   std::map<int, int> wave_of_;  // counter -> its wave
@@ -817,6 +969,11 @@ SimOptions loaded_sample(const SimOptions& o, const Machine& m, int i) {
 }
 
 void check_runs(const Schedule& s, const Machine& m) { check_schedule(s, m); }
+
+bool placement_drawn(const Topology& t, const Machine& m) {
+  if (m.cores <= 1 || m.busiest_core_share <= 0) return false;
+  return m.cores_machine_wide ? m.cores < t.nranks() : m.cores < t.max_node_size();
+}
 
 SimResult simulate(const Schedule& s, const Machine& m, const SimOptions& o) {
   return Engine(s, m, o, check_schedule(s, m)).run();

@@ -79,5 +79,10 @@ void check_options(const SimOptions& o);
 SimOptions loaded_sample(const SimOptions& o, const Machine& m, int i);
 // Checks the fit, then runs.
 SimResult simulate(const Schedule& s, const Machine& m, const SimOptions& o = {});
+// Whether a run of `t` on `m` depends on its seed without background traffic:
+// on contended cores with busiest_core_share the processes' cores and turn
+// order are drawn from it (docs/simulator.md, "Cores"), so a quiet call has a
+// distribution over seeds, as a benchmark's calls have over runs.
+bool placement_drawn(const Topology& t, const Machine& m);
 
 }  // namespace railcoll::sim

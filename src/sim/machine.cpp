@@ -130,7 +130,10 @@ Machine parse_machine(const std::string& text, const std::string& origin) {
   m.membus_machine_wide = word("membus_shared_by", {"node", "machine"}, true, "node") == "machine";
   m.flag_latency_us = number("flag_latency_us", 0, 1e6);
   m.intranode_put = word("intranode_put", {"nic", "shm", "socket"});
-  if (m.intranode_put == "socket") m.socket_ns_per_byte = number("socket_ns_per_byte", 0, 1e6);
+  if (m.intranode_put == "socket") {
+    m.socket_ns_per_byte = number("socket_ns_per_byte", 0, 1e6);
+    m.socket_overhead_us = number("socket_overhead_us", 0, 1e6, true, -1);
+  }
   m.cores = static_cast<int>(number("cores", 1, 1 << 20, true, 0));
   m.cores_machine_wide = word("cores_shared_by", {"node", "machine"}, true, "node") == "machine";
   m.wakeup_us = number("wakeup_us", 0, 1e6, true, 0);
@@ -139,6 +142,8 @@ Machine parse_machine(const std::string& text, const std::string& origin) {
   m.recv_on_cpu = word("recv_cpu", {"loggp", "event"}, true, m.kernel_ns_per_byte > 0 ? "loggp" : "event") == "loggp";
   m.spin_us = number("spin_us", 0, 1e9, true, 0);
   m.spin_turn_us = number("spin_turn_us", 0, 1e6, true, 0);
+  m.busiest_core_share = number("busiest_core_share", 0, 1, true, 0);
+  m.call_overhead_us = number("call_overhead_us", 0, 1e6, true, 0);
   m.hw_multicast = word("hw_multicast", {"yes", "no"}, true, "no") == "yes";
   m.hw_barrier = word("hw_barrier", {"yes", "no"}, true, "no") == "yes";
   m.hw_packet_bytes = number("hw_packet_bytes", 0, 1 << 20, true, 0);

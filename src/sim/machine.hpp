@@ -66,19 +66,31 @@ struct Machine {
   // names in SimOptions::nic_thread_ops (the library calls that run an Elan
   // thread, src/sim/reproduce.cpp); 0: no thread, or no published figure.
   double nic_thread_us = 0;
-  // CPU contention (optional; by default every process has a core): host work
-  // (copies, send and receive overheads, wake-ups) queues for `cores` cores,
-  // per node or shared by the whole machine (an emulated cluster on one host).
+  // CPU contention (optional; by default every process has a core): with fewer
+  // `cores` than processes, per node or for the whole machine (an emulated
+  // cluster on one host), every core runs the processes placed on it round
+  // robin (docs/simulator.md, "Cores"): a working process keeps its core until
+  // it waits; a waiting one spins, a turn of spin_turn_us each time its core
+  // comes back to it, taking what arrived for it, for spin_us, then sleeps
+  // until its wait is over or a message comes (wakeup_us when it next runs).
   int cores = 0;                     // 0: ppn per node
   bool cores_machine_wide = false;   // cores_shared_by = machine
   double wakeup_us = 0;              // CPU time to wake a process blocked in a wait
   double kernel_ns_per_byte = 0;     // host CPU per byte on each end (a TCP stack); 0 for RDMA NICs
-  // A waiting process first spins (yielding its core) for spin_us, then sleeps.
-  // While it spins it is runnable: with more runnable processes than cores it
-  // notices that its wait is over only when its turn comes (spin_turn_us per
-  // runnable process ahead of it on its core).
   double spin_us = 0;
   double spin_turn_us = 0;
+  // The share of a pool's processes on its busiest core when a call starts
+  // (0: spread evenly); the others are spread evenly over the other cores.
+  // Which processes, and their order on each core, are drawn from the run's
+  // seed: the kernel places them anew after they slept (docs/calibration.md).
+  double busiest_core_share = 0;
+  // The host CPU of a call apart from its operations, per rank (the runtime's
+  // entry and exit: the plan's lookup, the banks, the call words), paid when
+  // the rank starts its call; 0: none.
+  double call_overhead_us = 0;
+  // intranode_put = socket: the host CPU of one message through a local
+  // socket, both ends together (split evenly); < 0: send + receive overhead.
+  double socket_overhead_us = -1;
   // Operating-system noise (keys noise_1, noise_2, ...: `PERIOD DURATION
   // [EVERY]`, in us): every source takes a node's host for duration_us once
   // every period_us, at a phase of its own on each node (the nodes' clocks

@@ -24,9 +24,11 @@ namespace railcoll::cli {
 namespace {
 
 // Runs one worker job and returns its records ("key" -> values, in order).
-bench::Records run_job(bool cluster, bool quick, const std::string& test, const bench::JobShape& shape, int rail) {
+bench::Records run_job(bool cluster, bool quick, int idle_us, const std::string& test, const bench::JobShape& shape,
+                       int rail) {
   std::vector<std::string> worker = {testbed::self_exe(), "calibrate", "--worker", "--test", test};
   if (rail >= 0) worker.insert(worker.end(), {"--rail", std::to_string(rail)});
+  if (idle_us > 0) worker.insert(worker.end(), {"--idle-us", std::to_string(idle_us)});
   if (quick) worker.push_back("--quick");
   bench::Placement where = bench::choose_placement(cluster ? shape.cluster : shape.local);
   if (cluster && !where.cluster) throw UsageError("the emulated cluster went away during calibration");
@@ -86,13 +88,14 @@ int driver(bench::CalibrationOptions o, bool local, bool from_cluster) {
     o.where = "the emulated cluster (railcoll cluster run)";
     std::cout << "railcoll calibrate: on " << o.where << "\n";
     if (auto c = railcoll::cluster::load_state()) o.burst_bytes = static_cast<double>(c->burst_bytes);
+    o.idle_us = bench::default_idle_us(bench::Placement{true, {}, 0});  // the rest bench takes there
   } else {
     o.where = "local processes (railcoll run, pretend nodes over loopback)";
     std::cout << "railcoll calibrate: no emulated cluster is up: local processes, " << o.n << " ranks, " << o.ppn
               << " per pretend node, " << o.rails << " loopback rails\n";
   }
   bench::calibrate(o, [&](const std::string& test, const bench::JobShape& shape, int rail) {
-    return run_job(o.cluster, o.quick, test, shape, rail);
+    return run_job(o.cluster, o.quick, o.idle_us, test, shape, rail);
   }, std::cout);
   return 0;
 }
@@ -101,7 +104,7 @@ int driver(bench::CalibrationOptions o, bool local, bool from_cluster) {
 
 int cmd_calibrate(const std::vector<std::string>& argv) {
   Args a(argv, {"nodes-from-cluster", "local", "quick", "worker", "compare"},
-         {"o", "test", "records", "rail", "n", "ppn", "rails"});
+         {"o", "test", "records", "rail", "n", "ppn", "rails", "idle-us"});
   const char* usage =
       "usage: railcoll calibrate [--nodes-from-cluster] [-o FILE] [--local] [--quick] [-n N] [--ppn P] [--rails K]; "
       "railcoll calibrate --compare SIM.json BENCH.json [BENCH2.json ...]";
@@ -116,6 +119,7 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
     w.records = a.str("records");
     w.quick = a.flag("quick");
     w.rail = static_cast<int>(a.integer("rail", -1, 0, 63));
+    w.idle_us = static_cast<int>(a.integer("idle-us", 0, 0, 10000000));
     return bench::calibration_worker(w);
   }
   bench::CalibrationOptions o;

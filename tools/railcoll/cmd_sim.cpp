@@ -67,14 +67,12 @@ int cmd_sim(const std::vector<std::string>& argv) {
   sim::Machine m = sim::load_machine(a.str("preset"));
   sim::SimOptions quiet;
   quiet.nic_memory = a.flag("nic-memory");
+  quiet.seed = static_cast<uint64_t>(a.integer("seed", 1, 0, std::numeric_limits<long>::max()));
   sim::SimOptions loaded = quiet;
   loaded.background = a.str("background", "none");
   loaded.background_bytes = a.size("background-bytes", loaded.background_bytes);
-  loaded.seed = static_cast<uint64_t>(a.integer("seed", 1, 0, std::numeric_limits<long>::max()));
   sim::check_options(loaded);
   const bool background = loaded.background != "none";
-  // A barrier's latency distribution needs many calls (seed 004 Figs. 11-12).
-  const int samples = static_cast<int>(a.integer("samples", traits(coll).moves_data ? 1 : 100, 1, 1000000));
 
   // The machine's full size unless the topology is given.
   Topology topo;
@@ -86,6 +84,11 @@ int cmd_sim(const std::vector<std::string>& argv) {
     topo = Topology::from_ppn(m.nodes * ppn, ppn, rails);
   }
   sim::check_fits(topo, m);  // before any output: no partial table pretending to be a result
+  // A barrier's latency distribution needs many calls (seed 004 Figs. 11-12);
+  // so does a call whose processes' cores are drawn (contended cores).
+  const bool drawn = sim::placement_drawn(topo, m);
+  const int samples =
+      static_cast<int>(a.integer("samples", !traits(coll).moves_data ? 100 : drawn ? 25 : 1, 1, 1000000));
   std::string algo = a.str("algo", "all");
   std::vector<std::string> algos;
   if (algo == "all") {
@@ -144,7 +147,11 @@ int cmd_sim(const std::vector<std::string>& argv) {
   ctx.max_ppn = topo.max_node_size();
   ctx.rail_bits_per_s = (quiet.nic_memory ? m.link_MBps : m.nic_MBps()) * 8e6;
   ctx.where = "simulated: " + m.name + (quiet.nic_memory ? ", buffers in NIC memory" : "");
-  std::cout << "# the model is deterministic: a quiet call has one time (p50 = p90 = p99)";
+  if (drawn)
+    std::cout << "# every process's core and turn order are drawn anew for each call: " << samples << " sample"
+              << (samples > 1 ? "s" : "") << " (seeds " << quiet.seed << ".." << quiet.seed + samples - 1 << ")";
+  else
+    std::cout << "# the model is deterministic: a quiet call has one time (p50 = p90 = p99)";
   if (background)
     std::cout << "; under " << loaded.background << " traffic, " << samples << " sample" << (samples > 1 ? "s" : "")
               << " (seeds " << loaded.seed << ".." << loaded.seed + samples - 1
@@ -161,13 +168,28 @@ int cmd_sim(const std::vector<std::string>& argv) {
     events += r.events;
     return r;
   };
+  // Sample i's options -> the record's statistics over the samples: the
+  // slowest rank's time per sample, as bench's per call.
+  auto sampled = [&](BenchRecord* rec, int n, const Schedule& s, auto options_of) {
+    rec->iterations = n;
+    rec->avg_us = rec->min_us = rec->max_us = 0;
+    std::vector<double> slowest;
+    for (int i = 0; i < n; ++i) {
+      sim::SimResult x = timed(s, options_of(i));
+      rec->avg_us += x.avg_us / n;
+      rec->min_us += x.min_us / n;
+      rec->max_us += x.max_us / n;
+      slowest.push_back(x.max_us);
+    }
+    set_percentiles(rec, slowest);
+    rec->samples_us = !traits(coll).moves_data ? slowest : std::vector<double>{};
+  };
   for (auto& name : runnable) {
     print_table_header(std::cout, name, ctx, false, false);
     for (uint64_t bytes : sizes) {
       std::string chosen = name == "auto" ? select_algorithm(coll, topo, bytes) : name;
       Schedule s = first ? std::move(*first) : schedule(chosen, bytes);
       first.reset();
-      sim::SimResult r = timed(s, quiet);
       BenchRecord rec;
       rec.simulated = true;
       rec.preset = m.name;
@@ -178,29 +200,17 @@ int cmd_sim(const std::vector<std::string>& argv) {
       rec.ranks = ctx.ranks;
       rec.nodes = ctx.nodes;
       rec.rails = ctx.rails;
-      rec.iterations = 1;
-      rec.avg_us = r.avg_us;
-      rec.min_us = r.min_us;
-      rec.max_us = r.max_us;
-      set_percentiles(&rec, {r.max_us});  // the slowest rank, as bench's median over calls
-      if (!traits(coll).moves_data) rec.samples_us = {r.max_us};
+      sampled(&rec, drawn ? samples : 1, s, [&](int i) {
+        sim::SimOptions o = quiet;
+        o.seed = quiet.seed + static_cast<uint64_t>(i);
+        return o;
+      });
       print_table_row(std::cout, rec, false);
       recs.push_back(rec);
       if (!background) continue;
       BenchRecord l = rec;
       l.background = loaded.background;
-      l.iterations = samples;
-      l.avg_us = l.min_us = l.max_us = 0;
-      std::vector<double> slowest;
-      for (int i = 0; i < samples; ++i) {
-        sim::SimResult x = timed(s, sim::loaded_sample(loaded, m, i));
-        l.avg_us += x.avg_us / samples;
-        l.min_us += x.min_us / samples;
-        l.max_us += x.max_us / samples;
-        slowest.push_back(x.max_us);
-      }
-      set_percentiles(&l, slowest);
-      l.samples_us = !traits(coll).moves_data ? slowest : std::vector<double>{};
+      sampled(&l, samples, s, [&](int i) { return sim::loaded_sample(loaded, m, i); });
       loaded_recs.push_back(l);
     }
   }
