@@ -70,12 +70,12 @@ inline void count_passed(Coll c, Reason r) {
 // The value kept for each of the last N handles seen (communicators, datatypes),
 // so that a call finds what it needs without asking MPI: the PMPI_ queries a
 // call made to find them (an attribute, the datatype's size and extents) cost
-// 1-1.7 us here, and on 16 ranks
-// sharing 2 cores every rank's microsecond before a collective showed about
-// 8-fold in the slowest rank's time (docs/mpi.md, "Performance"). The values
-// are not owned. Whoever frees one forgets it first (the attribute delete
-// callbacks, which MPI calls before a handle can name another object), so a
-// handle MPI reuses never finds a stale value.
+// 1-1.7 us here, and on 16 ranks sharing 2 cores every rank's microsecond
+// before a collective showed about 8-fold in the slowest rank's time
+// (docs/mpi.md, "Performance"). The values are not owned. Whoever frees one
+// forgets it first (the attribute delete callbacks, which MPI calls before a
+// handle can name another object), so a handle MPI reuses never finds a stale
+// value.
 template <class Handle, class Value, int N = 4>
 class Recent {
  public:
