@@ -32,7 +32,11 @@ int comm_keyval = MPI_KEYVAL_INVALID;
 // meets the peers' goodbyes in the same order too.
 std::vector<CommState*> live;
 
+// The latest communicators' states: a call on one of them asks MPI nothing.
+Recent<MPI_Comm, CommState> recent;
+
 void destroy(CommState* s) {
+  recent.forget(s);
   if (s->rc) {
     railcoll_comm_destroy(s->rc);
     for (size_t i = 0; i < live.size(); ++i)
@@ -96,13 +100,10 @@ double now_ms() {
   return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-}  // namespace
-
-Target classify(MPI_Comm comm) {
-  Target t;
-  t.passed = true;
-  t.why = Reason::BadArgument;
-  if (comm == MPI_COMM_NULL) return t;
+// The state of `comm`: among the recent ones, else from its attribute, made
+// on the first call on it.
+CommState* state_of(MPI_Comm comm) {
+  if (CommState* s = recent.find(comm)) return s;
   if (comm_keyval == MPI_KEYVAL_INVALID) PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &comm_keyval, nullptr);
   void* value = nullptr;
   int found = 0;
@@ -120,6 +121,18 @@ Target classify(MPI_Comm comm) {
     else if (s->size < 2) s->passed = true, s->why = Reason::OneRank;
     PMPI_Comm_set_attr(comm, comm_keyval, s);
   }
+  recent.add(comm, s);
+  return s;
+}
+
+}  // namespace
+
+Target classify(MPI_Comm comm) {
+  Target t;
+  t.passed = true;
+  t.why = Reason::BadArgument;
+  if (comm == MPI_COMM_NULL) return t;
+  const CommState* s = state_of(comm);
   t.rc = s->rc;
   t.passed = s->passed;
   t.why = s->why;
@@ -130,10 +143,7 @@ Target classify(MPI_Comm comm) {
 
 void ensure_railcoll(MPI_Comm comm, Coll c, Target* t) {
   if (t->rc) return;
-  void* value = nullptr;
-  int found = 0;
-  PMPI_Comm_get_attr(comm, comm_keyval, &value, &found);
-  auto* s = static_cast<CommState*>(value);  // classify() put it there
+  CommState* s = state_of(comm);  // classify() made it
   Exchange ex{comm, s->size};
   railcoll_oob_t oob{};
   oob.allgather = oob_allgather;

@@ -1,7 +1,11 @@
 // Datatypes and operators as railcoll sees them: how many bytes, whether they
-// lie in one piece, and which of railcoll's types a reduction combines. A derived type's
-// facts are computed once and cached on it (a datatype attribute, deleted
-// with it by MPI_Type_free, so a handle MPI reuses never inherits them).
+// lie in one piece, and which of railcoll's types a reduction combines. Each
+// type's facts are computed once: a predefined type's kept for the process (MPI
+// never frees one), a derived type's on it (a datatype attribute, deleted with
+// it by MPI_Type_free, so a handle MPI reuses never inherits them); the latest
+// few types' are found without asking MPI (Recent, layer.hpp).
+#include <map>
+
 #include "mpi/layer.hpp"
 
 namespace railcoll::mpi {
@@ -15,8 +19,11 @@ struct Facts {
 };
 
 int type_keyval = MPI_KEYVAL_INVALID;
+std::map<MPI_Datatype, Facts>* named_facts = nullptr;  // the predefined types seen
+Recent<MPI_Datatype, const Facts> recent;
 
 int delete_facts(MPI_Datatype, int, void* value, void*) {
+  recent.forget(static_cast<Facts*>(value));
   delete static_cast<Facts*>(value);
   return MPI_SUCCESS;
 }
@@ -52,16 +59,28 @@ Facts measure(MPI_Datatype t, bool named) {
   return f;
 }
 
-Facts facts(MPI_Datatype t) {
-  if (is_named(t)) return measure(t, true);
+// Where t's facts are kept, computed on t's first use.
+const Facts* kept_facts(MPI_Datatype t) {
+  if (is_named(t)) {
+    if (!named_facts) named_facts = new std::map<MPI_Datatype, Facts>;
+    auto it = named_facts->find(t);
+    if (it == named_facts->end()) it = named_facts->emplace(t, measure(t, true)).first;
+    return &it->second;
+  }
   if (type_keyval == MPI_KEYVAL_INVALID)
     PMPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, delete_facts, &type_keyval, nullptr);
   void* cached = nullptr;
   int found = 0;
   PMPI_Type_get_attr(t, type_keyval, &cached, &found);
-  if (found) return *static_cast<Facts*>(cached);
+  if (found) return static_cast<Facts*>(cached);
   auto* f = new Facts(measure(t, false));
   PMPI_Type_set_attr(t, type_keyval, f);
+  return f;
+}
+
+const Facts& facts(MPI_Datatype t) {
+  const Facts* f = recent.find(t);
+  if (!f) recent.add(t, f = kept_facts(t));
   return *f;
 }
 
@@ -70,7 +89,7 @@ Facts facts(MPI_Datatype t) {
 DataView view(MPI_Datatype type, int count) {
   DataView v;
   if (type == MPI_DATATYPE_NULL || count < 0) return v;
-  Facts f = facts(type);
+  const Facts& f = facts(type);
   if (f.size < 0 || f.extent < 0) return v;  // MPI_UNDEFINED: let MPI say what is wrong
   v.valid = true;
   v.bytes = static_cast<uint64_t>(f.size) * static_cast<uint64_t>(count);
@@ -93,6 +112,9 @@ int railcoll_op(MPI_Op op) {
 }
 
 void datatypes_finalize() {
+  recent.clear();
+  delete named_facts;
+  named_facts = nullptr;
   if (type_keyval != MPI_KEYVAL_INVALID) PMPI_Type_free_keyval(&type_keyval);
 }
 

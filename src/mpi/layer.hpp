@@ -66,6 +66,45 @@ inline void count_passed(Coll c, Reason r) {
   layer().passed[static_cast<int>(c)][static_cast<int>(r)].fetch_add(1, std::memory_order_relaxed);
 }
 
+// ---- the few handles of the latest calls ----
+// The value kept for each of the last N handles seen (communicators, datatypes),
+// so that a call finds what it needs without asking MPI: the PMPI_ queries a
+// call made to find them (an attribute, the datatype's size and extents) cost
+// 1-1.7 us here, and on 16 ranks sharing 2 cores every rank's microsecond
+// before a collective showed about 8-fold in the slowest rank's time
+// (docs/mpi.md, "Performance"). The values are not owned. Whoever frees one
+// forgets it first (the attribute delete callbacks, which MPI calls before a
+// handle can name another object), so a handle MPI reuses never finds a stale
+// value.
+template <class Handle, class Value, int N = 4>
+class Recent {
+ public:
+  Value* find(Handle h) const {
+    for (const Slot& s : slots_)
+      if (s.value && s.handle == h) return s.value;
+    return nullptr;
+  }
+  void add(Handle h, Value* v) {
+    slots_[next_] = {h, v};
+    next_ = (next_ + 1) % N;
+  }
+  void forget(const Value* v) {
+    for (Slot& s : slots_)
+      if (s.value == v) s = {};
+  }
+  void clear() {
+    for (Slot& s : slots_) s = {};
+  }
+
+ private:
+  struct Slot {
+    Handle handle{};
+    Value* value = nullptr;
+  };
+  Slot slots_[N];
+  int next_ = 0;
+};
+
 // ---- datatypes and operators (datatypes.cpp) ----
 // `count` elements of a datatype as railcoll sees them.
 struct DataView {
@@ -82,7 +121,7 @@ struct DataView {
 DataView view(MPI_Datatype type, int count);
 // MPI_SUM, MPI_MIN, MPI_MAX as railcoll_op_t; -1 for any other operator.
 int railcoll_op(MPI_Op op);
-void datatypes_finalize();  // frees the datatype cache's keyval
+void datatypes_finalize();  // frees the datatype caches and their keyval
 
 // ---- communicators (comms.cpp) ----
 // What a served call runs on. At a communicator's first served call its
@@ -95,7 +134,8 @@ struct Target {
   int rank = 0, size = 0;
 };
 // Which communicators railcoll may serve at all (intra, more than one rank);
-// cheap after the first call on `comm`.
+// after the first call on `comm`, a look at the few latest communicators
+// (Recent), else one attribute lookup.
 Target classify(MPI_Comm comm);
 // The railcoll communicator of `comm`, made now if needed (`t` from classify).
 void ensure_railcoll(MPI_Comm comm, Coll c, Target* t);

@@ -7,7 +7,8 @@
  * MPI must serve (a user-defined operator, MPI_PROD, int8 sums, a vector
  * type) give MPI's result; communicators freed and made again in a loop
  * leave the open files, threads and railcoll shared-memory mappings as they
- * were.
+ * were; communicators and datatypes made on freed ones' handles are taken for
+ * what they are.
  *
  * It runs the same with or without the library. At the end each rank prints
  * what the library's report (RAILCOLL_MPI_VERBOSE=1) should say with it,
@@ -365,6 +366,56 @@ static void test_all(MPI_Comm comm, const char* where) {
   test_barrier(comm);
 }
 
+/* The library keeps the latest communicators' and datatypes' facts by handle;
+ * MPI gives a freed handle to the next object it makes. Objects of another
+ * kind made where freed ones were must be taken for what they are: a split
+ * of half the ranks where a duplicate of all was, a type with gaps where a
+ * contiguous one was (and the other way round). Says how many handles MPI
+ * did reuse, so a run that tested nothing shows. */
+static void test_handle_reuse(int loops) {
+  int reused_comms = 0, reused_types = 0;
+  MPI_Comm last_comm = MPI_COMM_NULL;
+  MPI_Datatype last_type = MPI_DATATYPE_NULL;
+  for (int i = 0; i < 2 * loops; ++i) {
+    MPI_Comm comm;
+    if (i % 2) MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, world_rank, &comm);
+    else MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    reused_comms += comm == last_comm;
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    /* 4 ints where 7 lie: a contiguous type, then one with gaps between them. */
+    MPI_Datatype type;
+    if (i % 2) MPI_Type_vector(4, 1, 2, MPI_INT, &type);
+    else MPI_Type_contiguous(4, MPI_INT, &type);
+    MPI_Type_commit(&type);
+    reused_types += type == last_type;
+    const int gaps = i % 2, root = i % n;
+    int buf[7];
+    ++call_no;
+    for (int k = 0; k < 7; ++k) buf[k] = me == root ? 1000 * i + k : gaps && k % 2 ? -1 : -7;
+    expect(BCAST, comm, !gaps);
+    MPI_Bcast(buf, 1, type, root, comm);
+    for (int k = 0; k < 7; ++k) {
+      const int in_data = gaps ? k % 2 == 0 : k < 4;
+      const int want = me == root || in_data ? 1000 * i + k : gaps ? -1 : -7;
+      if (buf[k] != want) FAIL("handle reuse %d: MPI_Bcast of %s on %d ranks: int %d is %d, expected %d", i,
+                               gaps ? "a vector type" : "a contiguous type", n, k, buf[k], want);
+    }
+    int x = me + i, sum = 0;
+    expect(ALLREDUCE, comm, 1);
+    MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, comm);
+    if (sum != n * (n - 1) / 2 + n * i) FAIL("handle reuse %d: MPI_Allreduce on %d ranks: %d", i, n, sum);
+    last_comm = comm;
+    last_type = type;
+    MPI_Type_free(&type);
+    MPI_Comm_free(&comm);
+  }
+  if (world_rank == 0)
+    printf("handle reuse: %d communicators and types made and freed, handles reused %d and %d times\n", 2 * loops,
+           reused_comms, reused_types);
+}
+
 /* ---- what a process holds ---- */
 static int entries(const char* dir) {
   int n = 0;
@@ -459,6 +510,7 @@ int main(int argc, char** argv) {
   MPI_Comm_free(&reversed);
   MPI_Comm_free(&parity);
   test_free_loop(loops);
+  test_handle_reuse(loops);
 
   /* The library's report comes from MPI_Finalize; ours first (with the sum below). */
   expect(ALLREDUCE, MPI_COMM_WORLD, 1);

@@ -7,7 +7,12 @@
  *   over PMPI_Allgather), straight through the C API,
  * each after a barrier, and prints per size the median of the slowest rank's
  * time of each and their ratio (docs/mpi.md, "What reaching railcoll through
- * MPI costs"). Every call's result is checked once per size. */
+ * MPI costs"). Every call's result is checked once per size.
+ *
+ * --cpu-us N calibrates the ratio: every rank spends N us of CPU inside each
+ * timed C API call, before calling railcoll, as a layer costing N us a call
+ * would (on ranks sharing cores, such a microsecond shows several times over
+ * in the slowest rank's time). */
 #include <mpi.h>
 #include <railcoll/railcoll.h>
 #include <stdint.h>
@@ -76,6 +81,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   Coll c = ALLGATHER;
   long lo = 4096, hi = 1 << 20, iters = 50, idle_us = 0;
+  double cpu_us = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--coll")) {
       for (int k = 0; k < 4; ++k)
@@ -86,13 +92,17 @@ int main(int argc, char** argv) {
       iters = atol(argv[i + 1]);
     } else if (!strcmp(argv[i], "--idle-us")) {
       idle_us = atol(argv[i + 1]);
+    } else if (!strcmp(argv[i], "--cpu-us")) {
+      cpu_us = atof(argv[i + 1]);
     } else {
-      if (me == 0) fprintf(stderr, "usage: %s [--coll allgather|bcast|gather|allreduce] [-m MIN:MAX] [-i N] [--idle-us N]\n", argv[0]);
+      if (me == 0)
+        fprintf(stderr, "usage: %s [--coll allgather|bcast|gather|allreduce] [-m MIN:MAX] [-i N] [--idle-us N] [--cpu-us N]\n",
+                argv[0]);
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }
-  if (lo < 4 || hi < lo || iters < 1 || (long)n * hi > (1L << 30)) {
-    if (me == 0) fprintf(stderr, "railcoll-mpi-layer-cost: bad -m or -i\n");
+  if (lo < 4 || hi < lo || iters < 1 || (long)n * hi > (1L << 30) || !(cpu_us >= 0 && cpu_us <= 1e6)) {
+    if (me == 0) fprintf(stderr, "railcoll-mpi-layer-cost: bad -m, -i or --cpu-us\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   railcoll_oob_t oob = {oob_allgather, NULL, NULL, NULL, me, n, NULL, NULL};
@@ -107,8 +117,10 @@ int main(int argc, char** argv) {
   double* slowest = malloc(sizeof(double) * iters);
   if (me == 0)
     printf("# %s, %d ranks: the MPI call through librailcoll_mpi.so against railcoll's C API in the same program,\n"
-           "# alternating call by call; median over calls of the slowest rank's time, us\n"
-           "# %-10s %12s %12s %10s\n", kNames[c], n, "bytes", "through MPI", "C API", "ratio");
+           "# alternating call by call; median over calls of the slowest rank's time, us\n",
+           kNames[c], n);
+  if (me == 0 && cpu_us > 0) printf("# every C API call spends %.2f us of CPU first (--cpu-us)\n", cpu_us);
+  if (me == 0) printf("# %-10s %12s %12s %10s\n", "bytes", "through MPI", "C API", "ratio");
   int wrong = 0;
   for (long bytes = lo; bytes <= hi; bytes *= 2) {
     if (c == ALLREDUCE)
@@ -122,6 +134,9 @@ int main(int argc, char** argv) {
         memset(recv, 0, (size_t)bytes * (c == ALLGATHER || c == GATHER ? n : 1));
         PMPI_Barrier(MPI_COMM_WORLD);
         double t0 = monotonic_seconds();
+        if (!via_mpi)
+          while (monotonic_seconds() < t0 + cpu_us * 1e-6) {
+          }
         int st = call(c, via_mpi, rc, send, recv, (int)bytes, me);
         t[via_mpi][i] = (monotonic_seconds() - t0) * 1e6;
         if (st != 0 || (i == 0 && !correct(c, recv, (int)bytes, me, n))) wrong = 1;
