@@ -1,6 +1,7 @@
 #include "runtime/plan_cache.hpp"
 
 #include <sstream>
+#include <tuple>
 
 namespace railcoll::rt {
 
@@ -8,12 +9,13 @@ namespace {
 
 uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 1099511628211ull; }
 
+// The options that make two calls' plans differ: hashed and compared alike.
+auto plan_options(const AlgoOptions& o) { return std::make_tuple(o.stripe_threshold, o.concurrency, o.root, o.dtype, o.redop); }
+
 uint64_t hash_of(Collective c, const std::string& algorithm, const std::vector<uint64_t>& counts,
                  const AlgoOptions& o) {
-  uint64_t h = fnv(algorithm);
-  for (uint64_t v : {static_cast<uint64_t>(c), o.stripe_threshold, static_cast<uint64_t>(o.concurrency),
-                     static_cast<uint64_t>(o.root), static_cast<uint64_t>(o.dtype), static_cast<uint64_t>(o.redop)})
-    h = mix(h, v);
+  uint64_t h = mix(fnv(algorithm), static_cast<uint64_t>(c));
+  std::apply([&](auto... v) { ((h = mix(h, static_cast<uint64_t>(v))), ...); }, plan_options(o));
   for (uint64_t n : counts) h = mix(h, n);
   return h;
 }
@@ -31,8 +33,7 @@ std::string plan_key(Collective collective, const std::string& algorithm, const 
 
 bool PlanCache::Entry::same(Collective c, const std::string& a, const std::vector<uint64_t>& n,
                             const AlgoOptions& o) const {
-  return collective == c && algorithm == a && counts == n && opts.stripe_threshold == o.stripe_threshold &&
-         opts.concurrency == o.concurrency && opts.root == o.root && opts.dtype == o.dtype && opts.redop == o.redop;
+  return collective == c && algorithm == a && counts == n && plan_options(opts) == plan_options(o);
 }
 
 const std::shared_ptr<const Plan>& PlanCache::get(const Topology& t, int me, Collective collective,
@@ -42,9 +43,8 @@ const std::shared_ptr<const Plan>& PlanCache::get(const Topology& t, int me, Col
   auto range = entries_.equal_range(h);
   for (auto it = range.first; it != range.second; ++it)
     if (it->second.same(collective, algorithm, counts, opts)) return it->second.plan;
-  if (size_ >= kMaxPlans) entries_.clear(), size_ = 0;
+  if (entries_.size() >= kMaxPlans) entries_.clear();
   auto plan = make_plan(t, me, collective, algorithm, counts, opts, plan_key(collective, algorithm, counts, opts));
-  ++size_;
   return entries_.emplace(h, Entry{collective, algorithm, opts, counts, std::move(plan)})->second.plan;
 }
 

@@ -21,7 +21,7 @@ class PlanCache {
   const std::shared_ptr<const Plan>& get(const Topology& t, int me, Collective collective,
                                          const std::string& algorithm, const std::vector<uint64_t>& counts,
                                          const AlgoOptions& opts);
-  size_t size() const { return size_; }
+  size_t size() const { return entries_.size(); }
 
   // At most this many plans are kept; then the cache starts again empty.
   static constexpr size_t kMaxPlans = 256;
@@ -36,7 +36,6 @@ class PlanCache {
     bool same(Collective c, const std::string& a, const std::vector<uint64_t>& n, const AlgoOptions& o) const;
   };
   std::unordered_multimap<uint64_t, Entry> entries_;
-  size_t size_ = 0;
 };
 
 // The text every rank derives a call's signature from (Plan::sig = fnv of it).
