@@ -2,7 +2,8 @@
 // MPI_Allreduce, MPI_Barrier. Each first routes the call (class Route): MPI's
 // own collective unless every check passes, and every check reads only what
 // all ranks of the call agree on (layer.hpp); then it maps the arguments onto
-// railcoll's C API, byte counts and the first byte of each buffer.
+// railcoll's C API, byte counts and one piece of memory per buffer (a
+// non-contiguous layout packed into staging and unpacked after: pack.cpp).
 #include <cstring>
 #include <string>
 #include <vector>
@@ -32,11 +33,10 @@ class Route {
   void decline(Reason why) {
     if (open_) open_ = false, why_ = why;
   }
-  // A buffer of the call as railcoll would take it: the datatype known,
-  // the count sane, the bytes in one piece.
+  // A buffer of the call as railcoll would take it: the datatype known and
+  // the count sane. Its layout is not asked: that is this rank's alone.
   void need(const DataView& v) {
     if (!v.valid) decline(Reason::BadArgument);
-    else if (!v.contiguous) decline(Reason::Noncontiguous);
   }
   // MPI serves the call (counted, with the reason).
   bool to_mpi() {
@@ -76,16 +76,18 @@ int check_root(Route& route, int root) {
 }
 
 // Allgatherv's blocks where railcoll puts them (back to back, in rank order)
-// or, when the displacements say otherwise, through a buffer of its own.
-int allgatherv(Route& route, const DataView& send, const void* sendbuf, bool in_place, char* recv_base,
-               const std::vector<size_t>& counts, const int* displs, MPI_Aint extent) {
+// or, when the displacements or the type's layout say otherwise, through a
+// staging buffer, each block then unpacked to its displacement.
+int allgatherv(Route& route, const DataView& send, const void* sendbuf, bool in_place, char* recvbuf,
+               const std::vector<size_t>& counts, const int* recvcounts, const int* displs, const DataView& element) {
   const int me = route.rank(), n = route.size();
   std::vector<size_t> at(n);
   size_t total = 0;
-  bool packed = true;
+  bool direct = element.contiguous;
   for (int r = 0; r < n; ++r) {
     at[r] = total;
-    packed = packed && (counts[r] == 0 || static_cast<MPI_Aint>(displs[r]) * extent == static_cast<MPI_Aint>(total));
+    direct = direct && (counts[r] == 0 || static_cast<MPI_Aint>(displs[r]) * element.extent ==
+                                              static_cast<MPI_Aint>(total));
     total += counts[r];
   }
   if (!in_place && send.bytes != counts[me])
@@ -94,16 +96,27 @@ int allgatherv(Route& route, const DataView& send, const void* sendbuf, bool in_
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
   railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
-  const void* mine = in_place ? nullptr : send.at(sendbuf);
-  if (packed) return route.finish(railcoll_allgatherv(rc, mine, recv_base, counts.data(), &opts));
-  std::vector<char> staged(total);
-  auto block = [&](int r) { return recv_base + static_cast<MPI_Aint>(displs[r]) * extent; };
-  if (in_place && counts[me]) memcpy(staged.data() + at[me], block(me), counts[me]);
-  railcoll_status_t st = railcoll_allgatherv(rc, mine, staged.data(), counts.data(), &opts);
+  const void* mine = in_place ? nullptr : packed(send, sendbuf, Staging::Send);
+  if (direct) return route.finish(railcoll_allgatherv(rc, mine, element.at(recvbuf), counts.data(), &opts));
+  char* staged = staging(Staging::Recv, total);
+  auto block = [&](int r) { return recvbuf + static_cast<MPI_Aint>(displs[r]) * element.extent; };
+  if (in_place) pack_into(staged + at[me], block(me), static_cast<uint64_t>(recvcounts[me]), element);
+  railcoll_status_t st = railcoll_allgatherv(rc, mine, staged, counts.data(), &opts);
   if (st == RAILCOLL_OK)
-    for (int r = 0; r < n; ++r)
-      if (counts[r]) memcpy(block(r), staged.data() + at[r], counts[r]);
+    for (int r = 0; r < n; ++r) unpack_from(staged + at[r], block(r), static_cast<uint64_t>(recvcounts[r]), element);
   return route.finish(st);
+}
+
+// In place with a non-contiguous receive layout: this rank's block (block
+// `me` of `recv`, `block_count` elements) is packed to its place in staging first.
+void* landing_in_place(const DataView& recv, void* recvbuf, int me, int block_count) {
+  char* to = static_cast<char*>(landing(recv, recvbuf, Staging::Recv));
+  if (!recv.contiguous) {
+    const uint64_t first = static_cast<uint64_t>(me) * static_cast<uint64_t>(block_count);
+    pack_into(to + first * recv.type_size, static_cast<char*>(recvbuf) + static_cast<MPI_Aint>(first) * recv.extent,
+              static_cast<uint64_t>(block_count), recv);
+  }
+  return to;
 }
 
 }  // namespace
@@ -118,20 +131,24 @@ int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
                   MPI_Datatype recvtype, MPI_Comm comm) {
   Route route(Coll::Allgather, comm);
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  DataView recv, send;
+  DataView block, send;
   if (route.open()) {
-    route.need(recv = view(recvtype, recvcount));
+    route.need(block = view(recvtype, recvcount));
     if (!in_place) route.need(send = view(sendtype, sendcount));
   }
   if (route.to_mpi()) return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  if (!in_place && send.bytes != recv.bytes)
+  if (!in_place && send.bytes != block.bytes)
     return route.refuse(MPI_ERR_TRUNCATE, "this rank sends " + bytes_text(send.bytes) + " but receives blocks of " +
-                                              bytes_text(recv.bytes));
+                                              bytes_text(block.bytes));
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
+  const DataView recv = view(recvtype, static_cast<int64_t>(recvcount) * route.size());
   railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
-  return route.finish(
-      railcoll_allgather(rc, in_place ? nullptr : send.at(sendbuf), recv.at(recvbuf), recv.bytes, &opts));
+  const void* mine = in_place ? nullptr : packed(send, sendbuf, Staging::Send);
+  void* all = in_place ? landing_in_place(recv, recvbuf, route.rank(), recvcount) : landing(recv, recvbuf, Staging::Recv);
+  railcoll_status_t st = railcoll_allgather(rc, mine, all, block.bytes, &opts);
+  if (st == RAILCOLL_OK) unpack(recv, recvbuf, Staging::Recv);
+  return route.finish(st);
 }
 
 int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
@@ -149,16 +166,11 @@ int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
       counts.push_back(static_cast<size_t>(recvcounts[r]) * element.bytes);
       total += counts.back();
     }
-    // Nothing to move (the sum every rank agrees on): no layout to care about.
-    if (route.open() && total > 0) route.need(element);
-    if (!in_place) {
-      route.need(send = view(sendtype, sendcount));
-    }
+    if (!in_place) route.need(send = view(sendtype, sendcount));
   }
   if (route.to_mpi())
     return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-  return allgatherv(route, send, sendbuf, in_place, static_cast<char*>(element.at(recvbuf)), counts, displs,
-                    element.extent);
+  return allgatherv(route, send, sendbuf, in_place, static_cast<char*>(recvbuf), counts, recvcounts, displs, element);
 }
 
 int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
@@ -169,7 +181,11 @@ int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
   if (int bad = check_root(route, root)) return bad;
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
-  return route.finish(railcoll_bcast(rc, data.at(buffer), data.bytes, root, nullptr));
+  const bool at_root = route.rank() == root;
+  void* bytes = at_root ? const_cast<void*>(packed(data, buffer, Staging::Recv)) : landing(data, buffer, Staging::Recv);
+  railcoll_status_t st = railcoll_bcast(rc, bytes, data.bytes, root, nullptr);
+  if (st == RAILCOLL_OK && !at_root) unpack(data, buffer, Staging::Recv);
+  return route.finish(st);
 }
 
 int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
@@ -195,8 +211,16 @@ int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
   railcoll_call_opts_t opts{nullptr, in_place && at_root ? RAILCOLL_IN_PLACE : 0u};
-  return route.finish(railcoll_gather(rc, in_place && at_root ? nullptr : send.at(sendbuf),
-                                      at_root ? recv.at(recvbuf) : nullptr, block, root, &opts));
+  const void* mine = in_place ? nullptr : packed(send, sendbuf, Staging::Send);
+  DataView all;
+  void* gathered = nullptr;
+  if (at_root) {
+    all = view(recvtype, static_cast<int64_t>(recvcount) * route.size());
+    gathered = in_place ? landing_in_place(all, recvbuf, root, recvcount) : landing(all, recvbuf, Staging::Recv);
+  }
+  railcoll_status_t st = railcoll_gather(rc, mine, gathered, block, root, &opts);
+  if (st == RAILCOLL_OK && at_root) unpack(all, recvbuf, Staging::Recv);
+  return route.finish(st);
 }
 
 int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
@@ -214,6 +238,7 @@ int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype da
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
   railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
+  // A type railcoll reduces is a predefined one, in one piece: nothing to pack.
   return route.finish(railcoll_allreduce(rc, in_place ? nullptr : data.at(sendbuf), data.at(recvbuf),
                                          data.reduce_count, static_cast<railcoll_datatype_t>(data.reduce_type),
                                          static_cast<railcoll_op_t>(rop), &opts));

@@ -1,5 +1,7 @@
 // Datatypes and operators as railcoll sees them: how many bytes, whether they
-// lie in one piece, and which of railcoll's types a reduction combines. Each
+// lie in one piece (a local fact: it decides packing, never the route), and
+// which of railcoll's types a reduction combines (predefined types only, as
+// MPI's predefined operators take). Each
 // type's facts are computed once: a predefined type's kept for the process (MPI
 // never frees one), a derived type's on it (a datatype attribute, deleted with
 // it by MPI_Type_free, so a handle MPI reuses never inherits them); the latest
@@ -51,9 +53,10 @@ Facts measure(MPI_Datatype t, bool named) {
   PMPI_Type_size_x(t, &f.size);
   PMPI_Type_get_extent_x(t, &f.lb, &f.extent);
   PMPI_Type_get_true_extent_x(t, &f.true_lb, &f.true_extent);
-  // MPI's predefined operators take predefined datatypes only (Open MPI and
-  // MPICH refuse a derived one with MPI_ERR_OP): a derived type goes to MPI,
-  // which says so.
+  // MPI's predefined operators take predefined datatypes only: Open MPI and
+  // MPICH refuse a derived one (MPI_ERR_OP), so a valid program passes the
+  // same predefined type on every rank, and a derived one goes to MPI on every
+  // rank, which reports the error as it would without this library.
   f.reduce_type = named ? reduce_type_of_named(t) : 0;
   if (f.reduce_type) f.reduce_size = f.reduce_type == RAILCOLL_INT32 || f.reduce_type == RAILCOLL_FLOAT ? 4 : 8;
   return f;
@@ -86,18 +89,21 @@ const Facts& facts(MPI_Datatype t) {
 
 }  // namespace
 
-DataView view(MPI_Datatype type, int count) {
+DataView view(MPI_Datatype type, int64_t count) {
   DataView v;
+  v.type = type;
+  v.count = count;
   if (type == MPI_DATATYPE_NULL || count < 0) return v;
   const Facts& f = facts(type);
   if (f.size < 0 || f.extent < 0) return v;  // MPI_UNDEFINED: let MPI say what is wrong
   v.valid = true;
-  v.bytes = static_cast<uint64_t>(f.size) * static_cast<uint64_t>(count);
+  v.type_size = static_cast<uint64_t>(f.size);
+  v.bytes = v.type_size * static_cast<uint64_t>(count);
   v.offset = static_cast<MPI_Aint>(f.true_lb);
   v.extent = static_cast<MPI_Aint>(f.extent);
   // One piece: no gap inside an element, none between consecutive elements
   // (nor between the blocks of consecutive ranks in a gather's buffer, which
-  // lie count * extent apart). Whatever the count: the rule reads the type alone.
+  // lie count * extent apart). Otherwise the layer packs (pack.cpp).
   v.contiguous = v.bytes == 0 || (f.size == f.true_extent && f.extent == f.size);
   v.reduce_type = f.reduce_type;
   v.reduce_count = f.reduce_type ? v.bytes / static_cast<uint64_t>(f.reduce_size) : 0;

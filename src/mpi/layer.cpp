@@ -30,7 +30,7 @@ constexpr CollName kCollNames[kColls] = {{"MPI_Allgather", "allgather"}, {"MPI_A
 
 constexpr const char* kReasonTexts[kReasons] = {
     "MPI_THREAD_MULTIPLE", "not in RAILCOLL_MPI_COLLS", "invalid argument", "intercommunicator",
-    "one rank", "non-contiguous datatype", "datatype railcoll does not reduce", "operator",
+    "one rank", "datatype railcoll does not reduce", "operator",
     "railcoll set-up failed"};
 
 constexpr unsigned kAllColls = (1u << kColls) - 1;
@@ -260,6 +260,7 @@ int MPI_Finalize(void) {
     if (L.verbose) report();
     comms_finalize();
     datatypes_finalize();
+    staging_finalize();
     L.started = false;
   }
   return PMPI_Finalize();

@@ -6,13 +6,14 @@
 // railcoll_comm_init_oob over that communicator), and passes everything else
 // to the PMPI_ function unchanged.
 //
-// The one rule every part keeps: whether railcoll or MPI serves a call is
-// decided from what MPI requires every rank of the call to agree on (the
-// communicator, the type signature, count, root, operator) and from what the
-// ranks agreed on at MPI_Init (thread level, RAILCOLL_MPI_COLLS); a rank on
-// railcoll and another on MPI in the same call would wait for each other for
-// ever. The one exception, the layout of a derived datatype, is documented in
-// docs/mpi.md ("Datatypes").
+// The one rule every part keeps, without exception: whether railcoll or MPI
+// serves a call is decided from what MPI requires every rank of the call to
+// agree on (the communicator, the type signature -- its size and basic type,
+// never its layout --, count, root, operator) and from what the ranks agreed on
+// at MPI_Init (thread level, RAILCOLL_MPI_COLLS); a rank on railcoll and
+// another on MPI in the same call would wait for each other for ever. A
+// rank's buffer layout is its own business: a non-contiguous one is packed
+// into a staging buffer before the call and unpacked after it (pack.cpp).
 //
 // Built once per MPI ABI (Open MPI; MPICH and its derivatives): the same
 // sources against each mpi.h.
@@ -41,7 +42,6 @@ enum class Reason {
   BadArgument,     // null communicator or datatype, negative count: MPI reports it
   Intercomm,       // an intercommunicator
   OneRank,         // a communicator of one rank: nothing to move
-  Noncontiguous,   // a datatype whose data has gaps
   ReduceType,      // a datatype railcoll does not reduce
   Operator,        // an operator other than MPI_SUM, MPI_MIN, MPI_MAX
   SetupFailed,     // railcoll's set-up failed on this communicator earlier
@@ -108,9 +108,12 @@ class Recent {
 // ---- datatypes and operators (datatypes.cpp) ----
 // `count` elements of a datatype as railcoll sees them.
 struct DataView {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  int64_t count = 0;
   bool valid = false;       // the datatype and count are usable (else MPI reports the error)
-  bool contiguous = false;  // the bytes lie in one piece (always true for 0 bytes)
+  bool contiguous = false;  // the bytes lie in one piece (always true for 0 bytes); else packed
   uint64_t bytes = 0;       // the signature's size
+  uint64_t type_size = 0;   // of one element
   MPI_Aint offset = 0;      // where the bytes start, from the buffer pointer (the true lower bound)
   MPI_Aint extent = 0;      // between consecutive elements (displacements count in it)
   int reduce_type = 0;      // railcoll_datatype_t its basic type reduces as; 0: none
@@ -118,10 +121,30 @@ struct DataView {
   const void* at(const void* buf) const { return static_cast<const char*>(buf) + offset; }
   void* at(void* buf) const { return static_cast<char*>(buf) + offset; }
 };
-DataView view(MPI_Datatype type, int count);
+DataView view(MPI_Datatype type, int64_t count);
 // MPI_SUM, MPI_MIN, MPI_MAX as railcoll_op_t; -1 for any other operator.
 int railcoll_op(MPI_Op op);
 void datatypes_finalize();  // frees the datatype caches and their keyval
+
+// ---- non-contiguous buffers (pack.cpp) ----
+// A buffer of the call in one piece for railcoll: its own bytes when the
+// layout is contiguous, else one of two staging buffers the layer keeps across
+// calls (a call may need one for what it sends and one for what it receives).
+enum class Staging { Send, Recv };
+// The `v.count` elements of `buf` as railcoll reads them (packed into `slot` if needed).
+const void* packed(const DataView& v, const void* buf, Staging slot);
+// Where railcoll writes what belongs in `buf`: buf's own bytes, or `slot`
+// (then unpack() after the call).
+void* landing(const DataView& v, void* buf, Staging slot);
+// `bytes` of staging memory (grown, never shrunk, while the process lives).
+char* staging(Staging slot, uint64_t bytes);
+// Packs `count` elements of v's type at `buf` into `to`; unpacks `from` into
+// them. A contiguous type is one memcpy.
+void pack_into(char* to, const void* buf, uint64_t count, const DataView& v);
+void unpack_from(const char* from, void* buf, uint64_t count, const DataView& v);
+// Unpacks what landed in `slot` into buf when landing() chose the slot.
+void unpack(const DataView& v, void* buf, Staging slot);
+void staging_finalize();
 
 // ---- communicators (comms.cpp) ----
 // What a served call runs on. At a communicator's first served call its

@@ -9,10 +9,6 @@
  *       MPI_Allgather's railcoll set-up fails (the script sets a bad
  *       RAILCOLL_ALLGATHER_ALGO): every rank prints the error, then the same
  *       call again, which MPI serves, checked ("rank R: MPI served it: ok").
- *   mpi_errors split                   rank 0 passes a datatype with gaps,
- *       the others a contiguous one of the same signature: rank 0 goes to
- *       MPI, the others to railcoll (the documented limitation). The default
- *       handler must end the job once railcoll's deadline passes.
  * Exit status 0 when what a mode expects happened (fatal modes do not return). */
 #include <mpi.h>
 #include <stdio.h>
@@ -67,18 +63,8 @@ int main(int argc, char** argv) {
     rc = allgather_ints(3);
     if (rc == MPI_SUCCESS) printf("rank %d: MPI served it: ok\n", me);
     else status = 1, report("MPI failed to serve it", rc);
-  } else if (!strcmp(mode, "split")) {
-    MPI_Barrier(MPI_COMM_WORLD); /* the railcoll communicator is made here */
-    MPI_Datatype gaps;
-    MPI_Type_vector(2, 1, 2, MPI_INT, &gaps); /* 2 ints, a gap between: the signature of 2 MPI_INT */
-    MPI_Type_commit(&gaps);
-    int send[3] = {me, -1, me}, *recv = malloc(sizeof(int) * 2 * (size_t)n);
-    if (me == 0) MPI_Allgather(send, 1, gaps, recv, 2, MPI_INT, MPI_COMM_WORLD);
-    else MPI_Allgather(send, 2, MPI_INT, recv, 2, MPI_INT, MPI_COMM_WORLD);
-    printf("rank %d: the split call returned\n", me);
-    status = 1;
   } else {
-    if (me == 0) fprintf(stderr, "usage: mpi_errors mismatch return|fatal | setup | split\n");
+    if (me == 0) fprintf(stderr, "usage: mpi_errors mismatch return|fatal | setup\n");
     status = 2;
   }
   MPI_Finalize();

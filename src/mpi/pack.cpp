@@ -1,0 +1,120 @@
+// Non-contiguous buffers: MPI lets every rank describe the same type signature
+// with its own layout (a vector of 12 doubles with a stride on one rank, 12
+// doubles in a row on another), so the layout never decides the route
+// (layer.hpp). A rank whose buffer has gaps packs it into a staging buffer
+// before the call and unpacks what landed there after it, with MPI's own
+// PMPI_Pack / PMPI_Unpack (the bytes of the signature, back to back, on a
+// homogeneous machine: exactly what a contiguous rank sends). The staging
+// buffers are kept across calls, so a program that calls with the same
+// layout again pays the copies and no allocation (docs/mpi.md, "Datatypes").
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "mpi/layer.hpp"
+
+namespace railcoll::mpi {
+
+namespace {
+
+struct Buffer {
+  char* data = nullptr;
+  uint64_t capacity = 0;
+};
+Buffer buffers[2];
+
+// MPI's pack count and position are ints: pack at most this many bytes at once.
+constexpr uint64_t kPackChunk = uint64_t{1} << 30;
+
+uint64_t chunk_elements(const DataView& v) {
+  return v.type_size >= kPackChunk ? 1 : kPackChunk / v.type_size;
+}
+
+// Packing produced other than the signature's bytes: a heterogeneous MPI,
+// which this layer cannot serve correctly. End the job rather than move
+// wrong bytes.
+[[noreturn]] void wrong_pack_size(const char* what, int got, uint64_t want) {
+  std::string msg = std::string("railcoll-mpi: rank ") + std::to_string(layer().world_rank) + ": " + what + " gave " +
+                    std::to_string(got) + " bytes for a signature of " + std::to_string(want) +
+                    " (a heterogeneous MPI?); ending the job\n";
+  if (write(2, msg.data(), msg.size()) < 0) {
+  }
+  PMPI_Abort(MPI_COMM_WORLD, 1);
+  abort();
+}
+
+}  // namespace
+
+char* staging(Staging slot, uint64_t bytes) {
+  Buffer& b = buffers[static_cast<int>(slot)];
+  if (bytes > b.capacity) {
+    free(b.data);
+    b.capacity = bytes;
+    b.data = static_cast<char*>(malloc(bytes ? bytes : 1));
+    if (!b.data) {
+      b.capacity = 0;
+      wrong_pack_size("allocating a staging buffer", 0, bytes);
+    }
+  }
+  return b.data;
+}
+
+void pack_into(char* to, const void* buf, uint64_t count, const DataView& v) {
+  if (v.contiguous) {
+    if (count) memcpy(to, static_cast<const char*>(buf) + v.offset, count * v.type_size);
+    return;
+  }
+  const uint64_t step = chunk_elements(v);
+  for (uint64_t done = 0; done < count;) {
+    const uint64_t n = count - done < step ? count - done : step;
+    int position = 0;
+    PMPI_Pack(static_cast<const char*>(buf) + static_cast<MPI_Aint>(done) * v.extent, static_cast<int>(n), v.type,
+              to + done * v.type_size, static_cast<int>(n * v.type_size), &position, MPI_COMM_SELF);
+    if (static_cast<uint64_t>(position) != n * v.type_size) wrong_pack_size("MPI_Pack", position, n * v.type_size);
+    done += n;
+  }
+}
+
+void unpack_from(const char* from, void* buf, uint64_t count, const DataView& v) {
+  if (v.contiguous) {
+    if (count) memcpy(static_cast<char*>(buf) + v.offset, from, count * v.type_size);
+    return;
+  }
+  const uint64_t step = chunk_elements(v);
+  for (uint64_t done = 0; done < count;) {
+    const uint64_t n = count - done < step ? count - done : step;
+    int position = 0;
+    PMPI_Unpack(from + done * v.type_size, static_cast<int>(n * v.type_size), &position,
+                static_cast<char*>(buf) + static_cast<MPI_Aint>(done) * v.extent, static_cast<int>(n), v.type,
+                MPI_COMM_SELF);
+    if (static_cast<uint64_t>(position) != n * v.type_size) wrong_pack_size("MPI_Unpack", position, n * v.type_size);
+    done += n;
+  }
+}
+
+const void* packed(const DataView& v, const void* buf, Staging slot) {
+  if (v.contiguous) return v.at(buf);
+  char* s = staging(slot, v.bytes);
+  pack_into(s, buf, static_cast<uint64_t>(v.count), v);
+  return s;
+}
+
+void* landing(const DataView& v, void* buf, Staging slot) {
+  return v.contiguous ? v.at(buf) : staging(slot, v.bytes);
+}
+
+void unpack(const DataView& v, void* buf, Staging slot) {
+  if (!v.contiguous) unpack_from(staging(slot, v.bytes), buf, static_cast<uint64_t>(v.count), v);
+}
+
+void staging_finalize() {
+  for (Buffer& b : buffers) {
+    free(b.data);
+    b = {};
+  }
+}
+
+}  // namespace railcoll::mpi
