@@ -81,6 +81,27 @@ const Row kRows[] = {
    "one rank per node, short vectors: latency"},
   {Collective::Allreduce, kAny,      kAny,  kAny,      kAny,            kAny,          "rabenseifner",
    "one rank per node, long vectors: bandwidth (reduce-scatter + all-gather)"},
+
+  // reduce_scatter_block and reduce_scatter: the same algorithms, the same rules.
+  {Collective::ReduceScatterBlock, kAny, kAny, kSeveral, kAny,            kAny,          "smp",
+   "combine in shared memory first; one leader per rail sends each node its partial (simulator)"},
+  {Collective::ReduceScatterBlock, kAny, kAny, kAny,     upto(16 * KiB),  kAny,          "recursive_halving",
+   "one rank per node, short blocks: log2 N steps (simulator)"},
+  {Collective::ReduceScatterBlock, kAny, kAny, kAny,     kAny,            kAny,          "ring",
+   "one rank per node, long blocks: the ring, each block striped over the rails (simulator)"},
+  {Collective::ReduceScatter, kAny,  kAny,  kSeveral,  kAny,            kAny,          "smp",
+   "combine in shared memory first; one leader per rail sends each node its partial (simulator)"},
+  {Collective::ReduceScatter, kAny,  kAny,  kAny,      upto(16 * KiB),  kAny,          "recursive_halving",
+   "one rank per node, short blocks: log2 N steps (simulator)"},
+  {Collective::ReduceScatter, kAny,  kAny,  kAny,      kAny,            kAny,          "ring",
+   "one rank per node, long blocks: the ring, each block striped over the rails (simulator)"},
+
+  {Collective::Reduce,    kAny,      kAny,  kSeveral,  kAny,            kAny,          "smp",
+   "combine in shared memory first; one leader per rail reduces a slice across nodes (simulator)"},
+  {Collective::Reduce,    kAny,      kAny,  kAny,      upto(16 * KiB),   kAny,          "binomial",
+   "one rank per node, short vectors: ceil(log2 N) steps (simulator)"},
+  {Collective::Reduce,    kAny,      kAny,  kAny,      kAny,            kAny,          "rabenseifner",
+   "one rank per node, long vectors: reduce-scatter + gather moves 2 (N-1)/N of the vector (simulator)"},
 };
 // clang-format on
 

@@ -44,8 +44,11 @@ const Verb kVerbs[] = {
      "  --bytes B           bytes per rank (4K, 1M work)\n"
      "  --stripe-threshold B  split messages above B over the rails (default 1K)\n"
      "  --concurrency C     concurrent_exchange's concurrency index (default k)\n"
-     "  --root R            the root of bcast and gather\n"
-     "  --dtype int32|int64|float|double, --op sum|min|max   allreduce (default float sum)\n"},
+     "  --root R            the root of bcast, gather and reduce\n"
+     "  --bytes B           of reduce_scatter(_block): the block each rank ends with\n"
+     "  --dtype T, --op O   reductions (default float sum): T int8|uint8|int16|uint16|int32|\n"
+     "                      uint32|int64|uint64|float16|bfloat16|float|double, O sum|min|max|\n"
+     "                      prod|band|bor|bxor|land|lor|lxor (bitwise, logical: integers)\n"},
     {"verify",
      "  verify --all                        verify every algorithm over the sweep\n"
      "  verify COLL --algo A --ranks N ...  verify one case (same options as show)\n",

@@ -105,4 +105,23 @@ int halving_doubling(ScheduleBuilder& b, const std::vector<Unit>& units, const S
   return last + 1;
 }
 
+void node_combine(ScheduleBuilder& b, int node, uint64_t m, size_t elem, int step, int staged, int combined) {
+  const auto& ranks = b.topo().ranks_of(node);
+  const int P = static_cast<int>(ranks.size());
+  auto area = [&](int i, uint64_t off, uint64_t len) { return b.shared(node, i * m + off, len); };
+  for (int i = 0; i < P; ++i) {
+    b.copy(ranks[i], step, {{b.send(ranks[i], 0, m), area(i, 0, m)}});
+    b.signal(ranks[i], step, b.node_counter(node, staged));
+  }
+  Chunks slices(m, elem, P);
+  for (int i = 0; i < P; ++i) {
+    const int r = ranks[i];
+    const uint64_t at = slices.begin(i), len = slices.size(i);
+    b.wait(r, step + 1, b.node_counter(node, staged), P);
+    // One reduce per area: they all combine into the same bytes.
+    for (int j = 1; j < P; ++j) b.reduce(r, step + 1, {{area(j, at, len), area(0, at, len)}});
+    b.signal(r, step + 1, b.node_counter(node, combined));
+  }
+}
+
 }  // namespace railcoll::allreduce

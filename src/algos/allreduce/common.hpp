@@ -66,4 +66,12 @@ int recursive_doubling(ScheduleBuilder& b, const std::vector<Unit>& units, const
 int halving_doubling(ScheduleBuilder& b, const std::vector<Unit>& units, const SlotFn& slot, size_t elem,
                      int step0, const std::function<int(uint64_t)>& rail_of, int counter0);
 
+// SMP phases 1 and 2 (smp.cpp; also reduce_scatter/smp.cpp, reduce/smp.cpp):
+// every local rank of `node` copies its send[0, m) into its staging area of the
+// node's shared buffer (local rank i's at i*m) and raises node counter
+// `staged`; then local rank i combines slice i (whole elements) of every area
+// into area 0 and raises node counter `combined`. Area 0 holds the node's
+// reduction once `combined` reaches the node's size. Steps `step`, `step` + 1.
+void node_combine(ScheduleBuilder& b, int node, uint64_t m, size_t elem, int step, int staged, int combined);
+
 }  // namespace railcoll::allreduce
