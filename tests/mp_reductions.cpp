@@ -62,7 +62,7 @@ int64_t value(const Type& t, const Op& op, int r, size_t i, int c) {
     case RAILCOLL_LOR: return (r * 5 + i * 3 + c) % 13 == 0 ? -(r + 1) : 0;
     default: break;
   }
-  if (t.kind == Kind::Half || t.kind == Kind::BFloat) return static_cast<int64_t>((r * 29 + i * 7 + c * 3) % 7) - 3;
+  if (t.kind == Kind::Half || t.kind == Kind::BFloat) return static_cast<int64_t>((r * r + r * i + i * 5 + c * 3) % 7) - 3;
   return static_cast<int64_t>((r * 29 + i * 7 + c * 3) % 1000) - 450;
 }
 
