@@ -124,4 +124,28 @@ void node_combine(ScheduleBuilder& b, int node, uint64_t m, size_t elem, int ste
   }
 }
 
+void node_combine_rotating(ScheduleBuilder& b, int node, uint64_t m, size_t elem, int step, int slice_counter0,
+                           int combined) {
+  const auto& ranks = b.topo().ranks_of(node);
+  const int P = static_cast<int>(ranks.size());
+  Chunks slices(m, elem, P);
+  for (int i = 0; i < P; ++i) {
+    const int r = ranks[i];
+    for (int j = 0; j < P; ++j) {
+      const int s = (i + j) % P;
+      const CounterRef rounds = b.node_counter(node, slice_counter0 + s);
+      const SegList seg{{b.send(r, slices.begin(s), slices.size(s)), b.shared(node, slices.begin(s), slices.size(s))}};
+      if (j == 0) {
+        b.copy(r, step, seg);
+      } else {
+        b.wait(r, step + 1, rounds, j);
+        b.reduce(r, step + 1, seg);
+      }
+      b.signal(r, j ? step + 1 : step, rounds);
+    }
+    b.signal(r, step + 1, b.node_counter(node, combined));
+  }
+}
+
 }  // namespace railcoll::allreduce
+

@@ -74,4 +74,15 @@ int halving_doubling(ScheduleBuilder& b, const std::vector<Unit>& units, const S
 // reduction once `combined` reaches the node's size. Steps `step`, `step` + 1.
 void node_combine(ScheduleBuilder& b, int node, uint64_t m, size_t elem, int step, int staged, int combined);
 
+// The same result without staging areas: area 0 (shared[0, m)) is cut into P
+// slices; in round j local rank i brings its send's slice (i + j) mod P into
+// area 0 (round 0 copies, later rounds combine), after the rank of round j-1
+// has (node counter slice_counter0 + slice counts the rounds done). Each rank
+// moves m bytes once instead of staging m and then combining (P-1)/P m more,
+// and the node's shared buffer needs m instead of P m: for reductions of long
+// vectors on a node whose ranks share the memory bus. Node counter `combined`
+// reaches the node's size when area 0 is complete. Steps `step` (the copy), `step` + 1.
+void node_combine_rotating(ScheduleBuilder& b, int node, uint64_t m, size_t elem, int step, int slice_counter0,
+                           int combined);
+
 }  // namespace railcoll::allreduce

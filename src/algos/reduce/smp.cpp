@@ -28,10 +28,10 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
   int leaders = k;
   for (int n = 0; n < M; ++n) leaders = std::min(leaders, t.node_size(n));
   const int levels = trees::ceil_log(2, M);
-  enum { kStaged = 0, kCombined = 1, kReduced = 2 };
+  enum { kCombined = 0, kReduced = 1, kSlices = 2 };  // kSlices + s: rounds done on slice s
   for (int n = 0; n < M; ++n) {
-    b.set_shared(n, (t.node_size(n) + levels) * m);  // staging areas, then a slot per tree level
-    allreduce::node_combine(b, n, m, elem, 0, kStaged, kCombined);
+    b.set_shared(n, (1 + levels) * m);  // area 0, then a slot per tree level
+    allreduce::node_combine_rotating(b, n, m, elem, 0, kSlices, kCombined);
   }
   const allreduce::Chunks slices(m, elem, leaders);
   int step = 2;
@@ -48,7 +48,7 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
         b, units,
         [&](int v, int low) {
           const int n = trees::absolute(v, root_node, M);
-          return b.shared(n, (t.node_size(n) + low) * m + at, len);
+          return b.shared(n, (1 + low) * m + at, len);
         },
         2, [&](uint64_t, int) { return rail; }, 0);
     b.signal(units[0].rank, step, b.node_counter(root_node, kReduced));

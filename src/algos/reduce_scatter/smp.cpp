@@ -23,7 +23,7 @@ namespace {
 void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes(), k = t.rails();
   const uint64_t T = L.total();
-  enum { kStaged = 0, kCombined = 1, kFrom = 2 };  // kFrom + n: a share from node n is in
+  enum { kCombined = 0, kFrom = 1 };  // kFrom + n: a share from node n is in; then the slices' rounds
   std::vector<ByteRanges> node_ranges(M);
   std::vector<uint64_t> node_bytes(M, 0), packed_at(t.nranks(), 0);  // a rank's block in its node's string
   for (int n = 0; n < M; ++n) {
@@ -42,13 +42,13 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
     return c;
   };
   // Node q's slot for the partial of its blocks from node n.
-  auto slot_at = [&](int q, int n) { return t.node_size(q) * T + ((q - n + M) % M - 1) * node_bytes[q]; };
+  auto slot_at = [&](int q, int n) { return T + ((q - n + M) % M - 1) * node_bytes[q]; };
   const size_t elem = dtype_size(o.dtype);
   for (int n = 0; n < M; ++n) {
     const int P = t.node_size(n);
     const auto& ranks = t.ranks_of(n);
-    b.set_shared(n, P * T + (M - 1) * node_bytes[n]);
-    allreduce::node_combine(b, n, T, elem, 0, kStaged, kCombined);  // 1-2. stage, combine into area 0
+    b.set_shared(n, T + (M - 1) * node_bytes[n]);
+    allreduce::node_combine_rotating(b, n, T, elem, 0, kFrom + M, kCombined);  // 1-2. area 0: the node's partial
     for (int r : ranks) {
       b.wait(r, 1, b.node_counter(n, kCombined), P);
       const int l = t.local_rank(r);
