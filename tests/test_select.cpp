@@ -32,7 +32,7 @@ std::string old_if_chain(Collective collective, const Topology& t, uint64_t byte
     return t.nnodes() == t.nranks() && t.nranks() >= 32 && bytes >= 128 * 1024 ? "scatter_allgather" : "smp";
   if (collective == Collective::Gather) return t.nnodes() < t.nranks() ? "smp" : "direct";
   if (collective == Collective::ReduceScatterBlock || collective == Collective::ReduceScatter) {
-    if (t.nnodes() < t.nranks()) return bytes <= 256 * 1024 ? "smp" : "ring";
+    if (t.nnodes() < t.nranks()) return "smp";
     return bytes <= 16 * 1024 ? "recursive_halving" : bytes <= 64 * 1024 ? "direct" : "ring";
   }
   if (collective == Collective::Reduce) {
