@@ -147,5 +147,9 @@ void node_combine_rotating(ScheduleBuilder& b, int node, uint64_t m, size_t elem
   }
 }
 
-}  // namespace railcoll::allreduce
+void node_reduce(ScheduleBuilder& b, int node, uint64_t m, size_t elem, int step, int combined, int first_free) {
+  if (m <= kRotateFromBytes) return node_combine(b, node, m, elem, step, first_free, combined);
+  node_combine_rotating(b, node, m, elem, step, first_free, combined);
+}
 
+}  // namespace railcoll::allreduce

@@ -85,4 +85,14 @@ void node_combine(ScheduleBuilder& b, int node, uint64_t m, size_t elem, int ste
 void node_combine_rotating(ScheduleBuilder& b, int node, uint64_t m, size_t elem, int step, int slice_counter0,
                            int combined);
 
+// One of the two for a node of P ranks: staging for short vectors (two
+// node-wide synchronisations instead of P rounds), rotating for long ones
+// (m moved once). The crossover is the simulated testbed's (presets/testbed.preset,
+// 4x4: staging 5-8% ahead up to 16 KiB combined, rotating ahead from there,
+// 17% at 16 MiB). node_combine_bytes: the node's shared bytes it uses (area 0 first).
+// Node counters: `combined`, then first_free .. first_free + P - 1.
+constexpr uint64_t kRotateFromBytes = 16 * 1024;
+inline uint64_t node_combine_bytes(uint64_t m, int P) { return m <= kRotateFromBytes ? P * m : m; }
+void node_reduce(ScheduleBuilder& b, int node, uint64_t m, size_t elem, int step, int combined, int first_free);
+
 }  // namespace railcoll::allreduce

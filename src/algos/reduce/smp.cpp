@@ -1,7 +1,7 @@
 // SMP-aware reduce (the hierarchical reductions of seed 003 §2 and seed 004
 // §4; the shared-memory phases of seed 001 §5.1), with one leader per rail:
 //   1-2. every node combines its ranks' vectors in shared memory, local rank i
-//        one slice (allreduce/common.hpp node_combine);
+//        one slice (allreduce/common.hpp node_reduce: staged or rotating);
 //   3.   the vector is cut into L = min(k, smallest node size) slices; local
 //        rank j of every node reduces slice j along a binomial tree of the
 //        nodes rooted at the root's node, on rail j (L leaders drive the rails
@@ -28,10 +28,10 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
   int leaders = k;
   for (int n = 0; n < M; ++n) leaders = std::min(leaders, t.node_size(n));
   const int levels = trees::ceil_log(2, M);
-  enum { kCombined = 0, kReduced = 1, kSlices = 2 };  // kSlices + s: rounds done on slice s
+  enum { kCombined = 0, kReduced = 1, kFree = 2 };  // kFree..: node_reduce's
   for (int n = 0; n < M; ++n) {
-    b.set_shared(n, (1 + levels) * m);  // area 0, then a slot per tree level
-    allreduce::node_combine_rotating(b, n, m, elem, 0, kSlices, kCombined);
+    b.set_shared(n, allreduce::node_combine_bytes(m, t.node_size(n)) + levels * m);  // then a slot per tree level
+    allreduce::node_reduce(b, n, m, elem, 0, kCombined, kFree);
   }
   const allreduce::Chunks slices(m, elem, leaders);
   int step = 2;
@@ -48,7 +48,7 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
         b, units,
         [&](int v, int low) {
           const int n = trees::absolute(v, root_node, M);
-          return b.shared(n, (1 + low) * m + at, len);
+          return b.shared(n, allreduce::node_combine_bytes(m, t.node_size(n)) + low * m + at, len);
         },
         2, [&](uint64_t, int) { return rail; }, 0);
     b.signal(units[0].rank, step, b.node_counter(root_node, kReduced));

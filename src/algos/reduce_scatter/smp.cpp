@@ -1,10 +1,10 @@
 // SMP-aware reduce-scatter, the mirror image of the SMP multi-leader all-gather
 // (allgather/smp_multileader.cpp; the hierarchical reductions of seed 003 §2
 // and seed 004 §4, the shared-memory phases of seed 001 §5.1):
-//   1. every local rank copies its input (all N blocks) into its staging area
-//      of the node's shared buffer;
-//   2. the P local ranks each combine one slice of all P staging areas into
-//      area 0, which then holds the node's partial of every block;
+//   1-2. the node's ranks combine their inputs (all N blocks) into area 0 of
+//      the node's shared buffer (allreduce/common.hpp node_reduce: staging
+//      areas for short inputs, rotating slices for long ones), which then
+//      holds the node's partial of every block;
 //   3. one leader per rail (local rank l < min(k, P)) sends share l of the
 //      node's partial of node q's blocks, packed, into node q's shared slot for
 //      this node, one node per step on rail l (a 1-port Direct among nodes per
@@ -23,7 +23,7 @@ namespace {
 void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes(), k = t.rails();
   const uint64_t T = L.total();
-  enum { kCombined = 0, kFrom = 1 };  // kFrom + n: a share from node n is in; then the slices' rounds
+  enum { kCombined = 0, kFrom = 1 };  // kFrom + n: a share from node n is in; then node_reduce's
   std::vector<ByteRanges> node_ranges(M);
   std::vector<uint64_t> node_bytes(M, 0), packed_at(t.nranks(), 0);  // a rank's block in its node's string
   for (int n = 0; n < M; ++n) {
@@ -42,13 +42,15 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
     return c;
   };
   // Node q's slot for the partial of its blocks from node n.
-  auto slot_at = [&](int q, int n) { return T + ((q - n + M) % M - 1) * node_bytes[q]; };
+  auto slot_at = [&](int q, int n) {
+    return allreduce::node_combine_bytes(T, t.node_size(q)) + ((q - n + M) % M - 1) * node_bytes[q];
+  };
   const size_t elem = dtype_size(o.dtype);
   for (int n = 0; n < M; ++n) {
     const int P = t.node_size(n);
     const auto& ranks = t.ranks_of(n);
-    b.set_shared(n, T + (M - 1) * node_bytes[n]);
-    allreduce::node_combine_rotating(b, n, T, elem, 0, kFrom + M, kCombined);  // 1-2. area 0: the node's partial
+    b.set_shared(n, allreduce::node_combine_bytes(T, P) + (M - 1) * node_bytes[n]);
+    allreduce::node_reduce(b, n, T, elem, 0, kCombined, kFrom + M);  // 1-2. area 0: the node's partial
     for (int r : ranks) {
       b.wait(r, 1, b.node_counter(n, kCombined), P);
       const int l = t.local_rank(r);
