@@ -25,7 +25,9 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
   const uint64_t m = L.count[0];
   const size_t elem = dtype_size(o.dtype);
   if (m == 0) return;  // nothing to combine, nothing to wait for
-  int leaders = k;
+  // One leader per rail, or one for vectors up to the striping threshold (a
+  // second tree costs more than it saves).
+  int leaders = m <= o.stripe_threshold ? 1 : k;
   for (int n = 0; n < M; ++n) leaders = std::min(leaders, t.node_size(n));
   const int levels = trees::ceil_log(2, M);
   enum { kCombined = 0, kReduced = 1, kFree = 2 };  // kFree..: node_reduce's
