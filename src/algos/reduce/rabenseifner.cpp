@@ -19,8 +19,8 @@ void build_rabenseifner(ScheduleBuilder& b, const Topology& t, const BlockLayout
   std::vector<uint64_t> sizes;
   for (int c = 0; c < N; ++c) sizes.push_back(chunks.size(c));
   const BlockLayout C(sizes);
-  int arrivals = 0, counter = 0, last = 0;
-  last = reduce_scatter::recursive_halving(
+  int arrivals = 0, counter = 0;  // the chunks put into the root, and the counter they notify
+  const int last = reduce_scatter::recursive_halving(
       b, C, [&](int r) { return b.send(r, 0, m); }, 0, 0,
       [&](int chunk, int holder, Span reduced, int step, int ctr) {
         const Span dst = b.recv(root, C.displ[chunk], C.count[chunk]);
