@@ -37,13 +37,20 @@ TEST(Collective, RegionSizes) {
   EXPECT_EQ(recv, (std::vector<uint64_t>{4, 4, 0}));
   traits(Collective::Allreduce).region_sizes(E, 0, &send, &recv);
   EXPECT_EQ(recv, (std::vector<uint64_t>{4, 4, 4}));
+  traits(Collective::Reduce).region_sizes(E, 2, &send, &recv);  // the result at the root only
+  EXPECT_EQ(send, (std::vector<uint64_t>{4, 4, 4}));
+  EXPECT_EQ(recv, (std::vector<uint64_t>{0, 0, 4}));
+  traits(Collective::ReduceScatter).region_sizes(L, 0, &send, &recv);  // every block in, one block out
+  EXPECT_EQ(send, (std::vector<uint64_t>{15, 15, 15}));
+  EXPECT_EQ(recv, (std::vector<uint64_t>{3, 5, 7}));
 }
 
 // Makes the correct result of every rank from the inputs the traits fill in,
 // as a collective would, and checks that check() agrees; then breaks one byte.
 TEST(Collective, FillAndCheck) {
   const int N = 3;
-  for (Collective c : {Collective::Allgather, Collective::Gather, Collective::Bcast, Collective::Allreduce}) {
+  for (Collective c : {Collective::Allgather, Collective::Gather, Collective::Bcast, Collective::Allreduce,
+                       Collective::ReduceScatterBlock, Collective::Reduce}) {
     const CollectiveTraits& t = traits(c);
     for (DataType dt : {DataType::Int32, DataType::Float64}) {
       if (!t.reducing && dt != DataType::Int32) continue;
@@ -67,15 +74,18 @@ TEST(Collective, FillAndCheck) {
         if (t.result == Result::Blocks && (!t.result_at_root_only || r == base.root))
           for (int q = 0; q < N; ++q) memcpy(recv[r].data() + q * base.bytes, send[q].data(), base.bytes);
         if (t.result == Result::RootBlock) memcpy(recv[r].data(), send[base.root].data(), base.bytes);
-        if (t.result == Result::Reduction) {
+        const bool reduced = t.result == Result::ReducedSlice ||
+                             (t.result == Result::Reduction && (!t.result_at_root_only || r == base.root));
+        const uint64_t at = t.result == Result::ReducedSlice ? r * base.bytes : 0;  // this rank's slice
+        if (reduced) {
           for (size_t i = 0; i < base.bytes / 8 && dt == DataType::Float64; ++i) {
             double sum = 0, v;
-            for (int q = 0; q < N; ++q) memcpy(&v, send[q].data() + 8 * i, 8), sum += v;
+            for (int q = 0; q < N; ++q) memcpy(&v, send[q].data() + at + 8 * i, 8), sum += v;
             memcpy(recv[r].data() + 8 * i, &sum, 8);
           }
           for (size_t i = 0; i < base.bytes / 4 && dt == DataType::Int32; ++i) {
             int32_t sum = 0, v;
-            for (int q = 0; q < N; ++q) memcpy(&v, send[q].data() + 4 * i, 4), sum += v;
+            for (int q = 0; q < N; ++q) memcpy(&v, send[q].data() + at + 4 * i, 4), sum += v;
             memcpy(recv[r].data() + 4 * i, &sum, 4);
           }
         }

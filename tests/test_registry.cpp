@@ -23,10 +23,14 @@ TEST(Registry, EveryAlgorithmRegisteredInOrder) {
       "bcast/binomial", "bcast/scatter_allgather", "bcast/pipelined_chain", "bcast/smp", "bcast/hw_multicast",
       "gather/tree", "gather/direct", "gather/smp",
       "allreduce/recursive_doubling", "allreduce/ring", "allreduce/rabenseifner", "allreduce/smp",
-      "allreduce/smp_leader"};
+      "allreduce/smp_leader",
+      "reduce_scatter_block/ring", "reduce_scatter_block/recursive_halving", "reduce_scatter_block/direct",
+      "reduce_scatter_block/smp",
+      "reduce_scatter/ring", "reduce_scatter/recursive_halving", "reduce_scatter/direct", "reduce_scatter/smp",
+      "reduce/binomial", "reduce/rabenseifner", "reduce/smp"};
   std::vector<std::string> got;
   for (auto& a : all_algorithms()) got.push_back(std::string(collective_name(a.collective)) + "/" + a.name);
-  EXPECT_EQ(got.size(), 30u);
+  EXPECT_EQ(got.size(), 41u);
   EXPECT_EQ(got, expected);
 }
 

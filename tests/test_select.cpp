@@ -31,6 +31,14 @@ std::string old_if_chain(Collective collective, const Topology& t, uint64_t byte
   if (collective == Collective::Bcast)
     return t.nnodes() == t.nranks() && t.nranks() >= 32 && bytes >= 128 * 1024 ? "scatter_allgather" : "smp";
   if (collective == Collective::Gather) return t.nnodes() < t.nranks() ? "smp" : "direct";
+  if (collective == Collective::ReduceScatterBlock || collective == Collective::ReduceScatter) {
+    if (t.nnodes() < t.nranks()) return "smp";
+    return bytes <= 16 * 1024 ? "recursive_halving" : bytes <= 64 * 1024 ? "direct" : "ring";
+  }
+  if (collective == Collective::Reduce) {
+    if (t.nnodes() < t.nranks()) return "smp";
+    return bytes <= 128 * 1024 ? "binomial" : "rabenseifner";
+  }
   if (t.nranks() == 1 || t.nnodes() == 1) return "smp_direct";
   uint64_t node_bytes = bytes * static_cast<uint64_t>(t.max_node_size());
   if (node_bytes <= 8 * 1024) return "smp_gather_bcast";

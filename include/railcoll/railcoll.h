@@ -189,14 +189,47 @@ RAILCOLL_API railcoll_status_t railcoll_bcast(railcoll_comm_t comm, void* buf, s
 RAILCOLL_API railcoll_status_t railcoll_gather(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t bytes,
                                                int root, const railcoll_call_opts_t* opts);
 
-typedef enum { RAILCOLL_INT32 = 1, RAILCOLL_INT64 = 2, RAILCOLL_FLOAT = 3, RAILCOLL_DOUBLE = 4 } railcoll_datatype_t;
-typedef enum { RAILCOLL_SUM = 0, RAILCOLL_MIN = 1, RAILCOLL_MAX = 2 } railcoll_op_t;
+/* Element types. FLOAT16 is IEEE binary16, BFLOAT16 the upper half of a
+ * float; both are combined in float and rounded back (to nearest even) once
+ * per combination. */
+typedef enum {
+  RAILCOLL_INT32 = 1, RAILCOLL_INT64 = 2, RAILCOLL_FLOAT = 3, RAILCOLL_DOUBLE = 4,
+  RAILCOLL_INT8 = 5, RAILCOLL_UINT8 = 6, RAILCOLL_INT16 = 7, RAILCOLL_UINT16 = 8,
+  RAILCOLL_UINT32 = 9, RAILCOLL_UINT64 = 10, RAILCOLL_FLOAT16 = 11, RAILCOLL_BFLOAT16 = 12
+} railcoll_datatype_t;
+/* Integer sums and products wrap around. The bitwise (BAND, BOR, BXOR) and
+ * logical (LAND, LOR, LXOR: the result is 1 or 0) operators take the integer
+ * types only; on a floating type they are RAILCOLL_ERR_ARG. */
+typedef enum {
+  RAILCOLL_SUM = 0, RAILCOLL_MIN = 1, RAILCOLL_MAX = 2, RAILCOLL_PROD = 3,
+  RAILCOLL_BAND = 4, RAILCOLL_BOR = 5, RAILCOLL_BXOR = 6,
+  RAILCOLL_LAND = 7, RAILCOLL_LOR = 8, RAILCOLL_LXOR = 9
+} railcoll_op_t;
 /* recvbuf[i] = op over all ranks of sendbuf[i], for `count` elements of `type`.
  * With RAILCOLL_IN_PLACE, recvbuf holds the input and sendbuf is ignored.
  * Floating-point sums depend on the algorithm's order of combination (as in MPI). */
 RAILCOLL_API railcoll_status_t railcoll_allreduce(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
                                                   size_t count, railcoll_datatype_t type, railcoll_op_t op,
                                                   const railcoll_call_opts_t* opts);
+/* MPI_Reduce_scatter_block: sendbuf holds size * count elements, block r (at
+ * r * count) for rank r; recvbuf (count elements) receives this rank's block
+ * reduced over every rank. With RAILCOLL_IN_PLACE, recvbuf holds the input
+ * (size * count elements) and the result lands at its start. */
+RAILCOLL_API railcoll_status_t railcoll_reduce_scatter_block(railcoll_comm_t comm, const void* sendbuf,
+                                                             void* recvbuf, size_t count, railcoll_datatype_t type,
+                                                             railcoll_op_t op, const railcoll_call_opts_t* opts);
+/* MPI_Reduce_scatter: as railcoll_reduce_scatter_block with counts[r] elements
+ * for rank r, the blocks one after the other in rank order (every rank passes
+ * the same counts; some may be 0). In place: recvbuf holds the whole input. */
+RAILCOLL_API railcoll_status_t railcoll_reduce_scatter(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                       const size_t* counts, railcoll_datatype_t type,
+                                                       railcoll_op_t op, const railcoll_call_opts_t* opts);
+/* MPI_Reduce: the root's recvbuf[i] = op over all ranks of sendbuf[i] (recvbuf
+ * is ignored elsewhere and may be NULL). RAILCOLL_IN_PLACE at the root: its
+ * recvbuf holds its input; other ranks always pass sendbuf. */
+RAILCOLL_API railcoll_status_t railcoll_reduce(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                               size_t count, railcoll_datatype_t type, railcoll_op_t op, int root,
+                                               const railcoll_call_opts_t* opts);
 /* The algorithm a call of `collective` ("allgather", "bcast", ...) with `bytes`
  * per rank would use, with the options' algorithm if given (a root of 0 and
  * float sums for the rooted and reducing ones). The string is the library's

@@ -52,6 +52,16 @@ railcoll_status_t BenchCall::run(railcoll_comm_t comm, const railcoll_call_opts_
     case Collective::Bcast: return railcoll_bcast(comm, recv_.data(), bytes, 0, opts);
     case Collective::Allreduce:
       return railcoll_allreduce(comm, send_.data(), recv_.data(), bytes / 4, RAILCOLL_FLOAT, RAILCOLL_SUM, opts);
+    case Collective::ReduceScatterBlock:
+      return railcoll_reduce_scatter_block(comm, send_.data(), recv_.data(), bytes / 4, RAILCOLL_FLOAT, RAILCOLL_SUM,
+                                           opts);
+    case Collective::ReduceScatter: {
+      const std::vector<size_t> counts(shape_.nranks, bytes / 4);
+      return railcoll_reduce_scatter(comm, send_.data(), recv_.data(), counts.data(), RAILCOLL_FLOAT, RAILCOLL_SUM,
+                                     opts);
+    }
+    case Collective::Reduce:
+      return railcoll_reduce(comm, send_.data(), recv_.data(), bytes / 4, RAILCOLL_FLOAT, RAILCOLL_SUM, 0, opts);
     default: return railcoll_barrier(comm);
   }
 }

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -197,6 +198,67 @@ railcoll_status_t gather_call(railcoll_comm* comm, const void* sendbuf, void* re
   return run(comm, railcoll::Collective::Allgather, sendbuf, recvbuf, counts, opts);
 }
 
+// A reduction's type and operator as the schedule's. A C caller may pass any
+// int: the enums' bytes are read as ints, since loading an enum holding a
+// value outside its range is undefined in C++.
+railcoll_status_t reduction_args(const char* fn, railcoll_datatype_t type, railcoll_op_t op,
+                                 railcoll::AlgoOptions* args) {
+  using railcoll::DataType;
+  using railcoll::ReduceOp;
+  static const std::pair<int, DataType> kTypes[] = {
+      {RAILCOLL_INT32, DataType::Int32},   {RAILCOLL_INT64, DataType::Int64},       {RAILCOLL_FLOAT, DataType::Float32},
+      {RAILCOLL_DOUBLE, DataType::Float64}, {RAILCOLL_INT8, DataType::Int8},        {RAILCOLL_UINT8, DataType::UInt8},
+      {RAILCOLL_INT16, DataType::Int16},   {RAILCOLL_UINT16, DataType::UInt16},     {RAILCOLL_UINT32, DataType::UInt32},
+      {RAILCOLL_UINT64, DataType::UInt64}, {RAILCOLL_FLOAT16, DataType::Float16}, {RAILCOLL_BFLOAT16, DataType::BFloat16}};
+  static const std::pair<int, ReduceOp> kOps[] = {
+      {RAILCOLL_SUM, ReduceOp::Sum},   {RAILCOLL_MIN, ReduceOp::Min},   {RAILCOLL_MAX, ReduceOp::Max},
+      {RAILCOLL_PROD, ReduceOp::Prod}, {RAILCOLL_BAND, ReduceOp::BAnd}, {RAILCOLL_BOR, ReduceOp::BOr},
+      {RAILCOLL_BXOR, ReduceOp::BXor}, {RAILCOLL_LAND, ReduceOp::LAnd}, {RAILCOLL_LOR, ReduceOp::LOr},
+      {RAILCOLL_LXOR, ReduceOp::LXor}};
+  int type_value, op_value;
+  memcpy(&type_value, &type, sizeof type_value);
+  memcpy(&op_value, &op, sizeof op_value);
+  auto t = std::find_if(std::begin(kTypes), std::end(kTypes), [&](auto& e) { return e.first == type_value; });
+  if (t == std::end(kTypes)) return fail(RAILCOLL_ERR_ARG, std::string(fn) + ": unknown data type " + std::to_string(type_value));
+  auto o = std::find_if(std::begin(kOps), std::end(kOps), [&](auto& e) { return e.first == op_value; });
+  if (o == std::end(kOps)) return fail(RAILCOLL_ERR_ARG, std::string(fn) + ": unknown operation " + std::to_string(op_value));
+  if (!railcoll::redop_applies(o->second, t->second))
+    return fail(RAILCOLL_ERR_ARG, std::string(fn) + ": the operation " + railcoll::redop_name(o->second) +
+                                      " is not defined on " + railcoll::dtype_name(t->second) +
+                                      " (bitwise and logical operations take integer types)");
+  args->dtype = t->second;
+  args->redop = o->second;
+  return RAILCOLL_OK;
+}
+
+// `count` elements of the call's type in bytes; false when that is too many.
+bool element_bytes(size_t count, const railcoll::AlgoOptions& args, uint64_t* bytes) {
+  const size_t elem = railcoll::dtype_size(args.dtype);
+  if (count > railcoll::kMaxBytesPerRank / elem) return false;
+  *bytes = count * elem;
+  return true;
+}
+
+// reduce_scatter(_block): send holds every rank's block (counts, bytes) in
+// rank order, recv this rank's; in place, recv holds the whole input.
+railcoll_status_t reduce_scatter_call(railcoll_comm* c, railcoll::Collective coll, const void* sendbuf, void* recvbuf,
+                                      const std::vector<uint64_t>& counts, const railcoll_call_opts_t* opts,
+                                      const railcoll::AlgoOptions& args) {
+  const int me = c->comm->rank();
+  uint64_t total = 0;
+  for (uint64_t n : counts) total += n;
+  const bool in_place = opts && (opts->flags & RAILCOLL_IN_PLACE);
+  if ((in_place ? total : counts[me]) > 0 && !recvbuf) return fail(RAILCOLL_ERR_ARG, "recvbuf is NULL with a non-zero count");
+  if (total > 0 && !sendbuf && !in_place) return fail(RAILCOLL_ERR_ARG, "sendbuf is NULL with a non-zero count");
+  std::vector<char> input;
+  if (in_place) {
+    sendbuf = input_copy(recvbuf, 0, total, &input);
+  } else if (overlap(sendbuf, total, recvbuf, counts[me])) {
+    return fail(RAILCOLL_ERR_ARG, "sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
+  }
+  return run(c, coll, sendbuf, recvbuf, counts, opts, args);
+}
+
 int query(railcoll_comm_t handle, const char* fn, int (*what)(const railcoll::rt::Comm&)) {
   railcoll::capi::clear_error();
   railcoll_comm* c = live(handle, fn);
@@ -336,30 +398,10 @@ railcoll_status_t railcoll_gather(railcoll_comm_t comm, const void* sendbuf, voi
 railcoll_status_t railcoll_allreduce(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
                                      railcoll_datatype_t type, railcoll_op_t op, const railcoll_call_opts_t* opts) {
   return collective(comm, "railcoll_allreduce", opts, [&](railcoll_comm* c) {
-    using railcoll::DataType;
-    using railcoll::ReduceOp;
     railcoll::AlgoOptions args;
-    // A C caller may pass any int: read the enums' bytes as ints, since loading
-    // an enum holding a value outside its range is undefined in C++.
-    int type_value, op_value;
-    memcpy(&type_value, &type, sizeof type_value);
-    memcpy(&op_value, &op, sizeof op_value);
-    switch (type_value) {
-      case RAILCOLL_INT32: args.dtype = DataType::Int32; break;
-      case RAILCOLL_INT64: args.dtype = DataType::Int64; break;
-      case RAILCOLL_FLOAT: args.dtype = DataType::Float32; break;
-      case RAILCOLL_DOUBLE: args.dtype = DataType::Float64; break;
-      default: return fail(RAILCOLL_ERR_ARG, "allreduce: unknown data type " + std::to_string(type_value));
-    }
-    switch (op_value) {
-      case RAILCOLL_SUM: args.redop = ReduceOp::Sum; break;
-      case RAILCOLL_MIN: args.redop = ReduceOp::Min; break;
-      case RAILCOLL_MAX: args.redop = ReduceOp::Max; break;
-      default: return fail(RAILCOLL_ERR_ARG, "allreduce: unknown operation " + std::to_string(op_value));
-    }
-    size_t elem = railcoll::dtype_size(args.dtype);
-    if (count > railcoll::kMaxBytesPerRank / elem) return fail(RAILCOLL_ERR_ARG, "allreduce: count is too large");
-    uint64_t bytes = count * elem;
+    uint64_t bytes = 0;
+    if (railcoll_status_t st = reduction_args("allreduce", type, op, &args)) return st;
+    if (!element_bytes(count, args, &bytes)) return fail(RAILCOLL_ERR_ARG, "allreduce: count is too large");
     bool in_place = opts && (opts->flags & RAILCOLL_IN_PLACE);
     if (bytes > 0 && !recvbuf) return fail(RAILCOLL_ERR_ARG, "recvbuf is NULL with a non-zero count");
     if (bytes > 0 && !sendbuf && !in_place) return fail(RAILCOLL_ERR_ARG, "sendbuf is NULL with a non-zero count");
@@ -371,6 +413,58 @@ railcoll_status_t railcoll_allreduce(railcoll_comm_t comm, const void* sendbuf, 
     }
     return run(c, railcoll::Collective::Allreduce, sendbuf, recvbuf, std::vector<uint64_t>(c->comm->size(), bytes),
                opts, args);
+  });
+}
+
+railcoll_status_t railcoll_reduce_scatter_block(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                                                railcoll_datatype_t type, railcoll_op_t op,
+                                                const railcoll_call_opts_t* opts) {
+  return collective(comm, "railcoll_reduce_scatter_block", opts, [&](railcoll_comm* c) {
+    railcoll::AlgoOptions args;
+    uint64_t bytes = 0;
+    if (railcoll_status_t st = reduction_args("reduce_scatter_block", type, op, &args)) return st;
+    if (!element_bytes(count, args, &bytes)) return fail(RAILCOLL_ERR_ARG, "reduce_scatter_block: count is too large");
+    return reduce_scatter_call(c, railcoll::Collective::ReduceScatterBlock, sendbuf, recvbuf,
+                               std::vector<uint64_t>(c->comm->size(), bytes), opts, args);
+  });
+}
+
+railcoll_status_t railcoll_reduce_scatter(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                          const size_t* counts, railcoll_datatype_t type, railcoll_op_t op,
+                                          const railcoll_call_opts_t* opts) {
+  return collective(comm, "railcoll_reduce_scatter", opts, [&](railcoll_comm* c) {
+    railcoll::AlgoOptions args;
+    if (railcoll_status_t st = reduction_args("reduce_scatter", type, op, &args)) return st;
+    if (!counts) return fail(RAILCOLL_ERR_ARG, "reduce_scatter: counts is NULL");
+    std::vector<uint64_t> bytes(c->comm->size());
+    for (int r = 0; r < c->comm->size(); ++r)
+      if (!element_bytes(counts[r], args, &bytes[r]))
+        return fail(RAILCOLL_ERR_ARG, "reduce_scatter: count of rank " + std::to_string(r) + " is too large");
+    return reduce_scatter_call(c, railcoll::Collective::ReduceScatter, sendbuf, recvbuf, bytes, opts, args);
+  });
+}
+
+railcoll_status_t railcoll_reduce(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                                  railcoll_datatype_t type, railcoll_op_t op, int root,
+                                  const railcoll_call_opts_t* opts) {
+  return collective(comm, "railcoll_reduce", opts, [&](railcoll_comm* c) {
+    if (railcoll_status_t st = check_root(c, root)) return st;
+    railcoll::AlgoOptions args;
+    uint64_t bytes = 0;
+    if (railcoll_status_t st = reduction_args("reduce", type, op, &args)) return st;
+    if (!element_bytes(count, args, &bytes)) return fail(RAILCOLL_ERR_ARG, "reduce: count is too large");
+    args.root = root;
+    const bool at_root = c->comm->rank() == root, in_place = at_root && opts && (opts->flags & RAILCOLL_IN_PLACE);
+    if (at_root && bytes > 0 && !recvbuf) return fail(RAILCOLL_ERR_ARG, "recvbuf is NULL at the root with a non-zero count");
+    if (bytes > 0 && !sendbuf && !in_place) return fail(RAILCOLL_ERR_ARG, "sendbuf is NULL with a non-zero count");
+    std::vector<char> input;
+    if (in_place) {
+      sendbuf = input_copy(recvbuf, 0, bytes, &input);
+    } else if (at_root && overlap(sendbuf, bytes, recvbuf, bytes)) {
+      return fail(RAILCOLL_ERR_ARG, "sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
+    }
+    return run(c, railcoll::Collective::Reduce, sendbuf, at_root ? recvbuf : nullptr,
+               std::vector<uint64_t>(c->comm->size(), bytes), opts, args);
   });
 }
 

@@ -1,12 +1,23 @@
 #include "core/collective.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 #include <cstring>
 
 #include "core/errors.hpp"
+#include "core/reduce_ops.hpp"
 #include "core/schedule.hpp"
 
 namespace railcoll {
+
+namespace {
+constexpr DataType kTypes[] = {DataType::Int8,  DataType::UInt8,  DataType::Int16,   DataType::UInt16,
+                               DataType::Int32, DataType::UInt32, DataType::Int64,   DataType::UInt64,
+                               DataType::Float16, DataType::BFloat16, DataType::Float32, DataType::Float64};
+constexpr ReduceOp kOps[] = {ReduceOp::Sum,  ReduceOp::Min, ReduceOp::Max,  ReduceOp::Prod, ReduceOp::BAnd,
+                             ReduceOp::BOr,  ReduceOp::BXor, ReduceOp::LAnd, ReduceOp::LOr,  ReduceOp::LXor};
+}  // namespace
 
 const char* dtype_name(DataType t) {
   switch (t) {
@@ -15,6 +26,14 @@ const char* dtype_name(DataType t) {
     case DataType::Int64: return "int64";
     case DataType::Float32: return "float";
     case DataType::Float64: return "double";
+    case DataType::Int8: return "int8";
+    case DataType::UInt8: return "uint8";
+    case DataType::Int16: return "int16";
+    case DataType::UInt16: return "uint16";
+    case DataType::UInt32: return "uint32";
+    case DataType::UInt64: return "uint64";
+    case DataType::Float16: return "float16";
+    case DataType::BFloat16: return "bfloat16";
   }
   return "?";
 }
@@ -24,29 +43,121 @@ const char* redop_name(ReduceOp o) {
     case ReduceOp::Sum: return "sum";
     case ReduceOp::Min: return "min";
     case ReduceOp::Max: return "max";
+    case ReduceOp::Prod: return "prod";
+    case ReduceOp::BAnd: return "band";
+    case ReduceOp::BOr: return "bor";
+    case ReduceOp::BXor: return "bxor";
+    case ReduceOp::LAnd: return "land";
+    case ReduceOp::LOr: return "lor";
+    case ReduceOp::LXor: return "lxor";
   }
   return "?";
 }
 
 size_t dtype_size(DataType t) {
   switch (t) {
-    case DataType::Byte: return 1;
-    case DataType::Int32: case DataType::Float32: return 4;
-    case DataType::Int64: case DataType::Float64: return 8;
+    case DataType::Byte: case DataType::Int8: case DataType::UInt8: return 1;
+    case DataType::Int16: case DataType::UInt16: case DataType::Float16: case DataType::BFloat16: return 2;
+    case DataType::Int32: case DataType::UInt32: case DataType::Float32: return 4;
+    case DataType::Int64: case DataType::UInt64: case DataType::Float64: return 8;
   }
   return 1;
 }
 
+const std::vector<DataType>& reduction_types() {
+  static const std::vector<DataType> v(std::begin(kTypes), std::end(kTypes));
+  return v;
+}
+
+const std::vector<ReduceOp>& reduction_ops() {
+  static const std::vector<ReduceOp> v(std::begin(kOps), std::end(kOps));
+  return v;
+}
+
 bool parse_dtype(const std::string& s, DataType* out) {
-  for (DataType t : {DataType::Byte, DataType::Int32, DataType::Int64, DataType::Float32, DataType::Float64})
+  for (DataType t : kTypes)
     if (s == dtype_name(t)) return *out = t, true;
   return false;
 }
 
 bool parse_redop(const std::string& s, ReduceOp* out) {
-  for (ReduceOp o : {ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max})
+  for (ReduceOp o : kOps)
     if (s == redop_name(o)) return *out = o, true;
   return false;
+}
+
+std::string dtype_names() {
+  std::string out;
+  for (DataType t : kTypes) out += (out.empty() ? "" : ", ") + std::string(dtype_name(t));
+  return out;
+}
+
+std::string redop_names() {
+  std::string out;
+  for (ReduceOp o : kOps) out += (out.empty() ? "" : ", ") + std::string(redop_name(o));
+  return out;
+}
+
+bool dtype_is_integer(DataType t) {
+  return t != DataType::Byte && t != DataType::Float16 && t != DataType::BFloat16 && t != DataType::Float32 &&
+         t != DataType::Float64;
+}
+
+bool redop_applies(ReduceOp o, DataType t) {
+  switch (o) {
+    case ReduceOp::Sum: case ReduceOp::Min: case ReduceOp::Max: case ReduceOp::Prod: return t != DataType::Byte;
+    default: return dtype_is_integer(t);
+  }
+}
+
+namespace {
+uint32_t float_bits(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  return x;
+}
+float bits_float(uint32_t x) {
+  float f;
+  memcpy(&f, &x, sizeof f);
+  return f;
+}
+// Drops the low `shift` bits of `v`, rounding to nearest, ties to even.
+uint32_t round_shift(uint32_t v, int shift) {
+  const uint32_t kept = v >> shift, rest = v & ((1u << shift) - 1), half = 1u << (shift - 1);
+  return kept + (rest > half || (rest == half && (kept & 1)));
+}
+}  // namespace
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16, exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ff;
+  if (exp == 0x1f) return bits_float(sign | 0x7f800000 | mant << 13);
+  if (exp != 0) return bits_float(sign | (exp + 127 - 15) << 23 | mant << 13);
+  if (mant == 0) return bits_float(sign);
+  int e = 127 - 15 + 1;  // subnormal: normalise
+  while (!(mant & 0x400)) mant <<= 1, --e;
+  return bits_float(sign | static_cast<uint32_t>(e) << 23 | (mant & 0x3ff) << 13);
+}
+
+uint16_t float_to_half(float f) {
+  const uint32_t x = float_bits(f), sign = (x >> 16) & 0x8000, exp = (x >> 23) & 0xff, mant = x & 0x7fffff;
+  if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00 | (mant ? 0x200 : 0));
+  const int e = static_cast<int>(exp) - 127 + 15;
+  if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00);
+  if (e <= 0) {  // subnormal or zero
+    if (e < -10) return static_cast<uint16_t>(sign);
+    return static_cast<uint16_t>(sign | round_shift(mant | 0x800000, 14 - e));
+  }
+  // A carry out of the mantissa rounds into the exponent, up to infinity.
+  return static_cast<uint16_t>(sign | round_shift(static_cast<uint32_t>(e) << 23 | mant, 13));
+}
+
+float bf16_to_float(uint16_t h) { return bits_float(static_cast<uint32_t>(h) << 16); }
+
+uint16_t float_to_bf16(float f) {
+  const uint32_t x = float_bits(f);
+  if ((x & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((x >> 16) | 0x40);  // NaN stays NaN
+  return static_cast<uint16_t>(round_shift(x, 16));
 }
 
 namespace {
@@ -64,6 +175,14 @@ const CollectiveTraits kTable[] = {
    "send: this rank's block; recv (root only): every block in rank order"},
   {Collective::Allreduce, "allreduce", "MPI_Allreduce",  false, true,    true,  true,  true,  Result::Reduction,    false,
    "send: this rank's vector; recv: the element-wise reduction over every rank"},
+  {Collective::ReduceScatterBlock, "reduce_scatter_block", "MPI_Reduce_scatter_block",
+                                                false, true,    true,  true,  true,  Result::ReducedSlice, false,
+   "send: N blocks of the same size, block r for rank r; recv: block r reduced over every rank"},
+  {Collective::ReduceScatter, "reduce_scatter", "MPI_Reduce_scatter",
+                                                false, true,    true,  false, true,  Result::ReducedSlice, false,
+   "send: every rank's block (per-rank counts) in rank order; recv: this rank's block reduced over every rank"},
+  {Collective::Reduce,    "reduce",    "MPI_Reduce",     true,  true,    true,  true,  true,  Result::Reduction,    true,
+   "send: this rank's vector; recv (root only): the element-wise reduction over every rank"},
   {Collective::Goal,      "goal",      "",               false, false,   true,  false, false, Result::None,         false,
    "a schedule imported from GOAL: regions as the file gives them"},
 };
@@ -74,32 +193,62 @@ unsigned char pattern(int rank, int call, uint64_t i) {
 }
 
 // Rank r's element i in call c: small integers, so that sums are exact in any
-// order and a reduction of any type is checked exactly.
+// order and a reduction of any type is checked exactly. Each operator gets
+// inputs that make it do something: products of mostly 1 with a few -1 and 2
+// (at most 2^6), logical operators a mix of zeros and non-zeros, float16 and
+// bfloat16 sums within the 256 that bfloat16 holds exactly over 64 ranks.
 int64_t element(int rank, uint64_t i, int call) { return static_cast<int64_t>((rank * 37 + i * 11 + call) % 1000) - 400; }
 
-template <class T>
-void fill_elements(unsigned char* buf, uint64_t n, int rank, int call) {
-  for (uint64_t i = 0; i < n; ++i) {
-    T v = static_cast<T>(element(rank, i, call));
-    memcpy(buf + i * sizeof(T), &v, sizeof(T));
+int64_t element_for(const CallShape& c, int rank, uint64_t i, int call) {
+  const uint64_t mix = rank * 3 + i * 5 + call;
+  switch (c.redop) {
+    case ReduceOp::Prod:
+      if ((rank * 7 + i * 3 + call) % 5 == 0) return -1;
+      return rank < 6 && (i + rank) % 4 == 0 ? 2 : 1;
+    case ReduceOp::LAnd: case ReduceOp::LXor: return mix % 23 == 0 ? 0 : element(rank, i, call);
+    case ReduceOp::LOr: return mix % 23 == 0 ? element(rank, i, call) | 1 : 0;
+    default: break;
   }
+  if (c.dtype == DataType::Float16 || c.dtype == DataType::BFloat16) return element(rank, i, call) % 7;
+  return element(rank, i, call);
 }
 
-template <class T>
-std::string check_elements(const unsigned char* buf, const CallShape& c, int call) {
-  const uint64_t n = c.bytes / sizeof(T);
-  for (uint64_t i = 0; i < n; ++i) {
-    int64_t want = element(0, i, call);
-    for (int r = 1; r < c.nranks; ++r) {
-      int64_t x = element(r, i, call);
-      want = c.redop == ReduceOp::Sum ? want + x : c.redop == ReduceOp::Min ? std::min(want, x) : std::max(want, x);
+template <class Codec>
+typename Codec::Stored stored(int64_t v) {
+  return Codec::store(static_cast<typename Codec::Calc>(v));
+}
+
+void fill_elements(const CallShape& c, int call, unsigned char* send, uint64_t n) {
+  ops::with_type(c.dtype, [&](auto codec) {
+    using Codec = decltype(codec);
+    using S = typename Codec::Stored;
+    for (uint64_t i = 0; i < n; ++i) {
+      S v = stored<Codec>(element_for(c, c.rank, i, call));
+      memcpy(send + i * sizeof(S), &v, sizeof(S));
     }
-    T got;
-    memcpy(&got, buf + i * sizeof(T), sizeof(T));
-    if (got != static_cast<T>(want))
-      return std::string("wrong ") + redop_name(c.redop) + " at element " + std::to_string(i);
-  }
-  return "";
+  });
+}
+
+// recv holds elements first.. of the reduction over every rank's send.
+std::string check_elements(const CallShape& c, int call, const unsigned char* recv, uint64_t first, uint64_t n) {
+  std::string wrong;
+  ops::with_type(c.dtype, [&](auto codec) {
+    using Codec = decltype(codec);
+    using S = typename Codec::Stored;
+    ops::with_op<typename Codec::Calc>(c.redop, [&](auto f) {
+      for (uint64_t i = 0; i < n && wrong.empty(); ++i) {
+        auto want = Codec::load(stored<Codec>(element_for(c, 0, first + i, call)));
+        for (int r = 1; r < c.nranks; ++r)
+          want = Codec::load(Codec::store(f(want, Codec::load(stored<Codec>(element_for(c, r, first + i, call))))));
+        S got;
+        memcpy(&got, recv + i * sizeof(S), sizeof(S));
+        if (Codec::load(got) != want)
+          wrong = std::string("wrong ") + dtype_name(c.dtype) + " " + redop_name(c.redop) + " at element " +
+                  std::to_string(i);
+      }
+    });
+  });
+  return wrong;
 }
 
 constexpr unsigned char kGuard = 0xEE;
@@ -147,7 +296,15 @@ void CollectiveTraits::region_sizes(const BlockLayout& layout, int root, std::ve
       recv->assign(N, result_at_root_only ? 0 : layout.total());
       if (result_at_root_only) (*recv)[root] = layout.total();
       break;
-    case Result::Reduction: *recv = layout.count; break;
+    case Result::Reduction:
+      *recv = layout.count;
+      if (result_at_root_only)
+        for (int r = 0; r < N; ++r) (*recv)[r] = r == root ? layout.count[r] : 0;
+      break;
+    case Result::ReducedSlice:  // layout: the slice each rank ends with
+      send->assign(N, layout.total());
+      *recv = layout.count;
+      break;
     case Result::Synchronised:
     case Result::None: recv->assign(N, layout.total()); break;
   }
@@ -157,21 +314,26 @@ double CollectiveTraits::node_recv_bytes(int ranks, int nodes, int fewest, doubl
   switch (result) {
     case Result::Blocks: return (ranks - fewest) * m;         // what the node (or root's node) lacks
     case Result::RootBlock: return m;                         // every other node receives it once
-    case Result::Reduction: return 2.0 * (nodes - 1) / nodes * m;  // reduce-scatter + all-gather
+    case Result::Reduction:  // reduce: the root's node at least gets the vector once
+      return result_at_root_only ? m : 2.0 * (nodes - 1) / nodes * m;  // reduce-scatter + all-gather
+    case Result::ReducedSlice:  // every other node's part of each of the node's slices
+      return (nodes - 1) * std::ceil(static_cast<double>(ranks) / nodes) * m;
     default: return 0;
   }
 }
 
 uint64_t CollectiveTraits::send_length(const CallShape& c) const {
   if (!moves_data) return 0;
+  if (result == Result::ReducedSlice) return c.bytes * c.nranks;
   return result == Result::RootBlock && c.rank != c.root ? 0 : c.bytes;
 }
 
 uint64_t CollectiveTraits::recv_length(const CallShape& c) const {
   switch (result) {
     case Result::Blocks: return result_at_root_only && c.rank != c.root ? 0 : c.bytes * c.nranks;
+    case Result::Reduction: return result_at_root_only && c.rank != c.root ? 0 : c.bytes;
     case Result::RootBlock:
-    case Result::Reduction: return c.bytes;
+    case Result::ReducedSlice: return c.bytes;
     default: return 0;
   }
 }
@@ -179,17 +341,7 @@ uint64_t CollectiveTraits::recv_length(const CallShape& c) const {
 void CollectiveTraits::fill(const CallShape& c, int call, unsigned char* send, unsigned char* recv) const {
   const uint64_t slen = send_length(c), rlen = recv_length(c);
   if (recv) memset(recv, kGuard, rlen);
-  if (reducing) {
-    const uint64_t n = c.bytes / dtype_size(c.dtype);
-    switch (c.dtype) {
-      case DataType::Int32: fill_elements<int32_t>(send, n, c.rank, call); break;
-      case DataType::Int64: fill_elements<int64_t>(send, n, c.rank, call); break;
-      case DataType::Float32: fill_elements<float>(send, n, c.rank, call); break;
-      case DataType::Float64: fill_elements<double>(send, n, c.rank, call); break;
-      case DataType::Byte: break;
-    }
-    return;
-  }
+  if (reducing) return fill_elements(c, call, send, slen / dtype_size(c.dtype));
   const int origin = result == Result::RootBlock ? c.root : c.rank;
   for (uint64_t b = 0; b < slen; ++b) send[b] = pattern(origin, call, b);
   // A broadcast's root passes one buffer: its message is already in "recv".
@@ -210,14 +362,12 @@ std::string CollectiveTraits::check(const CallShape& c, int call, const unsigned
         if (recv[b] != pattern(c.root, call, b)) return "wrong byte " + std::to_string(b);
       return "";
     case Result::Reduction:
-      switch (c.dtype) {
-        case DataType::Int32: return check_elements<int32_t>(recv, c, call);
-        case DataType::Int64: return check_elements<int64_t>(recv, c, call);
-        case DataType::Float32: return check_elements<float>(recv, c, call);
-        case DataType::Float64: return check_elements<double>(recv, c, call);
-        case DataType::Byte: return "a reduction needs a data type";
-      }
-      return "";
+    case Result::ReducedSlice: {
+      if (c.dtype == DataType::Byte) return "a reduction needs a data type";
+      if (result_at_root_only && c.rank != c.root) return "";
+      const uint64_t n = c.bytes / dtype_size(c.dtype);
+      return check_elements(c, call, recv, result == Result::ReducedSlice ? n * c.rank : 0, n);
+    }
     default: return "";
   }
 }

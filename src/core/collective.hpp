@@ -11,16 +11,41 @@
 
 namespace railcoll {
 
-enum class Collective : uint8_t { Allgather, Barrier, Bcast, Gather, Allreduce, Goal };
+enum class Collective : uint8_t {
+  Allgather, Barrier, Bcast, Gather, Allreduce,
+  ReduceScatterBlock, ReduceScatter, Reduce,  // the reduction family (issue 20)
+  Goal
+};
 
-// Element types and operators of reductions (allreduce). Byte: no reduction.
-enum class DataType : uint8_t { Byte, Int32, Int64, Float32, Float64 };
-enum class ReduceOp : uint8_t { Sum, Min, Max };
+// Element types and operators of reductions. Byte: no reduction. Float16 and
+// BFloat16 are combined in float32 and rounded back once per combination.
+enum class DataType : uint8_t {
+  Byte, Int32, Int64, Float32, Float64,
+  Int8, UInt8, Int16, UInt16, UInt32, UInt64, Float16, BFloat16
+};
+// Bitwise (band, bor, bxor) and logical (land, lor, lxor: the result is 1 or
+// 0, as in MPI) operators apply to the integer types only.
+enum class ReduceOp : uint8_t { Sum, Min, Max, Prod, BAnd, BOr, BXor, LAnd, LOr, LXor };
 const char* dtype_name(DataType t);
 const char* redop_name(ReduceOp o);
 size_t dtype_size(DataType t);
 bool parse_dtype(const std::string& s, DataType* out);
 bool parse_redop(const std::string& s, ReduceOp* out);
+// Every type and operator, in enum order (Byte left out: it reduces nothing).
+const std::vector<DataType>& reduction_types();
+const std::vector<ReduceOp>& reduction_ops();
+bool dtype_is_integer(DataType t);
+// Whether `o` is defined on `t` (MPI's rule: bitwise and logical operators on
+// integers only).
+bool redop_applies(ReduceOp o, DataType t);
+// "int8, uint8, ..." / "sum, min, ..." for messages naming the choices.
+std::string dtype_names();
+std::string redop_names();
+// IEEE binary16 and bfloat16 from and to float, rounding to nearest even.
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+float bf16_to_float(uint16_t h);
+uint16_t float_to_bf16(float f);
 
 struct BlockLayout;
 
@@ -30,13 +55,16 @@ enum class Result : uint8_t {
   Blocks,        // recv holds every rank's send block in rank order (at `targets`)
   RootBlock,     // recv of every rank but the root holds the root's send
   Reduction,     // recv holds, per element, the reduction over every rank's send
+                 // (at the root only when result_at_root_only: reduce)
+  ReducedSlice,  // reduce_scatter: send holds every rank's slice in rank order; rank
+                 // r's recv holds slice r reduced over every rank's send
   None,          // imported schedules: no meaning to check
 };
 
 // One call as a benchmark or test makes it: enough to size, fill and check buffers.
 struct CallShape {
   int rank = 0, nranks = 1, root = 0;
-  uint64_t bytes = 0;  // per rank (allreduce: the vector's bytes)
+  uint64_t bytes = 0;  // per rank (allreduce: the vector's bytes; reduce_scatter: the block each rank ends with)
   DataType dtype = DataType::Byte;
   ReduceOp redop = ReduceOp::Sum;
 };
@@ -51,7 +79,7 @@ struct CollectiveTraits {
   bool equal_counts;     // every rank must pass the same byte count
   bool user_facing;      // callable (false: imported GOAL schedules)
   Result result;
-  bool result_at_root_only;  // Blocks: only the root's recv (gather)
+  bool result_at_root_only;  // Blocks, Reduction: only the root's recv (gather, reduce)
   const char* sizes_doc;     // one line: what send and recv hold
 
   // Region sizes per rank, from the per-rank counts.

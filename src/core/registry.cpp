@@ -65,11 +65,15 @@ void check_call_args(Collective collective, const Topology& topo, const std::vec
   if (c.equal_counts && c.moves_data && !equal) throw InputError(std::string(c.name) + " needs the same byte count on every rank");
   if (c.reducing) {
     if (opts.dtype == DataType::Byte)
-      throw InputError(std::string(c.name) + " needs a data type (int32, int64, float or double)");
+      throw InputError(std::string(c.name) + " needs a data type (" + dtype_names() + ")");
+    if (!redop_applies(opts.redop, opts.dtype))
+      throw InputError(std::string(c.name) + ": the operator " + redop_name(opts.redop) + " is not defined on " +
+                       dtype_name(opts.dtype) + " (bitwise and logical operators take integers)");
     size_t e = dtype_size(opts.dtype);
-    if (!counts.empty() && counts[0] % e != 0)
-      throw InputError(std::string(c.name) + " of " + dtype_name(opts.dtype) + ": " + std::to_string(counts[0]) +
-                       " bytes is not a whole number of " + std::to_string(e) + "-byte elements");
+    for (uint64_t n : counts)
+      if (n % e != 0)
+        throw InputError(std::string(c.name) + " of " + dtype_name(opts.dtype) + ": " + std::to_string(n) +
+                         " bytes is not a whole number of " + std::to_string(e) + "-byte elements");
   }
 }
 

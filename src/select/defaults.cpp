@@ -13,6 +13,10 @@
 // * allreduce: ranks that share a node combine in shared memory first; one rank
 //   per node wants latency (recursive doubling) for short vectors and bandwidth
 //   (reduce-scatter + all-gather) for long ones.
+// * reduce_scatter(_block) and reduce: the simulator on the calibrated testbed
+//   (presets/testbed.preset, 4x4 and 4x1, 2 rails; docs/selection.md), except
+//   where the emulated cluster's measurements overruled it (docs/results.md):
+//   smp for reduce-scatter on multi-rank nodes at every size.
 // * bcast and gather: the simulator on the calibrated testbed and on the seeds'
 //   machines (QsNetII 4x4 dual rail, Elan3 64x4, Elan4 and InfiniBand 128x1):
 //   smp is fastest wherever nodes hold several ranks, at every size (bcast at
@@ -43,6 +47,12 @@ struct Row {
   const char* algorithm;
   const char* reason;
 };
+
+// The reasons of the reduce-scatter rules, which both of its collectives share.
+constexpr const char* kRsSmp = "combine in shared memory first; one leader per rail sends each node its partial (emulated cluster 4x4, 1 MiB: 269 ms, ring 1.0 s, direct 0.92 s; the simulator put the ring ahead from 512 KiB)";
+constexpr const char* kRsHalving = "one rank per node, short blocks: log2 N steps (simulated testbed 4x1, 8 B-8 KiB)";
+constexpr const char* kRsDirect = "one rank per node: one network step (simulated testbed 4x1, 32-64 KiB: 268-418 us, ring 317-492)";
+constexpr const char* kRsRing = "one rank per node, long blocks: the ring (simulated testbed 4x1, from 128 KiB)";
 
 // clang-format off
 const Row kRows[] = {
@@ -81,6 +91,31 @@ const Row kRows[] = {
    "one rank per node, short vectors: latency"},
   {Collective::Allreduce, kAny,      kAny,  kAny,      kAny,            kAny,          "rabenseifner",
    "one rank per node, long vectors: bandwidth (reduce-scatter + all-gather)"},
+
+  // reduce_scatter_block and reduce_scatter: the same algorithms, the same rules.
+  {Collective::ReduceScatterBlock, kAny, kAny, kSeveral, kAny,            kAny,          "smp",
+   kRsSmp},
+  {Collective::ReduceScatterBlock, kAny, kAny, kAny,     upto(16 * KiB),  kAny,          "recursive_halving",
+   kRsHalving},
+  {Collective::ReduceScatterBlock, kAny, kAny, kAny,     upto(64 * KiB),  kAny,          "direct",
+   kRsDirect},
+  {Collective::ReduceScatterBlock, kAny, kAny, kAny,     kAny,            kAny,          "ring",
+   kRsRing},
+  {Collective::ReduceScatter, kAny,  kAny,  kSeveral,  kAny,            kAny,          "smp",
+   kRsSmp},
+  {Collective::ReduceScatter, kAny,  kAny,  kAny,      upto(16 * KiB),  kAny,          "recursive_halving",
+   kRsHalving},
+  {Collective::ReduceScatter, kAny,  kAny,  kAny,      upto(64 * KiB),  kAny,          "direct",
+   kRsDirect},
+  {Collective::ReduceScatter, kAny,  kAny,  kAny,      kAny,            kAny,          "ring",
+   kRsRing},
+
+  {Collective::Reduce,    kAny,      kAny,  kSeveral,  kAny,            kAny,          "smp",
+   "combine in shared memory first, then one tree of leaders per rail (simulated testbed 4x4: 87-91 us at 8 B-1 KiB, binomial 105-111; 10.4 ms at 1 MiB, binomial 11.3)"},
+  {Collective::Reduce,    kAny,      kAny,  kAny,      upto(128 * KiB), kAny,          "binomial",
+   "one rank per node: log2 N steps (simulated testbed 4x1, 128 KiB: 237 us, rabenseifner 344)"},
+  {Collective::Reduce,    kAny,      kAny,  kAny,      kAny,            kAny,          "rabenseifner",
+   "one rank per node, long vectors: reduce-scatter + gather (simulated testbed 4x1, 1 MiB: 5.8 ms, binomial 8.5)"},
 };
 // clang-format on
 

@@ -83,10 +83,12 @@ std::vector<SweepCase> sweep_cases(Collective collective, const std::string& alg
     if (coll.rooted) c.opts.root = (index * 5) % N;  // roots other than 0
     if (coll.equal_counts && size == kSizes - 1)
       c.counts.assign(N, 13);  // no per-rank sizes: one count for every rank
-    if (coll.reducing) {  // counts in elements of every type
-      const DataType types[] = {DataType::Int32, DataType::Int64, DataType::Float32, DataType::Float64};
-      c.opts.dtype = types[index % 4];
-      c.opts.redop = static_cast<ReduceOp>(index % 3);
+    if (coll.reducing) {  // counts in elements of every type; every (type, operator) pair over the sweep
+      const auto& types = reduction_types();
+      const auto& ops = reduction_ops();
+      c.opts.dtype = types[index % types.size()];
+      c.opts.redop = ops[(index / types.size()) % ops.size()];
+      if (!redop_applies(c.opts.redop, c.opts.dtype)) c.opts.redop = ReduceOp::Sum;
       for (auto& n : c.counts) n *= dtype_size(c.opts.dtype);
     }
     if (takes_c && index % 3 != 0) {
@@ -99,6 +101,12 @@ std::vector<SweepCase> sweep_cases(Collective collective, const std::string& alg
   for (int N = 1; N <= 64; ++N)
     for (int k = 1; k <= 4; ++k)
       for (int lay = 0; lay < kLayouts; ++lay) add(N, k, lay, (N + k + lay) % kSizes);
+  // Every root of small communicators, over every layout and size.
+  for (int N = 2; coll.rooted && N <= 12; ++N)
+    for (int root = 0; root < N; ++root) {
+      add(N, 1 + root % 4, (N + root) % kLayouts, root % kSizes);
+      out.back().opts.root = root;
+    }
   for (int N : {81, 96, 125, 128, 130, 200, 256})
     for (int k = 1; k <= 4; ++k) {
       add(N, k, (N + k) % kLayouts, (N + k) % kSizes);

@@ -525,7 +525,8 @@ class Verifier {
               return;
             }
         return;
-      case Result::Reduction: check_reduced(); return;
+      case Result::Reduction:
+      case Result::ReducedSlice: check_reduced(c); return;
       case Result::Blocks:
       case Result::RootBlock: break;
     }
@@ -568,23 +569,32 @@ class Verifier {
   }
 
   // allreduce: every rank's recv holds, at every offset, the reduction over all
-  // ranks of their send elements at that offset, each rank counted once.
-  void check_reduced() {
+  // ranks of their send elements at that offset, each rank counted once;
+  // reduce: the root's recv alone; reduce_scatter: rank r's recv holds slice r
+  // (its offset in the send buffers: the slices before it).
+  void check_reduced(const CollectiveTraits& c) {
     RankSet everyone((N + 63) / 64, 0);
     for (int x = 0; x < N; ++x) everyone[x / 64] |= 1ull << (x % 64);
+    const bool slices = c.result == Result::ReducedSlice;
+    std::vector<uint64_t> slice_at(N, 0);  // slice r's offset in the send buffers
+    for (int r = 1; slices && r < N; ++r) slice_at[r] = slice_at[r - 1] + s_.recv_bytes[r - 1];
     for (int r = 0; r < N; ++r) {
-      if (s_.recv_bytes[r] != s_.send_bytes[r]) {
-        error("rank " + std::to_string(r) + " recv is " + std::to_string(s_.recv_bytes[r]) + " bytes, expected " +
-              std::to_string(s_.send_bytes[r]));
+      const uint64_t base = slice_at[r];
+      if (c.result_at_root_only && r != s_.root) continue;
+      const uint64_t want = slices ? s_.recv_bytes[r] : s_.send_bytes[r];
+      if (s_.recv_bytes[r] != want || (slices && base + want > s_.send_bytes[r])) {
+        error("rank " + std::to_string(r) + " recv is " + std::to_string(s_.recv_bytes[r]) + " bytes and send " +
+              std::to_string(s_.send_bytes[r]) + ": they do not hold its " + (slices ? "slice" : "vector"));
         continue;
       }
       bool reported = false;
       recv_[r].all([&](uint64_t at, Piece& p) {
-        if (reported || ((p.origin >= 0 || p.origin == kCombined) && p.origin_off == at && contributors(p) == everyone))
+        if (reported || ((p.origin >= 0 || p.origin == kCombined) && p.origin_off == base + at &&
+                         contributors(p) == everyone))
           return;
         error("rank " + std::to_string(r) + " ends with " + content_text(at, p) + " at recv[" + std::to_string(at) +
               "," + std::to_string(p.end) + "); expected the reduction over all " + std::to_string(N) +
-              " ranks of elements from offset " + std::to_string(at));
+              " ranks of elements from offset " + std::to_string(base + at));
         reported = true;
       });
     }

@@ -44,8 +44,17 @@
 static const uint64_t kCapBytes = 256ull << 20;
 static const int kMinLargeIters = 10;
 
-typedef enum { COLL_ALLGATHER, COLL_BCAST, COLL_GATHER, COLL_ALLREDUCE, COLL_BARRIER, COLL_COUNT } Collective;
-static const char* const kCollectiveNames[COLL_COUNT] = {"allgather", "bcast", "gather", "allreduce", "barrier"};
+typedef enum {
+  COLL_ALLGATHER, COLL_BCAST, COLL_GATHER, COLL_ALLREDUCE,
+  COLL_REDUCE_SCATTER_BLOCK, COLL_REDUCE, /* the reduction family */
+  COLL_BARRIER, COLL_COUNT
+} Collective;
+static const char* const kCollectiveNames[COLL_COUNT] = {"allgather", "bcast", "gather", "allreduce",
+                                                         "reduce_scatter_block", "reduce", "barrier"};
+/* Collectives that sum floats: sizes are whole floats, -c checks exact sums. */
+static int sums_floats(Collective c) {
+  return c == COLL_ALLREDUCE || c == COLL_REDUCE_SCATTER_BLOCK || c == COLL_REDUCE;
+}
 
 /* Defaults of -i and -x: barrier calls are short, so many more of them. */
 static const int kDefaultIters = 100, kDefaultBarrierIters = 10000;
@@ -70,6 +79,9 @@ static void usage(FILE* f) {
           "                  gather     MPI_Gather of MIN..MAX bytes from every rank to rank 0\n"
           "                  allreduce  MPI_Allreduce, MPI_SUM of bytes/4 floats (sizes rounded\n"
           "                             up to a multiple of 4 bytes)\n"
+          "                  reduce_scatter_block  MPI_Reduce_scatter_block, MPI_SUM: each rank\n"
+          "                             ends with a block of bytes/4 floats (sends size x that)\n"
+          "                  reduce     MPI_Reduce, MPI_SUM of bytes/4 floats to rank 0\n"
           "                  barrier    MPI_Barrier: one record with bytes 0; -m is ignored\n"
           "  -m MIN:MAX    sizes in bytes, powers of two from MIN to MAX (default 8:1048576)\n"
           "  -i ITERS      timed calls per size (default 100, barrier 10000; large sizes run\n"
@@ -184,7 +196,7 @@ static const char* parse_options(int argc, char** argv, Options* o) {
 /* The bytes one call moves for a size of the -m range: allreduce rounds up
  * to whole floats, barrier moves none. */
 static uint64_t message_bytes(Collective coll, uint64_t size) {
-  if (coll == COLL_ALLREDUCE) return (size + 3) & ~(uint64_t)3;
+  if (sums_floats(coll)) return (size + 3) & ~(uint64_t)3;
   return coll == COLL_BARRIER ? 0 : size;
 }
 
@@ -194,9 +206,17 @@ static uint64_t recv_bytes(Collective coll, uint64_t bytes, int me, int nranks) 
   switch (coll) {
     case COLL_ALLGATHER: return bytes * (uint64_t)nranks;
     case COLL_GATHER: return me == 0 ? bytes * (uint64_t)nranks : 0;
-    case COLL_ALLREDUCE: return bytes;
+    case COLL_ALLREDUCE:
+    case COLL_REDUCE_SCATTER_BLOCK: return bytes;
+    case COLL_REDUCE: return me == 0 ? bytes : 0;
     default: return 0;
   }
+}
+
+/* The send buffer for messages of `bytes`: a reduce-scatter sends every
+ * rank's block. */
+static uint64_t send_bytes(Collective coll, uint64_t bytes, int nranks) {
+  return coll == COLL_REDUCE_SCATTER_BLOCK ? bytes * (uint64_t)nranks : bytes;
 }
 
 /* The byte that rank `rank` sends at index j in call `call`: differs with
@@ -236,7 +256,10 @@ static void prepare_buffers(Collective coll, const Buffers* b, uint64_t bytes, u
       else memset(b->send, 0xFF, bytes);
       break;
     case COLL_ALLREDUCE:
-      for (uint64_t i = 0; i < bytes / 4; ++i) ((float*)b->send)[i] = summand(b->me, call, i);
+    case COLL_REDUCE_SCATTER_BLOCK:
+    case COLL_REDUCE:
+      for (uint64_t i = 0; i < send_bytes(coll, bytes, b->nranks) / 4; ++i)
+        ((float*)b->send)[i] = summand(b->me, call, i);
       break;
     default: break;
   }
@@ -250,6 +273,10 @@ static void call_collective(Collective coll, const Buffers* b, uint64_t bytes) {
     case COLL_BCAST: MPI_Bcast(b->send, count, MPI_BYTE, 0, MPI_COMM_WORLD); break;
     case COLL_GATHER: MPI_Gather(b->send, count, MPI_BYTE, b->recv, count, MPI_BYTE, 0, MPI_COMM_WORLD); break;
     case COLL_ALLREDUCE: MPI_Allreduce(b->send, b->recv, count / 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+    case COLL_REDUCE_SCATTER_BLOCK:
+      MPI_Reduce_scatter_block(b->send, b->recv, count / 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      break;
+    case COLL_REDUCE: MPI_Reduce(b->send, b->recv, count / 4, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD); break;
     case COLL_BARRIER: MPI_Barrier(MPI_COMM_WORLD); break;
     default: break;
   }
@@ -277,15 +304,15 @@ static uint64_t wrong_bytes(Collective coll, const unsigned char* buf, uint64_t 
   return wrong;
 }
 
-/* Counts wrong floats in an allreduce result; reports the first one. */
-static uint64_t wrong_sums(const float* sums, uint64_t count, int nranks, int me, uint32_t call) {
+/* Counts wrong floats in a sum of elements first.. over every rank; reports the first one. */
+static uint64_t wrong_sums(const float* sums, uint64_t count, uint64_t first, int nranks, int me, uint32_t call) {
   uint64_t wrong = 0;
   for (uint64_t i = 0; i < count; ++i) {
     float want = 0;
-    for (int r = 0; r < nranks; ++r) want += summand(r, call, i);
+    for (int r = 0; r < nranks; ++r) want += summand(r, call, first + i);
     if (sums[i] == want) continue;
     if (!wrong)
-      fprintf(stderr, "railcoll-mpi-bench: allreduce of %llu floats, rank %d, call %u: float %llu is %g, expected %g\n",
+      fprintf(stderr, "railcoll-mpi-bench: sum of %llu floats, rank %d, call %u: float %llu is %g, expected %g\n",
               (unsigned long long)count, me, call, (unsigned long long)i, sums[i], want);
     ++wrong;
   }
@@ -298,7 +325,10 @@ static uint64_t count_wrong(Collective coll, const Buffers* b, uint64_t bytes, u
     case COLL_ALLGATHER: return wrong_bytes(coll, b->recv, bytes, b->nranks, b->me, call);
     case COLL_GATHER: return b->me == 0 ? wrong_bytes(coll, b->recv, bytes, b->nranks, b->me, call) : 0;
     case COLL_BCAST: return wrong_bytes(coll, b->send, bytes, 1, b->me, call);
-    case COLL_ALLREDUCE: return wrong_sums((const float*)b->recv, bytes / 4, b->nranks, b->me, call);
+    case COLL_ALLREDUCE: return wrong_sums((const float*)b->recv, bytes / 4, 0, b->nranks, b->me, call);
+    case COLL_REDUCE_SCATTER_BLOCK:
+      return wrong_sums((const float*)b->recv, bytes / 4, (uint64_t)b->me * (bytes / 4), b->nranks, b->me, call);
+    case COLL_REDUCE: return b->me == 0 ? wrong_sums((const float*)b->recv, bytes / 4, 0, b->nranks, b->me, call) : 0;
     default: return 0;
   }
 }
@@ -468,7 +498,7 @@ static int summarize(const Options* o, uint64_t bytes, int me, const Job* job, c
       fprintf(stderr, "railcoll-mpi-bench: validation FAILED: %s of %llu bytes: %llu wrong %s in the first bad "
                       "call of each rank (each rank's first one is reported on stderr)\n",
               kCollectiveNames[o->coll], (unsigned long long)bytes, all_wrong,
-              o->coll == COLL_ALLREDUCE ? "float(s)" : "byte(s)");
+              sums_floats(o->coll) ? "float(s)" : "byte(s)");
   }
   free(slowest);
   free(sorted);
@@ -514,7 +544,8 @@ int main(int argc, char** argv) {
   }
   uint64_t max_message = message_bytes(o.coll, o.max_bytes);
   uint64_t max_recv = recv_bytes(o.coll, max_message, me, nranks);
-  Buffers b = {malloc(max_message ? max_message : 1), malloc(max_recv ? max_recv : 1), me, nranks};
+  uint64_t max_send = send_bytes(o.coll, max_message, nranks);
+  Buffers b = {malloc(max_send ? max_send : 1), malloc(max_recv ? max_recv : 1), me, nranks};
   int no_memory = !b.send || !b.recv, any_no_memory = 0;
   MPI_Allreduce(&no_memory, &any_no_memory, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (any_no_memory) {

@@ -154,9 +154,9 @@ ScheduleRequest schedule_request(const Args& a, const std::string& collective) {
   r.opts = call_defaults(r.collective);
   r.opts.root = static_cast<int>(a.integer("root", 0, 0, r.topo.nranks() - 1));
   if (a.has("dtype") && !parse_dtype(a.str("dtype"), &r.opts.dtype))
-    throw UsageError("--dtype must be int32, int64, float or double, not '" + a.str("dtype") + "'");
+    throw UsageError("--dtype must be one of " + dtype_names() + ", not '" + a.str("dtype") + "'");
   if (a.has("op") && !parse_redop(a.str("op"), &r.opts.redop))
-    throw UsageError("--op must be sum, min or max, not '" + a.str("op") + "'");
+    throw UsageError("--op must be one of " + redop_names() + ", not '" + a.str("op") + "'");
   r.opts.stripe_threshold = a.size("stripe-threshold", 1024);
   if (a.has("concurrency")) {
     r.opts.concurrency = static_cast<int>(a.integer("concurrency", 0, 1, 1 << 16));

@@ -45,9 +45,11 @@ bench::Placement placement(const Args& a) {
 int run(const std::vector<std::string>& argv, bool worker) {
   Args a(argv, kFlags, kValued);
   Collective coll;
-  if (a.positional().size() != 1 || !parse_collective(a.positional()[0], &coll))
-    throw UsageError("expects one collective: railcoll bench allgather|bcast|gather|allreduce|barrier [options] "
-                     "(railcoll bench --help)");
+  if (a.positional().size() != 1 || !parse_collective(a.positional()[0], &coll)) {
+    std::string names;
+    for (Collective c : user_collectives()) names += (names.empty() ? "" : "|") + std::string(collective_name(c));
+    throw UsageError("expects one collective: railcoll bench " + names + " [options] (railcoll bench --help)");
+  }
   bench::BenchPlan p;
   p.collective = coll;
   const std::string name = a.positional()[0];

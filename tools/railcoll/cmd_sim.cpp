@@ -1,4 +1,4 @@
-// railcoll sim allgather|bcast|gather|allreduce|barrier --preset P [--algo A|all|auto] [-m MIN:MAX]
+// railcoll sim COLL --preset P [--algo A|all|auto] [-m MIN:MAX]
 //          [--root R] [--ranks N --ppn P --rails K] [--stripe-threshold B] [--concurrency C] [--nic-memory]
 //          [--background none|complement|uniform|hotspot [--background-bytes B] [--seed S] [--samples K]]
 //          [--json F] [--csv F] [--plot F]
@@ -30,7 +30,7 @@ using namespace railcoll::bench;  // records, reports and plots
 namespace {
 
 const char* kUsage =
-    "usage: railcoll sim allgather|bcast|gather|allreduce|barrier --preset P [--algo A|all|auto] [-m MIN:MAX] "
+    "usage: railcoll sim COLL --preset P [--algo A|all|auto] [-m MIN:MAX] "
     "[--root R] [--ranks N --ppn P --rails K] [--nic-memory] [--json F] [--csv F] [--plot F] "
     "[--background none|complement|uniform|hotspot [--background-bytes B] [--seed S] [--samples K]]; "
     "railcoll sim presets; railcoll sim reproduce NAME|all";

@@ -44,8 +44,11 @@ const Verb kVerbs[] = {
      "  --bytes B           bytes per rank (4K, 1M work)\n"
      "  --stripe-threshold B  split messages above B over the rails (default 1K)\n"
      "  --concurrency C     concurrent_exchange's concurrency index (default k)\n"
-     "  --root R            the root of bcast and gather\n"
-     "  --dtype int32|int64|float|double, --op sum|min|max   allreduce (default float sum)\n"},
+     "  --root R            the root of bcast, gather and reduce\n"
+     "  --bytes B           of reduce_scatter(_block): the block each rank ends with\n"
+     "  --dtype T, --op O   reductions (default float sum): T int8|uint8|int16|uint16|int32|\n"
+     "                      uint32|int64|uint64|float16|bfloat16|float|double, O sum|min|max|\n"
+     "                      prod|band|bor|bxor|land|lor|lxor (bitwise, logical: integers)\n"},
     {"verify",
      "  verify --all                        verify every algorithm over the sweep\n"
      "  verify COLL --algo A --ranks N ...  verify one case (same options as show)\n",
@@ -74,15 +77,18 @@ const Verb kVerbs[] = {
      "the first rank to fail and every rank's status are printed on stderr, and the exit\n"
      "status is the failed rank's.\n"},
     {"bench",
-     "  bench allgather|bcast|gather|allreduce|barrier [--algo A|all|auto] [-m MIN:MAX] [-i N] [-x N]\n"
+     "  bench COLL [--algo A|all|auto] [-m MIN:MAX] [-i N] [-x N]\n"
      "        [-f] [-c] [--mpi] [--background complement|uniform|hotspot] [--json F] [--csv F] [--plot F]\n"
      "        [-n N] [--ppn P | --layout 5,5,3] [--rails K] [--local]\n"
      "        [--fault rail-down@T[:D] | flap@T:D[:P] | kill@T]\n"
      "                                      OSU-style benchmark, side by side with Open MPI\n",
-     "usage: railcoll bench allgather|bcast|gather|allreduce|barrier [options]\n"
+     "usage: railcoll bench COLL [options]\n"
      "\n"
      "OSU-style benchmark of a collective on the emulated cluster when one is up (else on\n"
-     "local processes in pretend nodes), side by side with Open MPI (--mpi).\n"
+     "local processes in pretend nodes), side by side with Open MPI (--mpi). COLL is one of\n"
+     "railcoll algos' collectives (allgather, barrier, bcast, gather, allreduce,\n"
+     "reduce_scatter_block, reduce_scatter, reduce); reductions sum floats, and the size of\n"
+     "a reduce-scatter is the block each rank ends with.\n"
      "  --algo A|all|auto   one algorithm, every one then auto (default all), or auto\n"
      "  -m MIN:MAX          sizes in bytes per rank, doubling (default 8:1M; K, M, G suffixes)\n"
      "  -i N, -x N          timed and warm-up calls per size (default 100 and 10;\n"
@@ -111,14 +117,14 @@ const Verb kVerbs[] = {
      "rank in to last rank out) when all ranks share this host's clock; the summary of\n"
      "bcast and gather compares spans (docs/results.md, \"How to read\").\n"},
     {"sim",
-     "  sim allgather|bcast|gather|allreduce|barrier --preset P [--algo A|all|auto] [-m MIN:MAX] [--root R]\n"
+     "  sim COLL --preset P [--algo A|all|auto] [-m MIN:MAX] [--root R]\n"
      "        [--ranks N --ppn P --rails K] [--nic-memory] [--background complement|uniform|hotspot\n"
      "        [--background-bytes B] [--seed S] [--samples K]] [--json F] [--csv F] [--plot F]\n"
      "                                      the same tables, simulated on a model of a machine\n"
      "  sim presets                         list the machine models\n"
      "  sim reproduce seed001|seed002|seed003|seed004|all [--json F] [--plot-dir D]\n"
      "                                      the seeds' results beside the model's\n",
-     "usage: railcoll sim allgather|bcast|gather|allreduce|barrier --preset P [--algo A|all|auto]\n"
+     "usage: railcoll sim COLL --preset P [--algo A|all|auto]\n"
      "                    [-m MIN:MAX] [--root R] [--ranks N --ppn P --rails K] [--nic-memory]\n"
      "                    [--stripe-threshold B] [--concurrency C]\n"
      "                    [--background complement|uniform|hotspot [--background-bytes B]\n"

@@ -105,4 +105,51 @@ int halving_doubling(ScheduleBuilder& b, const std::vector<Unit>& units, const S
   return last + 1;
 }
 
+void node_combine(ScheduleBuilder& b, int node, uint64_t m, size_t elem, int step, int staged, int combined) {
+  const auto& ranks = b.topo().ranks_of(node);
+  const int P = static_cast<int>(ranks.size());
+  auto area = [&](int i, uint64_t off, uint64_t len) { return b.shared(node, i * m + off, len); };
+  for (int i = 0; i < P; ++i) {
+    b.copy(ranks[i], step, {{b.send(ranks[i], 0, m), area(i, 0, m)}});
+    b.signal(ranks[i], step, b.node_counter(node, staged));
+  }
+  Chunks slices(m, elem, P);
+  for (int i = 0; i < P; ++i) {
+    const int r = ranks[i];
+    const uint64_t at = slices.begin(i), len = slices.size(i);
+    b.wait(r, step + 1, b.node_counter(node, staged), P);
+    // One reduce per area: they all combine into the same bytes.
+    for (int j = 1; j < P; ++j) b.reduce(r, step + 1, {{area(j, at, len), area(0, at, len)}});
+    b.signal(r, step + 1, b.node_counter(node, combined));
+  }
+}
+
+void node_combine_rotating(ScheduleBuilder& b, int node, uint64_t m, size_t elem, int step, int slice_counter0,
+                           int combined) {
+  const auto& ranks = b.topo().ranks_of(node);
+  const int P = static_cast<int>(ranks.size());
+  Chunks slices(m, elem, P);
+  for (int i = 0; i < P; ++i) {
+    const int r = ranks[i];
+    for (int j = 0; j < P; ++j) {
+      const int s = (i + j) % P;
+      const CounterRef rounds = b.node_counter(node, slice_counter0 + s);
+      const SegList seg{{b.send(r, slices.begin(s), slices.size(s)), b.shared(node, slices.begin(s), slices.size(s))}};
+      if (j == 0) {
+        b.copy(r, step, seg);
+      } else {
+        b.wait(r, step + 1, rounds, j);
+        b.reduce(r, step + 1, seg);
+      }
+      b.signal(r, j ? step + 1 : step, rounds);
+    }
+    b.signal(r, step + 1, b.node_counter(node, combined));
+  }
+}
+
+void node_reduce(ScheduleBuilder& b, int node, uint64_t m, size_t elem, int step, int combined, int first_free) {
+  if (m <= kRotateFromBytes) return node_combine(b, node, m, elem, step, first_free, combined);
+  node_combine_rotating(b, node, m, elem, step, first_free, combined);
+}
+
 }  // namespace railcoll::allreduce

@@ -66,4 +66,33 @@ int recursive_doubling(ScheduleBuilder& b, const std::vector<Unit>& units, const
 int halving_doubling(ScheduleBuilder& b, const std::vector<Unit>& units, const SlotFn& slot, size_t elem,
                      int step0, const std::function<int(uint64_t)>& rail_of, int counter0);
 
+// SMP phases 1 and 2 (smp.cpp; also reduce_scatter/smp.cpp, reduce/smp.cpp):
+// every local rank of `node` copies its send[0, m) into its staging area of the
+// node's shared buffer (local rank i's at i*m) and raises node counter
+// `staged`; then local rank i combines slice i (whole elements) of every area
+// into area 0 and raises node counter `combined`. Area 0 holds the node's
+// reduction once `combined` reaches the node's size. Steps `step`, `step` + 1.
+void node_combine(ScheduleBuilder& b, int node, uint64_t m, size_t elem, int step, int staged, int combined);
+
+// The same result without staging areas: area 0 (shared[0, m)) is cut into P
+// slices; in round j local rank i brings its send's slice (i + j) mod P into
+// area 0 (round 0 copies, later rounds combine), after the rank of round j-1
+// has (node counter slice_counter0 + slice counts the rounds done). Each rank
+// moves m bytes once instead of staging m and then combining (P-1)/P m more,
+// and the node's shared buffer needs m instead of P m: for reductions of long
+// vectors on a node whose ranks share the memory bus. Node counter `combined`
+// reaches the node's size when area 0 is complete. Steps `step` (the copy), `step` + 1.
+void node_combine_rotating(ScheduleBuilder& b, int node, uint64_t m, size_t elem, int step, int slice_counter0,
+                           int combined);
+
+// One of the two for a node of P ranks: staging for short vectors (two
+// node-wide synchronisations instead of P rounds), rotating for long ones
+// (m moved once). The crossover is the simulated testbed's (presets/testbed.preset,
+// 4x4: staging 5-8% ahead up to 16 KiB combined, rotating ahead from there,
+// 17% at 16 MiB). node_combine_bytes: the node's shared bytes it uses (area 0 first).
+// Node counters: `combined`, then first_free .. first_free + P - 1.
+constexpr uint64_t kRotateFromBytes = 16 * 1024;
+inline uint64_t node_combine_bytes(uint64_t m, int P) { return m <= kRotateFromBytes ? P * m : m; }
+void node_reduce(ScheduleBuilder& b, int node, uint64_t m, size_t elem, int step, int combined, int first_free);
+
 }  // namespace railcoll::allreduce

@@ -41,21 +41,7 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
   for (int n = 0; n < M; ++n) {
     const int P = t.node_size(n);
     b.set_shared(n, (P + 1 + f.log2) * m);
-    const auto& ranks = t.ranks_of(n);
-    for (int i = 0; i < P; ++i) {  // 1. stage
-      b.copy(ranks[i], 0, {{b.send(ranks[i], 0, m), staging(n, i, 0, m)}});
-      b.signal(ranks[i], 0, b.node_counter(n, kStaged));
-    }
-    Chunks node_slices(m, elem, P);
-    for (int i = 0; i < P; ++i) {  // 2. combine slice i of every staging area into area 0
-      int r = ranks[i];
-      uint64_t at = node_slices.begin(i), len = node_slices.size(i);
-      b.wait(r, 1, b.node_counter(n, kStaged), P);
-      std::vector<Segment> segs;
-      for (int j = 1; j < P; ++j) segs.push_back({staging(n, j, at, len), staging(n, 0, at, len)});
-      for (auto& sg : segs) b.reduce(r, 1, {sg});  // one reduce per area: they combine into the same bytes
-      b.signal(r, 1, b.node_counter(n, kCombined));
-    }
+    node_combine(b, n, m, elem, 0, kStaged, kCombined);  // 1-2. stage, combine slice i into area 0
   }
   int step = 2;
   for (int j = 0; j < leaders; ++j) {  // 3. leaders across nodes, one slice each

@@ -1,0 +1,92 @@
+// The reduction kernels of every type and operator, against the traits'
+// expected values; and float16 / bfloat16 conversion, every half value.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "core/collective.hpp"
+#include "runtime/reduce.hpp"
+
+using namespace railcoll;
+
+TEST(ReduceOps, HalfRoundTripsEveryValue) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float f = half_to_float(static_cast<uint16_t>(h));
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(half_to_float(float_to_half(f)))) << h;
+      continue;
+    }
+    EXPECT_EQ(float_to_half(f), h) << std::hex << h;
+  }
+  EXPECT_EQ(half_to_float(0x3c00), 1.0f);
+  EXPECT_EQ(half_to_float(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+  EXPECT_EQ(half_to_float(0x7bff), 65504.0f);               // largest finite
+  EXPECT_EQ(float_to_half(65520.0f), 0x7c00);                // rounds up to infinity
+  EXPECT_EQ(float_to_half(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // a tie rounds to even
+  EXPECT_EQ(float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
+}
+
+TEST(ReduceOps, BFloat16RoundsToNearestEven) {
+  for (uint32_t h = 0; h < 0x10000; h += 7) {
+    const float f = bf16_to_float(static_cast<uint16_t>(h));
+    if (!std::isnan(f)) EXPECT_EQ(float_to_bf16(f), h);
+  }
+  EXPECT_EQ(float_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);  // tie: to even
+  EXPECT_EQ(float_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);
+}
+
+// N ranks' inputs as the traits fill them, combined by the runtime's kernel
+// in rank order, make the result the traits' check accepts; a wrong operator
+// or a missing rank does not.
+TEST(ReduceOps, EveryTypeAndOperatorMatchesTheTraits) {
+  const CollectiveTraits& t = traits(Collective::Allreduce);
+  int pairs = 0;
+  for (int N : {1, 2, 5, 64})
+    for (DataType dt : reduction_types())
+      for (ReduceOp op : reduction_ops()) {
+        if (!redop_applies(op, dt)) continue;
+        CallShape s;
+        s.nranks = N;
+        s.bytes = 40 * dtype_size(dt);
+        s.dtype = dt;
+        s.redop = op;
+        std::vector<std::vector<unsigned char>> in(N, std::vector<unsigned char>(s.bytes));
+        std::vector<unsigned char> acc(s.bytes), ignored(s.bytes);
+        for (int r = 0; r < N; ++r) {
+          s.rank = r;
+          t.fill(s, 3, in[r].data(), ignored.data());
+        }
+        acc = in[0];
+        for (int r = 1; r < N; ++r) rt::reduce_into(dt, op, acc.data(), in[r].data(), s.bytes);
+        EXPECT_EQ(t.check(s, 3, acc.data()), "") << dtype_name(dt) << " " << redop_name(op) << " N " << N;
+        if (N >= 5) {  // one rank left out
+          std::vector<unsigned char> short_acc = in[0];
+          for (int r = 1; r + 1 < N; ++r) rt::reduce_into(dt, op, short_acc.data(), in[r].data(), s.bytes);
+          const bool idempotent_input = op == ReduceOp::BAnd || op == ReduceOp::BOr || op == ReduceOp::LAnd ||
+                                        op == ReduceOp::LOr || op == ReduceOp::Min || op == ReduceOp::Max;
+          if (!idempotent_input)
+            EXPECT_NE(t.check(s, 3, short_acc.data()), "") << dtype_name(dt) << " " << redop_name(op);
+        }
+        ++pairs;
+      }
+  EXPECT_EQ(pairs, 4 * (8 * 10 + 4 * 4));  // integers take all 10 operators, floats 4
+}
+
+TEST(ReduceOps, IntegersWrapAndLogicalOperatorsGiveOneOrZero) {
+  int8_t a[2] = {100, 5}, b[2] = {100, -7};
+  rt::reduce_into(DataType::Int8, ReduceOp::Sum, a, b, 2);
+  EXPECT_EQ(a[0], static_cast<int8_t>(-56));
+  EXPECT_EQ(a[1], -2);
+  uint16_t p[1] = {300}, q[1] = {300};
+  rt::reduce_into(DataType::UInt16, ReduceOp::Prod, p, q, 2);
+  EXPECT_EQ(p[0], static_cast<uint16_t>(90000 % 65536));
+  int32_t x[3] = {7, 0, 7}, y[3] = {-3, 5, 0};
+  rt::reduce_into(DataType::Int32, ReduceOp::LAnd, x, y, 12);
+  EXPECT_EQ(x[0], 1);
+  EXPECT_EQ(x[1], 0);
+  EXPECT_EQ(x[2], 0);
+  uint64_t u[1] = {0xF0F0}, v[1] = {0x0FF0};
+  rt::reduce_into(DataType::UInt64, ReduceOp::BXor, u, v, 8);
+  EXPECT_EQ(u[0], 0xFF00u);
+}

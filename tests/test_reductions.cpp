@@ -1,0 +1,151 @@
+// Shapes of the reduce-scatter and reduce schedules that their definitions fix
+// (what crosses the network, where), and the verifier's result for them: a
+// schedule that leaves a rank the wrong slice, or a slice not reduced over
+// every rank, is rejected.
+#include <gtest/gtest.h>
+
+#include "core/errors.hpp"
+#include "core/registry.hpp"
+#include "verify/verifier.hpp"
+
+using namespace railcoll;
+
+namespace {
+
+Schedule build(Collective coll, const std::string& algo, const Topology& t, uint64_t bytes, int root = 0) {
+  AlgoOptions o = call_defaults(coll);
+  o.root = root;
+  return build_schedule(coll, algo, t, std::vector<uint64_t>(t.nranks(), bytes), o);
+}
+
+// Network bytes each rank sends (puts to another node).
+std::vector<uint64_t> net_sent(const Schedule& s) {
+  std::vector<uint64_t> out(s.topo.nranks(), 0);
+  for (int r = 0; r < s.topo.nranks(); ++r)
+    for (const Op& op : s.programs[r])
+      if (op.kind == OpKind::Put && !s.topo.same_node(r, op.peer)) out[r] += op.bytes();
+  return out;
+}
+
+}  // namespace
+
+// Every node receives the other nodes' partials of its own blocks, once: the
+// collective's rail bound, on both rails alike.
+TEST(ReduceScatter, SmpMovesEachNodeItsPartialsOnce) {
+  const Topology t = Topology::from_ppn(16, 4, 2);
+  const uint64_t m = 4096;
+  for (Collective c : {Collective::ReduceScatterBlock, Collective::ReduceScatter}) {
+    const ScheduleStats st = build(c, "smp", t, m).stats();
+    EXPECT_EQ(st.max_net_bytes_recv_per_node, 3u * 4 * m);
+    EXPECT_EQ(st.net_bytes, 4u * 3 * 4 * m);
+    ASSERT_EQ(st.rail_bytes.size(), 2u);
+    EXPECT_EQ(st.rail_bytes[0], st.rail_bytes[1]);
+    EXPECT_EQ(st.comm_steps, 3);  // one other node per step
+  }
+}
+
+// The ring crosses nodes only where a rank's right neighbour lives elsewhere.
+TEST(ReduceScatter, RingSendsOneBlockPerStep) {
+  const Topology t = Topology::from_ppn(12, 4, 2);
+  const Schedule s = build(Collective::ReduceScatterBlock, "ring", t, 512);
+  const auto sent = net_sent(s);
+  for (int r = 0; r < 12; ++r) EXPECT_EQ(sent[r], r % 4 == 3 ? 11u * 512 : 0u) << r;
+  EXPECT_EQ(s.stats().comm_steps, 11);
+}
+
+// Recursive halving sends (p2-1)/p2 of the input in log2 p2 steps, then the blocks of
+// the ranks folded in; with 16 ranks every rank sends 8 + 4 + 2 + 1 blocks.
+TEST(ReduceScatter, RecursiveHalvingHalvesTheBlocks) {
+  const Topology t = Topology::from_ppn(16, 1, 1);
+  const Schedule s = build(Collective::ReduceScatterBlock, "recursive_halving", t, 100 * 4);
+  for (int r = 0; r < 16; ++r) EXPECT_EQ(net_sent(s)[r], 15u * 400) << r;
+  const Schedule odd = build(Collective::ReduceScatterBlock, "recursive_halving", Topology::from_ppn(6, 1, 1), 8);
+  EXPECT_EQ(net_sent(odd)[0], 6u * 8);  // rank 0 folds its whole input into rank 1
+  EXPECT_TRUE(verify_schedule(odd).ok());
+}
+
+// Direct: every partial straight to its owner, in one network step per k.
+TEST(ReduceScatter, DirectPutsEveryPartialToItsOwner) {
+  const Topology t = Topology::from_ppn(9, 1, 3);
+  const Schedule s = build(Collective::ReduceScatterBlock, "direct", t, 64);
+  EXPECT_EQ(s.stats().comm_steps, 3);  // 8 partials over 3 rails
+  for (int r = 0; r < 9; ++r) EXPECT_EQ(net_sent(s)[r], 8u * 64);
+}
+
+// Per-rank counts, some zero, in every algorithm: each rank ends with its own slice.
+TEST(ReduceScatter, UnevenCountsVerify) {
+  const Topology t = Topology::from_node_sizes({3, 1, 4, 2}, 2);
+  const std::vector<uint64_t> counts = {8, 0, 4, 12, 0, 0, 4, 40, 8, 4};
+  for (const char* algo : {"ring", "recursive_halving", "direct", "smp"}) {
+    AlgoOptions o = call_defaults(Collective::ReduceScatter);
+    o.dtype = DataType::Int32;
+    const Schedule s = build_schedule(Collective::ReduceScatter, algo, t, counts, o);
+    EXPECT_EQ(s.recv_bytes, counts) << algo;
+    EXPECT_EQ(s.send_bytes, std::vector<uint64_t>(10, 80)) << algo;
+    const VerifyResult v = verify_schedule(s);
+    EXPECT_TRUE(v.ok()) << algo << ": " << (v.errors.empty() ? "" : v.errors[0]);
+  }
+  AlgoOptions o = call_defaults(Collective::ReduceScatter);
+  o.dtype = DataType::Int32;
+  EXPECT_THROW(build_schedule(Collective::ReduceScatter, "ring", t, {8, 0, 4, 12, 0, 0, 4, 40, 8, 6}, o),
+               InputError);  // 6 bytes are not whole int32s
+}
+
+// The verifier's ReducedSlice: each rank's own slice, reduced over every rank.
+TEST(ReduceScatter, VerifierRejectsAWrongSliceOrAMissingRank) {
+  const Topology t = Topology::from_ppn(2, 1, 1);
+  auto schedule = [&](bool swap_slices, bool reduce) {
+    AlgoOptions o = call_defaults(Collective::ReduceScatterBlock);
+    ScheduleBuilder b(Collective::ReduceScatterBlock, "hand", t, BlockLayout({4, 4}), o);
+    for (int r = 0; r < 2; ++r) {
+      const int mine = swap_slices ? 1 - r : r, peer = 1 - r;
+      b.set_scratch(r, 4);
+      b.copy(r, 0, {{b.send(r, 4 * mine, 4), b.recv(r, 0, 4)}});
+      b.put(r, 0, peer, {{b.send(r, 4 * (swap_slices ? r : peer), 4), b.scratch(peer, 0, 4)}}, 0,
+            b.rank_counter(peer, 0));
+      b.wait(r, 0, b.rank_counter(r, 0), 1);
+      if (reduce) b.reduce(r, 0, {{b.scratch(r, 0, 4), b.recv(r, 0, 4)}});
+    }
+    return b.finish();
+  };
+  EXPECT_TRUE(verify_schedule(schedule(false, true)).ok());
+  const VerifyResult unreduced = verify_schedule(schedule(false, false));
+  ASSERT_FALSE(unreduced.ok());
+  EXPECT_NE(unreduced.errors[0].find("expected the reduction over all 2 ranks"), std::string::npos)
+      << unreduced.errors[0];
+  const VerifyResult swapped = verify_schedule(schedule(true, true));
+  ASSERT_FALSE(swapped.ok());
+  EXPECT_NE(swapped.errors[0].find("of elements from offset"), std::string::npos) << swapped.errors[0];
+}
+
+// Reduce: the root's node gets one slice per child of the tree's root; only the root's recv counts.
+TEST(Reduce, SmpReducesSlicesAlongTheNodeTree) {
+  const Topology t = Topology::from_ppn(16, 4, 2);
+  const uint64_t m = 1 << 16;
+  const Schedule s = build(Collective::Reduce, "smp", t, m, 6);
+  EXPECT_EQ(s.stats().max_net_bytes_recv_per_node, 2 * m);  // 4 nodes: the root node has 2 children
+  std::vector<uint64_t> recv(16, 0);
+  recv[6] = m;
+  EXPECT_EQ(s.recv_bytes, recv);
+  for (const char* algo : {"binomial", "rabenseifner", "smp"})
+    for (int root : {0, 5, 15}) {
+      const VerifyResult v = verify_schedule(build(Collective::Reduce, algo, t, 4 * 1000 + 4, root));
+      EXPECT_TRUE(v.ok()) << algo << " root " << root << ": " << (v.errors.empty() ? "" : v.errors[0]);
+    }
+}
+
+// Rabenseifner: every rank's chunk goes straight into the root's recv.
+TEST(Reduce, RabenseifnerGathersChunksIntoTheRoot) {
+  const Topology t = Topology::from_ppn(8, 1, 2);
+  const Schedule s = build(Collective::Reduce, "rabenseifner", t, 8 * 4 * 10, 3);
+  uint64_t into_root = 0;
+  for (int r = 0; r < 8; ++r)
+    for (const Op& op : s.programs[r])
+      if (op.kind == OpKind::Put)
+        for (auto& sg : op.segs)
+          if (sg.dst.region == Region::Recv) {
+            EXPECT_EQ(sg.dst.owner, 3);
+            into_root += sg.dst.length;
+          }
+  EXPECT_EQ(into_root, 7u * 40);  // all chunks but the root's own
+}

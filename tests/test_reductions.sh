@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Multi-process tests of the reduction family (reduce_scatter_block,
+# reduce_scatter, reduce; allreduce over every type): every type and operator,
+# every algorithm, every root, in place, zero and uneven counts, each byte
+# checked against the program's own expected values; locally (pretend nodes,
+# uneven, 1-3 rails) and, as root, on the emulated cluster.
+set -u
+RC=${1:?railcoll}; MP=${2:?mp_reductions}
+. "$(dirname "$0")/check_lib.sh"
+cluster_used=0
+cleanup() {
+  [ "$cluster_used" = 1 ] && "$RC" cluster down >/dev/null 2>&1
+  rm -rf "$log"
+}
+trap cleanup EXIT
+
+for cfg in "1" "3" "8 --ppn 4 --rails 2" "7 --ppn 3 --rails 2" "5 --ppn 2 --rails 3"; do
+  n=${cfg%% *}
+  check "correct, -n $cfg" "calls correct" "$n" -- "$RC" run -n $cfg -- "$MP" correct
+done
+export RAILCOLL_TIMEOUT=5
+check "bad type or operator" "bad arguments rejected" 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" badargs
+unset RAILCOLL_TIMEOUT
+
+# The emulated cluster is shared with the other cluster tests: one user at a time.
+if [ "$(id -u)" = 0 ]; then
+  . "$(dirname "$0")/cluster_lock.sh"
+  cluster_lock
+  cluster_used=1
+  "$RC" cluster down >/dev/null 2>&1
+  if "$RC" cluster up --nodes 4 --ppn 2 --rails 2 --rate 1gbit >"$log" 2>&1; then
+    check "cluster: correct, uneven 1,3,2,2, 2 rails" "calls correct" 8 -- \
+      "$RC" cluster run --layout 1,3,2,2 --rails 2 -- "$MP" quick
+  else
+    fail=$((fail + 1)); echo "FAIL cluster up"; cat "$log"
+  fi
+  "$RC" cluster down >/dev/null 2>&1
+  cluster_unlock
+else
+  echo "skipped the emulated cluster: needs root"
+fi
+left=$(shm_left)
+if [ "$left" -eq 0 ]; then pass=$((pass + 1)); echo "ok   no shared-memory segments left"
+else fail=$((fail + 1)); echo "FAIL $left railcoll segments left in /dev/shm"; fi
+summary
