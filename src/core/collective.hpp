@@ -11,7 +11,12 @@
 
 namespace railcoll {
 
-enum class Collective : uint8_t { Allgather, Barrier, Bcast, Gather, Allreduce, Goal };
+enum class Collective : uint8_t {
+  Allgather, Barrier, Bcast, Gather, Allreduce,
+  // Personalised data: every rank's result is its own part of the inputs.
+  Alltoall, Alltoallv, Scatter, Scatterv, Gatherv,
+  Goal
+};
 
 // Element types and operators of reductions (allreduce). Byte: no reduction.
 enum class DataType : uint8_t { Byte, Int32, Int64, Float32, Float64 };
@@ -30,13 +35,16 @@ enum class Result : uint8_t {
   Blocks,        // recv holds every rank's send block in rank order (at `targets`)
   RootBlock,     // recv of every rank but the root holds the root's send
   Reduction,     // recv holds, per element, the reduction over every rank's send
+  BlocksByDest,  // alltoall(v): rank d's recv holds block d of every rank's send, in source order
+                 // (the counts are per pair: BlockLayout::pair)
+  RootBlocks,    // scatter(v): rank r's recv holds block r of the root's send
   None,          // imported schedules: no meaning to check
 };
 
 // One call as a benchmark or test makes it: enough to size, fill and check buffers.
 struct CallShape {
   int rank = 0, nranks = 1, root = 0;
-  uint64_t bytes = 0;  // per rank (allreduce: the vector's bytes)
+  uint64_t bytes = 0;  // per rank (allreduce: the vector's bytes; alltoall: per pair; scatter: per receiver)
   DataType dtype = DataType::Byte;
   ReduceOp redop = ReduceOp::Sum;
 };
