@@ -81,6 +81,32 @@ const Row kRows[] = {
    "one rank per node, short vectors: latency"},
   {Collective::Allreduce, kAny,      kAny,  kAny,      kAny,            kAny,          "rabenseifner",
    "one rank per node, long vectors: bandwidth (reduce-scatter + all-gather)"},
+
+  // Personalised data (bytes: alltoall(v) per pair of ranks, scatter(v) per receiver).
+  {Collective::Alltoall,  kAny,      kAny,  kSeveral,  kAny,            kAny,          "smp_multileader",
+   "PROVISIONAL"},
+  {Collective::Alltoall,  kAny,      kAny,  kAny,      upto(256),       kAny,          "bruck",
+   "PROVISIONAL"},
+  {Collective::Alltoall,  kAny,      kAny,  kAny,      kAny,            kAny,          "direct",
+   "PROVISIONAL"},
+  {Collective::Alltoallv, kAny,      kAny,  kSeveral,  kAny,            kAny,          "smp_multileader",
+   "PROVISIONAL"},
+  {Collective::Alltoallv, kAny,      kAny,  kAny,      upto(256),       kAny,          "bruck",
+   "PROVISIONAL"},
+  {Collective::Alltoallv, kAny,      kAny,  kAny,      kAny,            kAny,          "direct",
+   "PROVISIONAL"},
+  {Collective::Scatter,   kAny,      kAny,  kSeveral,  kAny,            kAny,          "smp",
+   "PROVISIONAL"},
+  {Collective::Scatter,   kAny,      kAny,  kAny,      kAny,            kAny,          "direct",
+   "PROVISIONAL"},
+  {Collective::Scatterv,  kAny,      kAny,  kSeveral,  kAny,            kAny,          "smp",
+   "PROVISIONAL"},
+  {Collective::Scatterv,  kAny,      kAny,  kAny,      kAny,            kAny,          "direct",
+   "PROVISIONAL"},
+  {Collective::Gatherv,   kAny,      kAny,  kSeveral,  kAny,            kAny,          "smp",
+   "PROVISIONAL"},
+  {Collective::Gatherv,   kAny,      kAny,  kAny,      kAny,            kAny,          "direct",
+   "PROVISIONAL"},
 };
 // clang-format on
 
