@@ -235,8 +235,9 @@ TEST(BadInput, RegistryNamesTheProblem) {
   std::vector<uint64_t> c(4, 1);
   EXPECT_EQ(msg([&] { build_schedule(Collective::Allgather, "nope", t, c, {}); }),
             "unknown allgather algorithm 'nope' (railcoll algos lists them)");
-  EXPECT_EQ(msg([&] { collective_from_name("scatter"); }),
-            "unknown collective 'scatter' (one of: allgather, barrier, bcast, gather, allreduce)");
+  EXPECT_EQ(msg([&] { collective_from_name("alltoallw"); }),
+            "unknown collective 'alltoallw' (one of: allgather, barrier, bcast, gather, allreduce, alltoall, "
+            "alltoallv, scatter, scatterv, gatherv)");
   EXPECT_EQ(msg([&] { build_schedule(Collective::Allgather, "bruck", t, c, {}, {"concurrency"}); }),
             "allgather algorithm 'bruck' does not take the option --concurrency");
   EXPECT_EQ(msg([&] { build_schedule(Collective::Allgather, "bruck", t, {1, 2}, {}); }), "got 2 block sizes for 4 ranks");

@@ -23,10 +23,14 @@ TEST(Registry, EveryAlgorithmRegisteredInOrder) {
       "bcast/binomial", "bcast/scatter_allgather", "bcast/pipelined_chain", "bcast/smp", "bcast/hw_multicast",
       "gather/tree", "gather/direct", "gather/smp",
       "allreduce/recursive_doubling", "allreduce/ring", "allreduce/rabenseifner", "allreduce/smp",
-      "allreduce/smp_leader"};
+      "allreduce/smp_leader",
+      "alltoall/direct", "alltoall/bruck", "alltoall/concurrent_exchange", "alltoall/smp_multileader",
+      "alltoallv/direct", "alltoallv/bruck", "alltoallv/concurrent_exchange", "alltoallv/smp_multileader",
+      "scatter/binomial", "scatter/direct", "scatter/smp", "scatterv/binomial", "scatterv/direct", "scatterv/smp",
+      "gatherv/direct", "gatherv/smp"};
   std::vector<std::string> got;
   for (auto& a : all_algorithms()) got.push_back(std::string(collective_name(a.collective)) + "/" + a.name);
-  EXPECT_EQ(got.size(), 30u);
+  EXPECT_EQ(got.size(), 46u);
   EXPECT_EQ(got, expected);
 }
 
