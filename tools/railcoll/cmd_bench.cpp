@@ -46,7 +46,7 @@ int run(const std::vector<std::string>& argv, bool worker) {
   Args a(argv, kFlags, kValued);
   Collective coll;
   if (a.positional().size() != 1 || !parse_collective(a.positional()[0], &coll))
-    throw UsageError("expects one collective: railcoll bench allgather|bcast|gather|allreduce|barrier [options] "
+    throw UsageError("expects one collective: railcoll bench allgather|bcast|gather|allreduce|barrier|alltoall[v]|scatter[v]|gatherv [options] "
                      "(railcoll bench --help)");
   bench::BenchPlan p;
   p.collective = coll;

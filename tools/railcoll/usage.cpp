@@ -74,17 +74,18 @@ const Verb kVerbs[] = {
      "the first rank to fail and every rank's status are printed on stderr, and the exit\n"
      "status is the failed rank's.\n"},
     {"bench",
-     "  bench allgather|bcast|gather|allreduce|barrier [--algo A|all|auto] [-m MIN:MAX] [-i N] [-x N]\n"
+     "  bench allgather|bcast|gather|allreduce|barrier|alltoall[v]|scatter[v]|gatherv [--algo A|all|auto] [-m MIN:MAX] [-i N] [-x N]\n"
      "        [-f] [-c] [--mpi] [--background complement|uniform|hotspot] [--json F] [--csv F] [--plot F]\n"
      "        [-n N] [--ppn P | --layout 5,5,3] [--rails K] [--local]\n"
      "        [--fault rail-down@T[:D] | flap@T:D[:P] | kill@T]\n"
      "                                      OSU-style benchmark, side by side with Open MPI\n",
-     "usage: railcoll bench allgather|bcast|gather|allreduce|barrier [options]\n"
+     "usage: railcoll bench allgather|bcast|gather|allreduce|barrier|alltoall[v]|scatter[v]|gatherv [options]\n"
      "\n"
      "OSU-style benchmark of a collective on the emulated cluster when one is up (else on\n"
      "local processes in pretend nodes), side by side with Open MPI (--mpi).\n"
      "  --algo A|all|auto   one algorithm, every one then auto (default all), or auto\n"
-     "  -m MIN:MAX          sizes in bytes per rank, doubling (default 8:1M; K, M, G suffixes)\n"
+     "  -m MIN:MAX          sizes in bytes per rank, doubling (default 8:1M; K, M, G suffixes);\n"
+     "                      alltoall(v): bytes each rank sends to each other rank\n"
      "  -i N, -x N          timed and warm-up calls per size (default 100 and 10;\n"
      "                      barrier 10000 and 100); large sizes run fewer\n"
      "  -f                  full statistics: min, max, iterations\n"
