@@ -10,9 +10,10 @@
 //   has staged it, one leader per rail (local rank l < L = min(P, k)) sends share
 //   l of L of that block on rail l (striped when the node has fewer ranks than
 //   rails) into the destination node's shared buffer, which holds one block from
-//   every other node: every rail carries the same bytes, each step every node
-//   takes in one node's block (no two nodes send to one at once), and staging
-//   the next node's blocks overlaps sending this one's.
+//   every other node: every rail carries the same bytes. Shares above 16 KiB are
+//   paced: each step every node takes in one node's block (no two nodes send to
+//   one at once) and staging the next node's blocks overlaps sending this one's;
+//   smaller ones are staged in one copy and sent at once (one wake-up per rank).
 // Then every rank copies its blocks out of each node's block as soon as its L
 //   shares are in (one node counter per source node), while later ones arrive.
 // A node sends M-1 messages instead of P(N-P): what a node of P ranks takes in
@@ -26,8 +27,8 @@ namespace railcoll::alltoall {
 
 namespace {
 
-// Shares larger than this wait for the previous one to leave (1-port pacing:
-// one destination node per step); smaller ones go at once, latency first.
+// A node whose shares are larger than this paces them (1-port: one destination
+// node per step, staging the next while sending this one).
 constexpr uint64_t kPaceBytes = 16 * 1024;
 
 void build_smp_multileader(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions&) {
@@ -62,6 +63,10 @@ void build_smp_multileader(ScheduleBuilder& b, const Topology& t, const BlockLay
   for (int n = 0; n < M; ++n) {
     const auto& mine = t.ranks_of(n);
     const int P = t.node_size(n), leaders = std::min(P, k);
+    // Large shares are staged and sent one destination node at a time; small
+    // ones are staged at once and sent at once (one wake-up, latency first).
+    bool paced = false;
+    for (int c = 0; c < M; ++c) paced |= c != n && chunk[n][c] / leaders > kPaceBytes;
     for (int s : mine) {
       for (int d : mine)  // step 0: blocks for this node, straight into the local recvs
         if (d == s)
@@ -71,16 +76,19 @@ void build_smp_multileader(ScheduleBuilder& b, const Topology& t, const BlockLay
       const int l = t.local_rank(s);
       for (int u = 1; u < M; ++u) {  // step u: stage the blocks for node n+u, then a leader sends its share
         const int c = (n + u) % M;
-        std::vector<Segment> staged;
-        for (int d : t.ranks_of(c))
-          staged.push_back({b.send(s, L.send_offset(s, d), L.pair(s, d)),
-                            b.shared(n, out[n][c] + chunk_offset(n, c, s, d), L.pair(s, d))});
-        b.copy(s, u, staged);
-        b.signal(s, u, b.node_counter(n, kStaged + u));
+        if (paced || u == 1) {
+          std::vector<Segment> staged;
+          for (int v = u; v < (paced ? u + 1 : M); ++v)
+            for (int d : t.ranks_of((n + v) % M))
+              staged.push_back({b.send(s, L.send_offset(s, d), L.pair(s, d)),
+                                b.shared(n, out[n][t.node_of(d)] + chunk_offset(n, t.node_of(d), s, d), L.pair(s, d))});
+          b.copy(s, u, staged);
+          b.signal(s, u, b.node_counter(n, kStaged + u));
+        }
         if (l >= leaders) continue;
-        b.wait(s, u, b.node_counter(n, kStaged + u), P);
+        if (paced || u == 1) b.wait(s, u, b.node_counter(n, kStaged + u), P);
         const uint64_t lo = chunk[n][c] * l / leaders, len = chunk[n][c] * (l + 1) / leaders - lo;
-        if (u > 1 && len > kPaceBytes) b.flush(s, u);  // one node per step: the previous share has left
+        if (paced && u > 1) b.flush(s, u);  // one node per step: the previous share has left
         b.put(s, u, t.ranks_of(c)[l % t.node_size(c)], {{b.shared(n, out[n][c] + lo, len), b.shared(c, in[c][n] + lo, len)}},
               leaders == k ? l : b.rail_for(len, l), b.node_counter(c, kFrom + n));
       }
