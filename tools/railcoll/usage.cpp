@@ -33,7 +33,7 @@ const Verb kVerbs[] = {
      "       [--rails K] [--bytes B] [--stripe-threshold B] [--concurrency C] [--root R] [--json]\n"
      "                                      print the schedule of an algorithm\n",
      "usage: railcoll show COLL --algo A (--ranks N [--ppn P] | --nodes 4,4,5 | --node-map 0,1,0,1)\n"
-     "                     [--rails K] [--bytes B] [--stripe-threshold B] [--concurrency C]\n"
+     "                     [--rails K] [--bytes B | --counts C,C,...] [--stripe-threshold B] [--concurrency C]\n"
      "                     [--root R] [--dtype T] [--op O] [--json]\n"
      "\n"
      "Prints every rank's program of the algorithm's schedule, step by step, then the\n"
@@ -41,10 +41,12 @@ const Verb kVerbs[] = {
      "  --ranks N --ppn P   N ranks, P per node (the last node may be short)\n"
      "  --nodes 4,4,5       ranks per node;  --node-map 0,1,0,1: the node of every rank\n"
      "  --rails K           rails per node (the papers' k ports)\n"
-     "  --bytes B           bytes per rank (4K, 1M work)\n"
+     "  --bytes B           bytes per rank (4K, 1M work; alltoall: per pair of ranks)\n"
+     "  --counts C,C,...    bytes of every rank (allgather, gatherv, scatterv), or N x N\n"
+     "                      bytes per pair of ranks, row = source (alltoallv)\n"
      "  --stripe-threshold B  split messages above B over the rails (default 1K)\n"
      "  --concurrency C     concurrent_exchange's concurrency index (default k)\n"
-     "  --root R            the root of bcast and gather\n"
+     "  --root R            the root of bcast, gather(v) and scatter(v)\n"
      "  --dtype int32|int64|float|double, --op sum|min|max   allreduce (default float sum)\n"},
     {"verify",
      "  verify --all                        verify every algorithm over the sweep\n"
