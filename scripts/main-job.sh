@@ -8,6 +8,7 @@
 #   every barrier over 10,000 back-to-back calls, quiet and under uniform
 #   background traffic (seed 004 §5),
 #   every broadcast and allreduce from 8 B (4 B) to 1 MiB;
+#   every alltoall algorithm from 8 B to 1 MiB per pair of ranks;
 # prints the summaries, writes results/<collective>.{json,csv,png,txt} and takes
 # the cluster down again. Without root it uses the local launcher instead.
 set -euo pipefail
@@ -35,3 +36,4 @@ fi
 "$RC" bench barrier --algo all -c --mpi "${background[@]}" "${where[@]}" $(out barrier) | tee results/barrier.txt
 "$RC" bench bcast --algo all -m 8:1M -c --mpi "${where[@]}" $(out bcast) | tee results/bcast.txt
 "$RC" bench allreduce --algo all -m 4:1M -c --mpi "${where[@]}" $(out allreduce) | tee results/allreduce.txt
+"$RC" bench alltoall --algo all -m 8:1M -c --mpi "${where[@]}" $(out alltoall) | tee results/alltoall.txt

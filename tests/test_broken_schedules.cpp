@@ -309,3 +309,29 @@ TEST(Broken, AllreduceCombinesDifferentElements) {
   });
   EXPECT_ERROR(s, "combines elements at offset 0 with elements at offset 4");
 }
+
+// alltoall(v): a block delivered to the right rank at the wrong place (the
+// source order of recv), or taken from the wrong block of the sender's send.
+TEST(Broken, AlltoallBlockFromTheWrongPlace) {
+  const Topology t = Topology::from_ppn(4, 2, 2);
+  Schedule s = build_schedule(Collective::Alltoallv, "direct", t, std::vector<uint64_t>(4, 8), {});
+  // Rank 0's first put (to rank 1): read its block for rank 2 instead.
+  edit_op(s, 0, find_op(s, 0, OpKind::Put, 0), [](Op& op) { op.segs[0].src.offset = 16; });
+  EXPECT_ERROR(s, "expected bytes from offset 8 of rank 0");
+  Schedule m = build_schedule(Collective::Alltoall, "bruck", t, std::vector<uint64_t>(4, 8), {});
+  // A put of the last stage lands one block later in its destination's recv.
+  const int last = find_op(m, 1, OpKind::Put, 1);
+  edit_op(m, 1, last, [](Op& op) { op.segs[0].dst.offset = (op.segs[0].dst.offset + 8) % 32; });
+  EXPECT_NE(first_error(m), "");
+}
+
+// scatter(v): rank r must end with block r of the root's send, not another's.
+TEST(Broken, ScatterWrongBlock) {
+  const Topology t = Topology::from_ppn(5, 1, 1);
+  AlgoOptions o;
+  o.root = 2;
+  Schedule s = build_schedule(Collective::Scatterv, "direct", t, {3, 4, 5, 6, 7}, o);
+  const int put = find_op(s, 2, OpKind::Put, 0);  // to rank 3: 6 bytes at offset 12
+  edit_op(s, 2, put, [](Op& op) { op.segs[0].src.offset = 0; });
+  EXPECT_ERROR(s, "expected bytes from offset 12 of rank 2");
+}

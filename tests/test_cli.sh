@@ -24,7 +24,7 @@ expect_usage_error() {
 }
 
 expect_usage_error "unknown allgather algorithm 'nope'" show allgather --algo nope --ranks 4
-expect_usage_error "unknown collective 'scatter'" show scatter --algo direct --ranks 4
+expect_usage_error "unknown collective 'alltoallw'" show alltoallw --algo direct --ranks 4
 expect_usage_error "--ranks must be between 1 and 65536, got 0" show allgather --algo direct --ranks 0
 expect_usage_error "--ranks must be between 1 and 65536, got -3" show allgather --algo direct --ranks -3
 expect_usage_error "--rails must be between 1 and 64, got 0" show allgather --algo direct --ranks 4 --rails 0

@@ -20,7 +20,7 @@ TEST(Collective, NamesRoundTrip) {
   }
   Collective x;
   EXPECT_FALSE(parse_collective("goal", &x));  // imported schedules are not callable
-  EXPECT_THROW(collective_from_name("alltoall"), InputError);
+  EXPECT_THROW(collective_from_name("alltoallw"), InputError);
 }
 
 TEST(Collective, RegionSizes) {
@@ -45,12 +45,36 @@ TEST(Collective, RegionSizes) {
   EXPECT_EQ(recv, (std::vector<uint64_t>{3, 5, 7}));
 }
 
+TEST(Collective, PersonalisedRegionSizes) {
+  // alltoallv: rank s sends pairs[s][d] to d; send holds the row, recv the column.
+  BlockLayout P = BlockLayout::per_pair(3, {0, 1, 2, 3, 4, 5, 6, 7, 8});
+  std::vector<uint64_t> send, recv;
+  traits(Collective::Alltoallv).region_sizes(P, 0, &send, &recv);
+  EXPECT_EQ(send, (std::vector<uint64_t>{3, 12, 21}));
+  EXPECT_EQ(recv, (std::vector<uint64_t>{9, 12, 15}));
+  EXPECT_EQ(P.send_offset(1, 2), 3u + 4u);
+  EXPECT_EQ(P.recv_offset(2, 1), 2u);
+  EXPECT_EQ(P.recv_offset(2, 2), 2u + 5u);
+  BlockLayout U = BlockLayout::per_pair(3, {4, 4, 4});  // one count per rank: the same to every rank
+  traits(Collective::Alltoall).region_sizes(U, 0, &send, &recv);
+  EXPECT_EQ(send, (std::vector<uint64_t>{12, 12, 12}));
+  EXPECT_EQ(recv, (std::vector<uint64_t>{12, 12, 12}));
+  // scatter(v): the root sends every block, rank r receives its own.
+  BlockLayout L({3, 5, 7});
+  traits(Collective::Scatterv).region_sizes(L, 1, &send, &recv);
+  EXPECT_EQ(send, (std::vector<uint64_t>{0, 15, 0}));
+  EXPECT_EQ(recv, (std::vector<uint64_t>{3, 5, 7}));
+  traits(Collective::Gatherv).region_sizes(L, 2, &send, &recv);
+  EXPECT_EQ(recv, (std::vector<uint64_t>{0, 0, 15}));
+}
+
 // Makes the correct result of every rank from the inputs the traits fill in,
 // as a collective would, and checks that check() agrees; then breaks one byte.
 TEST(Collective, FillAndCheck) {
   const int N = 3;
   for (Collective c : {Collective::Allgather, Collective::Gather, Collective::Bcast, Collective::Allreduce,
-                       Collective::ReduceScatterBlock, Collective::Reduce}) {
+                       Collective::ReduceScatterBlock, Collective::Reduce, Collective::Alltoall,
+                       Collective::Alltoallv, Collective::Scatter, Collective::Scatterv, Collective::Gatherv}) {
     const CollectiveTraits& t = traits(c);
     for (DataType dt : {DataType::Int32, DataType::Float64}) {
       if (!t.reducing && dt != DataType::Int32) continue;
@@ -74,6 +98,10 @@ TEST(Collective, FillAndCheck) {
         if (t.result == Result::Blocks && (!t.result_at_root_only || r == base.root))
           for (int q = 0; q < N; ++q) memcpy(recv[r].data() + q * base.bytes, send[q].data(), base.bytes);
         if (t.result == Result::RootBlock) memcpy(recv[r].data(), send[base.root].data(), base.bytes);
+        if (t.result == Result::RootBlocks) memcpy(recv[r].data(), send[base.root].data() + r * base.bytes, base.bytes);
+        if (t.result == Result::BlocksByDest)
+          for (int q = 0; q < N; ++q)
+            memcpy(recv[r].data() + q * base.bytes, send[q].data() + r * base.bytes, base.bytes);
         const bool reduced = t.result == Result::ReducedSlice ||
                              (t.result == Result::Reduction && (!t.result_at_root_only || r == base.root));
         const uint64_t at = t.result == Result::ReducedSlice ? r * base.bytes : 0;  // this rank's slice

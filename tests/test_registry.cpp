@@ -27,10 +27,14 @@ TEST(Registry, EveryAlgorithmRegisteredInOrder) {
       "reduce_scatter_block/ring", "reduce_scatter_block/recursive_halving", "reduce_scatter_block/direct",
       "reduce_scatter_block/smp",
       "reduce_scatter/ring", "reduce_scatter/recursive_halving", "reduce_scatter/direct", "reduce_scatter/smp",
-      "reduce/binomial", "reduce/rabenseifner", "reduce/smp"};
+      "reduce/binomial", "reduce/rabenseifner", "reduce/smp",
+      "alltoall/direct", "alltoall/bruck", "alltoall/concurrent_exchange", "alltoall/smp_multileader",
+      "alltoallv/direct", "alltoallv/bruck", "alltoallv/concurrent_exchange", "alltoallv/smp_multileader",
+      "scatter/binomial", "scatter/direct", "scatter/smp", "scatterv/binomial", "scatterv/direct", "scatterv/smp",
+      "gatherv/direct", "gatherv/smp"};
   std::vector<std::string> got;
   for (auto& a : all_algorithms()) got.push_back(std::string(collective_name(a.collective)) + "/" + a.name);
-  EXPECT_EQ(got.size(), 41u);
+  EXPECT_EQ(got.size(), 57u);
   EXPECT_EQ(got, expected);
 }
 

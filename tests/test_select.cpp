@@ -93,7 +93,8 @@ TEST(Select, DefaultsDecideAsTheOldIfChain) {
   int compared = 0;
   for (const Topology& t : topos)
     for (uint64_t bytes : sizes)
-      for (Collective c : user_collectives()) {
+      for (Collective c : {Collective::Allgather, Collective::Barrier, Collective::Bcast, Collective::Gather,
+                           Collective::Allreduce}) {  // the collectives the old chain knew
         Choice ch = defaults.choose(c, t, bytes);
         ASSERT_EQ(ch.algorithm, old_if_chain(c, t, bytes)) << collective_name(c) << " " << t.describe() << " " << bytes;
         EXPECT_EQ(ch.origin.rfind("default#", 0), 0u);

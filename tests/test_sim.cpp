@@ -758,3 +758,32 @@ TEST(SimHardware, BuffersInNicMemory) {
   EXPECT_DOUBLE_EQ(simulate(algorithm(Collective::Bcast, "hw_multicast", Topology::from_ppn(16, 1, 1), 8000), m, o).max_us,
                    12.5);
 }
+
+// The personalised collectives run on the model like any schedule: every
+// algorithm of alltoall(v), scatter(v) and gatherv ends on the test machine, and
+// alltoall's Direct, striped, is no faster than the rail bound (what a node
+// takes in over its rails) and uses both rails.
+TEST(Sim, PersonalisedCollectivesRunAndAlltoallReachesTheRailBound) {
+  Machine m = test_machine();
+  const Topology t = Topology::from_ppn(16, 4, 2);
+  for (auto& a : all_algorithms()) {
+    if (a.collective != Collective::Alltoall && a.collective != Collective::Alltoallv &&
+        a.collective != Collective::Scatter && a.collective != Collective::Scatterv &&
+        a.collective != Collective::Gatherv)
+      continue;
+    AlgoOptions o;
+    o.root = 5;
+    SimResult r = simulate(build_schedule(a.collective, a.name, t, std::vector<uint64_t>(16, 4096), o), m);
+    EXPECT_GT(r.max_us, 0) << collective_name(a.collective) << "/" << a.name;
+  }
+  const uint64_t block = 1 << 20;
+  auto direct = [&](int rails) {
+    return simulate(build_schedule(Collective::Alltoall, "direct", Topology::from_ppn(4, 1, rails),
+                                   std::vector<uint64_t>(4, block), {}),
+                    m)
+        .max_us;
+  };
+  const double bound_us = 3.0 * block / (2 * 1000.0);  // 3 blocks in, 2 rails of 1000 MB/s
+  EXPECT_GE(direct(2), bound_us);
+  EXPECT_GT(direct(1), 1.5 * direct(2));  // the blocks are striped over both rails
+}

@@ -1,6 +1,7 @@
 // The verifier sweep, one test per algorithm: every algorithm over N = 1..64 and
 // larger N, k = 1..4, ppn 1,2,3,4,8, uneven and non-consecutive nodes, and sizes
-// 0, 1, 7, 1500 (striped) and per-rank-varying (all-gatherv).
+// 0, 1, 7, 1500 (striped), per-rank-varying (all-gatherv, gatherv, scatterv) and
+// per-pair-varying (alltoallv) sizes, and every root of N = 2..9 (rooted ones).
 #include <gtest/gtest.h>
 
 #include "verify/sweep.hpp"

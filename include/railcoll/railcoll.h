@@ -230,6 +230,43 @@ RAILCOLL_API railcoll_status_t railcoll_reduce_scatter(railcoll_comm_t comm, con
 RAILCOLL_API railcoll_status_t railcoll_reduce(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
                                                size_t count, railcoll_datatype_t type, railcoll_op_t op, int root,
                                                const railcoll_call_opts_t* opts);
+/* ---- personalised data: alltoall(v), scatter(v), gatherv ----
+ * Displacements are in bytes from the buffer's start; blocks may lie anywhere
+ * (packed in rank order costs no copy). */
+/* Every rank sends `bytes` to every rank: block d of sendbuf (size * bytes) goes
+ * to rank d, where it lands as block r (the sender's rank) of recvbuf. With
+ * RAILCOLL_IN_PLACE, recvbuf holds the blocks to send and sendbuf is ignored. */
+RAILCOLL_API railcoll_status_t railcoll_alltoall(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                 size_t bytes, const railcoll_call_opts_t* opts);
+/* sendcounts[d] bytes at sendbuf + sdispls[d] go to rank d; recvcounts[s] bytes
+ * from rank s land at recvbuf + rdispls[s]. What rank s sends to d must be what d
+ * expects from s (else RAILCOLL_ERR_ARG on d, naming the pair). Each rank's counts
+ * reach the others in a small all-gather before the data moves. With
+ * RAILCOLL_IN_PLACE, recvbuf holds the blocks to send (recvcounts, rdispls: a
+ * rank sends to s what it receives from s) and sendbuf, sendcounts and sdispls
+ * are ignored. */
+RAILCOLL_API railcoll_status_t railcoll_alltoallv(railcoll_comm_t comm, const void* sendbuf, const size_t* sendcounts,
+                                                  const size_t* sdispls, void* recvbuf, const size_t* recvcounts,
+                                                  const size_t* rdispls, const railcoll_call_opts_t* opts);
+/* The root's sendbuf (size * bytes) holds a block for every rank; rank r's block
+ * lands in its recvbuf (bytes). sendbuf is ignored elsewhere and may be NULL. With
+ * RAILCOLL_IN_PLACE at the root, the root's block stays in sendbuf and its recvbuf
+ * is ignored. */
+RAILCOLL_API railcoll_status_t railcoll_scatter(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t bytes,
+                                                int root, const railcoll_call_opts_t* opts);
+/* As railcoll_scatter with counts[r] bytes for rank r at sendbuf + displs[r]
+ * (displs is read at the root only; NULL: packed). Every rank passes the same
+ * counts. */
+RAILCOLL_API railcoll_status_t railcoll_scatterv(railcoll_comm_t comm, const void* sendbuf, const size_t* counts,
+                                                 const size_t* displs, void* recvbuf, int root,
+                                                 const railcoll_call_opts_t* opts);
+/* Rank r contributes counts[r] bytes from sendbuf; they land at recvbuf +
+ * displs[r] on the root (displs read at the root only; NULL: packed). Every rank
+ * passes the same counts. With RAILCOLL_IN_PLACE at the root, its block is
+ * already at recvbuf + displs[root] and sendbuf is ignored. */
+RAILCOLL_API railcoll_status_t railcoll_gatherv(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                const size_t* counts, const size_t* displs, int root,
+                                                const railcoll_call_opts_t* opts);
 /* The algorithm a call of `collective` ("allgather", "bcast", ...) with `bytes`
  * per rank would use, with the options' algorithm if given (a root of 0 and
  * float sums for the rooted and reducing ones). The string is the library's

@@ -40,6 +40,8 @@ BenchCall::BenchCall(Collective coll, uint64_t bytes, int me, int n) : t_(traits
   if (t_.reducing) shape_.dtype = DataType::Float32;
   send_.assign(t_.send_length(shape_) + 4, 0);
   recv_.assign(std::max<uint64_t>(t_.recv_length(shape_), bytes * (t_.result == Result::Blocks ? n : 1)) + 4, 0);
+  counts_.assign(n, bytes);
+  for (int r = 0; r < n; ++r) displs_.push_back(r * bytes);
 }
 
 void BenchCall::prepare(int call) { t_.fill(shape_, call, send_.data(), recv_.data()); }
@@ -62,6 +64,15 @@ railcoll_status_t BenchCall::run(railcoll_comm_t comm, const railcoll_call_opts_
     }
     case Collective::Reduce:
       return railcoll_reduce(comm, send_.data(), recv_.data(), bytes / 4, RAILCOLL_FLOAT, RAILCOLL_SUM, 0, opts);
+    case Collective::Alltoall: return railcoll_alltoall(comm, send_.data(), recv_.data(), bytes, opts);
+    case Collective::Alltoallv:
+      return railcoll_alltoallv(comm, send_.data(), counts_.data(), displs_.data(), recv_.data(), counts_.data(),
+                                displs_.data(), opts);
+    case Collective::Scatter: return railcoll_scatter(comm, send_.data(), recv_.data(), bytes, 0, opts);
+    case Collective::Scatterv:
+      return railcoll_scatterv(comm, send_.data(), counts_.data(), displs_.data(), recv_.data(), 0, opts);
+    case Collective::Gatherv:
+      return railcoll_gatherv(comm, send_.data(), recv_.data(), counts_.data(), displs_.data(), 0, opts);
     default: return railcoll_barrier(comm);
   }
 }

@@ -42,6 +42,7 @@ class BenchCall {
   const CollectiveTraits& t_;
   CallShape shape_;
   std::vector<unsigned char> send_, recv_;
+  std::vector<size_t> counts_, displs_;  // the v-calls': the same bytes for every rank, packed
 };
 
 struct WorkerOptions {

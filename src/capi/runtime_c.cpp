@@ -257,6 +257,90 @@ railcoll_status_t reduce_scatter_call(railcoll_comm* c, railcoll::Collective col
     return fail(RAILCOLL_ERR_ARG, "sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
   }
   return run(c, coll, sendbuf, recvbuf, counts, opts, args);
+// ---- personalised data (alltoall(v), scatter(v), gatherv) ----
+// The schedules read and write blocks packed in rank order; blocks the caller
+// placed elsewhere travel through a packed copy.
+
+// displs NULL: packed. Empty blocks may sit anywhere.
+bool is_packed(const size_t* counts, const size_t* displs, int n) {
+  if (!displs) return true;
+  size_t at = 0;
+  for (int r = 0; r < n; at += counts[r], ++r)
+    if (counts[r] && displs[r] != at) return false;
+  return true;
+}
+
+size_t block_offset(const size_t* counts, const size_t* displs, int r) {
+  if (displs) return displs[r];
+  size_t at = 0;
+  for (int q = 0; q < r; ++q) at += counts[q];
+  return at;
+}
+
+// Bytes from the buffer's start to the end of its last block.
+size_t extent(const size_t* counts, const size_t* displs, int n) {
+  size_t end = 0;
+  for (int r = 0; r < n; ++r)
+    if (counts[r]) end = std::max(end, block_offset(counts, displs, r) + counts[r]);
+  return end;
+}
+
+// Where a schedule reads a caller's blocks: the buffer itself when packed, else a packed copy.
+const void* packed_input(const void* buf, const size_t* counts, const size_t* displs, int n, std::vector<char>* copy) {
+  if (is_packed(counts, displs, n)) return buf;
+  for (int r = 0; r < n; ++r) {
+    const char* at = static_cast<const char*>(buf) + displs[r];
+    copy->insert(copy->end(), at, at + counts[r]);
+  }
+  return copy->data();
+}
+
+// Where a schedule writes a caller's blocks: the buffer itself when packed, else
+// room for a packed copy that unpack_output puts in place.
+void* packed_output(void* buf, const size_t* counts, const size_t* displs, int n, std::vector<char>* room) {
+  if (is_packed(counts, displs, n)) return buf;
+  size_t total = 0;
+  for (int r = 0; r < n; ++r) total += counts[r];
+  room->assign(total, 0);
+  return room->data();
+}
+
+void unpack_output(const std::vector<char>& room, void* buf, const size_t* counts, const size_t* displs, int n) {
+  if (room.empty()) return;
+  size_t at = 0;
+  for (int r = 0; r < n; at += counts[r], ++r) memcpy(static_cast<char*>(buf) + displs[r], room.data() + at, counts[r]);
+}
+
+railcoll_status_t check_counts(const size_t* counts, int n, const char* what) {
+  if (!counts) return fail(RAILCOLL_ERR_ARG, std::string(what) + " is NULL");
+  uint64_t total = 0;
+  for (int r = 0; r < n; ++r) {
+    if (counts[r] > railcoll::kMaxBytesPerRank)
+      return fail(RAILCOLL_ERR_ARG, std::string(what) + "[" + std::to_string(r) + "] is above the limit of 2^40 bytes");
+    total += counts[r];
+  }
+  if (total > railcoll::kMaxTotalBytes) return fail(RAILCOLL_ERR_ARG, std::string(what) + ": total above 2^48 bytes");
+  return RAILCOLL_OK;
+}
+
+bool in_place_call(const railcoll_call_opts_t* opts) { return opts && (opts->flags & RAILCOLL_IN_PLACE); }
+
+// alltoall(v): the per-pair counts of every rank (row = source), from each
+// rank's own row, checked against the counts this rank expects to receive.
+railcoll_status_t pair_counts(railcoll_comm* c, const size_t* sendcounts, const size_t* recvcounts,
+                              std::vector<uint64_t>* matrix) {
+  const int n = c->comm->size(), me = c->comm->rank();
+  std::vector<uint64_t> row(sendcounts, sendcounts + n);
+  matrix->assign(static_cast<size_t>(n) * n, 0);
+  if (railcoll_status_t st = run(c, railcoll::Collective::Allgather, row.data(), matrix->data(),
+                                 std::vector<uint64_t>(n, n * sizeof(uint64_t)), nullptr))
+    return st;
+  for (int s = 0; s < n; ++s)
+    if ((*matrix)[static_cast<size_t>(s) * n + me] != recvcounts[s])
+      return fail(RAILCOLL_ERR_ARG, "alltoallv: rank " + std::to_string(s) + " sends " +
+                                        std::to_string((*matrix)[static_cast<size_t>(s) * n + me]) + " bytes to rank " +
+                                        std::to_string(me) + ", which expects " + std::to_string(recvcounts[s]));
+  return RAILCOLL_OK;
 }
 
 int query(railcoll_comm_t handle, const char* fn, int (*what)(const railcoll::rt::Comm&)) {
@@ -465,6 +549,117 @@ railcoll_status_t railcoll_reduce(railcoll_comm_t comm, const void* sendbuf, voi
     }
     return run(c, railcoll::Collective::Reduce, sendbuf, at_root ? recvbuf : nullptr,
                std::vector<uint64_t>(c->comm->size(), bytes), opts, args);
+railcoll_status_t railcoll_alltoall(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t bytes,
+                                    const railcoll_call_opts_t* opts) {
+  return collective(comm, "railcoll_alltoall", opts, [&](railcoll_comm* c) {
+    const int n = c->comm->size();
+    if (bytes > railcoll::kMaxBytesPerRank) return fail(RAILCOLL_ERR_ARG, "alltoall: bytes is above the limit of 2^40");
+    const uint64_t total = n * static_cast<uint64_t>(bytes);
+    const bool in_place = in_place_call(opts);
+    if (total > 0 && !recvbuf) return fail(RAILCOLL_ERR_ARG, "recvbuf is NULL with a non-zero size");
+    if (total > 0 && !sendbuf && !in_place) return fail(RAILCOLL_ERR_ARG, "sendbuf is NULL with a non-zero size");
+    std::vector<char> input;
+    if (in_place) {
+      sendbuf = input_copy(recvbuf, 0, total, &input);
+    } else if (overlap(sendbuf, total, recvbuf, total)) {
+      return fail(RAILCOLL_ERR_ARG, "sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
+    }
+    return run(c, railcoll::Collective::Alltoall, sendbuf, recvbuf, std::vector<uint64_t>(n, bytes), opts);
+  });
+}
+
+railcoll_status_t railcoll_alltoallv(railcoll_comm_t comm, const void* sendbuf, const size_t* sendcounts,
+                                     const size_t* sdispls, void* recvbuf, const size_t* recvcounts,
+                                     const size_t* rdispls, const railcoll_call_opts_t* opts) {
+  return collective(comm, "railcoll_alltoallv", opts, [&](railcoll_comm* c) {
+    const int n = c->comm->size();
+    const bool in_place = in_place_call(opts);
+    if (in_place) sendbuf = recvbuf, sendcounts = recvcounts, sdispls = rdispls;  // send what is received
+    if (railcoll_status_t st = check_counts(recvcounts, n, "recvcounts")) return st;
+    if (railcoll_status_t st = check_counts(sendcounts, n, "sendcounts")) return st;
+    const size_t send_end = extent(sendcounts, sdispls, n), recv_end = extent(recvcounts, rdispls, n);
+    if (recv_end > 0 && !recvbuf) return fail(RAILCOLL_ERR_ARG, "recvbuf is NULL with non-zero counts");
+    if (send_end > 0 && !sendbuf) return fail(RAILCOLL_ERR_ARG, "sendbuf is NULL with non-zero counts");
+    if (!in_place && overlap(sendbuf, send_end, recvbuf, recv_end))
+      return fail(RAILCOLL_ERR_ARG, "sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
+    std::vector<uint64_t> matrix;
+    if (railcoll_status_t st = pair_counts(c, sendcounts, recvcounts, &matrix)) return st;
+    std::vector<char> input, output;
+    const void* send = packed_input(sendbuf, sendcounts, sdispls, n, &input);
+    if (in_place && send == sendbuf) send = input_copy(recvbuf, 0, send_end, &input);  // recv overwrites it
+    void* recv = packed_output(recvbuf, recvcounts, rdispls, n, &output);
+    if (railcoll_status_t st = run(c, railcoll::Collective::Alltoallv, send, recv, matrix, opts)) return st;
+    unpack_output(output, recvbuf, recvcounts, rdispls, n);
+    return RAILCOLL_OK;
+  });
+}
+
+namespace {
+
+// scatter and scatterv: counts[r] bytes for rank r, at displs in the root's sendbuf.
+railcoll_status_t scatter_call(railcoll_comm* c, railcoll::Collective coll, const void* sendbuf, const size_t* counts,
+                               const size_t* displs, void* recvbuf, int root, const railcoll_call_opts_t* opts) {
+  if (railcoll_status_t st = check_root(c, root)) return st;
+  const int n = c->comm->size(), me = c->comm->rank();
+  if (railcoll_status_t st = check_counts(counts, n, "counts")) return st;
+  const bool at_root = me == root, in_place = at_root && in_place_call(opts);
+  const size_t send_end = at_root ? extent(counts, displs, n) : 0;
+  if (send_end > 0 && !sendbuf) return fail(RAILCOLL_ERR_ARG, "sendbuf is NULL at the root with a non-zero size");
+  if (counts[me] > 0 && !recvbuf && !in_place) return fail(RAILCOLL_ERR_ARG, "recvbuf is NULL with a non-zero size");
+  std::vector<char> input, discard;
+  if (in_place) {  // the root's block stays where it is: its copy goes nowhere
+    discard.assign(counts[me], 0);
+    recvbuf = discard.data();
+  } else if (at_root && overlap(sendbuf, send_end, recvbuf, counts[me])) {
+    return fail(RAILCOLL_ERR_ARG, "sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
+  }
+  const void* send = at_root ? packed_input(sendbuf, counts, displs, n, &input) : nullptr;
+  railcoll::AlgoOptions args;
+  args.root = root;
+  return run(c, coll, send, recvbuf, std::vector<uint64_t>(counts, counts + n), opts, args);
+}
+
+}  // namespace
+
+railcoll_status_t railcoll_scatter(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t bytes, int root,
+                                   const railcoll_call_opts_t* opts) {
+  return collective(comm, "railcoll_scatter", opts, [&](railcoll_comm* c) {
+    const std::vector<size_t> counts(c->comm->size(), bytes);
+    return scatter_call(c, railcoll::Collective::Scatter, sendbuf, counts.data(), nullptr, recvbuf, root, opts);
+  });
+}
+
+railcoll_status_t railcoll_scatterv(railcoll_comm_t comm, const void* sendbuf, const size_t* counts,
+                                    const size_t* displs, void* recvbuf, int root, const railcoll_call_opts_t* opts) {
+  return collective(comm, "railcoll_scatterv", opts, [&](railcoll_comm* c) {
+    return scatter_call(c, railcoll::Collective::Scatterv, sendbuf, counts, displs, recvbuf, root, opts);
+  });
+}
+
+railcoll_status_t railcoll_gatherv(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, const size_t* counts,
+                                   const size_t* displs, int root, const railcoll_call_opts_t* opts) {
+  return collective(comm, "railcoll_gatherv", opts, [&](railcoll_comm* c) {
+    if (railcoll_status_t st = check_root(c, root)) return st;
+    const int n = c->comm->size(), me = c->comm->rank();
+    if (railcoll_status_t st = check_counts(counts, n, "counts")) return st;
+    const bool at_root = me == root, in_place = at_root && in_place_call(opts);
+    const size_t recv_end = at_root ? extent(counts, displs, n) : 0;
+    if (recv_end > 0 && !recvbuf) return fail(RAILCOLL_ERR_ARG, "recvbuf is NULL at the root with a non-zero size");
+    if (counts[me] > 0 && !sendbuf && !in_place) return fail(RAILCOLL_ERR_ARG, "sendbuf is NULL with a non-zero size");
+    std::vector<char> own, output;
+    if (in_place) {  // the root's block is already in place in recvbuf
+      sendbuf = input_copy(recvbuf, block_offset(counts, displs, me), counts[me], &own);
+    } else if (at_root && overlap(sendbuf, counts[me], recvbuf, recv_end)) {
+      return fail(RAILCOLL_ERR_ARG, "sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
+    }
+    void* recv = at_root ? packed_output(recvbuf, counts, displs, n, &output) : nullptr;
+    railcoll::AlgoOptions args;
+    args.root = root;
+    if (railcoll_status_t st =
+            run(c, railcoll::Collective::Gatherv, sendbuf, recv, std::vector<uint64_t>(counts, counts + n), opts, args))
+      return st;
+    if (at_root) unpack_output(output, recvbuf, counts, displs, n);
+    return RAILCOLL_OK;
   });
 }
 

@@ -183,6 +183,17 @@ const CollectiveTraits kTable[] = {
    "send: every rank's block (per-rank counts) in rank order; recv: this rank's block reduced over every rank"},
   {Collective::Reduce,    "reduce",    "MPI_Reduce",     true,  true,    true,  true,  true,  Result::Reduction,    true,
    "send: this rank's vector; recv (root only): the element-wise reduction over every rank"},
+  // Personalised-data collectives.
+  {Collective::Alltoall,  "alltoall",  "MPI_Alltoall",   false, false,   true,  true,  true,  Result::BlocksByDest, false,
+   "send: a block for every rank in rank order; recv: the block each rank sent to this one, in rank order"},
+  {Collective::Alltoallv, "alltoallv", "MPI_Alltoallv",  false, false,   true,  false, true,  Result::BlocksByDest, false,
+   "as alltoall, with a byte count per (source, destination) pair"},
+  {Collective::Scatter,   "scatter",   "MPI_Scatter",    true,  false,   true,  true,  true,  Result::RootBlocks,   false,
+   "send (root only): a block for every rank in rank order; recv: this rank's block"},
+  {Collective::Scatterv,  "scatterv",  "MPI_Scatterv",   true,  false,   true,  false, true,  Result::RootBlocks,   false,
+   "as scatter, with a byte count per rank"},
+  {Collective::Gatherv,   "gatherv",   "MPI_Gatherv",    true,  false,   true,  false, true,  Result::Blocks,       true,
+   "send: this rank's block (counts may differ); recv (root only): every block in rank order"},
   {Collective::Goal,      "goal",      "",               false, false,   true,  false, false, Result::None,         false,
    "a schedule imported from GOAL: regions as the file gives them"},
 };
@@ -305,6 +316,15 @@ void CollectiveTraits::region_sizes(const BlockLayout& layout, int root, std::ve
       send->assign(N, layout.total());
       *recv = layout.count;
       break;
+    case Result::BlocksByDest:
+      recv->assign(N, 0);
+      for (int d = 0; d < N; ++d) (*recv)[d] = layout.recv_total(d);
+      break;
+    case Result::RootBlocks:
+      *recv = layout.count;
+      send->assign(N, 0);
+      (*send)[root] = layout.total();
+      break;
     case Result::Synchronised:
     case Result::None: recv->assign(N, layout.total()); break;
   }
@@ -318,20 +338,32 @@ double CollectiveTraits::node_recv_bytes(int ranks, int nodes, int fewest, doubl
       return result_at_root_only ? m : 2.0 * (nodes - 1) / nodes * m;  // reduce-scatter + all-gather
     case Result::ReducedSlice:  // every other node's part of each of the node's slices
       return (nodes - 1) * std::ceil(static_cast<double>(ranks) / nodes) * m;
+    case Result::BlocksByDest: {  // a node of P ranks takes P (N - P) blocks
+      const double P = (ranks + nodes - 1) / nodes;
+      return P * (ranks - P) * m;
+    }
+    case Result::RootBlocks: return (ranks - fewest) * m;  // what the root's node must send out
     default: return 0;
   }
 }
 
 uint64_t CollectiveTraits::send_length(const CallShape& c) const {
   if (!moves_data) return 0;
-  if (result == Result::ReducedSlice) return c.bytes * c.nranks;
-  return result == Result::RootBlock && c.rank != c.root ? 0 : c.bytes;
+  switch (result) {
+    case Result::RootBlock: return c.rank != c.root ? 0 : c.bytes;
+    case Result::RootBlocks: return c.rank != c.root ? 0 : c.bytes * c.nranks;
+    case Result::BlocksByDest:
+    case Result::ReducedSlice: return c.bytes * c.nranks;
+    default: return c.bytes;
+  }
 }
 
 uint64_t CollectiveTraits::recv_length(const CallShape& c) const {
   switch (result) {
     case Result::Blocks: return result_at_root_only && c.rank != c.root ? 0 : c.bytes * c.nranks;
     case Result::Reduction: return result_at_root_only && c.rank != c.root ? 0 : c.bytes;
+    case Result::BlocksByDest: return c.bytes * c.nranks;
+    case Result::RootBlocks:
     case Result::RootBlock:
     case Result::ReducedSlice: return c.bytes;
     default: return 0;
@@ -342,7 +374,7 @@ void CollectiveTraits::fill(const CallShape& c, int call, unsigned char* send, u
   const uint64_t slen = send_length(c), rlen = recv_length(c);
   if (recv) memset(recv, kGuard, rlen);
   if (reducing) return fill_elements(c, call, send, slen / dtype_size(c.dtype));
-  const int origin = result == Result::RootBlock ? c.root : c.rank;
+  const int origin = result == Result::RootBlock || result == Result::RootBlocks ? c.root : c.rank;
   for (uint64_t b = 0; b < slen; ++b) send[b] = pattern(origin, call, b);
   // A broadcast's root passes one buffer: its message is already in "recv".
   if (result == Result::RootBlock && c.rank == c.root && recv) memcpy(recv, send, slen);
@@ -360,6 +392,16 @@ std::string CollectiveTraits::check(const CallShape& c, int call, const unsigned
     case Result::RootBlock:
       for (uint64_t b = 0; b < c.bytes; ++b)
         if (recv[b] != pattern(c.root, call, b)) return "wrong byte " + std::to_string(b);
+      return "";
+    case Result::RootBlocks:  // block `rank` of the root's send
+      for (uint64_t b = 0; b < c.bytes; ++b)
+        if (recv[b] != pattern(c.root, call, c.rank * c.bytes + b)) return "wrong byte " + std::to_string(b);
+      return "";
+    case Result::BlocksByDest:  // from every rank s, block `rank` of s's send
+      for (int s = 0; s < c.nranks; ++s)
+        for (uint64_t b = 0; b < c.bytes; ++b)
+          if (recv[s * c.bytes + b] != pattern(s, call, c.rank * c.bytes + b))
+            return "wrong byte " + std::to_string(b) + " of the block from rank " + std::to_string(s);
       return "";
     case Result::Reduction:
     case Result::ReducedSlice: {

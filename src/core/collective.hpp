@@ -14,6 +14,8 @@ namespace railcoll {
 enum class Collective : uint8_t {
   Allgather, Barrier, Bcast, Gather, Allreduce,
   ReduceScatterBlock, ReduceScatter, Reduce,  // the reduction family (issue 20)
+  // Personalised data: every rank's result is its own part of the inputs.
+  Alltoall, Alltoallv, Scatter, Scatterv, Gatherv,
   Goal
 };
 
@@ -58,13 +60,17 @@ enum class Result : uint8_t {
                  // (at the root only when result_at_root_only: reduce)
   ReducedSlice,  // reduce_scatter: send holds every rank's slice in rank order; rank
                  // r's recv holds slice r reduced over every rank's send
+  BlocksByDest,  // alltoall(v): rank d's recv holds block d of every rank's send, in source order
+                 // (the counts are per pair: BlockLayout::pair)
+  RootBlocks,    // scatter(v): rank r's recv holds block r of the root's send
   None,          // imported schedules: no meaning to check
 };
 
 // One call as a benchmark or test makes it: enough to size, fill and check buffers.
 struct CallShape {
   int rank = 0, nranks = 1, root = 0;
-  uint64_t bytes = 0;  // per rank (allreduce: the vector's bytes; reduce_scatter: the block each rank ends with)
+  uint64_t bytes = 0;  // per rank (allreduce: the vector's bytes; reduce_scatter: the block each rank ends with;
+                       // alltoall: per pair; scatter: per receiver)
   DataType dtype = DataType::Byte;
   ReduceOp redop = ReduceOp::Sum;
 };

@@ -31,6 +31,11 @@ AlgorithmRegistrar::AlgorithmRegistrar(AlgoSpec spec) {
   t.insert(std::upper_bound(t.begin(), t.end(), spec, listed_before), std::move(spec));
 }
 
+AlgorithmRegistrar::AlgorithmRegistrar(AlgoSpec spec, Collective also) : AlgorithmRegistrar(spec) {
+  spec.collective = also;
+  AlgorithmRegistrar{std::move(spec)};
+}
+
 const std::vector<AlgoSpec>& all_algorithms() { return table(); }
 
 const AlgoSpec* find_algorithm(Collective collective, const std::string& name) {
@@ -96,20 +101,22 @@ Schedule build_schedule(Collective collective, const std::string& algorithm, con
   for (auto& o : given_options)
     if (std::find(spec->options.begin(), spec->options.end(), o) == spec->options.end())
       throw InputError(coll + " algorithm '" + algorithm + "' does not take the option --" + o);
-  if (static_cast<int>(counts.size()) != topo.nranks())
-    throw InputError("got " + std::to_string(counts.size()) + " block sizes for " +
-                     std::to_string(topo.nranks()) + " ranks");
+  const size_t N = topo.nranks();
+  const bool per_pair = traits(collective).result == Result::BlocksByDest;
+  if (counts.size() != N && !(per_pair && counts.size() == N * N))
+    throw InputError("got " + std::to_string(counts.size()) + " block sizes for " + std::to_string(N) + " ranks" +
+                     (per_pair ? " (one per rank or one per pair of ranks)" : ""));
   uint64_t total = 0;
   for (uint64_t c : counts) {
     if (c > kMaxBytesPerRank)
       throw InputError("bytes per rank " + std::to_string(c) + " is above the limit of 2^40");
-    total += c;
+    total += c * (per_pair && counts.size() == N ? N : 1);
     if (total > kMaxTotalBytes) throw InputError("total bytes (ranks x bytes) is above the limit of 2^48");
   }
   check_call_args(collective, topo, counts, opts);
   if (opts.concurrency < 0) throw InputError("concurrency must be at least 1");
   if (opts.stripe_threshold == 0) throw InputError("stripe threshold must be at least 1 byte");
-  const BlockLayout layout(counts);
+  const BlockLayout layout = per_pair ? BlockLayout::per_pair(topo.nranks(), counts) : BlockLayout(counts);
   ScheduleBuilder builder(collective, spec->name, topo, layout, opts);
   spec->build(builder, topo, layout, opts);
   return builder.finish();

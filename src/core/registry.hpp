@@ -31,6 +31,9 @@ struct AlgoSpec {
 // A second algorithm of the same collective and name is a bug: it throws.
 struct AlgorithmRegistrar {
   explicit AlgorithmRegistrar(AlgoSpec spec);
+  // The same builder for a second collective whose layout it reads as well
+  // (alltoall and alltoallv, scatter and scatterv, gather and gatherv).
+  AlgorithmRegistrar(AlgoSpec spec, Collective also);
 };
 
 // Every registered algorithm, ordered by collective (enum order), then `order`,

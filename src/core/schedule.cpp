@@ -240,6 +240,29 @@ BlockLayout::BlockLayout(std::vector<uint64_t> counts) : count(std::move(counts)
   for (size_t i = 0; i < count.size(); ++i) displ[i + 1] = displ[i] + count[i];
 }
 
+BlockLayout BlockLayout::per_pair(int n, const std::vector<uint64_t>& pairs) {
+  const size_t N = n;
+  std::vector<uint64_t> full = pairs;
+  if (pairs.size() == N) {  // one count per source: the same to every destination
+    full.resize(N * N);
+    for (size_t s = 0; s < N; ++s)
+      for (size_t d = 0; d < N; ++d) full[s * N + d] = pairs[s];
+  }
+  std::vector<uint64_t> row(N, 0);
+  for (size_t s = 0; s < N; ++s)
+    for (size_t d = 0; d < N; ++d) row[s] += full[s * N + d];
+  BlockLayout L(row);
+  L.pair_count = std::move(full);
+  L.send_displ.assign(N * N, 0);
+  L.recv_displ.assign(N * N, 0);
+  L.recv_sum.assign(N, 0);
+  for (size_t s = 0; s < N; ++s)
+    for (size_t d = 0, at = 0; d < N; ++d) L.send_displ[s * N + d] = at, at += L.pair_count[s * N + d];
+  for (size_t d = 0; d < N; ++d)
+    for (size_t s = 0; s < N; ++s) L.recv_displ[d * N + s] = L.recv_sum[d], L.recv_sum[d] += L.pair_count[s * N + d];
+  return L;
+}
+
 uint64_t BlockLayout::cyclic_bytes(int first, int nblocks) const {
   int N = n();
   if (nblocks >= N) return total();
@@ -259,6 +282,7 @@ ScheduleBuilder::ScheduleBuilder(Collective collective, std::string algorithm, c
   s_.redop = opts.redop;
   int N = topo.nranks();
   traits(collective).region_sizes(layout, opts.root, &s_.send_bytes, &s_.recv_bytes);
+  s_.pair_bytes = layout.pair_count;
   s_.scratch_bytes.assign(N, 0);
   s_.shared_bytes.assign(topo.nnodes(), 0);
   s_.programs.assign(N, {});

@@ -234,6 +234,7 @@ struct Schedule {
   std::vector<uint64_t> recv_bytes;     // per rank
   std::vector<uint64_t> scratch_bytes;  // per rank
   std::vector<uint64_t> shared_bytes;   // per node
+  std::vector<uint64_t> pair_bytes;     // alltoall(v): n x n, row = source; else empty
   int rank_counters = 0;                // counters per rank
   int node_counters = 0;                // counters per node
   std::vector<Program> programs;         // per rank
@@ -245,15 +246,28 @@ struct Schedule {
 };
 
 // Per-rank block sizes and offsets (all-gather: block r comes from rank r).
+// Alltoall(v) adds a count per (source, destination) pair: each rank's send
+// holds its blocks packed in destination order, each recv the blocks it gets
+// packed in source order; `count` is then every rank's send total.
 struct BlockLayout {
   explicit BlockLayout(std::vector<uint64_t> counts);
+  // pairs: n x n (row = source), or n entries (rank s sends pairs[s] to every rank).
+  static BlockLayout per_pair(int n, const std::vector<uint64_t>& pairs);
   int n() const { return static_cast<int>(count.size()); }
+  bool has_pairs() const { return !pair_count.empty(); }
+  uint64_t pair(int src, int dst) const { return pair_count[static_cast<size_t>(src) * n() + dst]; }
+  // Where block src->dst lies in src's send and in dst's recv.
+  uint64_t send_offset(int src, int dst) const { return send_displ[static_cast<size_t>(src) * n() + dst]; }
+  uint64_t recv_offset(int dst, int src) const { return recv_displ[static_cast<size_t>(dst) * n() + src]; }
+  uint64_t recv_total(int dst) const { return recv_sum[dst]; }
   // Bytes of blocks first..first+nblocks-1 taken cyclically (mod n).
   uint64_t cyclic_bytes(int first, int nblocks) const;
   uint64_t range_bytes(int first, int last_excl) const { return displ[last_excl] - displ[first]; }
   uint64_t total() const { return displ.back(); }
   std::vector<uint64_t> count;
   std::vector<uint64_t> displ;  // n+1 entries
+  std::vector<uint64_t> pair_count, send_displ, recv_displ;  // n x n, per pair only
+  std::vector<uint64_t> recv_sum;                            // per rank, per pair only
 };
 
 // Options an algorithm may take. 0 means "the algorithm's default".

@@ -53,8 +53,15 @@ std::string schedule_title(const Schedule& s) {
   o << collective_name(s.collective) << "/" << s.algorithm << " [" << s.topo.describe() << "; ";
   bool uniform = std::all_of(s.send_bytes.begin(), s.send_bytes.end(),
                              [&](uint64_t b) { return b == s.send_bytes[0]; });
-  if (traits(s.collective).result == Result::RootBlock && s.root >= 0 && s.root < static_cast<int>(s.send_bytes.size()))
+  const Result result = traits(s.collective).result;
+  const bool pairs_uniform = std::all_of(s.pair_bytes.begin(), s.pair_bytes.end(),
+                                         [&](uint64_t b) { return b == s.pair_bytes[0]; });
+  if (result == Result::RootBlock && s.root >= 0 && s.root < static_cast<int>(s.send_bytes.size()))
     o << s.send_bytes[s.root] << " B from root " << s.root;  // only the root sends
+  else if (result == Result::RootBlocks && s.root >= 0 && s.root < static_cast<int>(s.send_bytes.size()))
+    o << s.send_bytes[s.root] << " B from root " << s.root << " to scatter";
+  else if (!s.pair_bytes.empty())
+    o << (pairs_uniform ? std::to_string(s.pair_bytes[0]) + " B per pair of ranks" : "variable bytes per pair");
   else if (uniform && !s.send_bytes.empty())
     o << s.send_bytes[0] << " B per rank";
   else

@@ -53,6 +53,17 @@ std::vector<uint64_t> sizes(int which, int N) {
 }
 constexpr int kSizes = 5;
 
+// alltoallv: per-pair sizes (row = source), odd, uneven, some 0, some striped.
+std::vector<uint64_t> pair_sizes(int N) {
+  std::vector<uint64_t> v;
+  for (int s = 0; s < N; ++s)
+    for (int d = 0; d < N; ++d) {
+      const int h = (s * 7 + d * 3 + s * d) % 13;
+      v.push_back(h < 3 ? 0 : h == 12 ? 1100 + s : static_cast<uint64_t>(h * 5 + d % 3));
+    }
+  return v;
+}
+
 }  // namespace
 
 std::string SweepCase::label() const {
@@ -83,6 +94,8 @@ std::vector<SweepCase> sweep_cases(Collective collective, const std::string& alg
     if (coll.rooted) c.opts.root = (index * 5) % N;  // roots other than 0
     if (coll.equal_counts && size == kSizes - 1)
       c.counts.assign(N, 13);  // no per-rank sizes: one count for every rank
+    else if (coll.result == Result::BlocksByDest && size == kSizes - 1)
+      c.counts = pair_sizes(N);  // alltoallv: a count per pair, some 0
     if (coll.reducing) {  // counts in elements of every type; every (type, operator) pair over the sweep
       const auto& types = reduction_types();
       const auto& ops = reduction_ops();
@@ -107,6 +120,13 @@ std::vector<SweepCase> sweep_cases(Collective collective, const std::string& alg
       add(N, 1 + root % 4, (N + root) % kLayouts, root % kSizes);
       out.back().opts.root = root;
     }
+  if (coll.rooted)  // every root of small N, with per-rank sizes
+    for (int N = 2; N <= 9; ++N)
+      for (int root = 0; root < N; ++root) {
+        const size_t at = out.size();
+        add(N, 1 + root % 4, (N + root) % kLayouts, kSizes - 1);
+        out[at].opts.root = root;
+      }
   for (int N : {81, 96, 125, 128, 130, 200, 256})
     for (int k = 1; k <= 4; ++k) {
       add(N, k, (N + k) % kLayouts, (N + k) % kSizes);

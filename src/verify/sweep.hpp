@@ -1,6 +1,7 @@
 // The verifier sweep: every algorithm over a wide set of topologies and sizes
 // (N = 1..64 and larger N, k = 1..4, ppn 1,2,3,4,8, uneven and non-consecutive
-// nodes, 0, 1, odd, above-the-stripe-threshold and per-rank-varying sizes).
+// nodes, 0, 1, odd, above-the-stripe-threshold, per-rank-varying and per-pair-
+// varying (alltoallv) sizes, every root of small N).
 #pragma once
 #include <functional>
 #include <string>

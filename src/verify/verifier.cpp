@@ -528,37 +528,76 @@ class Verifier {
       case Result::Reduction:
       case Result::ReducedSlice: check_reduced(c); return;
       case Result::Blocks:
-      case Result::RootBlock: break;
+      case Result::RootBlock:
+      case Result::BlocksByDest:
+      case Result::RootBlocks: break;
     }
-    std::vector<int> targets;  // ranks whose recv must hold the blocks
     for (int r = 0; r < N; ++r) {
-      bool root = r == s_.root;
-      if (c.result == Result::RootBlock ? !root : (!c.result_at_root_only || root)) targets.push_back(r);
-    }
-    // A root's block: every target receives the root's send as one block.
-    std::vector<uint64_t> counts = s_.send_bytes;
-    if (c.result == Result::RootBlock) counts.assign(N, 0), counts[s_.root] = s_.send_bytes[s_.root];
-    BlockLayout L(counts);
-    for (int r : targets) {
-      if (s_.recv_bytes[r] != L.total()) {
+      const std::vector<Expected> want = expected_blocks(c, r);
+      if (want.empty()) continue;  // nothing to hold (gather: not the root)
+      if (s_.recv_bytes[r] != want.back().end) {
         error("rank " + std::to_string(r) + " recv is " + std::to_string(s_.recv_bytes[r]) + " bytes, expected " +
-              std::to_string(L.total()));
+              std::to_string(want.back().end));
         continue;
       }
       bool reported = false;
       recv_[r].all([&](uint64_t at, Piece& p) {
         if (reported) return;
-        // Origin expected for byte `at`: the rank whose block covers it.
-        int o = static_cast<int>(std::upper_bound(L.displ.begin(), L.displ.end(), at) - L.displ.begin()) - 1;
-        uint64_t off = at - L.displ[o];
-        if (p.origin != o || p.origin_off != off || p.end > L.displ[o + 1]) {
+        // The expected block covering byte `at`: the first that ends after it.
+        const Expected& e = *std::upper_bound(want.begin(), want.end(), at,
+                                              [](uint64_t x, const Expected& b) { return x < b.end; });
+        uint64_t off = e.origin_off + (at - e.begin);
+        if (p.origin != e.origin || p.origin_off != off || p.end > e.end) {
           error("rank " + std::to_string(r) + " ends with " + content_text(at, p) + " at recv[" + std::to_string(at) +
                 "," + std::to_string(p.end) + "); expected bytes from offset " + std::to_string(off) + " of rank " +
-                std::to_string(o));
+                std::to_string(e.origin));
           reported = true;
         }
       });
     }
+  }
+
+  // What rank r's recv must hold, as consecutive blocks [begin, end) holding
+  // the bytes of `origin`'s send from origin_off; empty blocks left out, and
+  // an empty list when the rank's recv has no meaning.
+  struct Expected {
+    uint64_t begin, end;
+    int origin;
+    uint64_t origin_off;
+  };
+  std::vector<Expected> expected_blocks(const CollectiveTraits& c, int r) const {
+    std::vector<Expected> out;
+    auto add = [&](uint64_t len, int origin, uint64_t origin_off) {
+      uint64_t at = out.empty() ? 0 : out.back().end;
+      if (len) out.push_back({at, at + len, origin, origin_off});
+    };
+    const bool root = r == s_.root;
+    switch (c.result) {
+      case Result::Blocks:  // every rank's send in rank order
+        if (c.result_at_root_only && !root) return {};
+        for (int o = 0; o < N; ++o) add(s_.send_bytes[o], o, 0);
+        break;
+      case Result::RootBlock:  // the root's send
+        if (root) return {};
+        add(s_.send_bytes[s_.root], s_.root, 0);
+        break;
+      case Result::RootBlocks: {  // block r of the root's send; blocks are the recv sizes
+        uint64_t off = 0;
+        for (int o = 0; o < r; ++o) off += s_.recv_bytes[o];
+        add(s_.recv_bytes[r], s_.root, off);
+        break;
+      }
+      case Result::BlocksByDest:  // block r of every rank's send, in source order
+        for (int o = 0; o < N; ++o) {
+          uint64_t off = 0;
+          for (int d = 0; d < r; ++d) off += s_.pair_bytes[static_cast<size_t>(o) * N + d];
+          add(s_.pair_bytes[static_cast<size_t>(o) * N + r], o, off);
+        }
+        break;
+      default: break;
+    }
+    if (out.empty()) out.push_back({0, 0, -1, 0});  // an empty result: recv must be empty
+    return out;
   }
 
   std::string content_text(uint64_t at, const Piece& p) const {

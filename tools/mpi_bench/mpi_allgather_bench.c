@@ -47,10 +47,13 @@ static const int kMinLargeIters = 10;
 typedef enum {
   COLL_ALLGATHER, COLL_BCAST, COLL_GATHER, COLL_ALLREDUCE,
   COLL_REDUCE_SCATTER_BLOCK, COLL_REDUCE, /* the reduction family */
-  COLL_BARRIER, COLL_COUNT
+  COLL_BARRIER,
+  COLL_ALLTOALL, COLL_ALLTOALLV, COLL_SCATTER, COLL_SCATTERV, COLL_GATHERV, /* personalised data */
+  COLL_COUNT
 } Collective;
-static const char* const kCollectiveNames[COLL_COUNT] = {"allgather", "bcast", "gather", "allreduce",
-                                                         "reduce_scatter_block", "reduce", "barrier"};
+static const char* const kCollectiveNames[COLL_COUNT] = {
+    "allgather", "bcast",    "gather",    "allreduce", "reduce_scatter_block", "reduce",
+    "barrier",   "alltoall", "alltoallv", "scatter",   "scatterv",             "gatherv"};
 /* Collectives that sum floats: sizes are whole floats, -c checks exact sums. */
 static int sums_floats(Collective c) {
   return c == COLL_ALLREDUCE || c == COLL_REDUCE_SCATTER_BLOCK || c == COLL_REDUCE;
@@ -83,6 +86,11 @@ static void usage(FILE* f) {
           "                             ends with a block of bytes/4 floats (sends size x that)\n"
           "                  reduce     MPI_Reduce, MPI_SUM of bytes/4 floats to rank 0\n"
           "                  barrier    MPI_Barrier: one record with bytes 0; -m is ignored\n"
+          "                  alltoall   MPI_Alltoall of MIN..MAX bytes from every rank to every rank\n"
+          "                  alltoallv  MPI_Alltoallv, the same counts to every rank, packed\n"
+          "                  scatter    MPI_Scatter of MIN..MAX bytes to every rank from rank 0\n"
+          "                  scatterv   MPI_Scatterv, the same counts, packed\n"
+          "                  gatherv    MPI_Gatherv, the same counts, packed\n"
           "  -m MIN:MAX    sizes in bytes, powers of two from MIN to MAX (default 8:1048576)\n"
           "  -i ITERS      timed calls per size (default 100, barrier 10000; large sizes run\n"
           "                fewer, at most 256 MiB received by a rank per size but at least 10,\n"
@@ -209,14 +217,26 @@ static uint64_t recv_bytes(Collective coll, uint64_t bytes, int me, int nranks) 
     case COLL_ALLREDUCE:
     case COLL_REDUCE_SCATTER_BLOCK: return bytes;
     case COLL_REDUCE: return me == 0 ? bytes : 0;
+    case COLL_ALLTOALL:
+    case COLL_ALLTOALLV: return bytes * (uint64_t)nranks;
+    case COLL_SCATTER:
+    case COLL_SCATTERV: return bytes;
+    case COLL_GATHERV: return me == 0 ? bytes * (uint64_t)nranks : 0;
     default: return 0;
   }
 }
 
-/* The send buffer for messages of `bytes`: a reduce-scatter sends every
- * rank's block. */
-static uint64_t send_bytes(Collective coll, uint64_t bytes, int nranks) {
-  return coll == COLL_REDUCE_SCATTER_BLOCK ? bytes * (uint64_t)nranks : bytes;
+/* The send buffer rank `me` needs (bcast's is also its receive buffer; a
+ * reduce-scatter sends every rank's block). */
+static uint64_t send_bytes(Collective coll, uint64_t bytes, int me, int nranks) {
+  switch (coll) {
+    case COLL_REDUCE_SCATTER_BLOCK:
+    case COLL_ALLTOALL:
+    case COLL_ALLTOALLV: return bytes * (uint64_t)nranks;
+    case COLL_SCATTER:
+    case COLL_SCATTERV: return me == 0 ? bytes * (uint64_t)nranks : 0;
+    default: return bytes;
+  }
 }
 
 /* The byte that rank `rank` sends at index j in call `call`: differs with
@@ -243,6 +263,7 @@ typedef struct {
   unsigned char* send; /* also bcast's buffer */
   unsigned char* recv; /* unused by bcast and barrier, and by gather off the root */
   int me, nranks;
+  int *counts, *displs; /* the v-calls': the same count for every rank, packed */
 } Buffers;
 
 /* Before a validated call: the send data of call `call`, and the receive
@@ -258,9 +279,14 @@ static void prepare_buffers(Collective coll, const Buffers* b, uint64_t bytes, u
     case COLL_ALLREDUCE:
     case COLL_REDUCE_SCATTER_BLOCK:
     case COLL_REDUCE:
-      for (uint64_t i = 0; i < send_bytes(coll, bytes, b->nranks) / 4; ++i)
+      for (uint64_t i = 0; i < send_bytes(coll, bytes, b->me, b->nranks) / 4; ++i)
         ((float*)b->send)[i] = summand(b->me, call, i);
       break;
+    case COLL_ALLTOALL:
+    case COLL_ALLTOALLV:
+    case COLL_GATHERV: fill(b->send, send_bytes(coll, bytes, b->me, b->nranks), b->me, call); break;
+    case COLL_SCATTER:
+    case COLL_SCATTERV: fill(b->send, send_bytes(coll, bytes, b->me, b->nranks), 0, call); break;
     default: break;
   }
   memset(b->recv, 0xFF, recv_bytes(coll, bytes, b->me, b->nranks));
@@ -278,8 +304,39 @@ static void call_collective(Collective coll, const Buffers* b, uint64_t bytes) {
       break;
     case COLL_REDUCE: MPI_Reduce(b->send, b->recv, count / 4, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD); break;
     case COLL_BARRIER: MPI_Barrier(MPI_COMM_WORLD); break;
+    case COLL_ALLTOALL: MPI_Alltoall(b->send, count, MPI_BYTE, b->recv, count, MPI_BYTE, MPI_COMM_WORLD); break;
+    case COLL_ALLTOALLV:
+      MPI_Alltoallv(b->send, b->counts, b->displs, MPI_BYTE, b->recv, b->counts, b->displs, MPI_BYTE, MPI_COMM_WORLD);
+      break;
+    case COLL_SCATTER: MPI_Scatter(b->send, count, MPI_BYTE, b->recv, count, MPI_BYTE, 0, MPI_COMM_WORLD); break;
+    case COLL_SCATTERV:
+      MPI_Scatterv(b->send, b->counts, b->displs, MPI_BYTE, b->recv, count, MPI_BYTE, 0, MPI_COMM_WORLD);
+      break;
+    case COLL_GATHERV:
+      MPI_Gatherv(b->send, count, MPI_BYTE, b->recv, b->counts, b->displs, MPI_BYTE, 0, MPI_COMM_WORLD);
+      break;
     default: break;
   }
+}
+
+/* Counts wrong bytes of personalised blocks: block `src` of `blocks` holds
+ * part `part` (this rank's index) of rank src's send (scatter: one block,
+ * from rank 0). Reports the first one on stderr. */
+static uint64_t wrong_parts(Collective coll, const unsigned char* buf, uint64_t bytes, int blocks, int first_src,
+                            int part, int me, uint32_t call) {
+  uint64_t wrong = 0;
+  for (int k = 0; k < blocks; ++k) {
+    const int src = first_src + k;
+    for (uint64_t j = 0; j < bytes; ++j) {
+      unsigned char want = pattern(src, call, (uint64_t)part * bytes + j);
+      if (buf[(uint64_t)k * bytes + j] == want) continue;
+      if (!wrong)
+        fprintf(stderr, "railcoll-mpi-bench: %s of %llu bytes, rank %d, call %u: byte %llu from rank %d is wrong\n",
+                kCollectiveNames[coll], (unsigned long long)bytes, me, call, (unsigned long long)j, src);
+      ++wrong;
+    }
+  }
+  return wrong;
 }
 
 /* Counts wrong bytes in `blocks` consecutive blocks of `bytes`, block src
@@ -329,6 +386,11 @@ static uint64_t count_wrong(Collective coll, const Buffers* b, uint64_t bytes, u
     case COLL_REDUCE_SCATTER_BLOCK:
       return wrong_sums((const float*)b->recv, bytes / 4, (uint64_t)b->me * (bytes / 4), b->nranks, b->me, call);
     case COLL_REDUCE: return b->me == 0 ? wrong_sums((const float*)b->recv, bytes / 4, 0, b->nranks, b->me, call) : 0;
+    case COLL_ALLTOALL:
+    case COLL_ALLTOALLV: return wrong_parts(coll, b->recv, bytes, b->nranks, 0, b->me, b->me, call);
+    case COLL_SCATTER:
+    case COLL_SCATTERV: return wrong_parts(coll, b->recv, bytes, 1, 0, b->me, b->me, call);
+    case COLL_GATHERV: return b->me == 0 ? wrong_bytes(coll, b->recv, bytes, b->nranks, b->me, call) : 0;
     default: return 0;
   }
 }
@@ -347,7 +409,10 @@ static void print_json_string(const char* s) {
 /* Timed and warm-up calls for one size, after the kCapBytes limit. */
 static void calls_for(const Options* o, uint64_t bytes, int nranks, int* iters, int* warmup) {
   /* What the busiest rank (gather's root) receives per call; 0 for barrier. */
-  uint64_t per_call = o->coll == COLL_ALLGATHER || o->coll == COLL_GATHER ? bytes * (uint64_t)nranks : bytes;
+  /* (scatter: what its root sends) */
+  uint64_t per_call = o->coll == COLL_BCAST                                  ? bytes
+                      : o->coll == COLL_SCATTER || o->coll == COLL_SCATTERV ? bytes * (uint64_t)nranks
+                                                                             : recv_bytes(o->coll, bytes, 0, nranks);
   *iters = o->iters;
   *warmup = o->warmup;
   if (o->full || per_call * (uint64_t)o->iters <= kCapBytes) return;
@@ -544,9 +609,10 @@ int main(int argc, char** argv) {
   }
   uint64_t max_message = message_bytes(o.coll, o.max_bytes);
   uint64_t max_recv = recv_bytes(o.coll, max_message, me, nranks);
-  uint64_t max_send = send_bytes(o.coll, max_message, nranks);
-  Buffers b = {malloc(max_send ? max_send : 1), malloc(max_recv ? max_recv : 1), me, nranks};
-  int no_memory = !b.send || !b.recv, any_no_memory = 0;
+  uint64_t max_send = send_bytes(o.coll, max_message, me, nranks);
+  Buffers b = {malloc(max_send ? max_send : 1), malloc(max_recv ? max_recv : 1), me, nranks,
+               malloc(sizeof(int) * (size_t)nranks), malloc(sizeof(int) * (size_t)nranks)};
+  int no_memory = !b.send || !b.recv || !b.counts || !b.displs, any_no_memory = 0;
   MPI_Allreduce(&no_memory, &any_no_memory, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (any_no_memory) {
     if (me == 0)
@@ -566,6 +632,7 @@ int main(int argc, char** argv) {
     uint64_t bytes = message_bytes(o.coll, size);
     if (bytes == previous) continue; /* allreduce: 1 and 2 round up to 4; barrier: one record */
     previous = bytes;
+    for (int r = 0; r < nranks; ++r) b.counts[r] = (int)bytes, b.displs[r] = (int)(bytes * (uint64_t)r);
     SizeResult r = run_size(&o, &b, bytes, &call);
     status = summarize(&o, bytes, me, &job, &r);
     free(r.each);
@@ -573,6 +640,8 @@ int main(int argc, char** argv) {
   }
   free(b.send);
   free(b.recv);
+  free(b.counts);
+  free(b.displs);
   MPI_Finalize();
   return status;
 }

@@ -9,7 +9,8 @@
 namespace railcoll::cli {
 
 const std::set<std::string> kTopologyOptions = {"ranks", "ppn", "nodes", "node-map", "rails"};
-const std::set<std::string> kScheduleOptions = {"algo", "bytes", "stripe-threshold", "concurrency", "root", "dtype", "op"};
+const std::set<std::string> kScheduleOptions = {"algo",        "bytes", "counts", "stripe-threshold",
+                                                 "concurrency", "root",  "dtype",  "op"};
 
 Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& flags,
            const std::set<std::string>& valued) {
@@ -151,6 +152,12 @@ ScheduleRequest schedule_request(const Args& a, const std::string& collective) {
   uint64_t bytes = a.size("bytes", 1);
   if (bytes > kMaxBytesPerRank) throw UsageError("--bytes " + a.str("bytes") + " is absurdly large (limit 1 TiB)");
   r.counts.assign(r.topo.nranks(), bytes);
+  if (a.has("counts")) {  // per rank (the v-collectives), or per pair of ranks (alltoallv, row = source)
+    if (a.has("bytes")) throw UsageError("give --bytes or --counts, not both");
+    auto list = testbed::parse_number_list(a.str("counts"), 0, 1 << 30);
+    if (!list) throw UsageError("--counts expects a comma-separated list of byte counts, got '" + a.str("counts") + "'");
+    r.counts.assign(list->begin(), list->end());
+  }
   r.opts = call_defaults(r.collective);
   r.opts.root = static_cast<int>(a.integer("root", 0, 0, r.topo.nranks() - 1));
   if (a.has("dtype") && !parse_dtype(a.str("dtype"), &r.opts.dtype))

@@ -35,7 +35,7 @@ void build_direct(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, c
 const AlgorithmRegistrar registered{{Collective::Gather, 2, "direct",
     "k-port Direct: every rank puts its block into the root's recv, port (v-1) mod k",
     "ceil((N-1)/k) (ts + m tau)",
-    "seed 000 §6.1, seed 001 §2", {}, build_direct}};
+    "seed 000 §6.1, seed 001 §2", {}, build_direct}, Collective::Gatherv};  // gather's counts may differ: gatherv as well
 
 }  // namespace
 

@@ -67,7 +67,7 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
 const AlgorithmRegistrar registered{{Collective::Gather, 3, "smp",
     "shm gather per node, leaders put node blocks to the root, root copies out",
     "P m c + ceil((M-1)/k) (ts + P m tau) + P m c",
-    "seed 001 §5.1, §6.2.1", {}, build_smp}};
+    "seed 001 §5.1, §6.2.1", {}, build_smp}, Collective::Gatherv};  // gather's counts may differ: gatherv as well
 
 }  // namespace
 

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Multi-process tests of alltoall, alltoallv, scatter, scatterv and gatherv (C
+# API, every byte checked): every algorithm x sizes x roots, in place, zero and
+# uneven counts, blocks at displacements; 1-3 rails, uneven nodes, locally
+# (pretend nodes) and, as root, once on the emulated cluster; then bad arguments,
+# an error on every rank within the deadline.
+set -u
+RC=${1:?railcoll}; MP=${2:?mp_personal}
+. "$(dirname "$0")/check_lib.sh"
+cluster_used=0
+cleanup() {
+  [ "$cluster_used" = 1 ] && "$RC" cluster down >/dev/null 2>&1
+  rm -f "$log"
+}
+trap cleanup EXIT
+
+for cfg in "1" "3" "8 --ppn 4 --rails 2" "7 --ppn 3 --rails 3" "5 --ppn 2 --rails 1"; do
+  n=${cfg%% *}
+  check "correct, -n $cfg" "personalised calls correct" "$n" -- "$RC" run -n $cfg -- "$MP" correct
+done
+check "bad arguments" "bad arguments rejected" 4 -- env RAILCOLL_TIMEOUT=3 "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" badargs
+
+if [ "$(id -u)" = 0 ]; then
+  . "$(dirname "$0")/cluster_lock.sh"
+  cluster_lock
+  cluster_used=1
+  "$RC" cluster down >/dev/null 2>&1
+  if "$RC" cluster up --nodes 3 --ppn 2 --rails 2 --rate 1gbit >"$log" 2>&1; then
+    check "cluster: correct, 3 nodes x 2, 2 rails" "personalised calls correct" 6 -- "$RC" cluster run -- "$MP" correct
+  else
+    fail=$((fail + 1)); echo "FAIL cluster up"; cat "$log"
+  fi
+  "$RC" cluster down >/dev/null 2>&1
+  cluster_unlock
+else
+  echo "skipped the emulated cluster: needs root"
+fi
+left=$(shm_left)
+if [ "$left" -eq 0 ]; then pass=$((pass + 1)); echo "ok   no shared-memory segments left"
+else fail=$((fail + 1)); echo "FAIL $left railcoll segments left in /dev/shm"; fi
+summary
