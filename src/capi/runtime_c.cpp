@@ -257,6 +257,8 @@ railcoll_status_t reduce_scatter_call(railcoll_comm* c, railcoll::Collective col
     return fail(RAILCOLL_ERR_ARG, "sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
   }
   return run(c, coll, sendbuf, recvbuf, counts, opts, args);
+}
+
 // ---- personalised data (alltoall(v), scatter(v), gatherv) ----
 // The schedules read and write blocks packed in rank order; blocks the caller
 // placed elsewhere travel through a packed copy.
@@ -549,6 +551,9 @@ railcoll_status_t railcoll_reduce(railcoll_comm_t comm, const void* sendbuf, voi
     }
     return run(c, railcoll::Collective::Reduce, sendbuf, at_root ? recvbuf : nullptr,
                std::vector<uint64_t>(c->comm->size(), bytes), opts, args);
+  });
+}
+
 railcoll_status_t railcoll_alltoall(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t bytes,
                                     const railcoll_call_opts_t* opts) {
   return collective(comm, "railcoll_alltoall", opts, [&](railcoll_comm* c) {

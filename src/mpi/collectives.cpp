@@ -1,5 +1,6 @@
-// The served calls: MPI_Allgather, MPI_Allgatherv, MPI_Bcast, MPI_Gather,
-// MPI_Allreduce, MPI_Barrier. Each first routes the call (class Route): MPI's
+// The served calls that gather or spread whole blocks: MPI_Allgather,
+// MPI_Allgatherv, MPI_Bcast, MPI_Gather, and MPI_Barrier (the reductions are
+// in reductions.cpp, the personalised ones in personalised.cpp). Each first routes the call (class Route): MPI's
 // own collective unless every check passes, and every check reads only what
 // all ranks of the call agree on (layer.hpp); then it maps the arguments onto
 // railcoll's C API, byte counts and one piece of memory per buffer (a
@@ -8,72 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "mpi/layer.hpp"
+#include "mpi/route.hpp"
 
 namespace railcoll::mpi {
 
 namespace {
-
-class Route {
- public:
-  Route(Coll c, MPI_Comm comm) : c_(c), comm_(comm) {
-    const Layer& L = layer();
-    if (!L.started) {
-      open_ = false;  // MPI_Init did not come through here: nothing to count either
-      return;
-    }
-    if (!(L.colls & (1u << static_cast<int>(c)))) {
-      decline(L.off);
-      return;
-    }
-    target_ = classify(comm);
-    if (target_.passed) decline(target_.why);
-  }
-  bool open() const { return open_; }
-  void decline(Reason why) {
-    if (open_) open_ = false, why_ = why;
-  }
-  // A buffer of the call as railcoll would take it: the datatype known and
-  // the count sane. Its layout is not asked: that is this rank's alone.
-  void need(const DataView& v) {
-    if (!v.valid) decline(Reason::BadArgument);
-  }
-  // MPI serves the call (counted, with the reason).
-  bool to_mpi() {
-    if (open_) return false;
-    if (layer().started) count_passed(c_, why_);
-    return true;
-  }
-  int rank() const { return target_.rank; }
-  int size() const { return target_.size; }
-  // railcoll serves it: its communicator, made now on a first call; null when
-  // that failed, and error() is what the call returns.
-  railcoll_comm_t railcoll() {
-    layer().served[static_cast<int>(c_)].fetch_add(1, std::memory_order_relaxed);
-    ensure_railcoll(comm_, c_, &target_);
-    return target_.rc;
-  }
-  int error() const { return target_.error; }
-  int finish(railcoll_status_t st) {
-    return st == RAILCOLL_OK ? MPI_SUCCESS : raise_railcoll(comm_, c_, st, railcoll_last_error());
-  }
-  int refuse(int error_class, const std::string& why) { return raise_mpi(comm_, c_, error_class, why); }
-
- private:
-  Coll c_;
-  MPI_Comm comm_;
-  bool open_ = true;
-  Reason why_ = Reason::NotSelected;
-  Target target_;
-};
-
-std::string bytes_text(uint64_t n) { return std::to_string(n) + " byte" + (n == 1 ? "" : "s"); }
-
-int check_root(Route& route, int root) {
-  if (root >= 0 && root < route.size()) return MPI_SUCCESS;
-  return route.refuse(MPI_ERR_ROOT, "root " + std::to_string(root) + " is not a rank of this communicator (" +
-                                        std::to_string(route.size()) + " ranks)");
-}
 
 // Allgatherv's blocks where railcoll puts them (back to back, in rank order)
 // or, when the displacements or the type's layout say otherwise, through a
@@ -105,18 +45,6 @@ int allgatherv(Route& route, const DataView& send, const void* sendbuf, bool in_
   if (st == RAILCOLL_OK)
     for (int r = 0; r < n; ++r) unpack_from(staged + at[r], block(r), static_cast<uint64_t>(recvcounts[r]), element);
   return route.finish(st);
-}
-
-// In place with a non-contiguous receive layout: this rank's block (block
-// `me` of `recv`, `block_count` elements) is packed to its place in staging first.
-void* landing_in_place(const DataView& recv, void* recvbuf, int me, int block_count) {
-  char* to = static_cast<char*>(landing(recv, recvbuf, Staging::Recv));
-  if (!recv.contiguous) {
-    const uint64_t first = static_cast<uint64_t>(me) * static_cast<uint64_t>(block_count);
-    pack_into(to + first * recv.type_size, static_cast<char*>(recvbuf) + static_cast<MPI_Aint>(first) * recv.extent,
-              static_cast<uint64_t>(block_count), recv);
-  }
-  return to;
 }
 
 }  // namespace
@@ -221,27 +149,6 @@ int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
   railcoll_status_t st = railcoll_gather(rc, mine, gathered, block, root, &opts);
   if (st == RAILCOLL_OK && at_root) unpack(all, recvbuf, Staging::Recv);
   return route.finish(st);
-}
-
-int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  Route route(Coll::Allreduce, comm);
-  const bool in_place = sendbuf == MPI_IN_PLACE;
-  DataView data;
-  int rop = -1;
-  if (route.open()) {
-    rop = railcoll_op(op);
-    if (rop < 0) route.decline(Reason::Operator);
-    route.need(data = view(datatype, count));
-    if (data.valid && !data.reduce_type) route.decline(Reason::ReduceType);
-  }
-  if (route.to_mpi()) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-  railcoll_comm_t rc = route.railcoll();
-  if (!rc) return route.error();
-  railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
-  // A type railcoll reduces is a predefined one, in one piece: nothing to pack.
-  return route.finish(railcoll_allreduce(rc, in_place ? nullptr : data.at(sendbuf), data.at(recvbuf),
-                                         data.reduce_count, static_cast<railcoll_datatype_t>(data.reduce_type),
-                                         static_cast<railcoll_op_t>(rop), &opts));
 }
 
 int MPI_Barrier(MPI_Comm comm) {

@@ -17,6 +17,7 @@ namespace {
 struct Facts {
   MPI_Count size = 0, lb = 0, extent = 0, true_lb = 0, true_extent = 0;
   int reduce_type = 0;       // railcoll_datatype_t of the one basic type, 0 when none railcoll reduces
+  unsigned reduce_groups = 0;  // the groups of MPI's operators it belongs to (ReduceGroup)
   MPI_Count reduce_size = 0;  // its size
 };
 
@@ -36,16 +37,43 @@ bool is_named(MPI_Datatype t) {
   return combiner == MPI_COMBINER_NAMED;
 }
 
-// The predefined types railcoll reduces: 32- and 64-bit signed integers, float, double.
-int reduce_type_of_named(MPI_Datatype t) {
+// The predefined types railcoll reduces, by MPI's groups of them (MPI 4.0
+// §6.9.2): C integers (signed and unsigned, 8 to 64 bits), float and double,
+// C bool (logical), MPI_BYTE (bitwise). MPI_CHAR is not an integer to MPI's
+// operators, nor long double railcoll's: both go to MPI.
+struct Reducible {
+  int type = 0;            // railcoll_datatype_t; 0: none
+  unsigned groups = 0;     // ReduceGroup bits
+};
+
+Reducible reducible_named(MPI_Datatype t) {
   int size = 0;
   PMPI_Type_size(t, &size);
-  if (t == MPI_FLOAT) return RAILCOLL_FLOAT;
-  if (t == MPI_DOUBLE) return RAILCOLL_DOUBLE;
-  if (t == MPI_INT || t == MPI_LONG || t == MPI_LONG_LONG || t == MPI_LONG_LONG_INT || t == MPI_INT32_T ||
-      t == MPI_INT64_T)
-    return size == 4 ? RAILCOLL_INT32 : size == 8 ? RAILCOLL_INT64 : 0;
-  return 0;
+  const MPI_Datatype signed_ints[] = {MPI_SIGNED_CHAR, MPI_SHORT,    MPI_INT,      MPI_LONG,    MPI_LONG_LONG,
+                                      MPI_LONG_LONG_INT, MPI_INT8_T, MPI_INT16_T, MPI_INT32_T, MPI_INT64_T};
+  const MPI_Datatype unsigned_ints[] = {MPI_UNSIGNED_CHAR, MPI_UNSIGNED_SHORT, MPI_UNSIGNED, MPI_UNSIGNED_LONG,
+                                        MPI_UNSIGNED_LONG_LONG, MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T};
+  const int signed_of_size[9] = {0, RAILCOLL_INT8, RAILCOLL_INT16, 0, RAILCOLL_INT32, 0, 0, 0, RAILCOLL_INT64};
+  const int unsigned_of_size[9] = {0, RAILCOLL_UINT8, RAILCOLL_UINT16, 0, RAILCOLL_UINT32, 0, 0, 0, RAILCOLL_UINT64};
+  const bool sized = size >= 1 && size <= 8;
+  for (MPI_Datatype s : signed_ints)
+    if (t == s) return {sized ? signed_of_size[size] : 0, kIntegerGroup};
+  for (MPI_Datatype u : unsigned_ints)
+    if (t == u) return {sized ? unsigned_of_size[size] : 0, kIntegerGroup};
+  if (t == MPI_FLOAT) return {RAILCOLL_FLOAT, kFloatingGroup};
+  if (t == MPI_DOUBLE) return {RAILCOLL_DOUBLE, kFloatingGroup};
+  if (t == MPI_C_BOOL && size == 1) return {RAILCOLL_UINT8, kLogicalGroup};
+  if (t == MPI_BYTE) return {RAILCOLL_UINT8, kByteGroup};
+  return {};
+}
+
+size_t railcoll_type_size(int type) {
+  switch (type) {
+    case RAILCOLL_INT8: case RAILCOLL_UINT8: return 1;
+    case RAILCOLL_INT16: case RAILCOLL_UINT16: case RAILCOLL_FLOAT16: case RAILCOLL_BFLOAT16: return 2;
+    case RAILCOLL_INT32: case RAILCOLL_UINT32: case RAILCOLL_FLOAT: return 4;
+    default: return 8;
+  }
 }
 
 Facts measure(MPI_Datatype t, bool named) {
@@ -57,8 +85,10 @@ Facts measure(MPI_Datatype t, bool named) {
   // MPICH refuse a derived one (MPI_ERR_OP), so a valid program passes the
   // same predefined type on every rank, and a derived one goes to MPI on every
   // rank, which reports the error as it would without this library.
-  f.reduce_type = named ? reduce_type_of_named(t) : 0;
-  if (f.reduce_type) f.reduce_size = f.reduce_type == RAILCOLL_INT32 || f.reduce_type == RAILCOLL_FLOAT ? 4 : 8;
+  const Reducible r = named ? reducible_named(t) : Reducible{};
+  f.reduce_type = r.type;
+  f.reduce_groups = r.type ? r.groups : 0;
+  if (f.reduce_type) f.reduce_size = static_cast<MPI_Count>(railcoll_type_size(f.reduce_type));
   return f;
 }
 
@@ -106,14 +136,33 @@ DataView view(MPI_Datatype type, int64_t count) {
   // lie count * extent apart). Otherwise the layer packs (pack.cpp).
   v.contiguous = v.bytes == 0 || (f.size == f.true_extent && f.extent == f.size);
   v.reduce_type = f.reduce_type;
+  v.reduce_groups = f.reduce_groups;
   v.reduce_count = f.reduce_type ? v.bytes / static_cast<uint64_t>(f.reduce_size) : 0;
   return v;
 }
 
-int railcoll_op(MPI_Op op) {
-  if (op == MPI_SUM) return RAILCOLL_SUM;
-  if (op == MPI_MIN) return RAILCOLL_MIN;
-  if (op == MPI_MAX) return RAILCOLL_MAX;
+int railcoll_op(MPI_Op op, unsigned groups, Reason* why) {
+  struct Pair {
+    MPI_Op mpi;
+    int railcoll;
+    unsigned groups;  // the type groups MPI defines the operator on
+  };
+  const unsigned arithmetic = kIntegerGroup | kFloatingGroup;
+  const Pair ops[] = {{MPI_SUM, RAILCOLL_SUM, arithmetic},  {MPI_PROD, RAILCOLL_PROD, arithmetic},
+                      {MPI_MIN, RAILCOLL_MIN, arithmetic},  {MPI_MAX, RAILCOLL_MAX, arithmetic},
+                      {MPI_LAND, RAILCOLL_LAND, kIntegerGroup | kLogicalGroup},
+                      {MPI_LOR, RAILCOLL_LOR, kIntegerGroup | kLogicalGroup},
+                      {MPI_LXOR, RAILCOLL_LXOR, kIntegerGroup | kLogicalGroup},
+                      {MPI_BAND, RAILCOLL_BAND, kIntegerGroup | kByteGroup},
+                      {MPI_BOR, RAILCOLL_BOR, kIntegerGroup | kByteGroup},
+                      {MPI_BXOR, RAILCOLL_BXOR, kIntegerGroup | kByteGroup}};
+  for (const Pair& p : ops) {
+    if (p.mpi != op) continue;
+    if (groups & p.groups) return p.railcoll;
+    *why = Reason::ReduceType;  // MPI refuses the pair (or defines it where railcoll does not reduce)
+    return -1;
+  }
+  *why = Reason::Operator;  // user-defined, MINLOC/MAXLOC, REPLACE, NO_OP
   return -1;
 }
 

@@ -24,9 +24,22 @@ struct CollName {
   const char* mpi;
   const char* env;
 };
-constexpr CollName kCollNames[kColls] = {{"MPI_Allgather", "allgather"}, {"MPI_Allgatherv", "allgatherv"},
-                                         {"MPI_Bcast", "bcast"},         {"MPI_Gather", "gather"},
-                                         {"MPI_Allreduce", "allreduce"}, {"MPI_Barrier", "barrier"}};
+constexpr CollName kCollNames[kColls] = {
+    {"MPI_Allgather", "allgather"},
+    {"MPI_Allgatherv", "allgatherv"},
+    {"MPI_Bcast", "bcast"},
+    {"MPI_Gather", "gather"},
+    {"MPI_Allreduce", "allreduce"},
+    {"MPI_Barrier", "barrier"},
+    {"MPI_Reduce_scatter_block", "reduce_scatter_block"},
+    {"MPI_Reduce_scatter", "reduce_scatter"},
+    {"MPI_Reduce", "reduce"},
+    {"MPI_Alltoall", "alltoall"},
+    {"MPI_Alltoallv", "alltoallv"},
+    {"MPI_Scatter", "scatter"},
+    {"MPI_Scatterv", "scatterv"},
+    {"MPI_Gatherv", "gatherv"},
+};
 
 constexpr const char* kReasonTexts[kReasons] = {
     "MPI_THREAD_MULTIPLE", "not in RAILCOLL_MPI_COLLS", "invalid argument", "intercommunicator",

@@ -1,6 +1,8 @@
 // librailcoll_mpi.so: railcoll's collectives for unmodified MPI programs
 // (docs/mpi.md). It defines MPI_Allgather, MPI_Allgatherv, MPI_Bcast,
-// MPI_Gather, MPI_Allreduce and MPI_Barrier over MPI's profiling interface
+// MPI_Gather, MPI_Gatherv, MPI_Scatter, MPI_Scatterv, MPI_Alltoall,
+// MPI_Alltoallv, MPI_Allreduce, MPI_Reduce, MPI_Reduce_scatter_block,
+// MPI_Reduce_scatter and MPI_Barrier over MPI's profiling interface
 // (PMPI_*), serves what railcoll can through the public C API (a railcoll
 // communicator per MPI communicator, made on its first served call through
 // railcoll_comm_init_oob over that communicator), and passes everything else
@@ -30,7 +32,11 @@
 namespace railcoll::mpi {
 
 // ---- the calls this library may serve (layer.cpp) ----
-enum class Coll { Allgather, Allgatherv, Bcast, Gather, Allreduce, Barrier, Count };
+enum class Coll {
+  Allgather, Allgatherv, Bcast, Gather, Allreduce, Barrier,
+  ReduceScatterBlock, ReduceScatter, Reduce, Alltoall, Alltoallv, Scatter, Scatterv, Gatherv,
+  Count
+};
 constexpr int kColls = static_cast<int>(Coll::Count);
 const char* mpi_name(Coll c);  // "MPI_Allgather"
 const char* env_name(Coll c);  // "allgather", as RAILCOLL_MPI_COLLS names it
@@ -117,13 +123,19 @@ struct DataView {
   MPI_Aint offset = 0;      // where the bytes start, from the buffer pointer (the true lower bound)
   MPI_Aint extent = 0;      // between consecutive elements (displacements count in it)
   int reduce_type = 0;      // railcoll_datatype_t its basic type reduces as; 0: none
+  unsigned reduce_groups = 0;  // ReduceGroup bits: which of MPI's operators take it
   uint64_t reduce_count = 0;  // elements of reduce_type
   const void* at(const void* buf) const { return static_cast<const char*>(buf) + offset; }
   void* at(void* buf) const { return static_cast<char*>(buf) + offset; }
 };
 DataView view(MPI_Datatype type, int64_t count);
-// MPI_SUM, MPI_MIN, MPI_MAX as railcoll_op_t; -1 for any other operator.
-int railcoll_op(MPI_Op op);
+// MPI's groups of predefined types, as its predefined operators take them.
+enum ReduceGroup : unsigned { kIntegerGroup = 1, kFloatingGroup = 2, kLogicalGroup = 4, kByteGroup = 8 };
+// A predefined operator on a type of `groups` as railcoll_op_t; -1 when
+// railcoll does not serve it, with *why: Operator (not one of MPI's
+// arithmetic, logical or bitwise operators) or ReduceType (not defined on the
+// type, or a type railcoll does not reduce). Both read shared facts only.
+int railcoll_op(MPI_Op op, unsigned groups, Reason* why);
 void datatypes_finalize();  // frees the datatype caches and their keyval
 
 // ---- non-contiguous buffers (pack.cpp) ----

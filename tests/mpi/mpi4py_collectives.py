@@ -1,5 +1,6 @@
 """mpi4py through the MPI interposition library (docs/mpi.md, "mpi4py"):
-Allgather, Allreduce, Bcast and Barrier on numpy arrays, every result checked.
+Allgather, Allreduce, Bcast, Barrier, Alltoall, Reduce_scatter_block, Reduce
+and Scatter on numpy arrays, every result checked.
 Run with Debian's interpreter (/usr/bin/python3, whose python3-mpi4py is built
 on Open MPI) under mpirun, with lib/librailcoll_mpi.so preloaded. Prints
 "mpi4py collectives correct" from rank 0 when every rank got every result.
@@ -43,6 +44,35 @@ for count in (0, 1, 5, 3000):
             want = combine(np.stack(values), axis=0).astype(dtype) if count else result
             if not np.array_equal(result, want):
                 wrong.append("Allreduce %s %s x %d" % (np.dtype(dtype).name, op.Get_name(), count))
+
+    for dtype in (np.int8, np.uint16, np.int32, np.float64):
+        name = np.dtype(dtype).name
+        blocks = np.array([(np.arange(count) + me * 31 + d * 7) % 100 for d in range(n)], dtype=dtype)
+        received = np.empty_like(blocks)
+        comm.Alltoall(blocks, received)
+        want = np.array([(np.arange(count) + s * 31 + me * 7) % 100 for s in range(n)], dtype=dtype)
+        if not np.array_equal(received, want):
+            wrong.append("Alltoall %s x %d" % (name, count))
+
+        values = [np.array([(np.arange(count) + r + d) % 5 for d in range(n)], dtype=dtype) for r in range(n)]
+        mine_reduced = np.empty(count, dtype=dtype)
+        comm.Reduce_scatter_block(values[me], mine_reduced, op=MPI.SUM)
+        if not np.array_equal(mine_reduced, np.sum(np.stack(values), axis=0)[me].astype(dtype)):
+            wrong.append("Reduce_scatter_block %s x %d" % (name, count))
+
+        root = n // 2
+        vector = ((np.arange(count) + me) % 7).astype(dtype)
+        total = np.empty(count, dtype=dtype) if me == root else None
+        comm.Reduce(vector, total, op=MPI.MAX, root=root)
+        if me == root and not np.array_equal(total, np.max([(np.arange(count) + r) % 7 for r in range(n)], axis=0)
+                                             .astype(dtype) if count else total):
+            wrong.append("Reduce %s MAX x %d to %d" % (name, count, root))
+
+        parts = np.array([(np.arange(count) + d * 3) % 90 for d in range(n)], dtype=dtype) if me == root else None
+        part = np.empty(count, dtype=dtype)
+        comm.Scatter(parts, part, root=root)
+        if not np.array_equal(part, ((np.arange(count) + me * 3) % 90).astype(dtype)):
+            wrong.append("Scatter %s x %d from %d" % (name, count, root))
 
     inplace = np.full(count, me + 1, dtype=np.float64)
     comm.Allreduce(MPI.IN_PLACE, inplace, op=MPI.SUM)

@@ -21,3 +21,30 @@ static inline unsigned char pattern(int rank, uint64_t j, int call) {
   x ^= x >> 13;
   return (unsigned char)x;
 }
+
+/* Every collective the library serves, in its report's order (src/mpi/layer.cpp). */
+enum {
+  ALLGATHER, ALLGATHERV, BCAST, GATHER, ALLREDUCE, BARRIER,
+  REDUCE_SCATTER_BLOCK, REDUCE_SCATTER, REDUCE, ALLTOALL, ALLTOALLV, SCATTER, SCATTERV, GATHERV,
+  NCOLL
+};
+static const char* const kNames[NCOLL] = {
+    "MPI_Allgather",  "MPI_Allgatherv", "MPI_Bcast",   "MPI_Gather",   "MPI_Allreduce",
+    "MPI_Barrier",    "MPI_Reduce_scatter_block",      "MPI_Reduce_scatter",
+    "MPI_Reduce",     "MPI_Alltoall",   "MPI_Alltoallv", "MPI_Scatter", "MPI_Scatterv", "MPI_Gatherv"};
+/* RAILCOLL_MPI_COLLS's names of the same. */
+static const char* const kEnv[NCOLL] = {"allgather", "allgatherv", "bcast",     "gather",   "allreduce",
+                                        "barrier",   "reduce_scatter_block",    "reduce_scatter",
+                                        "reduce",    "alltoall",   "alltoallv", "scatter",  "scatterv", "gatherv"};
+/* What the library's report must say: [coll][1] calls railcoll serves, [0] MPI's. */
+static long expected[NCOLL][2];
+
+/* The expected report, one write (tests/mpi/test_mpi_layer.sh compares it with the library's). */
+static inline void print_expected(int rank) {
+  char text[4096] = "";
+  size_t at = 0;
+  for (int c = 0; c < NCOLL; ++c)
+    at += (size_t)snprintf(text + at, sizeof text - at, "railcoll-mpi-expect: rank %d: %s railcoll=%ld mpi=%ld\n",
+                           rank, kNames[c], expected[c][1], expected[c][0]);
+  fputs(text, stdout);
+}

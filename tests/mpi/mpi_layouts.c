@@ -28,10 +28,6 @@
 #include "mpi_check.h"
 
 static int world_rank, errors, call_no;
-enum { ALLGATHER, ALLGATHERV, BCAST, GATHER, ALLREDUCE, BARRIER, NCOLL }; /* the library's served calls */
-static long calls[NCOLL][2]; /* per collective, [1]: railcoll serves it, [0]: MPI does */
-static const char* const kNames[NCOLL] = {"MPI_Allgather", "MPI_Allgatherv", "MPI_Bcast",
-                                         "MPI_Gather",    "MPI_Allreduce",  "MPI_Barrier"};
 
 /* ---- layouts: one signature, many ways to lay it out ---- */
 typedef struct {
@@ -182,7 +178,7 @@ static void count_call(int coll, MPI_Comm comm) {
   int n;
   MPI_Comm_size(comm, &n);
   if (trace) fprintf(stderr, "rank %d: call %d: %s\n", world_rank, call_no, kNames[coll]);
-  calls[coll][n > 1]++;
+  expected[coll][n > 1]++;
 }
 
 /* ---- the collectives ---- */
@@ -361,6 +357,96 @@ static int kElements[] = {0, 1, 12, 262140};
  * run's large count is 16380, without pairs. */
 static int mpi_alone;
 
+/* ---- personalised data: alltoall(v), scatter(v), gatherv ---- */
+/* Signature elements rank `src` sends rank `dst` (symmetric, so in place works). */
+static int amount(int coll, int src, int dst, int root, int unit) {
+  switch (coll) {
+    case ALLTOALL: return unit;
+    case ALLTOALLV: return (src + dst) % 3 * unit;
+    case SCATTER: return src == root ? unit : 0;
+    case SCATTERV: return src == root ? dst % 3 * unit : 0;
+    default: return dst == root ? src % 3 * unit : 0; /* GATHERV */
+  }
+}
+
+/* One rank's blocks for peers 0..n-1 (to them or from them), in elements of L:
+ * back to back in rank order (`packed`, as the non-v calls require) or in
+ * reverse order a slot apart. Returns the buffer's span. */
+static size_t place(const Layout* L, const int* elements, int n, int packed, int* counts, int* displs) {
+  int slot = 0;
+  for (int k = 0; k < n; ++k) {
+    const int p = packed ? k : n - 1 - k;
+    counts[p] = elements[p] / L->per;
+    displs[p] = slot + !packed;
+    slot += counts[p] + !packed;
+  }
+  return span(L->type, slot);
+}
+
+static void fill_blocks(const Signature* s, unsigned char* buf, const Layout* L, const int* counts, const int* displs,
+                        const int* elements, int n, int me, int outgoing, int call) {
+  MPI_Aint lb, ext;
+  MPI_Type_get_extent(L->type, &lb, &ext);
+  for (int p = 0; p < n; ++p) {
+    if (elements[p] != counts[p] * L->per) continue; /* in place at a gatherv root: the others' blocks arrive */
+    const int src = outgoing ? me : p, dst = outgoing ? p : me;
+    unsigned char* data = signature_bytes(s, src * 64 + dst, elements[p], call, 0);
+    lay_out(buf + (size_t)displs[p] * ext, L->type, counts[p], data, (size_t)elements[p] * s->esize);
+    free(data);
+  }
+}
+
+static void check_personal(const Signature* s, MPI_Comm comm, const char* where, int coll, int unit, int variant,
+                           int root, int in_place) {
+  int me, n;
+  MPI_Comm_rank(comm, &me);
+  MPI_Comm_size(comm, &n);
+  const Layout* S = &s->l[layout_for(s, me, variant, unit, 0)];
+  const Layout* R = &s->l[layout_for(s, me, variant, unit, 1)];
+  /* The non-v sides lie back to back, as do a scatterv receiver's and a gatherv sender's one block. */
+  const int send_packed = coll == ALLTOALL || coll == SCATTER || coll == GATHERV;
+  const int recv_packed = coll == ALLTOALL || coll == SCATTER || coll == SCATTERV, rooted = coll >= SCATTER;
+  const int data_in_recv = in_place && (coll == ALLTOALL || coll == ALLTOALLV || (coll == GATHERV && me == root));
+  /* In place: the root's, or everyone's for alltoall(v); recvbuf holds what is sent. */
+  const int mine_in_place = in_place && (!rooted || me == root);
+  int *out = malloc(sizeof(int) * n), *in = malloc(sizeof(int) * n);
+  int *scounts = malloc(sizeof(int) * n), *sdispls = malloc(sizeof(int) * n);
+  int *rcounts = malloc(sizeof(int) * n), *rdispls = malloc(sizeof(int) * n);
+  for (int p = 0; p < n; ++p) out[p] = amount(coll, me, p, root, unit), in[p] = amount(coll, p, me, root, unit);
+  ++call_no;
+  size_t sspan = place(S, out, n, send_packed, scounts, sdispls), rspan = place(R, in, n, recv_packed, rcounts, rdispls);
+  unsigned char* send = malloc(sspan + 1);
+  unsigned char* recv = malloc(rspan + 1);
+  unsigned char* want = malloc(rspan + 1);
+  fill_gaps(send, sspan);
+  fill_gaps(recv, rspan);
+  fill_gaps(want, rspan);
+  fill_blocks(s, data_in_recv ? recv : send, data_in_recv ? R : S, data_in_recv ? rcounts : scounts,
+              data_in_recv ? rdispls : sdispls, out, n, me, 1, call_no);
+  /* What must be there after: every block received (a scatter root in place: recvbuf untouched). */
+  if (!(mine_in_place && (coll == SCATTER || coll == SCATTERV))) fill_blocks(s, want, R, rcounts, rdispls, in, n, me, 0, call_no);
+  count_call(coll, comm);
+  const void* from = mine_in_place && coll != SCATTER && coll != SCATTERV ? MPI_IN_PLACE : send;
+  void* to = mine_in_place && (coll == SCATTER || coll == SCATTERV) ? MPI_IN_PLACE : recv;
+  int rc = MPI_ERR_OTHER;
+  switch (coll) {
+    case ALLTOALL: rc = MPI_Alltoall(from, unit / S->per, S->type, to, unit / R->per, R->type, comm); break;
+    case ALLTOALLV: rc = MPI_Alltoallv(from, scounts, sdispls, S->type, to, rcounts, rdispls, R->type, comm); break;
+    case SCATTER: rc = MPI_Scatter(from, unit / S->per, S->type, to, unit / R->per, R->type, root, comm); break;
+    case SCATTERV:
+      rc = MPI_Scatterv(from, scounts, sdispls, S->type, to, rcounts[root], R->type, root, comm);
+      break;
+    default: rc = MPI_Gatherv(from, scounts[root], S->type, to, rcounts, rdispls, R->type, root, comm);
+  }
+  char what[220];
+  snprintf(what, sizeof what, "%s: %s %s unit %d (root %d), send %s, recv %s%s", where, kNames[coll], s->name, unit,
+           rooted ? root : -1, S->name, R->name, mine_in_place ? " in place" : "");
+  if (rc != MPI_SUCCESS) FAIL("%s: returned %d", what, rc);
+  else compare(what, recv, want, rspan);
+  free(out), free(in), free(scounts), free(sdispls), free(rcounts), free(rdispls);
+  free(send), free(recv), free(want);
+}
+
 static void check_signature(const Signature* s, MPI_Comm comm, const char* where, int reducible) {
   int me, n;
   MPI_Comm_rank(comm, &me);
@@ -378,6 +464,8 @@ static void check_signature(const Signature* s, MPI_Comm comm, const char* where
         if (elements > 0) check_allgatherv(s, comm, where, elements, v, in_place);
       }
       check_bcast(s, comm, where, elements, v, v % n);
+      for (int coll = ALLTOALL; coll <= GATHERV && elements > 0; ++coll)
+        for (int in_place = 0; in_place < 2; ++in_place) check_personal(s, comm, where, coll, elements, v, v % n, in_place);
     }
   }
 }
@@ -397,7 +485,7 @@ static void check_derived_reduction(const Signature* s, MPI_Comm comm, const cha
   unsigned char* recv = malloc(sp + 1);
   fill_gaps(send, sp);
   fill_gaps(recv, sp);
-  calls[ALLREDUCE][0]++; /* MPI's own, on every rank */
+  expected[ALLREDUCE][0]++; /* MPI's own, on every rank */
   if (MPI_Allreduce(send, recv, count, T->type, MPI_SUM, errs) == MPI_SUCCESS)
     FAIL("%s: MPI_Allreduce sum of a derived type (%s) succeeded; MPI refuses it", where, T->name);
   free(send);
@@ -464,13 +552,10 @@ int main(int argc, char** argv) {
   MPI_Comm_free(&reversed);
   MPI_Comm_free(&parity);
 
-  char text[1024] = "";
-  for (int c = 0; c < NCOLL; ++c)
-    snprintf(text + strlen(text), sizeof text - strlen(text), "railcoll-mpi-expect: rank %d: %s railcoll=%ld mpi=%ld\n",
-             world_rank, kNames[c], calls[c][1], calls[c][0]);
-  fputs(text, stdout);
   int all_errors = 0;
+  count_call(REDUCE, MPI_COMM_WORLD);
   MPI_Reduce(&errors, &all_errors, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+  print_expected(world_rank);
   if (world_rank == 0) printf("%s: %d wrong\n", all_errors ? "FAILED" : "layouts correct", all_errors);
   fflush(stdout);
   MPI_Finalize();

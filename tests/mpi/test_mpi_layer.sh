@@ -121,7 +121,7 @@ test_abi() {
   verdict $? "$abi: the test itself is right under MPI's own collectives"
 
   launch "$abi" RAILCOLL_MPI_VERBOSE=2 -- "$prog"
-  correct && report_matches && grep -q "(datatype railcoll does not reduce" "$err" &&
+  correct && report_matches && grep -q "MPI_Allreduce railcoll=[0-9]* mpi=[0-9]* (operator" "$err" &&
     grep -q "railcoll communicator of $n ranks" "$err"
   verdict $? "$abi: every collective exact through railcoll, the report counts what railcoll and MPI served and why"
   grep -m1 "^free loop" "$out" | sed 's/^/     /'
@@ -161,6 +161,8 @@ test_abi() {
   verdict $? "$abi: a failed set-up is an error on every rank, then MPI serves the communicator"
 
   test_layouts "$abi"
+
+  run_collectives "$abi" "every reduction: every predefined type MPI's operators take, every operator on it, every root, in place, uneven MPI_Reduce_scatter counts" -- "$BIN/mpi_reductions_$abi"
 
   [ "$MODE" = cluster ] && return
   launch "$abi" RAILCOLL_MPI_COLLS=allgathr -- "$prog"
@@ -221,8 +223,9 @@ test_mpi4py() {
   fi
   launch openmpi RAILCOLL_MPI_VERBOSE=1 -- /usr/bin/python3 "$HERE/mpi4py_collectives.py"
   local st=$?
-  [ $st -eq 0 ] && grep -q '^mpi4py collectives correct' "$out" && served_by_railcoll Allgather Allreduce Bcast Barrier
-  verdict $? "mpi4py: Allgather, Allreduce, Bcast, Barrier on numpy arrays through the preloaded library, results exact (exit $st)"
+  [ $st -eq 0 ] && grep -q '^mpi4py collectives correct' "$out" &&
+    served_by_railcoll Allgather Allreduce Bcast Barrier Alltoall Reduce_scatter_block Reduce Scatter
+  verdict $? "mpi4py: Allgather, Allreduce, Bcast, Barrier, Alltoall, Reduce_scatter_block, Reduce, Scatter on numpy arrays through the preloaded library, results exact (exit $st)"
 }
 
 if [ "$MODE" = cluster ]; then

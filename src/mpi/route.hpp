@@ -1,0 +1,93 @@
+// How a served call starts: the route (railcoll or MPI, read from what every
+// rank of the call shares: layer.hpp) and the small helpers every served
+// collective uses once routed.
+#pragma once
+#include <string>
+
+#include "mpi/layer.hpp"
+
+namespace railcoll::mpi {
+
+class Route {
+ public:
+  Route(Coll c, MPI_Comm comm) : c_(c), comm_(comm) {
+    const Layer& L = layer();
+    if (!L.started) {
+      open_ = false;  // MPI_Init did not come through here: nothing to count either
+      return;
+    }
+    if (!(L.colls & (1u << static_cast<int>(c)))) {
+      decline(L.off);
+      return;
+    }
+    target_ = classify(comm);
+    if (target_.passed) decline(target_.why);
+  }
+  bool open() const { return open_; }
+  void decline(Reason why) {
+    if (open_) open_ = false, why_ = why;
+  }
+  // A buffer of the call as railcoll would take it: the datatype known and
+  // the count sane. Its layout is not asked: that is this rank's alone.
+  void need(const DataView& v) {
+    if (!v.valid) decline(Reason::BadArgument);
+  }
+  // MPI serves the call (counted, with the reason).
+  bool to_mpi() {
+    if (open_) return false;
+    if (layer().started) count_passed(c_, why_);
+    return true;
+  }
+  int rank() const { return target_.rank; }
+  int size() const { return target_.size; }
+  // railcoll serves it: its communicator, made now on a first call; null when
+  // that failed, and error() is what the call returns.
+  railcoll_comm_t railcoll() {
+    layer().served[static_cast<int>(c_)].fetch_add(1, std::memory_order_relaxed);
+    ensure_railcoll(comm_, c_, &target_);
+    return target_.rc;
+  }
+  int error() const { return target_.error; }
+  int finish(railcoll_status_t st) {
+    return st == RAILCOLL_OK ? MPI_SUCCESS : raise_railcoll(comm_, c_, st, railcoll_last_error());
+  }
+  int refuse(int error_class, const std::string& why) { return raise_mpi(comm_, c_, error_class, why); }
+
+ private:
+  Coll c_;
+  MPI_Comm comm_;
+  bool open_ = true;
+  Reason why_ = Reason::NotSelected;
+  Target target_;
+};
+
+inline std::string bytes_text(uint64_t n) { return std::to_string(n) + " byte" + (n == 1 ? "" : "s"); }
+
+inline int check_root(Route& route, int root) {
+  if (root >= 0 && root < route.size()) return MPI_SUCCESS;
+  return route.refuse(MPI_ERR_ROOT, "root " + std::to_string(root) + " is not a rank of this communicator (" +
+                                        std::to_string(route.size()) + " ranks)");
+}
+
+// The railcoll operator of a reduction over `data`, or -1 with the call
+// declined (to MPI, on every rank alike: operator and predefined type are shared).
+inline int reduce_op(Route& route, MPI_Op op, const DataView& data) {
+  Reason why = Reason::ReduceType;
+  const int rop = data.valid ? railcoll_op(op, data.reduce_groups, &why) : -1;
+  if (rop < 0) route.decline(data.valid ? why : Reason::BadArgument);
+  return rop;
+}
+
+// In place with a non-contiguous receive layout: this rank's block (block
+// `me` of `recv`, `block_count` elements) is packed to its place in staging first.
+inline void* landing_in_place(const DataView& recv, void* recvbuf, int me, int block_count) {
+  char* to = static_cast<char*>(landing(recv, recvbuf, Staging::Recv));
+  if (!recv.contiguous) {
+    const uint64_t first = static_cast<uint64_t>(me) * static_cast<uint64_t>(block_count);
+    pack_into(to + first * recv.type_size, static_cast<char*>(recvbuf) + static_cast<MPI_Aint>(first) * recv.extent,
+              static_cast<uint64_t>(block_count), recv);
+  }
+  return to;
+}
+
+}  // namespace railcoll::mpi
