@@ -196,7 +196,7 @@ int mode_badargs(railcoll_comm_t comm) {
       {"gather root = size", railcoll_gather(comm, buf.data(), buf.data() + 8, 4, size_, nullptr)},
       {"bcast NULL buffer", railcoll_bcast(comm, nullptr, 4, 0, nullptr)},
       {"allreduce unknown type", railcoll_allreduce(comm, buf.data(), buf.data() + 32, 2, (railcoll_datatype_t)99, RAILCOLL_SUM, nullptr)},
-      {"allreduce unknown op", railcoll_allreduce(comm, buf.data(), buf.data() + 32, 2, RAILCOLL_INT32, (railcoll_op_t)7, nullptr)},
+      {"allreduce unknown op", railcoll_allreduce(comm, buf.data(), buf.data() + 32, 2, RAILCOLL_INT32, (railcoll_op_t)99, nullptr)},
       {"allreduce NULL recvbuf", railcoll_allreduce(comm, buf.data(), nullptr, 2, RAILCOLL_INT32, RAILCOLL_SUM, nullptr)},
       {"allreduce overlapping buffers", railcoll_allreduce(comm, buf.data(), buf.data() + 4, 2, RAILCOLL_INT32, RAILCOLL_SUM, nullptr)},
   };

@@ -3,7 +3,8 @@
 // types), started by `railcoll run` or `railcoll cluster run`. Every byte of
 // every result is compared with an expected value this program computes on its
 // own (its own operator code and element encodings, not the library's):
-//   every (type, operator) pair MPI defines, for each collective, with auto;
+//   every (type, operator) pair MPI defines, for each collective, with auto,
+//   minloc and maxloc over the five (value, index) pair types among them;
 //   every algorithm x sizes 0, 1, odd, striped x a few pairs; in place;
 //   reduce_scatter with uneven and zero counts; reduce at every root;
 //   the guard bytes after every recv untouched.
@@ -216,6 +217,79 @@ std::vector<size_t> uneven(int c) {
   return v;
 }
 
+// ---- (value, index) pairs: MINLOC and MAXLOC, compared field by field (C leaves
+// the padding of a struct { double; int; } undefined).
+template <class V>
+struct PairOf {
+  V value;
+  int index;
+};
+
+template <class V>
+PairOf<V> pair_input(int r, size_t i, int c) {
+  return {static_cast<V>((r * 13 + i * 7 + c) % 5), static_cast<int>((r * 3 + i) % 7)};  // ties on purpose
+}
+
+template <class V>
+PairOf<V> pair_expected(railcoll_op_t op, size_t i, int c) {
+  PairOf<V> acc = pair_input<V>(0, i, c);
+  for (int r = 1; r < size_; ++r) {
+    const PairOf<V> x = pair_input<V>(r, i, c);
+    const bool better = op == RAILCOLL_MINLOC ? x.value < acc.value : x.value > acc.value;
+    if (better || (x.value == acc.value && x.index < acc.index)) acc = x;
+  }
+  return acc;
+}
+
+// reduce_scatter_block, reduce_scatter (uneven), reduce (at root) and allreduce of n pairs.
+template <class V>
+int check_pairs(railcoll_comm_t comm, railcoll_datatype_t type, const char* name, railcoll_op_t op, int c) {
+  using P = PairOf<V>;
+  const size_t n = 5 + c % 4;
+  std::vector<size_t> counts = uneven(c);
+  size_t total = 0, first = 0;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) first = total;
+    total += counts[r];
+  }
+  std::vector<P> send(std::max(total, n * size_)), recv(send.size() + 1);
+  for (size_t i = 0; i < send.size(); ++i) send[i] = pair_input<V>(rank_, i, c);
+  auto same = [&](const P* got, size_t from, size_t count, const char* what) {
+    for (size_t i = 0; i < count; ++i) {
+      const P want = pair_expected<V>(op, from + i, c);
+      if (got[i].value != want.value || got[i].index != want.index)
+        FAIL("%s %s %s: pair %zu is (%g, %d), expected (%g, %d)", what, name, op == RAILCOLL_MINLOC ? "minloc" : "maxloc",
+             i, static_cast<double>(got[i].value), got[i].index, static_cast<double>(want.value), want.index);
+    }
+    return 0;
+  };
+  if (railcoll_reduce_scatter_block(comm, send.data(), recv.data(), n, type, op, nullptr) != RAILCOLL_OK)
+    FAIL("reduce_scatter_block %s: %s", name, railcoll_last_error());
+  if (same(recv.data(), rank_ * n, n, "reduce_scatter_block")) return 1;
+  if (railcoll_reduce_scatter(comm, send.data(), recv.data(), counts.data(), type, op, nullptr) != RAILCOLL_OK)
+    FAIL("reduce_scatter %s: %s", name, railcoll_last_error());
+  if (same(recv.data(), first, counts[rank_], "reduce_scatter")) return 1;
+  const int root = c % size_;
+  if (railcoll_reduce(comm, send.data(), recv.data(), n, type, op, root, nullptr) != RAILCOLL_OK)
+    FAIL("reduce %s: %s", name, railcoll_last_error());
+  if (rank_ == root && same(recv.data(), 0, n, "reduce")) return 1;
+  if (railcoll_allreduce(comm, send.data(), recv.data(), n, type, op, nullptr) != RAILCOLL_OK)
+    FAIL("allreduce %s: %s", name, railcoll_last_error());
+  return same(recv.data(), 0, n, "allreduce");
+}
+
+int check_every_pair(railcoll_comm_t comm, int* call) {
+  for (railcoll_op_t op : {RAILCOLL_MINLOC, RAILCOLL_MAXLOC}) {
+    if (check_pairs<float>(comm, RAILCOLL_FLOAT_INT, "float_int", op, (*call)++) ||
+        check_pairs<double>(comm, RAILCOLL_DOUBLE_INT, "double_int", op, (*call)++) ||
+        check_pairs<long>(comm, RAILCOLL_LONG_INT, "long_int", op, (*call)++) ||
+        check_pairs<int>(comm, RAILCOLL_2INT, "2int", op, (*call)++) ||
+        check_pairs<short>(comm, RAILCOLL_SHORT_INT, "short_int", op, (*call)++))
+      return 1;
+  }
+  return 0;
+}
+
 int mode_correct(railcoll_comm_t comm, bool quick) {
   int call = 0, bad = 0;
   // Every (type, operator) pair, every collective, the automatic choice; in place on odd calls.
@@ -230,6 +304,7 @@ int mode_correct(railcoll_comm_t comm, bool quick) {
       ++call;
       if (bad) return 1;
     }
+  if (check_every_pair(comm, &call)) return 1;
   // Every algorithm: zero, one, odd and striped (above 1 KiB) sizes, in and out of place.
   const std::vector<size_t> sizes = quick ? std::vector<size_t>{7, 700} : std::vector<size_t>{0, 1, 13, 700, 5000};
   const Type& i32 = kTypes[4];

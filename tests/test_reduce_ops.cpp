@@ -64,13 +64,34 @@ TEST(ReduceOps, EveryTypeAndOperatorMatchesTheTraits) {
           std::vector<unsigned char> short_acc = in[0];
           for (int r = 1; r + 1 < N; ++r) rt::reduce_into(dt, op, short_acc.data(), in[r].data(), s.bytes);
           const bool idempotent_input = op == ReduceOp::BAnd || op == ReduceOp::BOr || op == ReduceOp::LAnd ||
-                                        op == ReduceOp::LOr || op == ReduceOp::Min || op == ReduceOp::Max;
+                                        op == ReduceOp::LOr || op == ReduceOp::Min || op == ReduceOp::Max ||
+                                        op == ReduceOp::MinLoc || op == ReduceOp::MaxLoc;
           if (!idempotent_input)
             EXPECT_NE(t.check(s, 3, short_acc.data()), "") << dtype_name(dt) << " " << redop_name(op);
         }
         ++pairs;
       }
-  EXPECT_EQ(pairs, 4 * (8 * 10 + 4 * 4));  // integers take all 10 operators, floats 4
+  EXPECT_EQ(pairs, 4 * (8 * 10 + 4 * 4 + 5 * 2));  // integers take 10 operators, floats 4, the pairs 2
+}
+
+// MPI's pair layouts, and a tie going to the lesser index.
+TEST(ReduceOps, MinLocAndMaxLocKeepTheLesserIndexOnATie) {
+  struct FloatInt { float v; int i; };
+  struct DoubleInt { double v; int i; };
+  EXPECT_EQ(dtype_size(DataType::FloatInt), sizeof(FloatInt));
+  EXPECT_EQ(dtype_size(DataType::DoubleInt), sizeof(DoubleInt));
+  FloatInt a[3] = {{1.5f, 4}, {2.0f, 9}, {3.0f, 2}}, b[3] = {{1.5f, 3}, {1.0f, 1}, {3.0f, 5}};
+  rt::reduce_into(DataType::FloatInt, ReduceOp::MinLoc, a, b, sizeof a);
+  EXPECT_EQ(a[0].v, 1.5f);
+  EXPECT_EQ(a[0].i, 3);  // tie: the lesser index
+  EXPECT_EQ(a[1].v, 1.0f);
+  EXPECT_EQ(a[1].i, 1);
+  EXPECT_EQ(a[2].i, 2);
+  DoubleInt c[2] = {{-1.0, 7}, {5.0, 0}}, d[2] = {{2.0, 1}, {5.0, 3}};
+  rt::reduce_into(DataType::DoubleInt, ReduceOp::MaxLoc, c, d, sizeof c);
+  EXPECT_EQ(c[0].v, 2.0);
+  EXPECT_EQ(c[0].i, 1);
+  EXPECT_EQ(c[1].i, 0);
 }
 
 TEST(ReduceOps, IntegersWrapAndLogicalOperatorsGiveOneOrZero) {

@@ -36,7 +36,7 @@ std::string old_if_chain(Collective collective, const Topology& t, uint64_t byte
     return bytes <= 16 * 1024 ? "recursive_halving" : bytes <= 64 * 1024 ? "direct" : "ring";
   }
   if (collective == Collective::Reduce) {
-    if (t.nnodes() < t.nranks()) return "smp";
+    if (t.nnodes() < t.nranks()) return "binomial";
     return bytes <= 128 * 1024 ? "binomial" : "rabenseifner";
   }
   if (t.nranks() == 1 || t.nnodes() == 1) return "smp_direct";

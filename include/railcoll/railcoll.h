@@ -195,15 +195,24 @@ RAILCOLL_API railcoll_status_t railcoll_gather(railcoll_comm_t comm, const void*
 typedef enum {
   RAILCOLL_INT32 = 1, RAILCOLL_INT64 = 2, RAILCOLL_FLOAT = 3, RAILCOLL_DOUBLE = 4,
   RAILCOLL_INT8 = 5, RAILCOLL_UINT8 = 6, RAILCOLL_INT16 = 7, RAILCOLL_UINT16 = 8,
-  RAILCOLL_UINT32 = 9, RAILCOLL_UINT64 = 10, RAILCOLL_FLOAT16 = 11, RAILCOLL_BFLOAT16 = 12
+  RAILCOLL_UINT32 = 9, RAILCOLL_UINT64 = 10, RAILCOLL_FLOAT16 = 11, RAILCOLL_BFLOAT16 = 12,
+  /* (value, int index) pairs for MINLOC and MAXLOC, laid out as the C structs
+   * { float; int; }, { double; int; }, { long; int; }, { int; int; }, { short; int; }
+   * (MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT, MPI_SHORT_INT); a
+   * count counts pairs */
+  RAILCOLL_FLOAT_INT = 13, RAILCOLL_DOUBLE_INT = 14, RAILCOLL_LONG_INT = 15, RAILCOLL_2INT = 16,
+  RAILCOLL_SHORT_INT = 17
 } railcoll_datatype_t;
 /* Integer sums and products wrap around. The bitwise (BAND, BOR, BXOR) and
  * logical (LAND, LOR, LXOR: the result is 1 or 0) operators take the integer
- * types only; on a floating type they are RAILCOLL_ERR_ARG. */
+ * types only; MINLOC and MAXLOC (the least or greatest value, and on a tie the
+ * least index) the pairs only, and the pairs no other operator: anything else
+ * is RAILCOLL_ERR_ARG. */
 typedef enum {
   RAILCOLL_SUM = 0, RAILCOLL_MIN = 1, RAILCOLL_MAX = 2, RAILCOLL_PROD = 3,
   RAILCOLL_BAND = 4, RAILCOLL_BOR = 5, RAILCOLL_BXOR = 6,
-  RAILCOLL_LAND = 7, RAILCOLL_LOR = 8, RAILCOLL_LXOR = 9
+  RAILCOLL_LAND = 7, RAILCOLL_LOR = 8, RAILCOLL_LXOR = 9,
+  RAILCOLL_MINLOC = 10, RAILCOLL_MAXLOC = 11
 } railcoll_op_t;
 /* recvbuf[i] = op over all ranks of sendbuf[i], for `count` elements of `type`.
  * With RAILCOLL_IN_PLACE, recvbuf holds the input and sendbuf is ignored.

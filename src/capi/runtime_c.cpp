@@ -209,12 +209,15 @@ railcoll_status_t reduction_args(const char* fn, railcoll_datatype_t type, railc
       {RAILCOLL_INT32, DataType::Int32},   {RAILCOLL_INT64, DataType::Int64},       {RAILCOLL_FLOAT, DataType::Float32},
       {RAILCOLL_DOUBLE, DataType::Float64}, {RAILCOLL_INT8, DataType::Int8},        {RAILCOLL_UINT8, DataType::UInt8},
       {RAILCOLL_INT16, DataType::Int16},   {RAILCOLL_UINT16, DataType::UInt16},     {RAILCOLL_UINT32, DataType::UInt32},
-      {RAILCOLL_UINT64, DataType::UInt64}, {RAILCOLL_FLOAT16, DataType::Float16}, {RAILCOLL_BFLOAT16, DataType::BFloat16}};
+      {RAILCOLL_UINT64, DataType::UInt64}, {RAILCOLL_FLOAT16, DataType::Float16}, {RAILCOLL_BFLOAT16, DataType::BFloat16},
+      {RAILCOLL_FLOAT_INT, DataType::FloatInt}, {RAILCOLL_DOUBLE_INT, DataType::DoubleInt},
+      {RAILCOLL_LONG_INT, DataType::LongInt},   {RAILCOLL_2INT, DataType::TwoInt},
+      {RAILCOLL_SHORT_INT, DataType::ShortInt}};
   static const std::pair<int, ReduceOp> kOps[] = {
       {RAILCOLL_SUM, ReduceOp::Sum},   {RAILCOLL_MIN, ReduceOp::Min},   {RAILCOLL_MAX, ReduceOp::Max},
       {RAILCOLL_PROD, ReduceOp::Prod}, {RAILCOLL_BAND, ReduceOp::BAnd}, {RAILCOLL_BOR, ReduceOp::BOr},
       {RAILCOLL_BXOR, ReduceOp::BXor}, {RAILCOLL_LAND, ReduceOp::LAnd}, {RAILCOLL_LOR, ReduceOp::LOr},
-      {RAILCOLL_LXOR, ReduceOp::LXor}};
+      {RAILCOLL_LXOR, ReduceOp::LXor}, {RAILCOLL_MINLOC, ReduceOp::MinLoc}, {RAILCOLL_MAXLOC, ReduceOp::MaxLoc}};
   int type_value, op_value;
   memcpy(&type_value, &type, sizeof type_value);
   memcpy(&op_value, &op, sizeof op_value);
@@ -225,7 +228,8 @@ railcoll_status_t reduction_args(const char* fn, railcoll_datatype_t type, railc
   if (!railcoll::redop_applies(o->second, t->second))
     return fail(RAILCOLL_ERR_ARG, std::string(fn) + ": the operation " + railcoll::redop_name(o->second) +
                                       " is not defined on " + railcoll::dtype_name(t->second) +
-                                      " (bitwise and logical operations take integer types)");
+                                      " (bitwise and logical operations take integer types, minloc and "
+                                      "maxloc the (value, index) pairs)");
   args->dtype = t->second;
   args->redop = o->second;
   return RAILCOLL_OK;

@@ -14,9 +14,12 @@ namespace railcoll {
 namespace {
 constexpr DataType kTypes[] = {DataType::Int8,  DataType::UInt8,  DataType::Int16,   DataType::UInt16,
                                DataType::Int32, DataType::UInt32, DataType::Int64,   DataType::UInt64,
-                               DataType::Float16, DataType::BFloat16, DataType::Float32, DataType::Float64};
+                               DataType::Float16, DataType::BFloat16, DataType::Float32, DataType::Float64,
+                               DataType::FloatInt, DataType::DoubleInt, DataType::LongInt, DataType::TwoInt,
+                               DataType::ShortInt};
 constexpr ReduceOp kOps[] = {ReduceOp::Sum,  ReduceOp::Min, ReduceOp::Max,  ReduceOp::Prod, ReduceOp::BAnd,
-                             ReduceOp::BOr,  ReduceOp::BXor, ReduceOp::LAnd, ReduceOp::LOr,  ReduceOp::LXor};
+                             ReduceOp::BOr,  ReduceOp::BXor, ReduceOp::LAnd, ReduceOp::LOr,  ReduceOp::LXor,
+                             ReduceOp::MinLoc, ReduceOp::MaxLoc};
 }  // namespace
 
 const char* dtype_name(DataType t) {
@@ -34,6 +37,11 @@ const char* dtype_name(DataType t) {
     case DataType::UInt64: return "uint64";
     case DataType::Float16: return "float16";
     case DataType::BFloat16: return "bfloat16";
+    case DataType::FloatInt: return "float_int";
+    case DataType::DoubleInt: return "double_int";
+    case DataType::LongInt: return "long_int";
+    case DataType::TwoInt: return "2int";
+    case DataType::ShortInt: return "short_int";
   }
   return "?";
 }
@@ -50,6 +58,8 @@ const char* redop_name(ReduceOp o) {
     case ReduceOp::LAnd: return "land";
     case ReduceOp::LOr: return "lor";
     case ReduceOp::LXor: return "lxor";
+    case ReduceOp::MinLoc: return "minloc";
+    case ReduceOp::MaxLoc: return "maxloc";
   }
   return "?";
 }
@@ -60,6 +70,8 @@ size_t dtype_size(DataType t) {
     case DataType::Int16: case DataType::UInt16: case DataType::Float16: case DataType::BFloat16: return 2;
     case DataType::Int32: case DataType::UInt32: case DataType::Float32: return 4;
     case DataType::Int64: case DataType::UInt64: case DataType::Float64: return 8;
+    case DataType::FloatInt: case DataType::TwoInt: case DataType::ShortInt: return 8;  // C struct sizes
+    case DataType::DoubleInt: case DataType::LongInt: return 16;
   }
   return 1;
 }
@@ -98,14 +110,21 @@ std::string redop_names() {
   return out;
 }
 
+bool dtype_is_pair(DataType t) {
+  return t == DataType::FloatInt || t == DataType::DoubleInt || t == DataType::LongInt || t == DataType::TwoInt ||
+         t == DataType::ShortInt;
+}
+
 bool dtype_is_integer(DataType t) {
   return t != DataType::Byte && t != DataType::Float16 && t != DataType::BFloat16 && t != DataType::Float32 &&
-         t != DataType::Float64;
+         t != DataType::Float64 && !dtype_is_pair(t);
 }
 
 bool redop_applies(ReduceOp o, DataType t) {
   switch (o) {
-    case ReduceOp::Sum: case ReduceOp::Min: case ReduceOp::Max: case ReduceOp::Prod: return t != DataType::Byte;
+    case ReduceOp::Sum: case ReduceOp::Min: case ReduceOp::Max: case ReduceOp::Prod:
+      return t != DataType::Byte && !dtype_is_pair(t);
+    case ReduceOp::MinLoc: case ReduceOp::MaxLoc: return dtype_is_pair(t);
     default: return dtype_is_integer(t);
   }
 }
@@ -221,20 +240,20 @@ int64_t element_for(const CallShape& c, int rank, uint64_t i, int call) {
     default: break;
   }
   if (c.dtype == DataType::Float16 || c.dtype == DataType::BFloat16) return element(rank, i, call) % 7;
+  if (dtype_is_pair(c.dtype)) return element(rank, i, call) % 4;  // ties, for the indices to decide
   return element(rank, i, call);
 }
 
-template <class Codec>
-typename Codec::Stored stored(int64_t v) {
-  return Codec::store(static_cast<typename Codec::Calc>(v));
-}
+// A pair's index: not the rank's order, so that a tie must pick the lesser index.
+int32_t index_for(int rank, uint64_t i) { return static_cast<int32_t>((rank * 5 + i) % 11); }
+
 
 void fill_elements(const CallShape& c, int call, unsigned char* send, uint64_t n) {
   ops::with_type(c.dtype, [&](auto codec) {
     using Codec = decltype(codec);
     using S = typename Codec::Stored;
     for (uint64_t i = 0; i < n; ++i) {
-      S v = stored<Codec>(element_for(c, c.rank, i, call));
+      S v = Codec::make(element_for(c, c.rank, i, call), index_for(c.rank, i));
       memcpy(send + i * sizeof(S), &v, sizeof(S));
     }
   });
@@ -248,9 +267,9 @@ std::string check_elements(const CallShape& c, int call, const unsigned char* re
     using S = typename Codec::Stored;
     ops::with_op<typename Codec::Calc>(c.redop, [&](auto f) {
       for (uint64_t i = 0; i < n && wrong.empty(); ++i) {
-        auto want = Codec::load(stored<Codec>(element_for(c, 0, first + i, call)));
-        for (int r = 1; r < c.nranks; ++r)
-          want = Codec::load(Codec::store(f(want, Codec::load(stored<Codec>(element_for(c, r, first + i, call))))));
+        auto input = [&](int r) { return Codec::load(Codec::make(element_for(c, r, first + i, call), index_for(r, first + i))); };
+        auto want = input(0);
+        for (int r = 1; r < c.nranks; ++r) want = Codec::load(Codec::store(f(want, input(r))));
         S got;
         memcpy(&got, recv + i * sizeof(S), sizeof(S));
         if (Codec::load(got) != want)

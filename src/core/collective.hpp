@@ -21,13 +21,17 @@ enum class Collective : uint8_t {
 
 // Element types and operators of reductions. Byte: no reduction. Float16 and
 // BFloat16 are combined in float32 and rounded back once per combination.
+// The pairs (value, int index) are MPI's MPI_FLOAT_INT, MPI_DOUBLE_INT,
+// MPI_LONG_INT, MPI_2INT and MPI_SHORT_INT, laid out as C structs.
 enum class DataType : uint8_t {
   Byte, Int32, Int64, Float32, Float64,
-  Int8, UInt8, Int16, UInt16, UInt32, UInt64, Float16, BFloat16
+  Int8, UInt8, Int16, UInt16, UInt32, UInt64, Float16, BFloat16,
+  FloatInt, DoubleInt, LongInt, TwoInt, ShortInt
 };
 // Bitwise (band, bor, bxor) and logical (land, lor, lxor: the result is 1 or
-// 0, as in MPI) operators apply to the integer types only.
-enum class ReduceOp : uint8_t { Sum, Min, Max, Prod, BAnd, BOr, BXor, LAnd, LOr, LXor };
+// 0, as in MPI) operators apply to the integer types only; minloc and maxloc
+// to the pairs only (and the pairs to nothing else).
+enum class ReduceOp : uint8_t { Sum, Min, Max, Prod, BAnd, BOr, BXor, LAnd, LOr, LXor, MinLoc, MaxLoc };
 const char* dtype_name(DataType t);
 const char* redop_name(ReduceOp o);
 size_t dtype_size(DataType t);
@@ -37,8 +41,9 @@ bool parse_redop(const std::string& s, ReduceOp* out);
 const std::vector<DataType>& reduction_types();
 const std::vector<ReduceOp>& reduction_ops();
 bool dtype_is_integer(DataType t);
+bool dtype_is_pair(DataType t);
 // Whether `o` is defined on `t` (MPI's rule: bitwise and logical operators on
-// integers only).
+// integers only; minloc and maxloc on the pairs).
 bool redop_applies(ReduceOp o, DataType t);
 // "int8, uint8, ..." / "sum, min, ..." for messages naming the choices.
 std::string dtype_names();

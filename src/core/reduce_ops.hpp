@@ -68,50 +68,96 @@ struct LXor {
   T operator()(T a, T b) const { return static_cast<T>((a != 0) != (b != 0)); }
 };
 
-// Calls f(Op{}) with the operator's functor; integer-only operators on a
-// floating type are never called (redop_applies rejects them first).
+// MPI's (value, index) pairs, as C lays them out (MPI_FLOAT_INT is
+// struct { float; int; }). minloc and maxloc keep the lesser index on a tie.
+template <class V>
+struct ValueIndex {
+  V value;
+  int32_t index;
+  bool operator==(const ValueIndex& o) const { return value == o.value && index == o.index; }
+  bool operator!=(const ValueIndex& o) const { return !(*this == o); }
+};
+template <class T>
+struct IsPair : std::false_type {};
+template <class V>
+struct IsPair<ValueIndex<V>> : std::true_type {};
+struct MinLoc {
+  template <class T>
+  T operator()(T a, T b) const {
+    if (a.value != b.value) return b.value < a.value ? b : a;
+    return b.index < a.index ? b : a;
+  }
+};
+struct MaxLoc {
+  template <class T>
+  T operator()(T a, T b) const {
+    if (a.value != b.value) return a.value < b.value ? b : a;
+    return b.index < a.index ? b : a;
+  }
+};
+
+// Calls f(Op{}) with the operator's functor; an operator the type lacks is
+// never called (redop_applies rejects it first).
 template <class T, class F>
 void with_op(ReduceOp op, F&& f) {
-  switch (op) {
-    case ReduceOp::Sum: return f(Sum{});
-    case ReduceOp::Prod: return f(Prod{});
-    case ReduceOp::Min: return f(Min{});
-    case ReduceOp::Max: return f(Max{});
-    case ReduceOp::BAnd: case ReduceOp::BOr: case ReduceOp::BXor:
-    case ReduceOp::LAnd: case ReduceOp::LOr: case ReduceOp::LXor:
-      if constexpr (std::is_integral_v<T>) {
-        switch (op) {
-          case ReduceOp::BAnd: return f(BAnd{});
-          case ReduceOp::BOr: return f(BOr{});
-          case ReduceOp::BXor: return f(BXor{});
-          case ReduceOp::LAnd: return f(LAnd{});
-          case ReduceOp::LOr: return f(LOr{});
-          default: return f(LXor{});
+  if constexpr (IsPair<T>::value) {
+    if (op == ReduceOp::MinLoc) return f(MinLoc{});
+    if (op == ReduceOp::MaxLoc) return f(MaxLoc{});
+  } else {
+    switch (op) {
+      case ReduceOp::Sum: return f(Sum{});
+      case ReduceOp::Prod: return f(Prod{});
+      case ReduceOp::Min: return f(Min{});
+      case ReduceOp::Max: return f(Max{});
+      case ReduceOp::MinLoc: case ReduceOp::MaxLoc: return;
+      case ReduceOp::BAnd: case ReduceOp::BOr: case ReduceOp::BXor:
+      case ReduceOp::LAnd: case ReduceOp::LOr: case ReduceOp::LXor:
+        if constexpr (std::is_integral_v<T>) {
+          switch (op) {
+            case ReduceOp::BAnd: return f(BAnd{});
+            case ReduceOp::BOr: return f(BOr{});
+            case ReduceOp::BXor: return f(BXor{});
+            case ReduceOp::LAnd: return f(LAnd{});
+            case ReduceOp::LOr: return f(LOr{});
+            default: return f(LXor{});
+          }
         }
-      }
-      return;
+        return;
+    }
   }
 }
 
 // How elements of a type sit in memory (Stored) and what they are computed in (Calc).
+// make(v, i): the element of value v (and index i, for pairs), as stored.
 template <class T>
 struct Native {
   using Stored = T;
   using Calc = T;
   static Calc load(Stored s) { return s; }
   static Stored store(Calc c) { return c; }
+  static Stored make(int64_t v, int32_t) { return static_cast<T>(v); }
 };
 struct Half {
   using Stored = uint16_t;
   using Calc = float;
   static Calc load(Stored s) { return half_to_float(s); }
   static Stored store(Calc c) { return float_to_half(c); }
+  static Stored make(int64_t v, int32_t) { return store(static_cast<float>(v)); }
 };
 struct BFloat {
   using Stored = uint16_t;
   using Calc = float;
   static Calc load(Stored s) { return bf16_to_float(s); }
   static Stored store(Calc c) { return float_to_bf16(c); }
+  static Stored make(int64_t v, int32_t) { return store(static_cast<float>(v)); }
+};
+template <class V>
+struct Pair {
+  using Stored = ValueIndex<V>;
+  using Calc = ValueIndex<V>;
+  static Calc load(Stored s) { return s; }
+  static Stored store(Calc c) { return c; }
+  static Stored make(int64_t v, int32_t i) { return {static_cast<V>(v), i}; }
 };
 
 // Calls f(Codec{}) with the codec of type t (nothing for Byte).
@@ -131,6 +177,11 @@ void with_type(DataType t, F&& f) {
     case DataType::Float64: return f(Native<double>{});
     case DataType::Float16: return f(Half{});
     case DataType::BFloat16: return f(BFloat{});
+    case DataType::FloatInt: return f(Pair<float>{});
+    case DataType::DoubleInt: return f(Pair<double>{});
+    case DataType::LongInt: return f(Pair<long>{});
+    case DataType::TwoInt: return f(Pair<int32_t>{});
+    case DataType::ShortInt: return f(Pair<int16_t>{});
   }
 }
 

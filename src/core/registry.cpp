@@ -73,7 +73,7 @@ void check_call_args(Collective collective, const Topology& topo, const std::vec
       throw InputError(std::string(c.name) + " needs a data type (" + dtype_names() + ")");
     if (!redop_applies(opts.redop, opts.dtype))
       throw InputError(std::string(c.name) + ": the operator " + redop_name(opts.redop) + " is not defined on " +
-                       dtype_name(opts.dtype) + " (bitwise and logical operators take integers)");
+                       dtype_name(opts.dtype) + " (bitwise and logical operators take integers, minloc and maxloc the pairs)");
     size_t e = dtype_size(opts.dtype);
     for (uint64_t n : counts)
       if (n % e != 0)

@@ -70,20 +70,21 @@ std::string conditions_text(const Rule& r) {
 }
 
 std::string rules_table_text(const std::vector<Rule>& rules) {
-  size_t when = 4, algo = 9, origin = 4;
+  size_t coll = 10, when = 4, algo = 9, origin = 4;
   for (const Rule& r : rules) {
+    coll = std::max(coll, std::string(collective_name(r.collective)).size());
     when = std::max(when, conditions_text(r).size());
     algo = std::max(algo, r.algorithm.size());
     origin = std::max(origin, r.origin.size());
   }
   std::ostringstream o;
-  o << std::left << std::setw(11) << "collective" << std::setw(when + 2) << "when" << std::setw(algo + 2) << "algorithm"
+  o << std::left << std::setw(coll + 1) << "collective" << std::setw(when + 2) << "when" << std::setw(algo + 2) << "algorithm"
     << std::setw(origin + 2) << "from"
     << "why\n";
   for (const Rule& r : rules) {
     std::string line;
     std::ostringstream l;
-    l << std::left << std::setw(11) << collective_name(r.collective) << std::setw(when + 2) << conditions_text(r)
+    l << std::left << std::setw(coll + 1) << collective_name(r.collective) << std::setw(when + 2) << conditions_text(r)
       << std::setw(algo + 2) << r.algorithm << std::setw(origin + 2) << r.origin << r.reason;
     line = l.str();
     line.erase(line.find_last_not_of(' ') + 1);

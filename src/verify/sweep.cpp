@@ -101,7 +101,8 @@ std::vector<SweepCase> sweep_cases(Collective collective, const std::string& alg
       const auto& ops = reduction_ops();
       c.opts.dtype = types[index % types.size()];
       c.opts.redop = ops[(index / types.size()) % ops.size()];
-      if (!redop_applies(c.opts.redop, c.opts.dtype)) c.opts.redop = ReduceOp::Sum;
+      for (size_t k = 1; !redop_applies(c.opts.redop, c.opts.dtype); ++k)  // the next operator the type has
+        c.opts.redop = ops[(index / types.size() + k) % ops.size()];
       for (auto& n : c.counts) n *= dtype_size(c.opts.dtype);
     }
     if (takes_c && index % 3 != 0) {

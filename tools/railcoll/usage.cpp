@@ -49,8 +49,10 @@ const Verb kVerbs[] = {
      "  --root R            the root of bcast, gather(v), scatter(v) and reduce\n"
      "  --bytes B           of reduce_scatter(_block): the block each rank ends with\n"
      "  --dtype T, --op O   reductions (default float sum): T int8|uint8|int16|uint16|int32|\n"
-     "                      uint32|int64|uint64|float16|bfloat16|float|double, O sum|min|max|\n"
-     "                      prod|band|bor|bxor|land|lor|lxor (bitwise, logical: integers)\n"},
+     "                      uint32|int64|uint64|float16|bfloat16|float|double|float_int|\n"
+     "                      double_int|long_int|2int|short_int, O sum|min|max|prod|band|bor|\n"
+     "                      bxor|land|lor|lxor|minloc|maxloc (bitwise, logical: integers;\n"
+     "                      minloc, maxloc: the (value, index) pairs)\n"},
     {"verify",
      "  verify --all                        verify every algorithm over the sweep\n"
      "  verify COLL --algo A --ranks N ...  verify one case (same options as show)\n",
