@@ -18,7 +18,6 @@ struct Facts {
   MPI_Count size = 0, lb = 0, extent = 0, true_lb = 0, true_extent = 0;
   int reduce_type = 0;       // railcoll_datatype_t of the one basic type, 0 when none railcoll reduces
   unsigned reduce_groups = 0;  // the groups of MPI's operators it belongs to (ReduceGroup)
-  MPI_Count reduce_size = 0;  // its size
 };
 
 int type_keyval = MPI_KEYVAL_INVALID;
@@ -39,8 +38,9 @@ bool is_named(MPI_Datatype t) {
 
 // The predefined types railcoll reduces, by MPI's groups of them (MPI 4.0
 // §6.9.2): C integers (signed and unsigned, 8 to 64 bits), float and double,
-// C bool (logical), MPI_BYTE (bitwise). MPI_CHAR is not an integer to MPI's
-// operators, nor long double railcoll's: both go to MPI.
+// C bool (logical), MPI_BYTE (bitwise), the (value, index) pairs (MINLOC,
+// MAXLOC). MPI_CHAR is not an integer to MPI's operators, nor long double
+// railcoll's: both go to MPI.
 struct Reducible {
   int type = 0;            // railcoll_datatype_t; 0: none
   unsigned groups = 0;     // ReduceGroup bits
@@ -64,16 +64,13 @@ Reducible reducible_named(MPI_Datatype t) {
   if (t == MPI_DOUBLE) return {RAILCOLL_DOUBLE, kFloatingGroup};
   if (t == MPI_C_BOOL && size == 1) return {RAILCOLL_UINT8, kLogicalGroup};
   if (t == MPI_BYTE) return {RAILCOLL_UINT8, kByteGroup};
+  // (value, index) pairs, laid out as MPI's C structs (padding included) as railcoll's are.
+  if (t == MPI_FLOAT_INT) return {RAILCOLL_FLOAT_INT, kPairGroup};
+  if (t == MPI_DOUBLE_INT) return {RAILCOLL_DOUBLE_INT, kPairGroup};
+  if (t == MPI_LONG_INT) return {RAILCOLL_LONG_INT, kPairGroup};
+  if (t == MPI_2INT) return {RAILCOLL_2INT, kPairGroup};
+  if (t == MPI_SHORT_INT) return {RAILCOLL_SHORT_INT, kPairGroup};
   return {};
-}
-
-size_t railcoll_type_size(int type) {
-  switch (type) {
-    case RAILCOLL_INT8: case RAILCOLL_UINT8: return 1;
-    case RAILCOLL_INT16: case RAILCOLL_UINT16: case RAILCOLL_FLOAT16: case RAILCOLL_BFLOAT16: return 2;
-    case RAILCOLL_INT32: case RAILCOLL_UINT32: case RAILCOLL_FLOAT: return 4;
-    default: return 8;
-  }
 }
 
 Facts measure(MPI_Datatype t, bool named) {
@@ -88,7 +85,6 @@ Facts measure(MPI_Datatype t, bool named) {
   const Reducible r = named ? reducible_named(t) : Reducible{};
   f.reduce_type = r.type;
   f.reduce_groups = r.type ? r.groups : 0;
-  if (f.reduce_type) f.reduce_size = static_cast<MPI_Count>(railcoll_type_size(f.reduce_type));
   return f;
 }
 
@@ -137,7 +133,7 @@ DataView view(MPI_Datatype type, int64_t count) {
   v.contiguous = v.bytes == 0 || (f.size == f.true_extent && f.extent == f.size);
   v.reduce_type = f.reduce_type;
   v.reduce_groups = f.reduce_groups;
-  v.reduce_count = f.reduce_type ? v.bytes / static_cast<uint64_t>(f.reduce_size) : 0;
+  v.reduce_count = f.reduce_type ? static_cast<uint64_t>(count) : 0;  // a predefined type is one element
   return v;
 }
 
@@ -155,14 +151,16 @@ int railcoll_op(MPI_Op op, unsigned groups, Reason* why) {
                       {MPI_LXOR, RAILCOLL_LXOR, kIntegerGroup | kLogicalGroup},
                       {MPI_BAND, RAILCOLL_BAND, kIntegerGroup | kByteGroup},
                       {MPI_BOR, RAILCOLL_BOR, kIntegerGroup | kByteGroup},
-                      {MPI_BXOR, RAILCOLL_BXOR, kIntegerGroup | kByteGroup}};
+                      {MPI_BXOR, RAILCOLL_BXOR, kIntegerGroup | kByteGroup},
+                      {MPI_MINLOC, RAILCOLL_MINLOC, kPairGroup},
+                      {MPI_MAXLOC, RAILCOLL_MAXLOC, kPairGroup}};
   for (const Pair& p : ops) {
     if (p.mpi != op) continue;
     if (groups & p.groups) return p.railcoll;
     *why = Reason::ReduceType;  // MPI refuses the pair (or defines it where railcoll does not reduce)
     return -1;
   }
-  *why = Reason::Operator;  // user-defined, MINLOC/MAXLOC, REPLACE, NO_OP
+  *why = Reason::Operator;  // user-defined, MPI_REPLACE, MPI_NO_OP
   return -1;
 }
 

@@ -130,10 +130,10 @@ struct DataView {
 };
 DataView view(MPI_Datatype type, int64_t count);
 // MPI's groups of predefined types, as its predefined operators take them.
-enum ReduceGroup : unsigned { kIntegerGroup = 1, kFloatingGroup = 2, kLogicalGroup = 4, kByteGroup = 8 };
+enum ReduceGroup : unsigned { kIntegerGroup = 1, kFloatingGroup = 2, kLogicalGroup = 4, kByteGroup = 8, kPairGroup = 16 };
 // A predefined operator on a type of `groups` as railcoll_op_t; -1 when
 // railcoll does not serve it, with *why: Operator (not one of MPI's
-// arithmetic, logical or bitwise operators) or ReduceType (not defined on the
+// arithmetic, logical, bitwise or location operators) or ReduceType (not defined on the
 // type, or a type railcoll does not reduce). Both read shared facts only.
 int railcoll_op(MPI_Op op, unsigned groups, Reason* why);
 void datatypes_finalize();  // frees the datatype caches and their keyval

@@ -1,9 +1,9 @@
 // The served reductions: MPI_Allreduce, MPI_Reduce, MPI_Reduce_scatter_block,
 // MPI_Reduce_scatter. The route reads the operator and the predefined type,
 // which every rank of the call shares (railcoll_op in datatypes.cpp: MPI's
-// arithmetic, logical and bitwise operators on the type groups MPI defines
-// them on); a type railcoll reduces is predefined and in one piece, so
-// nothing is packed here.
+// arithmetic, logical, bitwise and location operators on the type groups MPI
+// defines them on); a type railcoll reduces is predefined, its elements laid
+// out as railcoll reads them (the pairs as C structs), so nothing is packed here.
 #include <string>
 #include <vector>
 
