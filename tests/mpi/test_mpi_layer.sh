@@ -64,9 +64,9 @@ launch() {
 # The library's report (stderr) says, rank by rank, what the program expected (stdout).
 report_matches() {
   local got want
-  got=$(grep -oE '^railcoll-mpi: rank [0-9]+: MPI_[A-Za-z]+ railcoll=[0-9]+ mpi=[0-9]+' "$err" |
+  got=$(grep -oE '^railcoll-mpi: rank [0-9]+: MPI_[A-Za-z_]+ railcoll=[0-9]+ mpi=[0-9]+' "$err" |
         sed 's/^railcoll-mpi: //' | sort)
-  want=$(grep -oE '^railcoll-mpi-expect: rank [0-9]+: MPI_[A-Za-z]+ railcoll=[0-9]+ mpi=[0-9]+' "$out" |
+  want=$(grep -oE '^railcoll-mpi-expect: rank [0-9]+: MPI_[A-Za-z_]+ railcoll=[0-9]+ mpi=[0-9]+' "$out" |
          sed 's/^railcoll-mpi-expect: //' | sort)
   [ -n "$want" ] && [ "$got" = "$want" ]
 }
