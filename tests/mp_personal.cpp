@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -166,6 +167,8 @@ int check_gatherv(railcoll_comm_t comm, const std::string& algo, size_t scale, i
 int mode_correct() {
   railcoll_comm_t comm;
   if (railcoll_comm_init(&comm) != RAILCOLL_OK) FAIL("railcoll_comm_init: %s", railcoll_last_error());
+  rank_ = railcoll_comm_rank(comm);
+  size_ = railcoll_comm_size(comm);
   int call = 0;
   const size_t sizes[] = {0, 1, 7, 1000, 1025, 65536 + 3};
   for (auto& algo : mp::algorithms("alltoall"))
@@ -230,6 +233,8 @@ int mode_badargs() {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "correct";
+  // The launcher's numbering, for badargs' messages and its wrong counts
+  // (correct mode takes both from its communicator).
   const char* r = getenv("RAILCOLL_RANK");
   rank_ = r ? atoi(r) : -1;
   const char* n = getenv("RAILCOLL_SIZE");

@@ -199,7 +199,21 @@ TEST(Report, SizesFollowTheCollectivesTraits) {
   EXPECT_EQ(bench_sizes(Collective::Allreduce, 1, 16), (std::vector<uint64_t>{4, 8, 16}));
   EXPECT_EQ(bench_sizes(Collective::Allreduce, 6, 24), (std::vector<uint64_t>{8, 12, 24}));
   EXPECT_EQ(bench_sizes("allgather", 0, 4), (std::vector<uint64_t>{0, 1, 2, 4}));
-  EXPECT_THROW(bench_sizes("scatter", 1, 4), InputError);
+  EXPECT_EQ(bench_sizes("scatter", 1, 4), (std::vector<uint64_t>{1, 2, 4}));
+  EXPECT_THROW(bench_sizes("alltoallw", 1, 4), InputError);
+}
+
+// alltoall: a node of P ranks takes in P (N-P) blocks; scatter: the root's node
+// sends out N-P.
+TEST(Report, RailBoundOfThePersonalisedCollectives) {
+  BenchContext c;
+  c.ranks = 16, c.nodes = 4, c.rails = 2;
+  c.ranks_per_node = {4, 4, 4, 4};
+  c.rail_bits_per_s = 1e9;
+  c.collective = "alltoall";
+  EXPECT_NEAR(rail_bound_us(c, 1 << 20), 4 * 50331.6, 0.5);  // 48 blocks of 1 MiB over 2 Gbit/s
+  c.collective = "scatter";
+  EXPECT_NEAR(rail_bound_us(c, 1 << 20), 50331.6, 0.1);
 }
 
 TEST(Report, RailBoundIsWhatTheBusiestNodeReceivesOverItsRails) {

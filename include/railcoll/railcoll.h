@@ -240,8 +240,9 @@ RAILCOLL_API railcoll_status_t railcoll_reduce(railcoll_comm_t comm, const void*
                                                size_t count, railcoll_datatype_t type, railcoll_op_t op, int root,
                                                const railcoll_call_opts_t* opts);
 /* ---- personalised data: alltoall(v), scatter(v), gatherv ----
- * Displacements are in bytes from the buffer's start; blocks may lie anywhere
- * (packed in rank order costs no copy). */
+ * Counts and displacements are in bytes, displacements from the buffer's start;
+ * blocks may lie anywhere (packed in rank order costs no copy; a NULL
+ * displacement array means packed). */
 /* Every rank sends `bytes` to every rank: block d of sendbuf (size * bytes) goes
  * to rank d, where it lands as block r (the sender's rank) of recvbuf. With
  * RAILCOLL_IN_PLACE, recvbuf holds the blocks to send and sendbuf is ignored. */

@@ -13,7 +13,8 @@
 //   every other node: every rail carries the same bytes. Shares above 16 KiB are
 //   paced: each step every node takes in one node's block (no two nodes send to
 //   one at once) and staging the next node's blocks overlaps sending this one's;
-//   smaller ones are staged in one copy and sent at once (one wake-up per rank).
+//   smaller ones are staged in one copy and sent at once, and when no node
+//   paces, every rank waits once for all of them (one wake-up per rank).
 // Then every rank copies its blocks out of each node's block as soon as its L
 //   shares are in (one node counter per source node), while later ones arrive.
 // A node sends M-1 messages instead of P(N-P): what a node of P ranks takes in
@@ -21,6 +22,8 @@
 // Hockney, M nodes of P ranks, L = min(P, k) leaders (staging and copy-out
 // overlap the network but for the first and last node's blocks):
 //   T = P m c + (M-1) (ts + P^2 m tau / L) + P m c.
+#include <algorithm>
+
 #include "algos/alltoall/common.hpp"
 
 namespace railcoll::alltoall {
@@ -35,7 +38,8 @@ void build_smp_multileader(ScheduleBuilder& b, const Topology& t, const BlockLay
   const int M = t.nnodes(), k = t.rails();
   // Node counters: kFrom + a, node a's shares are in; kStaged + u, the blocks for
   // the node at distance u are staged. Rank counter kLocal: the node's blocks are in.
-  const int kFrom = 0, kStaged = M, kLocal = 0;
+  // kAll: every other node's shares are in (when no node paces: one wake-up).
+  const int kFrom = 0, kStaged = M, kAll = 2 * M, kLocal = 0;
   // A node-to-node block (source node a, destination node c) ordered by
   // (destination, source): where block s -> d lies in it, and its size.
   auto chunk_offset = [&](int a, int c, int s, int d) {
@@ -60,13 +64,16 @@ void build_smp_multileader(ScheduleBuilder& b, const Topology& t, const BlockLay
       if (a != n) in[n][a] = at, at += chunk[a][n];
     b.set_shared(n, at);
   }
+  // Large shares are staged and sent one destination node at a time; small
+  // ones are staged at once and sent at once (one wake-up, latency first).
+  // When no node paces, a rank waits once for all the other nodes' shares.
+  std::vector<char> paced(M, 0);
+  for (int n = 0; n < M; ++n)
+    for (int c = 0; c < M; ++c) paced[n] |= c != n && chunk[n][c] / std::min(t.node_size(n), k) > kPaceBytes;
+  const bool at_once = std::none_of(paced.begin(), paced.end(), [](char p) { return p; });
   for (int n = 0; n < M; ++n) {
     const auto& mine = t.ranks_of(n);
     const int P = t.node_size(n), leaders = std::min(P, k);
-    // Large shares are staged and sent one destination node at a time; small
-    // ones are staged at once and sent at once (one wake-up, latency first).
-    bool paced = false;
-    for (int c = 0; c < M; ++c) paced |= c != n && chunk[n][c] / leaders > kPaceBytes;
     for (int s : mine) {
       for (int d : mine)  // step 0: blocks for this node, straight into the local recvs
         if (d == s)
@@ -76,9 +83,9 @@ void build_smp_multileader(ScheduleBuilder& b, const Topology& t, const BlockLay
       const int l = t.local_rank(s);
       for (int u = 1; u < M; ++u) {  // step u: stage the blocks for node n+u, then a leader sends its share
         const int c = (n + u) % M;
-        if (paced || u == 1) {
+        if (paced[n] || u == 1) {
           std::vector<Segment> staged;
-          for (int v = u; v < (paced ? u + 1 : M); ++v)
+          for (int v = u; v < (paced[n] ? u + 1 : M); ++v)
             for (int d : t.ranks_of((n + v) % M))
               staged.push_back({b.send(s, L.send_offset(s, d), L.pair(s, d)),
                                 b.shared(n, out[n][t.node_of(d)] + chunk_offset(n, t.node_of(d), s, d), L.pair(s, d))});
@@ -86,24 +93,28 @@ void build_smp_multileader(ScheduleBuilder& b, const Topology& t, const BlockLay
           b.signal(s, u, b.node_counter(n, kStaged + u));
         }
         if (l >= leaders) continue;
-        if (paced || u == 1) b.wait(s, u, b.node_counter(n, kStaged + u), P);
+        if (paced[n] || u == 1) b.wait(s, u, b.node_counter(n, kStaged + u), P);
         const uint64_t lo = chunk[n][c] * l / leaders, len = chunk[n][c] * (l + 1) / leaders - lo;
-        if (paced && u > 1) b.flush(s, u);  // one node per step: the previous share has left
+        if (paced[n] && u > 1) b.flush(s, u);  // one node per step: the previous share has left
         b.put(s, u, t.ranks_of(c)[l % t.node_size(c)], {{b.shared(n, out[n][c] + lo, len), b.shared(c, in[c][n] + lo, len)}},
-              leaders == k ? l : b.rail_for(len, l), b.node_counter(c, kFrom + n));
+              leaders == k ? l : b.rail_for(len, l), b.node_counter(c, at_once ? kAll : kFrom + n));
       }
     }
+    int shares_in = 0;  // from every other node, one per leader
+    for (int a = 0; a < M; ++a) shares_in += a != n ? std::min(t.node_size(a), k) : 0;
     for (int d : mine) {  // copy out: local blocks, then every other node's as it comes in
       b.wait(d, 0, b.rank_counter(d, kLocal), P - 1);
+      if (at_once && M > 1) b.wait(d, 1, b.node_counter(n, kAll), shares_in);
+      std::vector<Segment> segs;
       for (int u = 1; u < M; ++u) {
-        const int a = (n - u + M) % M;  // sends to us at step u, one share per leader
-        b.wait(d, u, b.node_counter(n, kFrom + a), std::min(t.node_size(a), k));
-        std::vector<Segment> segs;
+        const int a = (n - u + M) % M;  // sends to us at step u
+        if (!at_once) b.wait(d, u, b.node_counter(n, kFrom + a), std::min(t.node_size(a), k));
         for (int s : t.ranks_of(a))
           segs.push_back({b.shared(n, in[n][a] + chunk_offset(a, n, s, d), L.pair(s, d)),
                           b.recv(d, L.recv_offset(d, s), L.pair(s, d))});
-        b.copy(d, u, segs);
+        if (!at_once) b.copy(d, u, segs), segs.clear();
       }
+      b.copy(d, M > 1 ? M - 1 : 0, segs);  // at once: every node's blocks in one copy
     }
   }
 }
