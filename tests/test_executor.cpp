@@ -14,7 +14,7 @@
 #include "core/errors.hpp"
 #include "core/registry.hpp"
 #include "runtime/executor.hpp"
-#include "runtime/fake_transport.hpp"
+#include "runtime/transport/fake/fake_transport.hpp"
 #include "runtime/plan.hpp"
 
 using namespace railcoll;

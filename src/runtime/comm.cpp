@@ -13,7 +13,7 @@
 #include "runtime/auth.hpp"
 #include "runtime/net.hpp"
 #include "runtime/plan_cache.hpp"
-#include "runtime/socket_transport.hpp"
+#include "runtime/transport/socket/socket_transport.hpp"
 
 namespace railcoll::rt {
 

@@ -3,7 +3,7 @@
 // rail, or a Unix socket inside a node) and the higher one accepts through the
 // door; then the node's segment is mapped. At the end a goodbye goes on every
 // connection, so no peer mistakes a normal exit for a crash.
-#include "runtime/socket_transport.hpp"
+#include "runtime/transport/socket/socket_transport.hpp"
 
 #include <sys/socket.h>
 #include <unistd.h>

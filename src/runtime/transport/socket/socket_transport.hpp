@@ -25,9 +25,9 @@
 
 #include "core/topology.hpp"
 #include "runtime/bootstrap.hpp"
-#include "runtime/door.hpp"
-#include "runtime/link_monitor.hpp"
-#include "runtime/transport.hpp"
+#include "runtime/transport/socket/door.hpp"
+#include "runtime/transport/socket/link_monitor.hpp"
+#include "runtime/transport/transport.hpp"
 
 namespace railcoll::rt {
 
