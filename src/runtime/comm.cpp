@@ -14,6 +14,9 @@
 #include "runtime/net.hpp"
 #include "runtime/plan_cache.hpp"
 #include "runtime/transport/socket/socket_transport.hpp"
+#ifdef RAILCOLL_HAVE_OFI
+#include "runtime/transport/fabric/fabric_transport.hpp"
+#endif
 
 namespace railcoll::rt {
 
@@ -43,7 +46,20 @@ bool same_key(const std::string& key, const std::string& theirs) {
   return equal_constant_time(mine.data(), theirs.data(), mine.size());
 }
 
-enum Field { kJob, kTag, kNode, kRails, kContact, kShm, kKeyCheck, kFields };
+enum Field { kJob, kTag, kNode, kRails, kContact, kShm, kKeyCheck, kTransport, kFields };
+
+// The transport RAILCOLL_TRANSPORT names, opened on this rank's rails.
+std::unique_ptr<ProcessTransport> open_transport(const Bootstrap& b, int me, int n, const std::vector<std::string>& rails) {
+  if (b.transport == "ofi") {
+#ifdef RAILCOLL_HAVE_OFI
+    return std::make_unique<FabricTransport>(b, me, n, rails);
+#else
+    throw RuntimeError(Status::Unsupported,
+                       "RAILCOLL_TRANSPORT=ofi: this railcoll was built without libfabric (-DRAILCOLL_WITH_OFI=OFF)");
+#endif
+  }
+  return std::make_unique<SocketTransport>(b, me, n, rails);
+}
 }  // namespace
 
 struct Comm::Impl {
@@ -51,7 +67,7 @@ struct Comm::Impl {
   int me = 0, n = 1;
   Topology topo;
   std::string unique;
-  std::unique_ptr<SocketTransport> transport;
+  std::unique_ptr<ProcessTransport> transport;
   std::unique_ptr<Executor> exec;
   std::vector<uint64_t> node_capacity;  // [node] its shared buffer: RAILCOLL_SHM_MIB of its leader
   PlanCache plans;
@@ -93,7 +109,7 @@ void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline, cons
   try {
     if (check) check();
     rails = resolve_rails(settings.rails_spec);
-    m.transport = std::make_unique<SocketTransport>(settings, m.me, m.n, rails);
+    m.transport = open_transport(settings, m.me, m.n, rails);
   } catch (...) {
     failed = std::current_exception();
   }
@@ -115,6 +131,7 @@ void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline, cons
     mine[kContact] = m.transport->contact();
     mine[kShm] = std::to_string(settings.shm_bytes);
     mine[kKeyCheck] = key_check_text(settings.job_key, random_bytes(kKeyNonce));
+    mine[kTransport] = settings.transport;
   }
   auto records = allgather_strings(oob, pack_fields(failed ? std::vector<std::string>{what_failed(failed)} : mine));
   if (failed) std::rethrow_exception(failed);
@@ -144,6 +161,9 @@ void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline, cons
       throw RuntimeError(Status::Mismatch, "rank " + std::to_string(r) + " has " + fields[r][kRails] +
                                                " rails, this rank " + std::to_string(rails.size()) +
                                                " (check RAILCOLL_RAILS)");
+    if (fields[r][kTransport] != settings.transport)
+      throw RuntimeError(Status::Mismatch, "rank " + std::to_string(r) + " uses RAILCOLL_TRANSPORT=" +
+                                               fields[r][kTransport] + ", this rank " + settings.transport);
     contacts[r] = std::move(fields[r][kContact]);
   }
   // Topology::from_node_map renumbers ids ascending: first appearance order is kept.
@@ -177,6 +197,7 @@ int Comm::size() const { return impl_->n; }
 const Topology& Comm::topo() const { return impl_->topo; }
 int Comm::rails() const { return impl_->topo.rails(); }
 int Comm::rails_up() const { return impl_->transport->rails_up(); }
+std::string Comm::transport() const { return impl_->transport->describe(); }
 double Comm::timeout() const { return impl_->settings.timeout; }
 const std::string& Comm::unique_name() const { return impl_->unique; }
 

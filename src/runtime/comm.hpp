@@ -47,6 +47,8 @@ class Comm {
   int rails() const;
   // Rails this rank can use to every peer now (a rail with a connection given up does not count).
   int rails_up() const;
+  // The transport between nodes: "tcp", or "ofi:<provider>" (RAILCOLL_TRANSPORT).
+  std::string transport() const;
   double timeout() const;
   // The name that keeps this communicator's sockets and shared memory apart
   // from every other's ("<job id>-<16 hex digits rank 0 drew>").

@@ -1,0 +1,617 @@
+// FabricTransport (fabric_transport.hpp): set-up, sending in chunks,
+// completions, reassembly, liveness, the goodbye.
+//
+// A frame to a rank on another node goes on its rail's endpoint as one or more
+// messages, each a chunk: [ChunkHeader][FrameHeader][payload bytes]. The chunk
+// header carries the sender's token (only holders of the job key can compute
+// it; fabric_token), the frame's id (unique per sender: chunks of one frame are
+// put together by (sender, id)) and the chunk's offset in the payload. Chunks
+// may arrive in any order and more than once (a frame sent again on another
+// rail after its rail failed): each is placed once.
+//
+// Liveness: a peer that dies shows as completion errors on our sends to it; a
+// rank waiting in a call pings the remote peers it has not heard from for
+// kHeartbeat s, so even a rank that only receives sends something the dead
+// peer's endpoint refuses. A send error on one rail takes that rail out for
+// the peer (its frames move to another rail, marked kFlagMoved, as the socket
+// transport's failover does); on every rail, the peer is gone (Status::Peer).
+#include "runtime/transport/fabric/fabric_transport.hpp"
+
+#include <poll.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/auth.hpp"
+#include "runtime/net.hpp"
+#include "runtime/oob.hpp"
+#include "runtime/transport/fabric/fabric_rail.hpp"
+#include "runtime/transport/socket/socket_transport.hpp"
+
+namespace railcoll::rt {
+
+namespace {
+
+#pragma pack(push, 1)
+struct ChunkHeader {
+  uint64_t token;   // the sender's (fabric_token)
+  uint64_t frame;   // the frame's id among the sender's
+  uint64_t offset;  // where the chunk's bytes go in the frame's payload
+};
+#pragma pack(pop)
+constexpr size_t kHeaders = sizeof(ChunkHeader) + sizeof(FrameHeader);
+constexpr size_t kChunkPayload = FabricRail::kBufBytes - kHeaders;
+constexpr double kHeartbeat = 0.5;   // a silent remote peer is pinged this often while we wait
+constexpr double kAbortFlush = 0.2;  // abort_peers lets its frames go out for this long at most
+
+// A sender's token: 8 bytes of HMAC(job key, its nonce | communicator). A
+// stranger (or a process of another job) cannot make one, and the receiver
+// checks it on every chunk before the header is looked at.
+uint64_t fabric_token(const std::string& key, const std::string& nonce, uint64_t comm) {
+  std::string msg = "railcoll fabric token";
+  msg.push_back('\0');
+  msg += nonce;
+  msg.append(reinterpret_cast<const char*>(&comm), sizeof comm);
+  Digest d = hmac_sha256(key, msg);
+  uint64_t t;
+  memcpy(&t, d.data(), sizeof t);
+  return t;
+}
+
+// Copies len bytes at offset off of the pieces `from` to `to`.
+void gather(const std::vector<iovec>& from, uint64_t off, size_t len, char* to) {
+  for (auto& v : from) {
+    if (len == 0) return;
+    if (off >= v.iov_len) {
+      off -= v.iov_len;
+      continue;
+    }
+    size_t n = std::min(len, v.iov_len - off);
+    memcpy(to, static_cast<const char*>(v.iov_base) + off, n);
+    to += n, len -= n, off = 0;
+  }
+}
+
+// Copies len bytes to offset off of the pieces `to`.
+void scatter(const std::vector<iovec>& to, uint64_t off, const char* from, size_t len) {
+  for (auto& v : to) {
+    if (len == 0) return;
+    if (off >= v.iov_len) {
+      off -= v.iov_len;
+      continue;
+    }
+    size_t n = std::min(len, v.iov_len - off);
+    memcpy(static_cast<char*>(v.iov_base) + off, from, n);
+    from += n, len -= n, off = 0;
+  }
+}
+
+bool tracked(uint16_t type) {
+  return type == static_cast<uint16_t>(Frame::Data) || type == static_cast<uint16_t>(Frame::Notify);
+}
+
+}  // namespace
+
+FabricTransport::FabricTransport(const Bootstrap& settings, int me, int nranks, std::vector<std::string> rail_addr)
+    : settings_(settings),
+      me_(me),
+      n_(nranks),
+      rail_addr_(std::move(rail_addr)),
+      nonce_(random_bytes(16)),
+      local_(std::make_unique<SocketTransport>(settings, me, nranks, rail_addr_, true)),
+      answered_(nranks, 0),
+      bye_(nranks, 0),
+      heard_at_(nranks, 0) {
+  for (size_t r = 0; r < rail_addr_.size(); ++r) {
+    rails_.push_back(std::make_unique<FabricRail>(static_cast<int>(r), rail_addr_[r], settings.ofi_provider,
+                                                  settings.ofi_strict_mr));
+    if (rails_[r]->provider() != rails_[0]->provider())
+      throw RuntimeError(Status::Network, "libfabric offers provider " + rails_[r]->provider() + " on rail " +
+                                              std::to_string(r) + " but " + rails_[0]->provider() +
+                                              " on rail 0 (set RAILCOLL_OFI_PROVIDER)");
+    if (rails_[r]->wait_fd() >= 0) local_->also_watch(rails_[r]->wait_fd());
+  }
+  out_.resize(rails_.size());
+  link_down_.assign(nranks, std::vector<char>(rails_.size(), 0));
+  heard_.assign(nranks, std::vector<char>(rails_.size(), 0));
+  token_of_.assign(nranks, 0);
+}
+
+FabricTransport::~FabricTransport() = default;
+
+std::string FabricTransport::contact() const {
+  std::vector<std::string> fields{local_->contact(), nonce_, rails_.empty() ? "" : rails_[0]->provider()};
+  for (auto& r : rails_) fields.push_back(r->address());
+  return pack_fields(fields);
+}
+
+std::string FabricTransport::describe() const {
+  return "ofi:" + (rails_.empty() ? std::string("none") : rails_[0]->provider());
+}
+
+bool FabricTransport::remote(int peer) const { return peer != me_ && !topo_.same_node(peer, me_); }
+
+void FabricTransport::connect(const Topology& topo, uint64_t comm_id, const std::string& job, const std::string& tag,
+                              const std::vector<std::string>& contacts, OutOfBand& oob, double deadline) {
+  topo_ = topo;
+  comm_id_ = comm_id;
+  const size_t rails_n = rails_.size();
+  std::vector<std::vector<std::string>> fields(n_);
+  std::vector<std::string> local_contacts(n_);
+  for (int r = 0; r < n_; ++r) {
+    if (!unpack_fields(contacts[r], &fields[r]) || fields[r].size() != 3 + rails_n || fields[r][1].size() != 16)
+      throw RuntimeError(Status::Protocol, "malformed contact of rank " + std::to_string(r) +
+                                               " in the set-up exchange (does it use RAILCOLL_TRANSPORT=ofi too?)");
+    const std::string mine = rails_.empty() ? "" : rails_[0]->provider();
+    if (fields[r][2] != mine)
+      throw RuntimeError(Status::Mismatch, "rank " + std::to_string(r) + " uses libfabric provider " + fields[r][2] +
+                                               ", this rank " + mine + " (set RAILCOLL_OFI_PROVIDER)");
+    local_contacts[r] = fields[r][0];
+    token_of_[r] = fabric_token(settings_.job_key, fields[r][1], comm_id);
+  }
+  my_token_ = token_of_[me_];
+  local_->connect(topo, comm_id, job, tag, local_contacts, oob, deadline);
+  std::exception_ptr failed;
+  try {
+    for (size_t rail = 0; rail < rails_n; ++rail) {
+      std::vector<std::string> addrs(n_);
+      for (int r = 0; r < n_; ++r) addrs[r] = fields[r][3 + rail];
+      rails_[rail]->insert_peers(addrs);
+    }
+    warm_up(deadline);
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  // Every rank has heard every remote peer on every rail before any call
+  // starts (so no data frame can come before the executor is attached).
+  all_or_none(oob, failed, "reach its peers over libfabric");
+}
+
+// A hello to every remote peer on every rail, and theirs awaited: the layered
+// providers connect lazily (rxm), so the first call would pay for it; and a
+// peer whose address or token is wrong is found here, not in a call.
+void FabricTransport::warm_up(double deadline) {
+  for (int p = 0; p < n_; ++p)
+    if (remote(p))
+      for (size_t r = 0; r < rails_.size(); ++r) queue_control(p, static_cast<int>(r), Frame::Hello);
+  for (;;) {
+    bool progressed = false;
+    drive(&progressed);
+    int missing = -1, missing_rail = -1, count = 0;
+    for (int p = 0; p < n_; ++p)
+      for (size_t r = 0; r < rails_.size(); ++r)
+        if (remote(p) && !heard_[p][r]) {
+          if (missing < 0) missing = p, missing_rail = static_cast<int>(r);
+          ++count;
+        }
+    if (count == 0) return;
+    if (now_seconds() > deadline)
+      throw RuntimeError(Status::Timeout, "timed out reaching peers over libfabric (" + std::to_string(count) +
+                                              " links silent, the first " + link_name(missing, missing_rail) + ")");
+    if (!progressed) sched_yield();
+  }
+}
+
+// ------------------------------------------------------------------ sending
+
+void FabricTransport::queue(int peer, int rail, const FrameHeader& h, const iovec* payload, size_t n,
+                            std::string owned) {
+  OutFrame f;
+  f.peer = peer;
+  f.id = next_frame_id_++;
+  f.hdr = h;
+  f.iov.assign(payload, payload + n);
+  f.owned = std::move(owned);
+  if (n == 0) f.hdr.length = f.owned.size();
+  f.end = f.hdr.length;
+  out_[rail].push_back(std::move(f));
+  post_sends(rail);
+}
+
+void FabricTransport::queue_control(int peer, int rail, Frame type, std::string text) {
+  FrameHeader h = header(type);
+  h.op = type == Frame::Hello ? rail : -1;
+  queue(peer, rail, h, nullptr, 0, std::move(text));
+}
+
+// The schedule's rail, or (its link to the peer given up) the next one that is up.
+int FabricTransport::usable_rail(int peer, int rail, bool* moved) const {
+  const int k = static_cast<int>(rails_.size());
+  *moved = false;
+  for (int i = 0; i < k; ++i) {
+    int r = (rail + i) % k;
+    if (!link_down_[peer][r]) {
+      *moved = i > 0;
+      return r;
+    }
+  }
+  throw RuntimeError(Status::Peer, "lost " + link_name(peer, rail) + " and every other rail to it");
+}
+
+void FabricTransport::send(int peer, int rail, const FrameHeader& h, const iovec* payload, size_t n) {
+  if (!remote(peer)) return local_->send(peer, rail, h, payload, n);
+  bool moved;
+  int r = usable_rail(peer, std::max(0, rail), &moved);
+  FrameHeader hh = h;
+  if (moved) hh.flags |= kFlagMoved;
+  queue(peer, r, hh, payload, n, "");
+}
+
+// Cuts the rail's queued frames into chunks while send buffers are free.
+void FabricTransport::post_sends(int rail) {
+  FabricRail& R = *rails_[rail];
+  auto& q = out_[rail];
+  while (!q.empty()) {
+    OutFrame& f = q.front();
+    FabricRail::Buf* b = R.free_send_buf();
+    if (!b) return;  // a send completion frees one (poll_completions)
+    const size_t len = static_cast<size_t>(std::min<uint64_t>(kChunkPayload, f.end - f.sent));
+    ChunkHeader ch{my_token_, f.id, f.sent};
+    memcpy(b->data, &ch, sizeof ch);
+    memcpy(b->data + sizeof ch, &f.hdr, sizeof f.hdr);
+    if (f.iov.empty())
+      memcpy(b->data + kHeaders, f.owned.data() + (f.sent - f.base), len);
+    else
+      gather(f.iov, f.sent, len, b->data + kHeaders);
+    ssize_t rc = R.send(b, f.peer, kHeaders + len);
+    if (rc == -FI_EAGAIN) return;  // the provider's queue is full: again after its progress
+    if (rc != 0) {
+      const int peer = f.peer;
+      link_failed(peer, rail, std::string("fi_send: ") + fi_strerror(static_cast<int>(-rc)));
+      return;  // the queue changed under f
+    }
+    f.sent += len;
+    f.started = true;
+    if (f.sent >= f.end) q.pop_front();
+  }
+}
+
+bool FabricTransport::sends_pending() const {
+  if (local_->sends_pending()) return true;
+  for (auto& q : out_)
+    if (!q.empty()) return true;
+  return false;
+}
+
+// The link (peer, rail) failed: it carries nothing more, and what was queued
+// on it or lost in flight goes again on another rail, marked moved (the
+// receiver drops what it already has). No other rail: the peer is gone.
+void FabricTransport::link_failed(int peer, int rail, const std::string& why) {
+  const bool first = !link_down_[peer][rail];
+  link_down_[peer][rail] = 1;
+  if (first && settings_.ofi_verbose)
+    fprintf(stderr, "railcoll: rank %d: gave up %s: %s\n", me_, link_name(peer, rail).c_str(), why.c_str());
+  bool moved;
+  int to;
+  try {
+    to = usable_rail(peer, rail, &moved);
+  } catch (const RuntimeError&) {
+    throw RuntimeError(Status::Peer, "lost " + link_name(peer, rail) + " and every other rail to it: " + why);
+  }
+  std::deque<OutFrame> keep;
+  for (auto& f : out_[rail]) {
+    if (f.peer != peer) {
+      keep.push_back(std::move(f));
+      continue;
+    }
+    f.sent = f.base, f.started = false;  // from the start: chunks already out are placed once
+    if (tracked(f.hdr.type)) f.hdr.flags |= kFlagMoved;
+    out_[to].push_back(std::move(f));
+  }
+  out_[rail].swap(keep);
+  post_sends(to);
+}
+
+// ------------------------------------------------------------------ completions
+
+void FabricTransport::drive(bool* progressed) {
+  for (size_t r = 0; r < rails_.size(); ++r) {
+    poll_completions(static_cast<int>(r), progressed);
+    post_sends(static_cast<int>(r));
+  }
+}
+
+void FabricTransport::poll_completions(int rail, bool* progressed) {
+  FabricRail& R = *rails_[rail];
+  fi_cq_data_entry e[16];
+  fi_addr_t src[16];
+  for (;;) {
+    ssize_t n = R.read_cq(e, src, 16);
+    if (n == -FI_EAVAIL) {
+      completion_error(rail);
+      *progressed = true;
+      continue;
+    }
+    if (n <= 0) return;
+    *progressed = true;
+    for (ssize_t i = 0; i < n; ++i) {
+      auto* b = reinterpret_cast<FabricRail::Buf*>(e[i].op_context);  // ctx is its first member
+      b->busy = false;
+      if (b->send) continue;
+      try {
+        on_chunk(rail, b->data, e[i].len, src[i]);
+      } catch (...) {
+        R.repost(b);
+        throw;
+      }
+      R.repost(b);
+    }
+  }
+}
+
+// A failed send moves to another rail (the chunk as it was, marked moved); a
+// failed receive is a message that did not fit (a stranger's: dropped) or the
+// rail itself broke.
+void FabricTransport::completion_error(int rail) {
+  FabricRail& R = *rails_[rail];
+  FabricRail::Buf* b = nullptr;
+  int err = 0;
+  std::string why = R.cq_error(&b, &err);
+  if (!b) throw RuntimeError(Status::Network, "libfabric on rail " + std::to_string(rail) + ": " + why);
+  b->busy = false;
+  if (err == FI_ECANCELED) return;
+  if (!b->send) {
+    R.repost(b);
+    if (err == FI_ETRUNC) return;  // larger than any chunk: not one of ours
+    throw RuntimeError(Status::Network, "a receive failed on rail " + std::to_string(rail) + ": " + why);
+  }
+  const int peer = b->peer;
+  // The chunk goes again as it was (same sender, frame id and offset, so the
+  // receiver places it once), after the frames queued on the failed link moved.
+  OutFrame f;
+  f.peer = peer;
+  ChunkHeader ch;
+  memcpy(&ch, b->data, sizeof ch);
+  memcpy(&f.hdr, b->data + sizeof ch, sizeof f.hdr);
+  if (f.hdr.type == static_cast<uint16_t>(Frame::Bye) || bye_[peer]) return;  // nothing to say to it any more
+  f.id = ch.frame;
+  f.owned.assign(b->data + kHeaders, b->len - kHeaders);
+  f.base = f.sent = ch.offset;
+  f.end = ch.offset + f.owned.size();
+  if (tracked(f.hdr.type)) f.hdr.flags |= kFlagMoved;
+  link_failed(peer, rail, why);
+  bool moved;
+  const int to = usable_rail(peer, rail, &moved);
+  out_[to].push_back(std::move(f));
+  post_sends(to);
+}
+
+// ------------------------------------------------------------------ receiving
+
+[[noreturn]] void FabricTransport::protocol_error(int peer, int rail, const std::string& what) const {
+  throw RuntimeError(Status::Protocol, "rejected a frame from " + link_name(peer, rail) + ": " + what);
+}
+
+void FabricTransport::on_chunk(int rail, const char* buf, size_t len, uint64_t src) {
+  auto stranger = [&](const std::string& what) {
+    if (std::find(unplaced_.begin(), unplaced_.end(), what) != unplaced_.end()) return;
+    unplaced_.push_back(what);
+    fprintf(stderr, "railcoll: rank %d: dropped a message on rail %d: %s\n", me_, rail, what.c_str());
+  };
+  if (len < kHeaders) return stranger("too short for a railcoll chunk");
+  ChunkHeader ch;
+  FrameHeader h;
+  memcpy(&ch, buf, sizeof ch);
+  memcpy(&h, buf + sizeof ch, sizeof h);
+  // With FI_SOURCE the provider names the sending endpoint (FI_ADDR_NOTAVAIL:
+  // one not in our address vector, fi_cq(3)); without it the header does.
+  int from = h.sender;
+  if (rails_[rail]->has_source()) {
+    from = src == FI_ADDR_NOTAVAIL ? -1 : rails_[rail]->rank_of(src);
+    if (from < 0) return stranger("from an endpoint that is no rank of this communicator");
+  }
+  if (from < 0 || from >= n_ || from == me_ || !remote(from)) return stranger("names no remote rank");
+  if (!equal_constant_time(&ch.token, &token_of_[from], sizeof ch.token))
+    protocol_error(from, rail, "its token is wrong (not a member of this job, or another communicator)");
+  if (std::string why = header_problem(h, comm_id_, from); !why.empty()) protocol_error(from, rail, why);
+  const char* data = buf + kHeaders;
+  const size_t n = len - kHeaders;
+  if (ch.offset > h.length || n > h.length - ch.offset) protocol_error(from, rail, "a chunk beyond its frame");
+  heard_at_[from] = now_seconds();
+  switch (static_cast<Frame>(h.type)) {
+    case Frame::Hello:
+      if (h.op != rail) protocol_error(from, rail, "a hello for rail " + std::to_string(h.op));
+      heard_[from][rail] = 1;
+      return;
+    case Frame::Ping:
+      if (!bye_[from]) {
+        bool moved;
+        queue_control(from, usable_rail(from, rail, &moved), Frame::Pong);
+      }
+      return;
+    case Frame::Pong:
+      answered_[from] = 1;
+      return;
+    case Frame::Bye:
+      bye_[from] = 1;
+      return;
+    case Frame::Abort:
+      if (!sink_) throw RuntimeError(Status::Peer, "rank " + std::to_string(from) + " failed during set-up");
+      sink_->peer_aborted(from, std::string(data, std::min<size_t>(n, kMaxAbortText)));
+      return;  // not reached: it throws
+    case Frame::Data:
+    case Frame::Notify:
+      if (!sink_) protocol_error(from, rail, "a data frame before set-up ended");
+      return on_frame_chunk(rail, h, ch.frame, ch.offset, data, n);
+    default:
+      protocol_error(from, rail, "frame type " + std::to_string(h.type) + " is not used over libfabric");
+  }
+}
+
+void FabricTransport::on_frame_chunk(int rail, const FrameHeader& h, uint64_t id, uint64_t off, const char* data,
+                                     size_t len) {
+  if (off % kChunkPayload) protocol_error(h.sender, rail, "a chunk at an odd offset");
+  const uint64_t key = (static_cast<uint64_t>(h.sender) << 44) ^ id;
+  auto it = in_.find(key);
+  if (it == in_.end()) {
+    InFrame f;
+    f.hdr = h;
+    f.rail = rail;
+    f.landing = sink_->frame_header(h, rail, &f.dst);
+    if (f.landing == Landing::Hold) f.held.resize(h.length);
+    f.seen.assign(std::max<uint64_t>(1, (h.length + kChunkPayload - 1) / kChunkPayload), 0);
+    it = in_.emplace(key, std::move(f)).first;
+  }
+  InFrame& f = it->second;
+  if (f.hdr.length != h.length || f.hdr.seq != h.seq || f.hdr.op != h.op || f.hdr.part != h.part)
+    protocol_error(h.sender, rail, "a chunk that does not belong to its frame");
+  const size_t idx = off / kChunkPayload;
+  if (idx >= f.seen.size() || f.seen[idx]) return;  // a chunk sent again after its rail failed
+  f.seen[idx] = 1;
+  if (f.landing == Landing::Place) scatter(f.dst, off, data, len);
+  if (f.landing == Landing::Hold) memcpy(f.held.data() + off, data, len);
+  f.got += len;
+  if (f.got < h.length || (h.length == 0 && !f.seen[0])) return;
+  InFrame done = std::move(f);
+  in_.erase(it);
+  if (done.landing == Landing::Place) sink_->frame_done(done.hdr, done.rail, nullptr);
+  if (done.landing == Landing::Hold) sink_->frame_done(done.hdr, done.rail, &done.held);
+}
+
+// ------------------------------------------------------------------ the Transport contract
+
+void FabricTransport::attach(FrameSink* sink) {
+  sink_ = sink;
+  local_->attach(sink);
+}
+
+NodeSegment FabricTransport::node() const { return local_->node(); }
+void FabricTransport::wake_node_sleepers() { local_->wake_node_sleepers(); }
+
+void FabricTransport::begin_call() {
+  local_->begin_call();
+  for (int p = 0; p < n_; ++p) {
+    bool moved;
+    if (remote(p)) usable_rail(p, 0, &moved);  // throws for a peer lost on every rail
+  }
+  in_call_ = true;
+}
+
+// The call's memory may change now: what still points into it is copied.
+void FabricTransport::end_call() {
+  for (auto& q : out_)
+    for (auto& f : q)
+      if (!f.iov.empty()) {
+        f.owned.resize(f.hdr.length);
+        gather(f.iov, 0, f.hdr.length, f.owned.data());
+        f.iov.clear();
+        f.base = 0;
+      }
+  local_->end_call();
+  in_call_ = false;
+}
+
+void FabricTransport::heartbeat(double now) {
+  if (now < next_heartbeat_) return;
+  next_heartbeat_ = now + kHeartbeat;
+  for (int p = 0; p < n_; ++p) {
+    if (!remote(p) || bye_[p] || now - heard_at_[p] < kHeartbeat) continue;
+    bool moved;
+    queue_control(p, usable_rail(p, p % static_cast<int>(rails_.size()), &moved), Frame::Ping);
+  }
+}
+
+void FabricTransport::progress(double wait_s, const NodeWait* sleep_on) {
+  if (!sink_) throw RuntimeError(Status::Internal, "transport: progress before the executor attached");
+  bool progressed = false;
+  drive(&progressed);
+  if (in_call_ && wait_s > 0) heartbeat(now_seconds());
+  // Sleep (in the local part's epoll set, which holds every rail's completion
+  // fd) only when each queue says nothing is there (fi_trywait); a provider
+  // without a wait fd, or sends held back by the provider, is polled every ms.
+  if (progressed) wait_s = 0;
+  for (size_t r = 0; r < rails_.size() && wait_s > 0; ++r) {
+    if (rails_[r]->wait_fd() < 0 || !out_[r].empty()) wait_s = std::min(wait_s, 0.001);
+    if (rails_[r]->wait_fd() >= 0 && !rails_[r]->try_wait()) wait_s = 0;
+  }
+  local_->progress(wait_s, sleep_on);
+  drive(&progressed);
+}
+
+int FabricTransport::rails_up() const {
+  int up = 0;
+  for (size_t r = 0; r < rails_.size(); ++r) {
+    bool ok = true;
+    for (int p = 0; p < n_; ++p) ok &= !link_down_[p][r];
+    up += ok;
+  }
+  return up;
+}
+
+void FabricTransport::probe_peers() {
+  std::fill(answered_.begin(), answered_.end(), 0);
+  local_->probe_peers();
+  for (int p = 0; p < n_; ++p) {
+    if (!remote(p) || bye_[p]) continue;
+    bool moved;
+    queue_control(p, usable_rail(p, 0, &moved), Frame::Ping);
+  }
+}
+
+bool FabricTransport::answered_probe(int peer) const {
+  return remote(peer) ? answered_[peer] != 0 : local_->answered_probe(peer);
+}
+
+// Best effort, never throws: an abort to every remote peer on every rail still
+// up, given kAbortFlush to go out; the local peers by the local part.
+void FabricTransport::abort_peers(const std::string& why) {
+  local_->abort_peers(why);
+  const std::string text = why.substr(0, 2000);
+  try {
+    for (int p = 0; p < n_; ++p)
+      if (remote(p) && !bye_[p])
+        for (size_t r = 0; r < rails_.size(); ++r)
+          if (!link_down_[p][r]) queue_control(p, static_cast<int>(r), Frame::Abort, text);
+  } catch (...) {
+  }
+  const double until = now_seconds() + kAbortFlush;
+  while (now_seconds() < until) {
+    bool progressed = false, busy = false;
+    try {
+      drive(&progressed);
+    } catch (...) {
+    }
+    for (size_t r = 0; r < rails_.size(); ++r) busy |= !out_[r].empty() || rails_[r]->sends_in_flight();
+    if (!busy) break;
+    if (!progressed) sched_yield();
+  }
+}
+
+// A goodbye to every remote peer, then theirs awaited (until `deadline` at
+// most) with our sends done, so no peer takes our closed endpoint for a crash;
+// then the local part's goodbye, and the rails closed.
+void FabricTransport::close(double deadline) {
+  try {
+    for (int p = 0; p < n_; ++p) {
+      if (!remote(p)) continue;
+      bool moved;
+      queue_control(p, usable_rail(p, 0, &moved), Frame::Bye);
+    }
+    for (;;) {
+      bool progressed = false;
+      drive(&progressed);
+      bool waiting = false;
+      for (int p = 0; p < n_; ++p) {
+        if (!remote(p) || bye_[p]) continue;
+        bool gone = true;
+        for (size_t r = 0; r < rails_.size(); ++r) gone &= link_down_[p][r] != 0;
+        waiting |= !gone;
+      }
+      for (size_t r = 0; r < rails_.size(); ++r) waiting |= !out_[r].empty() || rails_[r]->sends_in_flight();
+      if (!waiting || now_seconds() > deadline) break;
+      if (!progressed) {
+        std::vector<pollfd> fds;
+        for (auto& r : rails_)
+          if (r->wait_fd() >= 0 && r->try_wait()) fds.push_back({r->wait_fd(), POLLIN, 0});
+        if (fds.size() == rails_.size()) poll(fds.data(), fds.size(), 5);
+        else sched_yield();
+      }
+    }
+  } catch (...) {  // a peer gone at the end: nothing left to tell it
+  }
+  local_->close(deadline);
+  rails_.clear();
+}
+
+}  // namespace railcoll::rt
