@@ -197,8 +197,21 @@ FabricRail::Buf* FabricRail::free_send_buf() {
   return nullptr;
 }
 
-ssize_t FabricRail::send(Buf* b, int peer, size_t len) {
-  ssize_t rc = fi_send(ep_, b->data, len, desc_, peer_addr_[peer], &b->ctx);
+ssize_t FabricRail::send(Buf* b, int peer, size_t len, bool delivered) {
+  ssize_t rc;
+  if (delivered) {  // completes once the peer's provider has it (fi_cq(3), FI_DELIVERY_COMPLETE)
+    iovec v{b->data, len};
+    void* desc = desc_;
+    fi_msg m{};
+    m.msg_iov = &v;
+    m.desc = &desc;
+    m.iov_count = 1;
+    m.addr = peer_addr_[peer];
+    m.context = &b->ctx;
+    rc = fi_sendmsg(ep_, &m, FI_DELIVERY_COMPLETE | FI_COMPLETION);
+  } else {
+    rc = fi_send(ep_, b->data, len, desc_, peer_addr_[peer], &b->ctx);
+  }
   if (rc == 0) b->busy = true, b->peer = peer, b->len = len;
   return rc;
 }

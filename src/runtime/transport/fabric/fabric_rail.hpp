@@ -64,8 +64,9 @@ class FabricRail {
 
   // Sending: a free buffer (nullptr: none until a send completes), then send it.
   Buf* free_send_buf();
-  // Returns the provider's code (0, -FI_EAGAIN, or an error).
-  ssize_t send(Buf* b, int peer, size_t len);
+  // Returns the provider's code (0, -FI_EAGAIN, or an error). delivered: the
+  // completion waits until the peer's provider has the message.
+  ssize_t send(Buf* b, int peer, size_t len, bool delivered = false);
   void repost(Buf* b);  // a receive buffer, back to the provider
   bool sends_in_flight() const;
 

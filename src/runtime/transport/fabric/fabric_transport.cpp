@@ -44,6 +44,9 @@ constexpr size_t kHeaders = sizeof(ChunkHeader) + sizeof(FrameHeader);
 constexpr size_t kChunkPayload = FabricRail::kBufBytes - kHeaders;
 constexpr double kHeartbeat = 0.5;   // a silent remote peer is pinged this often while we wait
 constexpr double kAbortFlush = 0.2;  // abort_peers lets its frames go out for this long at most
+// Sends to a peer refused this long with none in flight: the link is given up.
+// Two heartbeats, so a rank that only receives finds a dead peer in about 1.5 s.
+constexpr double kRefusedFor = 1.0;
 
 // A sender's token: 8 bytes of HMAC(job key, its nonce | communicator). A
 // stranger (or a process of another job) cannot make one, and the receiver
@@ -112,7 +115,10 @@ FabricTransport::FabricTransport(const Bootstrap& settings, int me, int nranks, 
                                               " on rail 0 (set RAILCOLL_OFI_PROVIDER)");
     if (rails_[r]->wait_fd() >= 0) local_->also_watch(rails_[r]->wait_fd());
   }
-  out_.resize(rails_.size());
+  out_.assign(rails_.size(), std::vector<std::deque<OutFrame>>(nranks));
+  in_flight_.assign(rails_.size(), std::vector<int>(nranks, 0));
+  unhandled_.resize(rails_.size());
+  refused_since_.assign(rails_.size(), std::vector<double>(nranks, 0));
   link_down_.assign(nranks, std::vector<char>(rails_.size(), 0));
   heard_.assign(nranks, std::vector<char>(rails_.size(), 0));
   token_of_.assign(nranks, 0);
@@ -131,6 +137,12 @@ std::string FabricTransport::describe() const {
 }
 
 bool FabricTransport::remote(int peer) const { return peer != me_ && !topo_.same_node(peer, me_); }
+
+bool FabricTransport::lost(int peer) const {
+  for (char down : link_down_[peer])
+    if (!down) return false;
+  return true;
+}
 
 void FabricTransport::connect(const Topology& topo, uint64_t comm_id, const std::string& job, const std::string& tag,
                               const std::vector<std::string>& contacts, OutOfBand& oob, double deadline) {
@@ -205,7 +217,7 @@ void FabricTransport::queue(int peer, int rail, const FrameHeader& h, const iove
   f.owned = std::move(owned);
   if (n == 0) f.hdr.length = f.owned.size();
   f.end = f.hdr.length;
-  out_[rail].push_back(std::move(f));
+  out_[rail][peer].push_back(std::move(f));
   post_sends(rail);
 }
 
@@ -238,39 +250,80 @@ void FabricTransport::send(int peer, int rail, const FrameHeader& h, const iovec
   queue(peer, r, hh, payload, n, "");
 }
 
-// Cuts the rail's queued frames into chunks while send buffers are free.
+// Cuts the rail's queued frames into chunks while send buffers are free, one
+// peer after the other (a peer whose sends the provider refuses holds up no
+// other). A refusal (-FI_EAGAIN) while none of our sends to that peer is in
+// flight is the provider failing to reach it (rxm keeps a dead peer's
+// connection refused): after kRefusedFor s the link is given up.
 void FabricTransport::post_sends(int rail) {
   FabricRail& R = *rails_[rail];
-  auto& q = out_[rail];
-  while (!q.empty()) {
-    OutFrame& f = q.front();
-    FabricRail::Buf* b = R.free_send_buf();
-    if (!b) return;  // a send completion frees one (poll_completions)
-    const size_t len = static_cast<size_t>(std::min<uint64_t>(kChunkPayload, f.end - f.sent));
-    ChunkHeader ch{my_token_, f.id, f.sent};
-    memcpy(b->data, &ch, sizeof ch);
-    memcpy(b->data + sizeof ch, &f.hdr, sizeof f.hdr);
-    if (f.iov.empty())
-      memcpy(b->data + kHeaders, f.owned.data() + (f.sent - f.base), len);
-    else
-      gather(f.iov, f.sent, len, b->data + kHeaders);
-    ssize_t rc = R.send(b, f.peer, kHeaders + len);
-    if (rc == -FI_EAGAIN) return;  // the provider's queue is full: again after its progress
-    if (rc != 0) {
-      const int peer = f.peer;
-      link_failed(peer, rail, std::string("fi_send: ") + fi_strerror(static_cast<int>(-rc)));
-      return;  // the queue changed under f
+  for (int step = 0; step < n_; ++step) {
+    const int peer = (next_peer_ + step) % n_;
+    auto& q = out_[rail][peer];
+    while (!q.empty()) {
+      OutFrame& f = q.front();
+      FabricRail::Buf* b = R.free_send_buf();
+      if (!b) {
+        next_peer_ = peer;  // first in line when a buffer comes free
+        return;             // a send completion frees one (poll_completions)
+      }
+      const size_t len = static_cast<size_t>(std::min<uint64_t>(kChunkPayload, f.end - f.sent));
+      ChunkHeader ch{my_token_, f.id, f.sent};
+      memcpy(b->data, &ch, sizeof ch);
+      memcpy(b->data + sizeof ch, &f.hdr, sizeof f.hdr);
+      if (f.iov.empty())
+        memcpy(b->data + kHeaders, f.owned.data() + (f.sent - f.base), len);
+      else
+        gather(f.iov, f.sent, len, b->data + kHeaders);
+      // A goodbye must arrive before our endpoint closes (a close may reset
+      // what the peer's kernel has not read yet).
+      ssize_t rc = R.send(b, peer, kHeaders + len, f.hdr.type == static_cast<uint16_t>(Frame::Bye));
+      if (rc == -FI_EAGAIN) {
+        if (in_flight_[rail][peer] == 0 && refused_since_[rail][peer] == 0) refused_since_[rail][peer] = now_seconds();
+        break;  // the next peer; this one again after the provider's progress
+      }
+      if (rc != 0) {
+        link_failed(peer, rail, std::string("fi_send: ") + fi_strerror(static_cast<int>(-rc)));
+        return;  // the queues changed under f
+      }
+      refused_since_[rail][peer] = 0;
+      ++in_flight_[rail][peer];
+      f.sent += len;
+      f.started = true;
+      if (f.sent >= f.end) q.pop_front();
     }
-    f.sent += len;
-    f.started = true;
-    if (f.sent >= f.end) q.pop_front();
   }
+}
+
+// Links whose sends have been refused for kRefusedFor s with nothing in flight.
+void FabricTransport::check_refused(double now) {
+  for (size_t r = 0; r < rails_.size(); ++r)
+    for (int p = 0; p < n_; ++p) {
+      const double since = refused_since_[r][p];
+      if (since == 0 || now - since < kRefusedFor || link_down_[p][r]) continue;
+      refused_since_[r][p] = 0;
+      // Refused on every other rail too: gone, without waiting for those to time out.
+      bool everywhere = true;
+      for (size_t o = 0; o < rails_.size(); ++o)
+        everywhere &= o == r || link_down_[p][o] || refused_since_[o][p] != 0;
+      const std::string why = "the provider refused every send for " + seconds_text(now - since) +
+                              " (its endpoint is gone, or unreachable)";
+      if (everywhere)
+        for (size_t o = 0; o < rails_.size(); ++o) link_down_[p][o] = 1;
+      link_failed(p, static_cast<int>(r), why);
+    }
+}
+
+bool FabricTransport::queued(int rail) const {
+  for (auto& q : out_[rail])
+    if (!q.empty()) return true;
+  return false;
 }
 
 bool FabricTransport::sends_pending() const {
   if (local_->sends_pending()) return true;
-  for (auto& q : out_)
-    if (!q.empty()) return true;
+  for (size_t r = 0; r < rails_.size(); ++r)
+    if (queued(static_cast<int>(r))) return true;
   return false;
 }
 
@@ -283,23 +336,23 @@ void FabricTransport::link_failed(int peer, int rail, const std::string& why) {
   if (first && settings_.ofi_verbose)
     fprintf(stderr, "railcoll: rank %d: gave up %s: %s\n", me_, link_name(peer, rail).c_str(), why.c_str());
   bool moved;
-  int to;
+  int to = -1;
   try {
     to = usable_rail(peer, rail, &moved);
   } catch (const RuntimeError&) {
+  }
+  auto& q = out_[rail][peer];
+  if (to < 0) {  // no rail left: the peer is gone, and nothing more goes to it
+    for (auto& rq : out_) rq[peer].clear();
+    if (closing_) return;
     throw RuntimeError(Status::Peer, "lost " + link_name(peer, rail) + " and every other rail to it: " + why);
   }
-  std::deque<OutFrame> keep;
-  for (auto& f : out_[rail]) {
-    if (f.peer != peer) {
-      keep.push_back(std::move(f));
-      continue;
-    }
+  for (auto& f : q) {
     f.sent = f.base, f.started = false;  // from the start: chunks already out are placed once
     if (tracked(f.hdr.type)) f.hdr.flags |= kFlagMoved;
-    out_[to].push_back(std::move(f));
+    out_[to][peer].push_back(std::move(f));
   }
-  out_[rail].swap(keep);
+  q.clear();
   post_sends(to);
 }
 
@@ -310,27 +363,41 @@ void FabricTransport::drive(bool* progressed) {
     poll_completions(static_cast<int>(r), progressed);
     post_sends(static_cast<int>(r));
   }
+  check_refused(now_seconds());
 }
 
+// Completions of one rail: sends free their buffer, receives are handled and
+// their buffer posted again. A receive whose handling throws (an abort, a
+// refused frame) leaves the rest of its batch in unhandled_, handled first
+// next time, so nothing read from the queue is lost.
 void FabricTransport::poll_completions(int rail, bool* progressed) {
   FabricRail& R = *rails_[rail];
-  fi_cq_data_entry e[16];
-  fi_addr_t src[16];
+  auto& todo = unhandled_[rail];
   for (;;) {
-    ssize_t n = R.read_cq(e, src, 16);
-    if (n == -FI_EAVAIL) {
-      completion_error(rail);
-      *progressed = true;
-      continue;
+    if (todo.empty()) {
+      fi_cq_data_entry e[16];
+      fi_addr_t src[16];
+      ssize_t n = R.read_cq(e, src, 16);
+      if (n == -FI_EAVAIL) {
+        completion_error(rail);
+        *progressed = true;
+        continue;
+      }
+      if (n <= 0) return;
+      for (ssize_t i = 0; i < n; ++i) todo.push_back({e[i], src[i]});
     }
-    if (n <= 0) return;
     *progressed = true;
-    for (ssize_t i = 0; i < n; ++i) {
-      auto* b = reinterpret_cast<FabricRail::Buf*>(e[i].op_context);  // ctx is its first member
+    while (!todo.empty()) {
+      const auto [e, src] = todo.front();
+      todo.pop_front();
+      auto* b = reinterpret_cast<FabricRail::Buf*>(e.op_context);  // ctx is its first member
       b->busy = false;
-      if (b->send) continue;
+      if (b->send) {
+        --in_flight_[rail][b->peer];
+        continue;
+      }
       try {
-        on_chunk(rail, b->data, e[i].len, src[i]);
+        on_chunk(rail, b->data, e.len, src);
       } catch (...) {
         R.repost(b);
         throw;
@@ -350,7 +417,8 @@ void FabricTransport::completion_error(int rail) {
   std::string why = R.cq_error(&b, &err);
   if (!b) throw RuntimeError(Status::Network, "libfabric on rail " + std::to_string(rail) + ": " + why);
   b->busy = false;
-  if (err == FI_ECANCELED) return;
+  if (b->send) --in_flight_[rail][b->peer];
+  if (err == FI_ECANCELED && !b->send) return;
   if (!b->send) {
     R.repost(b);
     if (err == FI_ETRUNC) return;  // larger than any chunk: not one of ours
@@ -373,7 +441,7 @@ void FabricTransport::completion_error(int rail) {
   link_failed(peer, rail, why);
   bool moved;
   const int to = usable_rail(peer, rail, &moved);
-  out_[to].push_back(std::move(f));
+  out_[to][peer].push_back(std::move(f));
   post_sends(to);
 }
 
@@ -427,11 +495,13 @@ void FabricTransport::on_chunk(int rail, const char* buf, size_t len, uint64_t s
       bye_[from] = 1;
       return;
     case Frame::Abort:
+      if (closing_) return;  // the communicator is being taken down anyway
       if (!sink_) throw RuntimeError(Status::Peer, "rank " + std::to_string(from) + " failed during set-up");
       sink_->peer_aborted(from, std::string(data, std::min<size_t>(n, kMaxAbortText)));
       return;  // not reached: it throws
     case Frame::Data:
     case Frame::Notify:
+      if (closing_) return;  // no call is left to take it
       if (!sink_) protocol_error(from, rail, "a data frame before set-up ended");
       return on_frame_chunk(rail, h, ch.frame, ch.offset, data, n);
     default:
@@ -490,9 +560,10 @@ void FabricTransport::begin_call() {
 
 // The call's memory may change now: what still points into it is copied.
 void FabricTransport::end_call() {
-  for (auto& q : out_)
-    for (auto& f : q)
-      if (!f.iov.empty()) {
+  for (auto& rq : out_)
+    for (auto& q : rq)
+      for (auto& f : q)
+        if (!f.iov.empty()) {
         f.owned.resize(f.hdr.length);
         gather(f.iov, 0, f.hdr.length, f.owned.data());
         f.iov.clear();
@@ -507,8 +578,8 @@ void FabricTransport::heartbeat(double now) {
   next_heartbeat_ = now + kHeartbeat;
   for (int p = 0; p < n_; ++p) {
     if (!remote(p) || bye_[p] || now - heard_at_[p] < kHeartbeat) continue;
-    bool moved;
-    queue_control(p, usable_rail(p, p % static_cast<int>(rails_.size()), &moved), Frame::Ping);
+    for (size_t r = 0; r < rails_.size(); ++r)  // every rail: a dead peer shows on all at once
+      if (!link_down_[p][r] && out_[r][p].empty()) queue_control(p, static_cast<int>(r), Frame::Ping);
   }
 }
 
@@ -522,7 +593,7 @@ void FabricTransport::progress(double wait_s, const NodeWait* sleep_on) {
   // without a wait fd, or sends held back by the provider, is polled every ms.
   if (progressed) wait_s = 0;
   for (size_t r = 0; r < rails_.size() && wait_s > 0; ++r) {
-    if (rails_[r]->wait_fd() < 0 || !out_[r].empty()) wait_s = std::min(wait_s, 0.001);
+    if (rails_[r]->wait_fd() < 0 || queued(static_cast<int>(r))) wait_s = std::min(wait_s, 0.001);
     if (rails_[r]->wait_fd() >= 0 && !rails_[r]->try_wait()) wait_s = 0;
   }
   local_->progress(wait_s, sleep_on);
@@ -543,7 +614,7 @@ void FabricTransport::probe_peers() {
   std::fill(answered_.begin(), answered_.end(), 0);
   local_->probe_peers();
   for (int p = 0; p < n_; ++p) {
-    if (!remote(p) || bye_[p]) continue;
+    if (!remote(p) || bye_[p] || lost(p)) continue;
     bool moved;
     queue_control(p, usable_rail(p, 0, &moved), Frame::Ping);
   }
@@ -572,7 +643,7 @@ void FabricTransport::abort_peers(const std::string& why) {
       drive(&progressed);
     } catch (...) {
     }
-    for (size_t r = 0; r < rails_.size(); ++r) busy |= !out_[r].empty() || rails_[r]->sends_in_flight();
+    for (size_t r = 0; r < rails_.size(); ++r) busy |= queued(static_cast<int>(r)) || rails_[r]->sends_in_flight();
     if (!busy) break;
     if (!progressed) sched_yield();
   }
@@ -582,9 +653,10 @@ void FabricTransport::abort_peers(const std::string& why) {
 // most) with our sends done, so no peer takes our closed endpoint for a crash;
 // then the local part's goodbye, and the rails closed.
 void FabricTransport::close(double deadline) {
+  closing_ = true;
   try {
     for (int p = 0; p < n_; ++p) {
-      if (!remote(p)) continue;
+      if (!remote(p) || lost(p)) continue;
       bool moved;
       queue_control(p, usable_rail(p, 0, &moved), Frame::Bye);
     }
@@ -592,13 +664,8 @@ void FabricTransport::close(double deadline) {
       bool progressed = false;
       drive(&progressed);
       bool waiting = false;
-      for (int p = 0; p < n_; ++p) {
-        if (!remote(p) || bye_[p]) continue;
-        bool gone = true;
-        for (size_t r = 0; r < rails_.size(); ++r) gone &= link_down_[p][r] != 0;
-        waiting |= !gone;
-      }
-      for (size_t r = 0; r < rails_.size(); ++r) waiting |= !out_[r].empty() || rails_[r]->sends_in_flight();
+      for (int p = 0; p < n_; ++p) waiting |= remote(p) && !bye_[p] && !lost(p);
+      for (size_t r = 0; r < rails_.size(); ++r) waiting |= queued(static_cast<int>(r)) || rails_[r]->sends_in_flight();
       if (!waiting || now_seconds() > deadline) break;
       if (!progressed) {
         std::vector<pollfd> fds;
@@ -609,6 +676,12 @@ void FabricTransport::close(double deadline) {
       }
     }
   } catch (...) {  // a peer gone at the end: nothing left to tell it
+  }
+  if (getenv("RC_DEBUG_CLOSE")) {
+    int byes = 0, infl = 0, q = 0;
+    for (int p = 0; p < n_; ++p) byes += bye_[p];
+    for (size_t r = 0; r < rails_.size(); ++r) infl += rails_[r]->sends_in_flight(), q += queued(static_cast<int>(r));
+    fprintf(stderr, "close rank %d: byes %d inflight %d queued %d left %.2f\n", me_, byes, infl, q, deadline - now_seconds());
   }
   local_->close(deadline);
   rails_.clear();

@@ -31,6 +31,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include <rdma/fabric.h>
+#include <rdma/fi_eq.h>
+
 #include "runtime/bootstrap.hpp"
 #include "runtime/transport/transport.hpp"
 
@@ -101,10 +104,13 @@ class FabricTransport final : public ProcessTransport {
 
   FrameHeader header(Frame type) const { return make_header(type, comm_id_, me_); }
   bool remote(int peer) const;
+  bool lost(int peer) const;  // every rail to it given up
   void queue(int peer, int rail, const FrameHeader& h, const iovec* payload, size_t n, std::string owned);
   void queue_control(int peer, int rail, Frame type, std::string text = "");
   int usable_rail(int peer, int rail, bool* moved) const;
   void drive(bool* progressed);
+  bool queued(int rail) const;
+  void check_refused(double now);
   void post_sends(int rail);
   void poll_completions(int rail, bool* progressed);
   void completion_error(int rail);
@@ -130,11 +136,16 @@ class FabricTransport final : public ProcessTransport {
   std::vector<std::vector<char>> heard_;       // [peer][rail] its hello arrived (warm-up)
   std::vector<char> answered_, bye_;           // [peer]
   std::vector<double> heard_at_;               // [peer] last chunk from it
-  std::vector<std::deque<OutFrame>> out_;      // [rail] frames to cut into chunks
+  std::vector<std::vector<std::deque<OutFrame>>> out_;  // [rail][peer] frames to cut into chunks
+  std::vector<std::vector<int>> in_flight_;             // [rail][peer] our sends not yet completed
+  std::vector<std::vector<double>> refused_since_;      // [rail][peer] sends refused since (0: not)
+  int next_peer_ = 0;                                   // whose queue is cut first
+  std::vector<std::deque<std::pair<fi_cq_data_entry, fi_addr_t>>> unhandled_;  // [rail] completions read, not handled
   std::unordered_map<uint64_t, InFrame> in_;   // (sender, frame id) -> a frame partly arrived
   uint64_t next_frame_id_ = 1;
   double next_heartbeat_ = 0;
   bool in_call_ = false;
+  bool closing_ = false;  // close(): frames of calls and aborts are no longer looked at
   std::vector<std::string> unplaced_;  // strangers' chunks dropped (said once each)
 };
 
