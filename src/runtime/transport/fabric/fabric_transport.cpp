@@ -677,12 +677,6 @@ void FabricTransport::close(double deadline) {
     }
   } catch (...) {  // a peer gone at the end: nothing left to tell it
   }
-  if (getenv("RC_DEBUG_CLOSE")) {
-    int byes = 0, infl = 0, q = 0;
-    for (int p = 0; p < n_; ++p) byes += bye_[p];
-    for (size_t r = 0; r < rails_.size(); ++r) infl += rails_[r]->sends_in_flight(), q += queued(static_cast<int>(r));
-    fprintf(stderr, "close rank %d: byes %d inflight %d queued %d left %.2f\n", me_, byes, infl, q, deadline - now_seconds());
-  }
   local_->close(deadline);
   rails_.clear();
 }
