@@ -49,7 +49,7 @@ bool same_key(const std::string& key, const std::string& theirs) {
 enum Field { kJob, kTag, kNode, kRails, kContact, kShm, kKeyCheck, kTransport, kFields };
 
 // The transport RAILCOLL_TRANSPORT names, opened on this rank's rails.
-std::unique_ptr<ProcessTransport> open_transport(const Bootstrap& b, int me, int n, const std::vector<std::string>& rails) {
+std::unique_ptr<ProcessTransport> make_transport(const Bootstrap& b, int me, int n, const std::vector<std::string>& rails) {
   if (b.transport == "ofi") {
 #ifdef RAILCOLL_HAVE_OFI
     return std::make_unique<FabricTransport>(b, me, n, rails);
@@ -60,6 +60,7 @@ std::unique_ptr<ProcessTransport> open_transport(const Bootstrap& b, int me, int
   }
   return std::make_unique<SocketTransport>(b, me, n, rails);
 }
+
 }  // namespace
 
 struct Comm::Impl {
@@ -67,13 +68,16 @@ struct Comm::Impl {
   int me = 0, n = 1;
   Topology topo;
   std::string unique;
+  std::vector<std::string> rails;
   std::unique_ptr<ProcessTransport> transport;
+  std::exception_ptr open_failed;  // open_transport's failure, told to every rank in init
   std::unique_ptr<Executor> exec;
   std::vector<uint64_t> node_capacity;  // [node] its shared buffer: RAILCOLL_SHM_MIB of its leader
   PlanCache plans;
 };
 
 Comm::Comm(const Bootstrap& b, const Check& check) : impl_(std::make_unique<Impl>()) {
+  open_transport(b, b.rank, b.size);
   const double deadline = now_seconds() + b.timeout;
   StoreOutOfBand oob(b, deadline);
   try {
@@ -86,7 +90,24 @@ Comm::Comm(const Bootstrap& b, const Check& check) : impl_(std::make_unique<Impl
 }
 
 Comm::Comm(const Bootstrap& settings, OutOfBand& oob, const Check& check) : impl_(std::make_unique<Impl>()) {
+  open_transport(settings, oob.rank(), oob.size());
   init(settings, oob, now_seconds() + settings.timeout, check);
+}
+
+// Local work that waits for no peer but may take long on a loaded machine,
+// done before the set-up deadline starts: libfabric's first fi_getinfo loads
+// its providers and reads /proc/kallsyms, and opening a rail's fabric, domain
+// and endpoint takes 0.15-0.8 s with 20 runnable processes on 2 cores
+// (measured), which a 2 s RAILCOLL_TIMEOUT cannot afford.
+void Comm::open_transport(const Bootstrap& settings, int me, int n) {
+  Impl& m = *impl_;
+  if (n < 1 || me < 0 || me >= n) return;  // init says what is wrong
+  try {
+    m.rails = resolve_rails(settings.rails_spec);
+    m.transport = make_transport(settings, me, n, m.rails);
+  } catch (...) {
+    m.open_failed = std::current_exception();
+  }
 }
 
 void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline, const Check& check) {
@@ -104,12 +125,11 @@ void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline, cons
             "authenticated (railcoll run and railcoll cluster run set it; with another launcher give every rank "
             "the same secret)\n");
   }
-  std::vector<std::string> rails;
+  const std::vector<std::string>& rails = m.rails;
   std::exception_ptr failed;  // told to every rank in the exchange, so all fail together
   try {
     if (check) check();
-    rails = resolve_rails(settings.rails_spec);
-    m.transport = open_transport(settings, m.me, m.n, rails);
+    if (m.open_failed) std::rethrow_exception(m.open_failed);
   } catch (...) {
     failed = std::current_exception();
   }

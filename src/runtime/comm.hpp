@@ -82,6 +82,9 @@ class Comm {
  private:
   struct Impl;
   void init(const Bootstrap& settings, OutOfBand& oob, double deadline, const Check& check);
+  // The rails resolved and the transport opened (local work, before the set-up
+  // deadline starts); a failure is kept and told to every rank in init.
+  void open_transport(const Bootstrap& settings, int me, int n);
   std::unique_ptr<Impl> impl_;
 };
 

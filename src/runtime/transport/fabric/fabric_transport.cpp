@@ -106,6 +106,7 @@ FabricTransport::FabricTransport(const Bootstrap& settings, int me, int nranks, 
       answered_(nranks, 0),
       bye_(nranks, 0),
       heard_at_(nranks, 0) {
+  const double start = now_seconds();
   for (size_t r = 0; r < rail_addr_.size(); ++r) {
     rails_.push_back(std::make_unique<FabricRail>(static_cast<int>(r), rail_addr_[r], settings.ofi_provider,
                                                   settings.ofi_strict_mr));
@@ -122,6 +123,9 @@ FabricTransport::FabricTransport(const Bootstrap& settings, int me, int nranks, 
   link_down_.assign(nranks, std::vector<char>(rails_.size(), 0));
   heard_.assign(nranks, std::vector<char>(rails_.size(), 0));
   token_of_.assign(nranks, 0);
+  if (settings.ofi_verbose)
+    fprintf(stderr, "railcoll: rank %d: %zu rails of %s opened in %.3f s\n", me, rails_.size(), describe().c_str(),
+            now_seconds() - start);
 }
 
 FabricTransport::~FabricTransport() = default;
@@ -178,6 +182,9 @@ void FabricTransport::connect(const Topology& topo, uint64_t comm_id, const std:
   // Every rank has heard every remote peer on every rail before any call
   // starts (so no data frame can come before the executor is attached).
   all_or_none(oob, failed, "reach its peers over libfabric");
+  if (settings_.ofi_verbose)
+    fprintf(stderr, "railcoll: rank %d: every remote peer heard on every rail %.3f s before the deadline\n", me_,
+            deadline - now_seconds());
 }
 
 // A hello to every remote peer on every rail, and theirs awaited: the layered
@@ -497,6 +504,7 @@ void FabricTransport::on_chunk(int rail, const char* buf, size_t len, uint64_t s
     case Frame::Abort:
       if (closing_) return;  // the communicator is being taken down anyway
       if (!sink_) throw RuntimeError(Status::Peer, "rank " + std::to_string(from) + " failed during set-up");
+      broken_ = true;  // the communicator is broken: close waits for nobody
       sink_->peer_aborted(from, std::string(data, std::min<size_t>(n, kMaxAbortText)));
       return;  // not reached: it throws
     case Frame::Data:
@@ -550,6 +558,7 @@ NodeSegment FabricTransport::node() const { return local_->node(); }
 void FabricTransport::wake_node_sleepers() { local_->wake_node_sleepers(); }
 
 void FabricTransport::begin_call() {
+  if (broken_) throw RuntimeError(Status::Peer, "the communicator failed before");
   local_->begin_call();
   for (int p = 0; p < n_; ++p) {
     bool moved;
@@ -583,7 +592,18 @@ void FabricTransport::heartbeat(double now) {
   }
 }
 
+// Whatever a call of the transport throws breaks the communicator (the
+// executor's contract): from then on close() waits for no goodbye.
 void FabricTransport::progress(double wait_s, const NodeWait* sleep_on) {
+  try {
+    advance(wait_s, sleep_on);
+  } catch (...) {
+    broken_ = true;
+    throw;
+  }
+}
+
+void FabricTransport::advance(double wait_s, const NodeWait* sleep_on) {
   if (!sink_) throw RuntimeError(Status::Internal, "transport: progress before the executor attached");
   bool progressed = false;
   drive(&progressed);
@@ -627,6 +647,7 @@ bool FabricTransport::answered_probe(int peer) const {
 // Best effort, never throws: an abort to every remote peer on every rail still
 // up, given kAbortFlush to go out; the local peers by the local part.
 void FabricTransport::abort_peers(const std::string& why) {
+  broken_ = true;
   local_->abort_peers(why);
   const std::string text = why.substr(0, 2000);
   try {
@@ -654,6 +675,7 @@ void FabricTransport::abort_peers(const std::string& why) {
 // then the local part's goodbye, and the rails closed.
 void FabricTransport::close(double deadline) {
   closing_ = true;
+  const double flush_until = now_seconds() + kAbortFlush;
   try {
     for (int p = 0; p < n_; ++p) {
       if (!remote(p) || lost(p)) continue;
@@ -664,9 +686,11 @@ void FabricTransport::close(double deadline) {
       bool progressed = false;
       drive(&progressed);
       bool waiting = false;
-      for (int p = 0; p < n_; ++p) waiting |= remote(p) && !bye_[p] && !lost(p);
+      // After a failure nobody is told anything more (a dead peer would be
+      // waited for until the deadline): our goodbyes get kAbortFlush to go out.
+      for (int p = 0; p < n_; ++p) waiting |= remote(p) && !bye_[p] && !lost(p) && !broken_;
       for (size_t r = 0; r < rails_.size(); ++r) waiting |= queued(static_cast<int>(r)) || rails_[r]->sends_in_flight();
-      if (!waiting || now_seconds() > deadline) break;
+      if (!waiting || now_seconds() > (broken_ ? std::min(deadline, flush_until) : deadline)) break;
       if (!progressed) {
         std::vector<pollfd> fds;
         for (auto& r : rails_)
@@ -677,8 +701,13 @@ void FabricTransport::close(double deadline) {
     }
   } catch (...) {  // a peer gone at the end: nothing left to tell it
   }
+  const double fabric_done = now_seconds();
   local_->close(deadline);
   rails_.clear();
+  if (settings_.ofi_verbose)
+    fprintf(stderr, "railcoll: rank %d: closed in %.3f s (libfabric %.3f s)%s\n", me_,
+            now_seconds() - flush_until + kAbortFlush, fabric_done - flush_until + kAbortFlush,
+            broken_ ? " after a failure" : "");
 }
 
 }  // namespace railcoll::rt

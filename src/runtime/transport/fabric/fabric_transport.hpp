@@ -108,6 +108,7 @@ class FabricTransport final : public ProcessTransport {
   void queue(int peer, int rail, const FrameHeader& h, const iovec* payload, size_t n, std::string owned);
   void queue_control(int peer, int rail, Frame type, std::string text = "");
   int usable_rail(int peer, int rail, bool* moved) const;
+  void advance(double wait_s, const NodeWait* sleep_on);  // progress(), whose throws break the communicator
   void drive(bool* progressed);
   bool queued(int rail) const;
   void check_refused(double now);
@@ -146,6 +147,7 @@ class FabricTransport final : public ProcessTransport {
   double next_heartbeat_ = 0;
   bool in_call_ = false;
   bool closing_ = false;  // close(): frames of calls and aborts are no longer looked at
+  bool broken_ = false;   // a call threw, or abort_peers was called: close waits for nobody
   std::vector<std::string> unplaced_;  // strangers' chunks dropped (said once each)
 };
 
