@@ -41,6 +41,11 @@ check "sizes differ between ranks" "allgather with mismatched sizes -> " 4 -- "$
 check "allreduce counts differ between ranks" "allreduce with mismatched counts -> " 4 -- \
   "$RC" run -n 4 --ppn 2 --rails 2 -- "$MORE" mismatch allreduce
 check "a peer exits in the middle" "dead peer -> a peer failed" 3 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" peer-exit
+# A peer on another node dies: rxm only refuses sends to it, so the transport
+# asks its endpoint (a refused connect: gone) and every rank fails within a few
+# seconds although the deadline is 20 s.
+check "a remote peer exits: every rank within 4 s, deadline 20 s" "dead peer -> a peer failed after [0-3]\." 3 -- \
+  env RAILCOLL_TIMEOUT=20 "$RC" run -n 4 --ppn 1 --rails 2 -- "$MP" peer-exit
 check "a replayed frame from an earlier call is refused" "replayed frame refused" 4 -- \
   env RAILCOLL_TEST_REPLAY_CALL=1 "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" replay
 check "a deadline passes" "sleeping peer -> (deadline passed|a peer failed) after [3-7]\." 3 -- "$RC" run -n 4 --ppn 2 -- "$MP" deadline

@@ -3,7 +3,12 @@
 // fi_cq(3) and fi_mr(3); docs/runtime.md lists the provider assumptions.
 #include "runtime/transport/fabric/fabric_rail.hpp"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -176,6 +181,7 @@ void FabricRail::insert_peers(const std::vector<std::string>& addrs) {
                                                std::to_string(address_.size()) + " (different providers?)");
     all += a;
   }
+  peer_name_ = addrs;
   peer_addr_.assign(addrs.size(), FI_ADDR_NOTAVAIL);
   int n = fi_av_insert(av_, all.data(), addrs.size(), peer_addr_.data(), 0, nullptr);
   if (n != static_cast<int>(addrs.size()))
@@ -189,6 +195,22 @@ void FabricRail::insert_peers(const std::vector<std::string>& addrs) {
 int FabricRail::rank_of(fi_addr_t a) const {
   auto it = std::lower_bound(rank_by_addr_.begin(), rank_by_addr_.end(), std::make_pair(a, -1));
   return it != rank_by_addr_.end() && it->first == a ? it->second : -1;
+}
+
+int FabricRail::probe_connect(int rank) const {
+  const std::string& name = peer_name_[rank];
+  const uint32_t format = info_->addr_format;
+  if (!((format == FI_SOCKADDR_IN && name.size() >= sizeof(sockaddr_in)) ||
+        (format == FI_SOCKADDR_IN6 && name.size() >= sizeof(sockaddr_in6))))
+    return -1;
+  const sockaddr* sa = reinterpret_cast<const sockaddr*>(name.data());
+  int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  const socklen_t len = format == FI_SOCKADDR_IN ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  if (connect(fd, sa, len) == 0 || errno == EINPROGRESS) return fd;
+  const int err = errno;
+  close(fd);
+  return err == ECONNREFUSED ? kProbeRefused : -1;
 }
 
 FabricRail::Buf* FabricRail::free_send_buf() {

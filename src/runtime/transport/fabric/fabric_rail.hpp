@@ -61,6 +61,11 @@ class FabricRail {
   void insert_peers(const std::vector<std::string>& addrs);
   fi_addr_t addr_of(int rank) const { return peer_addr_[rank]; }
   int rank_of(fi_addr_t a) const;  // -1: not a rank of this communicator
+  // A non-blocking TCP connect to rank's endpoint when the provider's addresses
+  // are IP socket addresses (FI_SOCKADDR_IN/IN6, as tcp's); -1 otherwise,
+  // kProbeRefused when the connect was refused at once.
+  static constexpr int kProbeRefused = -2;
+  int probe_connect(int rank) const;
 
   // Sending: a free buffer (nullptr: none until a send completes), then send it.
   Buf* free_send_buf();
@@ -99,6 +104,7 @@ class FabricRail {
   char* slab_ = nullptr;
   std::vector<Buf> bufs_;  // receive buffers, then send buffers
   std::vector<fi_addr_t> peer_addr_;
+  std::vector<std::string> peer_name_;  // [rank] its endpoint's address bytes
   std::vector<std::pair<fi_addr_t, int>> rank_by_addr_;  // sorted
 };
 

@@ -18,9 +18,12 @@
 #include "runtime/transport/fabric/fabric_transport.hpp"
 
 #include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <sched.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "runtime/auth.hpp"
@@ -47,6 +50,7 @@ constexpr double kAbortFlush = 0.2;  // abort_peers lets its frames go out for t
 // Sends to a peer refused this long with none in flight: the link is given up.
 // Two heartbeats, so a rank that only receives finds a dead peer in about 1.5 s.
 constexpr double kRefusedFor = 1.0;
+constexpr double kProbeFor = 1.0;  // a connect probe unanswered this long says nothing
 
 // A sender's token: 8 bytes of HMAC(job key, its nonce | communicator). A
 // stranger (or a process of another job) cannot make one, and the receiver
@@ -119,6 +123,7 @@ FabricTransport::FabricTransport(const Bootstrap& settings, int me, int nranks, 
   out_.assign(rails_.size(), std::vector<std::deque<OutFrame>>(nranks));
   in_flight_.assign(rails_.size(), std::vector<int>(nranks, 0));
   unhandled_.resize(rails_.size());
+  probe_.resize(nranks);
   refused_since_.assign(rails_.size(), std::vector<double>(nranks, 0));
   link_down_.assign(nranks, std::vector<char>(rails_.size(), 0));
   heard_.assign(nranks, std::vector<char>(rails_.size(), 0));
@@ -128,7 +133,10 @@ FabricTransport::FabricTransport(const Bootstrap& settings, int me, int nranks, 
             now_seconds() - start);
 }
 
-FabricTransport::~FabricTransport() = default;
+FabricTransport::~FabricTransport() {
+  for (auto& pr : probe_)
+    if (pr.fd >= 0) ::close(pr.fd);
+}
 
 std::string FabricTransport::contact() const {
   std::vector<std::string> fields{local_->contact(), nonce_, rails_.empty() ? "" : rails_[0]->provider()};
@@ -175,7 +183,9 @@ void FabricTransport::connect(const Topology& topo, uint64_t comm_id, const std:
       for (int r = 0; r < n_; ++r) addrs[r] = fields[r][3 + rail];
       rails_[rail]->insert_peers(addrs);
     }
+    warming_up_ = true;
     warm_up(deadline);
+    warming_up_ = false;
   } catch (...) {
     failed = std::current_exception();
   }
@@ -302,23 +312,66 @@ void FabricTransport::post_sends(int rail) {
   }
 }
 
-// Links whose sends have been refused for kRefusedFor s with nothing in flight.
+// A peer whose sends every rail has refused for kRefusedFor s with none in
+// flight is either gone or too busy to read (rxm cannot tell: it refuses
+// both). Where the provider's addresses are IP socket addresses (tcp), a
+// connect to the peer's rail-0 endpoint tells them apart: refused means no
+// process listens there any more (the peer is gone, Status::Peer); accepted
+// means it lives, and the call's deadline decides as with the native
+// transport. Other providers report an unreachable peer as completion errors.
 void FabricTransport::check_refused(double now) {
-  for (size_t r = 0; r < rails_.size(); ++r)
-    for (int p = 0; p < n_; ++p) {
-      const double since = refused_since_[r][p];
-      if (since == 0 || now - since < kRefusedFor || link_down_[p][r]) continue;
-      refused_since_[r][p] = 0;
-      // Refused on every other rail too: gone, without waiting for those to time out.
-      bool everywhere = true;
-      for (size_t o = 0; o < rails_.size(); ++o)
-        everywhere &= o == r || link_down_[p][o] || refused_since_[o][p] != 0;
-      const std::string why = "the provider refused every send for " + seconds_text(now - since) +
-                              " (its endpoint is gone, or unreachable)";
-      if (everywhere)
-        for (size_t o = 0; o < rails_.size(); ++o) link_down_[p][o] = 1;
-      link_failed(p, static_cast<int>(r), why);
+  if (warming_up_) return;  // connections are being made: the set-up deadline decides
+  for (int p = 0; p < n_; ++p) {
+    Probe& pr = probe_[p];
+    if (pr.fd >= 0) {
+      finish_probe(p, now);
+      continue;
     }
+    if (lost(p) || now < pr.next) continue;
+    bool refused = true;
+    double since = now;
+    for (size_t r = 0; r < rails_.size(); ++r)
+      if (!link_down_[p][r]) {
+        refused &= refused_since_[r][p] != 0;
+        if (refused_since_[r][p] != 0) since = std::min(since, refused_since_[r][p]);
+      }
+    if (!refused || now - since < kRefusedFor) continue;
+    pr.fd = rails_[0]->probe_connect(p);
+    pr.started = now;
+    pr.since = since;
+    if (pr.fd == FabricRail::kProbeRefused) {
+      pr.fd = -1;
+      peer_gone(p, now);
+    } else if (pr.fd < 0) {
+      pr.next = now + 1e9;  // no probe for this provider: the deadline decides
+    }
+  }
+}
+
+void FabricTransport::peer_gone(int p, double now) {
+  const std::string why = "its sends were refused for " + seconds_text(now - probe_[p].since) +
+                          " and its endpoint refuses connections (the process is gone)";
+  for (size_t r = 0; r < rails_.size(); ++r) link_down_[p][r] = 1;
+  link_failed(p, 0, why);
+}
+
+void FabricTransport::finish_probe(int p, double now) {
+  Probe& pr = probe_[p];
+  pollfd q{pr.fd, POLLOUT, 0};
+  if (poll(&q, 1, 0) == 0) {
+    if (now - pr.started < kProbeFor) return;
+    ::close(pr.fd);  // no answer (a node gone, a path down): the deadline decides
+    pr.fd = -1;
+    pr.next = now + kRefusedFor;
+    return;
+  }
+  int err = 0;
+  socklen_t len = sizeof err;
+  getsockopt(pr.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  ::close(pr.fd);
+  pr.fd = -1;
+  pr.next = now + kRefusedFor;
+  if (err == ECONNREFUSED) peer_gone(p, now);  // else it listens: alive, only not reading
 }
 
 bool FabricTransport::queued(int rail) const {

@@ -112,6 +112,8 @@ class FabricTransport final : public ProcessTransport {
   void drive(bool* progressed);
   bool queued(int rail) const;
   void check_refused(double now);
+  void finish_probe(int peer, double now);
+  void peer_gone(int peer, double now);
   void post_sends(int rail);
   void poll_completions(int rail, bool* progressed);
   void completion_error(int rail);
@@ -141,6 +143,12 @@ class FabricTransport final : public ProcessTransport {
   std::vector<std::vector<int>> in_flight_;             // [rail][peer] our sends not yet completed
   std::vector<std::vector<double>> refused_since_;      // [rail][peer] sends refused since (0: not)
   int next_peer_ = 0;                                   // whose queue is cut first
+  struct Probe {  // a connect to a refusing peer's endpoint (check_refused)
+    int fd = -1;
+    double started = 0, since = 0, next = 0;
+  };
+  std::vector<Probe> probe_;  // [peer]
+  bool warming_up_ = false;
   std::vector<std::deque<std::pair<fi_cq_data_entry, fi_addr_t>>> unhandled_;  // [rail] completions read, not handled
   std::unordered_map<uint64_t, InFrame> in_;   // (sender, frame id) -> a frame partly arrived
   uint64_t next_frame_id_ = 1;
