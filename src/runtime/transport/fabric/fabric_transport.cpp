@@ -124,6 +124,13 @@ FabricTransport::FabricTransport(const Bootstrap& settings, int me, int nranks, 
   in_flight_.assign(rails_.size(), std::vector<int>(nranks, 0));
   unhandled_.resize(rails_.size());
   probe_.resize(nranks);
+  // As RAILCOLL_NOTSENT_LOWAT paces a rail socket: a link takes another chunk
+  // only while fewer than that many bytes of it are unconfirmed, so a rank
+  // streams to its peers one after the other rather than flooding the rail
+  // with all of them at once (0: only the rail's send buffers limit it).
+  chunks_per_link_ = settings.notsent_lowat > 0
+                         ? std::max<int>(1, settings.notsent_lowat / static_cast<int>(FabricRail::kBufBytes))
+                         : FabricRail::kSendBufs;
   refused_since_.assign(rails_.size(), std::vector<double>(nranks, 0));
   link_down_.assign(nranks, std::vector<char>(rails_.size(), 0));
   heard_.assign(nranks, std::vector<char>(rails_.size(), 0));
@@ -277,7 +284,7 @@ void FabricTransport::post_sends(int rail) {
   for (int step = 0; step < n_; ++step) {
     const int peer = (next_peer_ + step) % n_;
     auto& q = out_[rail][peer];
-    while (!q.empty()) {
+    while (!q.empty() && in_flight_[rail][peer] < chunks_per_link_) {
       OutFrame& f = q.front();
       FabricRail::Buf* b = R.free_send_buf();
       if (!b) {
@@ -668,6 +675,14 @@ void FabricTransport::advance(double wait_s, const NodeWait* sleep_on) {
   for (size_t r = 0; r < rails_.size() && wait_s > 0; ++r) {
     if (rails_[r]->wait_fd() < 0 || queued(static_cast<int>(r))) wait_s = std::min(wait_s, 0.001);
     if (rails_[r]->wait_fd() >= 0 && !rails_[r]->try_wait()) wait_s = 0;
+  }
+  // Chunks still to cut need completions to free their way: the local part
+  // must not sleep on a futex that watches no completion queue.
+  NodeWait w;
+  if (sleep_on && sleep_on->net_idle && sends_pending()) {
+    w = *sleep_on;
+    w.net_idle = false;
+    sleep_on = &w;
   }
   local_->progress(wait_s, sleep_on);
   drive(&progressed);

@@ -143,6 +143,7 @@ class FabricTransport final : public ProcessTransport {
   std::vector<std::vector<int>> in_flight_;             // [rail][peer] our sends not yet completed
   std::vector<std::vector<double>> refused_since_;      // [rail][peer] sends refused since (0: not)
   int next_peer_ = 0;                                   // whose queue is cut first
+  int chunks_per_link_ = 1;                             // chunks in flight per (rail, peer) at most
   struct Probe {  // a connect to a refusing peer's endpoint (check_refused)
     int fd = -1;
     double started = 0, since = 0, next = 0;
