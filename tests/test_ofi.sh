@@ -51,6 +51,8 @@ check "a replayed frame from an earlier call is refused" "replayed frame refused
 check "a deadline passes" "sleeping peer -> (deadline passed|a peer failed) after [3-7]\." 3 -- "$RC" run -n 4 --ppn 2 -- "$MP" deadline
 check "one rank on the native transport: refused on every rank" "RAILCOLL_TRANSPORT=(ofi|tcp), this rank" 4 -- \
   "$RC" run --grace 10 -n 4 --ppn 2 --rails 2 -- sh -c '[ $RAILCOLL_RANK = 1 ] && export RAILCOLL_TRANSPORT=tcp; exec "$0" correct' "$MP"
+check "one rank with another job key: every rank fails set-up with the hint" "RAILCOLL_JOB_KEY differ" 4 -- \
+  "$RC" run --grace 10 -n 4 --ppn 2 --rails 2 -- sh -c '[ $RAILCOLL_RANK = 1 ] && export RAILCOLL_JOB_KEY=another-key; exec "$0" correct' "$MP"
 check "no such provider: a clear error" "libfabric offers no RDM endpoint .* from provider 'no-such-provider'" 2 -- \
   env RAILCOLL_OFI_PROVIDER=no-such-provider "$RC" run --grace 10 -n 2 --ppn 1 -- "$MP" correct
 unset RAILCOLL_TIMEOUT
