@@ -770,7 +770,10 @@ void FabricTransport::close(double deadline) {
   } catch (...) {  // a peer gone at the end: nothing left to tell it
   }
   const double fabric_done = now_seconds();
-  local_->close(deadline);
+  // After a failure the node's goodbyes get as little time as the fabric's: a
+  // stopped local peer would hold this rank for the whole deadline while its
+  // remote peers, which wait for nobody, go on (to a new communicator, say).
+  local_->close(broken_ ? std::min(deadline, now_seconds() + kAbortFlush) : deadline);
   rails_.clear();
   if (settings_.ofi_verbose)
     fprintf(stderr, "railcoll: rank %d: closed in %.3f s (libfabric %.3f s)%s\n", me_,
