@@ -1,8 +1,9 @@
 // The communicator (comm.hpp): set-up in order (listeners, the out-of-band
 // exchange, topology, connections and the node segment, the executor), a call
 // (its plan built once and cached), the end. The work is elsewhere: the
-// executor in executor.cpp, the transports under transport/ (socket, fabric),
-// companions, the exchange in oob.cpp, the environment in bootstrap.cpp.
+// executor in executor.cpp, the transports under transport/ (socket, fabric;
+// RAILCOLL_TRANSPORT picks), the exchange in oob.cpp, the environment in
+// bootstrap.cpp.
 #include "runtime/comm.hpp"
 
 #include <unistd.h>
