@@ -8,9 +8,11 @@ set -euo pipefail
 # libssl-dev: libcrypto's HMAC-SHA256 for the runtime's job authentication.
 # mpich + libmpich-dev: the MPICH-ABI build of the MPI interposition library (src/mpi) and its tests;
 # python3-mpi4py + python3-numpy: the mpi4py test of it (Debian's mpi4py is built on Open MPI).
+# libfabric-dev: the libfabric (OFI) transport, RAILCOLL_TRANSPORT=ofi (-DRAILCOLL_WITH_OFI=OFF builds without).
 debian_packages=(cmake g++ make ninja-build libgtest-dev iproute2 util-linux
                  openmpi-bin libopenmpi-dev python3 python3-pip clang libclang-rt-14-dev
-                 nlohmann-json3-dev pkg-config libssl-dev mpich libmpich-dev python3-mpi4py python3-numpy)
+                 nlohmann-json3-dev pkg-config libssl-dev mpich libmpich-dev python3-mpi4py python3-numpy
+                 libfabric-dev)
 python_modules=(matplotlib)
 
 missing=()

@@ -1,4 +1,4 @@
-// The real executor on the fake transport (src/runtime/fake_transport.hpp): N
+// The real executor on the fake transport (src/runtime/transport/fake/fake_transport.hpp): N
 // ranks in one process, a thread each. Every registered algorithm of every
 // collective runs on several topologies and sizes, its result checked with the
 // collective's traits (fill/check); then faults a real network makes rare: a
@@ -14,7 +14,7 @@
 #include "core/errors.hpp"
 #include "core/registry.hpp"
 #include "runtime/executor.hpp"
-#include "runtime/fake_transport.hpp"
+#include "runtime/transport/fake/fake_transport.hpp"
 #include "runtime/plan.hpp"
 
 using namespace railcoll;

@@ -120,6 +120,10 @@ RAILCOLL_API int railcoll_comm_rails(railcoll_comm_t comm);
  * not count until it is reconnected. A call fails only when no rail to a peer
  * is left. */
 RAILCOLL_API int railcoll_comm_rails_up(railcoll_comm_t comm);
+/* The transport between nodes (RAILCOLL_TRANSPORT): "tcp" (railcoll's sockets)
+ * or "ofi:<libfabric provider>", e.g. "ofi:tcp;ofi_rxm". Valid until the next
+ * call on comm; NULL for a NULL or destroyed communicator. */
+RAILCOLL_API const char* railcoll_comm_transport(railcoll_comm_t comm);
 
 /* ---- communicators over the caller's own out-of-band exchange ----
  *

@@ -310,6 +310,33 @@ void print_layer_cost(std::ostream& o, const std::vector<BenchRecord>& recs, con
   o << std::flush;
 }
 
+// --transport both: each algorithm and size on the libfabric transport against
+// the native one, by the summary's metric, with the rail bound's efficiency.
+void print_transport_ratio(std::ostream& o, const std::vector<BenchRecord>& recs, const BenchContext& c) {
+  const SummaryMetric m = summary_metric(c.collective, recs);
+  std::map<std::pair<std::string, uint64_t>, std::map<std::string, const BenchRecord*>> by;
+  std::string provider;
+  for (auto& r : recs) {
+    if (!r.background.empty() || r.transport.empty()) continue;
+    by[{r.algorithm, r.bytes}][r.transport] = &r;
+    if (!r.provider.empty()) provider = r.provider;
+  }
+  o << "\n# ofi (libfabric, provider " << (provider.empty() ? "?" : provider) << ") against tcp (native sockets); "
+    << m.name() << " in us; eff = rail bound / time\n"
+    << "# algorithm                Size           tcp         ofi    ofi/tcp  eff tcp  eff ofi\n";
+  for (auto& [key, t] : by) {
+    auto a = t.find("tcp"), b = t.find("ofi");
+    if (a == t.end() || b == t.end()) continue;
+    const double x = m.p50(*a->second), y = m.p50(*b->second), bound = rail_bound_us(c, key.second);
+    o << std::left << std::setw(25) << key.first << std::setw(9) << key.second << std::right << std::fixed
+      << std::setprecision(1) << std::setw(12) << x << std::setw(12) << y << std::setprecision(3) << std::setw(11)
+      << (x > 0 ? y / x : 0);
+    if (bound > 0) o << std::setprecision(2) << std::setw(9) << bound / x << std::setw(9) << bound / y;
+    o << "\n";
+  }
+  o << std::flush;
+}
+
 }  // namespace
 
 // The time a shaped rail takes to refill its burst, with a quarter to spare:
@@ -336,14 +363,27 @@ int run_bench(const BenchPlan& asked) {
   std::cout << std::flush;
   JobOptions jo;
   jo.timeout_seconds = plan.timeout;
-  std::vector<std::string> lines;
-  JobResult r = run_workers(plan.where, worker_command(plan), &lines, jo);
   BenchContext ctx;
-  std::vector<BenchRecord> recs = records_of(lines, &ctx);
-  if (r.exit_status != 0) {
-    report_failure("the benchmark ranks", r);
-    return 1;
+  std::vector<BenchRecord> recs;
+  const std::vector<std::string> transports =
+      plan.transport == "both" ? std::vector<std::string>{"tcp", "ofi"} : std::vector<std::string>{plan.transport};
+  for (const std::string& transport : transports) {
+    if (!transport.empty()) {
+      setenv("RAILCOLL_TRANSPORT", transport.c_str(), 1);  // the workers inherit it
+      std::cout << "\n# transport " << transport << " (RAILCOLL_TRANSPORT)\n" << std::flush;
+    }
+    std::vector<std::string> lines;
+    JobResult r = run_workers(plan.where, worker_command(plan), &lines, jo);
+    std::vector<BenchRecord> mine = records_of(lines, &ctx);
+    if (r.exit_status != 0) {
+      report_failure("the benchmark ranks (transport " + (transport.empty() ? std::string("default") : transport) + ")",
+                     r);
+      return 1;
+    }
+    if (transports.size() > 1) print_summary(std::cout, mine, ctx);
+    recs.insert(recs.end(), mine.begin(), mine.end());
   }
+  if (transports.size() > 1) print_transport_ratio(std::cout, recs, ctx);
   if (plan.background != BackgroundPattern::None) {
     std::vector<BenchRecord> loaded;
     if (run_under_background(plan, jo, &loaded) != 0) return 1;
@@ -355,7 +395,7 @@ int run_bench(const BenchPlan& asked) {
       auto mpi = run_mpi(plan, ctx, row);
       recs.insert(recs.end(), mpi.begin(), mpi.end());
     }
-  print_summary(std::cout, recs, ctx);
+  if (transports.size() == 1) print_summary(std::cout, recs, ctx);
   print_layer_cost(std::cout, recs, ctx);
   if (!plan.json.empty()) write_json(plan.json, recs), std::cout << "wrote " << plan.json << "\n";
   if (!plan.csv.empty()) write_csv(plan.csv, recs), std::cout << "wrote " << plan.csv << "\n";

@@ -64,6 +64,9 @@ struct BenchPlan {
   Placement where;
   double timeout = 3600;  // seconds for each job (workers, Open MPI)
   std::string json, csv, plot;
+  // --transport: "tcp" or "ofi" (RAILCOLL_TRANSPORT for the workers), "both"
+  // (tcp then ofi, side by side, with their ratio), "" (the environment's).
+  std::string transport;
 };
 
 // The workers' command line for the plan (this program, `bench ... --worker`).

@@ -97,6 +97,14 @@ void calls_for(uint64_t bytes, int ranks, int iters, int warmup, int* timed, int
 
 namespace {
 
+// "tcp", or "ofi:<provider>" (railcoll_comm_transport) -> the record's two fields.
+void set_transport(BenchRecord* r, const char* described) {
+  std::string t = described ? described : "";
+  size_t colon = t.find(':');
+  r->transport = t.substr(0, colon);
+  r->provider = colon == std::string::npos ? "" : t.substr(colon + 1);
+}
+
 // Rank 0's gathered [entries, exits] of every rank -> CallTimes.
 CallTimes call_times(const std::vector<double>& every, int ranks, int calls) {
   CallTimes ct;
@@ -244,6 +252,7 @@ int run_worker(const WorkerOptions& o) {
       set_percentiles(&r, s.slowest_us);
       set_span_percentiles(&r, s.span_us);
       r.validated = o.validate;
+      set_transport(&r, railcoll_comm_transport(comm));
       print_table_row(std::cout, r, o.full);
       if (records.is_open()) records << to_json_line(r) << "\n" << std::flush;
       all.push_back(r);

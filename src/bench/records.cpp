@@ -23,6 +23,8 @@ OrderedJson to_json(const BenchRecord& r) {
   j["algorithm"] = r.algorithm;
   if (!r.chosen.empty()) j["chosen"] = r.chosen;
   if (!r.background.empty()) j["background"] = r.background;
+  if (!r.transport.empty()) j["transport"] = r.transport;
+  if (!r.provider.empty()) j["provider"] = r.provider;
   j["bytes"] = r.bytes;
   j["ranks"] = r.ranks;
   j["nodes"] = r.nodes;
@@ -80,6 +82,8 @@ BenchRecord record_from(const Json& j) {
   if (!field(j, "algorithm", &r.algorithm) || r.algorithm.empty()) throw InputError("a record without \"algorithm\"");
   field(j, "chosen", &r.chosen);
   field(j, "background", &r.background);
+  field(j, "transport", &r.transport);
+  field(j, "provider", &r.provider);
   field(j, "bytes", &r.bytes);
   field(j, "ranks", &r.ranks);
   field(j, "nodes", &r.nodes);

@@ -31,6 +31,9 @@ struct BenchRecord {
   std::string background;          // traffic pattern during the measurement, "" when quiet
   bool simulated = false;          // from the simulator, not measured (written only when true)
   std::string preset;              // the simulator's machine (written only when set)
+  // The transport between nodes it ran on: "tcp" or "ofi", and for ofi the
+  // libfabric provider ("tcp;ofi_rxm"); "" for records of other programs (MPI).
+  std::string transport, provider;
 
   bool has_span() const { return span_p50_us >= 0; }
 };

@@ -24,6 +24,7 @@ struct railcoll_comm {
   // is made: a wrong name fails railcoll_comm_init, not the first call.
   railcoll::Selector selector;
   std::set<std::string> reported;  // substitutions already said once on stderr
+  std::string transport;           // railcoll_comm_transport's answer, kept for the caller
 };
 
 namespace railcoll::capi {

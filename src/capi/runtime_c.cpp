@@ -427,6 +427,13 @@ int railcoll_comm_rails(railcoll_comm_t c) {
 int railcoll_comm_rails_up(railcoll_comm_t c) {
   return query(c, "railcoll_comm_rails_up", [](const railcoll::rt::Comm& m) { return m.rails_up(); });
 }
+const char* railcoll_comm_transport(railcoll_comm_t c) {
+  railcoll::capi::clear_error();
+  railcoll_comm* m = live(c, "railcoll_comm_transport");
+  if (!m) return nullptr;
+  m->transport = m->comm->transport();
+  return m->transport.c_str();
+}
 
 railcoll_status_t railcoll_allgather(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t bytes,
                                      const railcoll_call_opts_t* opts) {

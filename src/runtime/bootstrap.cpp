@@ -92,6 +92,16 @@ Bootstrap settings_from_env(std::exception_ptr* bad) {
       b.shm_bytes = static_cast<uint64_t>(std::max(1, env_int("RAILCOLL_SHM_MIB", 256))) << 20;
   });
   read([&] {
+    if (const char* t = env("RAILCOLL_TRANSPORT")) {
+      b.transport = t;
+      if (b.transport != "tcp" && b.transport != "ofi")
+        throw RuntimeError(Status::Bootstrap, std::string("RAILCOLL_TRANSPORT='") + t + "': say tcp or ofi");
+    }
+  });
+  if (env("RAILCOLL_OFI_PROVIDER")) b.ofi_provider = env("RAILCOLL_OFI_PROVIDER");
+  read([&] { b.ofi_strict_mr = env_int("RAILCOLL_OFI_STRICT_MR", 0) != 0; });
+  read([&] { b.ofi_verbose = env_int("RAILCOLL_OFI_VERBOSE", 0) != 0; });
+  read([&] {
     if (env("RAILCOLL_TEST_REPLAY_CALL"))
       b.replay_call = static_cast<uint64_t>(env_int("RAILCOLL_TEST_REPLAY_CALL", 0));
   });

@@ -41,6 +41,16 @@ struct Bootstrap {
   // ms against 16.2 (91% of the rail bound against 78%); 32 KiB measured as good
   // as 4 or 16 KiB, better than 128 KiB (docs/runtime.md, "Rails kept full").
   int notsent_lowat = 32 << 10;
+  // RAILCOLL_TRANSPORT: "tcp" (the native socket transport) or "ofi" (libfabric
+  // between nodes, docs/runtime.md "The libfabric transport"). Every rank must agree.
+  std::string transport = "tcp";
+  // RAILCOLL_OFI_PROVIDER: the libfabric provider ("" = the first libfabric
+  // offers on the rails' addresses, shm excepted); RAILCOLL_OFI_STRICT_MR=1:
+  // register and describe memory as if the provider required every mode railcoll
+  // honours (tests); RAILCOLL_OFI_VERBOSE=1: say when a rail is given up.
+  std::string ofi_provider;
+  bool ofi_strict_mr = false;
+  bool ofi_verbose = false;
   std::string source;       // which launcher's variables were used
   // RAILCOLL_TEST_REPLAY_CALL=n (tests only): send one data frame of call n
   // again at the start of call n+2, which its receiver must refuse.

@@ -1,8 +1,9 @@
 // The communicator (comm.hpp): set-up in order (listeners, the out-of-band
 // exchange, topology, connections and the node segment, the executor), a call
 // (its plan built once and cached), the end. The work is elsewhere: the
-// executor in executor.cpp, the sockets in socket_transport.cpp and its
-// companions, the exchange in oob.cpp, the environment in bootstrap.cpp.
+// executor in executor.cpp, the transports under transport/ (socket, fabric;
+// RAILCOLL_TRANSPORT picks), the exchange in oob.cpp, the environment in
+// bootstrap.cpp.
 #include "runtime/comm.hpp"
 
 #include <unistd.h>
@@ -13,7 +14,10 @@
 #include "runtime/auth.hpp"
 #include "runtime/net.hpp"
 #include "runtime/plan_cache.hpp"
-#include "runtime/socket_transport.hpp"
+#include "runtime/transport/socket/socket_transport.hpp"
+#ifdef RAILCOLL_HAVE_OFI
+#include "runtime/transport/fabric/fabric_transport.hpp"
+#endif
 
 namespace railcoll::rt {
 
@@ -43,7 +47,21 @@ bool same_key(const std::string& key, const std::string& theirs) {
   return equal_constant_time(mine.data(), theirs.data(), mine.size());
 }
 
-enum Field { kJob, kTag, kNode, kRails, kContact, kShm, kKeyCheck, kFields };
+enum Field { kJob, kTag, kNode, kRails, kContact, kShm, kKeyCheck, kTransport, kFields };
+
+// The transport RAILCOLL_TRANSPORT names, opened on this rank's rails.
+std::unique_ptr<ProcessTransport> make_transport(const Bootstrap& b, int me, int n, const std::vector<std::string>& rails) {
+  if (b.transport == "ofi") {
+#ifdef RAILCOLL_HAVE_OFI
+    return std::make_unique<FabricTransport>(b, me, n, rails);
+#else
+    throw RuntimeError(Status::Unsupported,
+                       "RAILCOLL_TRANSPORT=ofi: this railcoll was built without libfabric (-DRAILCOLL_WITH_OFI=OFF)");
+#endif
+  }
+  return std::make_unique<SocketTransport>(b, me, n, rails);
+}
+
 }  // namespace
 
 struct Comm::Impl {
@@ -51,13 +69,16 @@ struct Comm::Impl {
   int me = 0, n = 1;
   Topology topo;
   std::string unique;
-  std::unique_ptr<SocketTransport> transport;
+  std::vector<std::string> rails;
+  std::unique_ptr<ProcessTransport> transport;
+  std::exception_ptr open_failed;  // open_transport's failure, told to every rank in init
   std::unique_ptr<Executor> exec;
   std::vector<uint64_t> node_capacity;  // [node] its shared buffer: RAILCOLL_SHM_MIB of its leader
   PlanCache plans;
 };
 
 Comm::Comm(const Bootstrap& b, const Check& check) : impl_(std::make_unique<Impl>()) {
+  open_transport(b, b.rank, b.size);
   const double deadline = now_seconds() + b.timeout;
   StoreOutOfBand oob(b, deadline);
   try {
@@ -70,7 +91,24 @@ Comm::Comm(const Bootstrap& b, const Check& check) : impl_(std::make_unique<Impl
 }
 
 Comm::Comm(const Bootstrap& settings, OutOfBand& oob, const Check& check) : impl_(std::make_unique<Impl>()) {
+  open_transport(settings, oob.rank(), oob.size());
   init(settings, oob, now_seconds() + settings.timeout, check);
+}
+
+// Local work that waits for no peer but may take long on a loaded machine,
+// done before the set-up deadline starts: libfabric's first fi_getinfo loads
+// its providers and reads /proc/kallsyms, and opening a rail's fabric, domain
+// and endpoint takes 0.15-0.8 s with 20 runnable processes on 2 cores
+// (measured), which a 2 s RAILCOLL_TIMEOUT cannot afford.
+void Comm::open_transport(const Bootstrap& settings, int me, int n) {
+  Impl& m = *impl_;
+  if (n < 1 || me < 0 || me >= n) return;  // init says what is wrong
+  try {
+    m.rails = resolve_rails(settings.rails_spec);
+    m.transport = make_transport(settings, me, n, m.rails);
+  } catch (...) {
+    m.open_failed = std::current_exception();
+  }
 }
 
 void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline, const Check& check) {
@@ -88,12 +126,11 @@ void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline, cons
             "authenticated (railcoll run and railcoll cluster run set it; with another launcher give every rank "
             "the same secret)\n");
   }
-  std::vector<std::string> rails;
+  const std::vector<std::string>& rails = m.rails;
   std::exception_ptr failed;  // told to every rank in the exchange, so all fail together
   try {
     if (check) check();
-    rails = resolve_rails(settings.rails_spec);
-    m.transport = std::make_unique<SocketTransport>(settings, m.me, m.n, rails);
+    if (m.open_failed) std::rethrow_exception(m.open_failed);
   } catch (...) {
     failed = std::current_exception();
   }
@@ -115,6 +152,7 @@ void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline, cons
     mine[kContact] = m.transport->contact();
     mine[kShm] = std::to_string(settings.shm_bytes);
     mine[kKeyCheck] = key_check_text(settings.job_key, random_bytes(kKeyNonce));
+    mine[kTransport] = settings.transport;
   }
   auto records = allgather_strings(oob, pack_fields(failed ? std::vector<std::string>{what_failed(failed)} : mine));
   if (failed) std::rethrow_exception(failed);
@@ -144,6 +182,9 @@ void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline, cons
       throw RuntimeError(Status::Mismatch, "rank " + std::to_string(r) + " has " + fields[r][kRails] +
                                                " rails, this rank " + std::to_string(rails.size()) +
                                                " (check RAILCOLL_RAILS)");
+    if (fields[r][kTransport] != settings.transport)
+      throw RuntimeError(Status::Mismatch, "rank " + std::to_string(r) + " uses RAILCOLL_TRANSPORT=" +
+                                               fields[r][kTransport] + ", this rank " + settings.transport);
     contacts[r] = std::move(fields[r][kContact]);
   }
   // Topology::from_node_map renumbers ids ascending: first appearance order is kept.
@@ -177,6 +218,7 @@ int Comm::size() const { return impl_->n; }
 const Topology& Comm::topo() const { return impl_->topo; }
 int Comm::rails() const { return impl_->topo.rails(); }
 int Comm::rails_up() const { return impl_->transport->rails_up(); }
+std::string Comm::transport() const { return impl_->transport->describe(); }
 double Comm::timeout() const { return impl_->settings.timeout; }
 const std::string& Comm::unique_name() const { return impl_->unique; }
 

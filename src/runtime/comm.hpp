@@ -47,6 +47,8 @@ class Comm {
   int rails() const;
   // Rails this rank can use to every peer now (a rail with a connection given up does not count).
   int rails_up() const;
+  // The transport between nodes: "tcp", or "ofi:<provider>" (RAILCOLL_TRANSPORT).
+  std::string transport() const;
   double timeout() const;
   // The name that keeps this communicator's sockets and shared memory apart
   // from every other's ("<job id>-<16 hex digits rank 0 drew>").
@@ -80,6 +82,9 @@ class Comm {
  private:
   struct Impl;
   void init(const Bootstrap& settings, OutOfBand& oob, double deadline, const Check& check);
+  // The rails resolved and the transport opened (local work, before the set-up
+  // deadline starts); a failure is kept and told to every rank in init.
+  void open_transport(const Bootstrap& settings, int me, int n);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -20,7 +20,7 @@
 #include "core/topology.hpp"
 #include "runtime/bootstrap.hpp"
 #include "runtime/plan.hpp"
-#include "runtime/transport.hpp"
+#include "runtime/transport/transport.hpp"
 
 namespace railcoll::rt {
 

@@ -22,7 +22,8 @@ namespace {
 const std::set<std::string> kFlags = {"f", "c", "mpi", "local", "worker"};
 const std::set<std::string> kValued = {"algo",    "m",          "i",     "x",      "json",         "csv",
                                        "plot",    "n",          "ppn",   "layout", "rails",        "records",
-                                       "timeout", "background", "fault", "fault-marker", "duration", "idle-us"};
+                                       "timeout", "background", "fault", "fault-marker", "duration", "idle-us",
+                                       "transport"};
 
 // Options that mean nothing with --fault: refused rather than ignored.
 const char* const kNotWithFault[] = {"mpi", "background", "csv", "plot", "f", "c", "i", "x"};
@@ -71,6 +72,10 @@ int run(const std::vector<std::string>& argv, bool worker) {
   p.plot = a.str("plot");
   p.timeout = static_cast<double>(a.integer("timeout", 3600, 0, 7 * 86400));
   p.idle_us = static_cast<int>(a.integer("idle-us", -1, -1, 10000000));
+  p.transport = a.str("transport", "");
+  if (!p.transport.empty() && p.transport != "tcp" && p.transport != "ofi" && p.transport != "both")
+    throw UsageError("--transport must be tcp, ofi or both");
+  if (p.transport == "both" && a.has("background")) throw UsageError("--transport both does not go with --background");
   if (a.has("background") && (!parse_background(a.str("background"), &p.background) ||
                               p.background == BackgroundPattern::None))
     throw UsageError(std::string("--background must be one of ") + kBackgroundPatternNames);

@@ -14,6 +14,7 @@ int cmd_sim(const std::vector<std::string>& args);
 int cmd_reproduce(const std::vector<std::string>& args);  // railcoll sim reproduce
 int cmd_goal(const std::vector<std::string>& args);       // cmd_goal.cpp
 int cmd_calibrate(const std::vector<std::string>& args);  // cmd_calibrate.cpp
+int cmd_info(const std::vector<std::string>& args);       // cmd_info.cpp: rails, transports, libfabric providers
 int cmd_traffic(const std::vector<std::string>& args);    // cmd_traffic.cpp: background load
 int cmd_tune(const std::vector<std::string>& args), cmd_sim_tune(const std::vector<std::string>& args);  // cmd_tune.cpp
 }  // namespace railcoll::cli

@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
     if (cmd == "goal") return cmd_goal(args);
     if (cmd == "calibrate") return cmd_calibrate(args);
     if (cmd == "traffic") return cmd_traffic(args);
+    if (cmd == "info") return cmd_info(args);
     if (cmd == "tune") return cmd_tune(args);
     std::cerr << "railcoll: unknown command '" << cmd << "' (railcoll --help lists them)\n";
     return 2;

@@ -105,6 +105,8 @@ const Verb kVerbs[] = {
      "                      cluster the time its shaped rails take to refill their burst)\n"
      "  --background P      run again under complement|uniform|hotspot traffic on every rail\n"
      "                      (cluster only) and compare quiet and loaded\n"
+     "  --transport T       tcp (native sockets), ofi (libfabric) or both, side by side with their ratio;\n"
+     "                      default: RAILCOLL_TRANSPORT (tcp). Records carry transport and provider\n"
      "  --json F, --csv F   write the records; --plot F: latency vs size (PNG or SVG)\n"
      "  -n N                ranks; with --ppn P (default: the cluster's, locally N) in nodes\n"
      "                      of P, the last one holding the rest (-n 13 --ppn 5: 5,5,3)\n"
@@ -182,6 +184,17 @@ const Verb kVerbs[] = {
      "\n"
      "--timeout is in seconds (default 600, 0 = none). Addresses: rail r of node i\n"
      "is 198.18.r.(i+1)/24, the root namespace has 198.18.r.254 on bridge rcbr<r>.\n"},
+    {"info",
+     "  info [--rails SPEC] [--provider NAME]   rails, transports, the libfabric provider and domain per rail\n",
+     "usage: railcoll info [--rails SPEC] [--provider NAME]\n"
+     "\n"
+     "What the runtime finds on this machine: the rails' addresses (RAILCOLL_RAILS or\n"
+     "--rails), the transport RAILCOLL_TRANSPORT selects (tcp, the default, or ofi), and\n"
+     "for each rail the libfabric provider, fabric, domain and memory-registration mode\n"
+     "the ofi transport would open on its address (RAILCOLL_OFI_PROVIDER or --provider;\n"
+     "default: the first libfabric offers). On the emulated cluster, per node:\n"
+     "  railcoll cluster run --ppn 1 -- railcoll info\n"
+     "Exit status 1 when a rail has no usable provider.\n"},
     {"traffic",
      "  traffic --pattern complement|uniform|hotspot [--seconds T]   background load (one rank per node)\n",
      "usage: railcoll traffic --pattern complement|uniform|hotspot [--seconds T]\n"

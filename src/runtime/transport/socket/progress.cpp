@@ -26,7 +26,7 @@
 #include <cstring>
 
 #include "runtime/net.hpp"
-#include "runtime/socket_transport.hpp"
+#include "runtime/transport/socket/socket_transport.hpp"
 
 namespace railcoll::rt {
 
@@ -36,6 +36,7 @@ constexpr double kDoorEvery = 0.01;   // the door's fds: looked at every 10 ms
 constexpr double kQuietSleep = 0.02;  // a futex sleep looks at the connections every 20 ms
 constexpr int kMaxEvents = 64;
 constexpr uint32_t kLinkMonitorEvent = UINT32_MAX;  // epoll data of the netlink socket
+constexpr uint32_t kAlsoWatchedEvent = UINT32_MAX - 1;  // of an also_watch() fd: only ends the sleep
 
 timespec timespec_of(double s) {
   s = std::max(0.0, s);
@@ -98,6 +99,13 @@ void SocketTransport::watch_connections() {
       if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, links_.fd(), &ev) != 0)
         throw RuntimeError(Status::Network, std::string("epoll_ctl on the link monitor: ") + strerror(errno));
     }
+    for (int fd : also_watched_) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u32 = kAlsoWatchedEvent;
+      if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0)
+        throw RuntimeError(Status::Network, std::string("epoll_ctl on a watched fd: ") + strerror(errno));
+    }
   }
   // A reconnecting rail stays closed until its connect completes: it is watched for that.
   auto wanted = [](const Conn& c) { return c.fd >= 0 && (!c.closed || c.connecting) ? c.fd : -1; };
@@ -144,6 +152,11 @@ void SocketTransport::progress(double wait_s, const NodeWait* sleep_on) {
   s.want.store(0, std::memory_order_seq_cst);
 }
 
+void SocketTransport::also_watch(int fd) {
+  if (epoll_fd_ >= 0) throw RuntimeError(Status::Internal, "also_watch after the first progress");
+  also_watched_.push_back(fd);
+}
+
 // Sleeps on this rank's bell until the rank that raises the counter far
 // enough rings it, or kQuietSleep (at most wait_s) has passed.
 void SocketTransport::sleep_on_bell(double wait_s, const NodeWait& w) {
@@ -169,6 +182,7 @@ void SocketTransport::round(double wait_s) {
       link_events(now);
       continue;
     }
+    if (events_[e].data.u32 == kAlsoWatchedEvent) continue;
     Conn& c = conns_[events_[e].data.u32];
     const uint32_t ev = events_[e].events;
     if (c.connecting) {

@@ -1,6 +1,6 @@
 // The fake transport (fake_transport.hpp): queues between the ranks of one
 // process, a fake node segment per pretend node, and the fault hooks.
-#include "runtime/fake_transport.hpp"
+#include "runtime/transport/fake/fake_transport.hpp"
 
 #include <chrono>
 #include <cstdlib>

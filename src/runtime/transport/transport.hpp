@@ -1,9 +1,11 @@
 // The transport interface: everything the executor (executor.hpp) does that
 // crosses a process boundary goes through it, and nothing else does. Behind it
-// today: SocketTransport (socket_transport.hpp: TCP per (peer, rail) with rail
-// failover inside, Unix sockets to local peers, the node's POSIX shared
-// memory) and FakeTransport (fake_transport.hpp: N ranks in one process, for
-// tests). Later RDMA (UCX, verbs) goes behind it the same way; the architecture
+// today: SocketTransport (socket/socket_transport.hpp: TCP per (peer, rail)
+// with rail failover inside, Unix sockets to local peers, the node's POSIX
+// shared memory), FabricTransport (fabric/fabric_transport.hpp: libfabric, one
+// domain per rail, the socket transport's local part inside a node) and
+// FakeTransport (fake/fake_transport.hpp: N ranks in one process, for tests).
+// Other RDMA stacks (UCX, verbs) go behind it the same way; the architecture
 // page (../shared/design/ARCHITECTURE.md, "Runtime") draws the seam, and Gloo's
 // transport::Pair / UCC's TL split are the models.
 //
@@ -129,6 +131,23 @@ class Transport {
   virtual void abort_peers(const std::string& why) = 0;
   // The end: goodbyes, connections closed, memory unmapped; until `deadline` at most.
   virtual void close(double deadline) = 0;
+};
+
+class OutOfBand;
+
+// A transport between real processes: what communicator set-up does with it
+// besides the calls (rt::Comm), whichever one RAILCOLL_TRANSPORT chose.
+class ProcessTransport : public Transport {
+ public:
+  // What a peer needs to reach this rank (opaque bytes for the set-up exchange).
+  virtual std::string contact() const = 0;
+  // After the exchange: every peer reachable, the node's segment mapped. job and
+  // tag (hex, unique per communicator) name local sockets and the segment;
+  // contacts: every rank's contact(); oob: the exchange, for barriers.
+  virtual void connect(const Topology& topo, uint64_t comm_id, const std::string& job, const std::string& tag,
+                       const std::vector<std::string>& contacts, OutOfBand& oob, double deadline) = 0;
+  // Which transport this is, for records and `railcoll info`: "tcp", "ofi:tcp;ofi_rxm".
+  virtual std::string describe() const = 0;
 };
 
 }  // namespace railcoll::rt

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "core/topology.hpp"
-#include "runtime/transport.hpp"
+#include "runtime/transport/transport.hpp"
 
 namespace railcoll::rt {
 

@@ -1,5 +1,5 @@
 // The door (door.hpp): listeners, half-open connections, Hello checks.
-#include "runtime/door.hpp"
+#include "runtime/transport/socket/door.hpp"
 
 #include <sys/socket.h>
 #include <unistd.h>

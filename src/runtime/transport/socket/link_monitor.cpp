@@ -1,5 +1,5 @@
 // The link monitor and the hold-down policy (link_monitor.hpp).
-#include "runtime/link_monitor.hpp"
+#include "runtime/transport/socket/link_monitor.hpp"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

@@ -24,7 +24,7 @@
 // held down on this side: nobody reconnects it until this side says, with a
 // second RailHold, that its link has been up and stable for the hold-down time
 // (which grows while the link keeps flapping; see HoldDown).
-#include "runtime/socket_transport.hpp"
+#include "runtime/transport/socket/socket_transport.hpp"
 
 #include <linux/sockios.h>
 #include <sys/ioctl.h>

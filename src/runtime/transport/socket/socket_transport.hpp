@@ -25,32 +25,39 @@
 
 #include "core/topology.hpp"
 #include "runtime/bootstrap.hpp"
-#include "runtime/door.hpp"
-#include "runtime/link_monitor.hpp"
-#include "runtime/transport.hpp"
+#include "runtime/transport/socket/door.hpp"
+#include "runtime/transport/socket/link_monitor.hpp"
+#include "runtime/transport/transport.hpp"
 
 namespace railcoll::rt {
 
 class OutOfBand;
 
-class SocketTransport final : public Transport {
+class SocketTransport final : public ProcessTransport {
  public:
   // Opens this rank's rail listeners (one per rail address, bound to it).
-  SocketTransport(const Bootstrap& settings, int me, int nranks, std::vector<std::string> rail_addr);
+  // local_only: connects only the ranks of this node (another transport, the
+  // libfabric one, carries the rest and owns this one for its node part).
+  SocketTransport(const Bootstrap& settings, int me, int nranks, std::vector<std::string> rail_addr,
+                  bool local_only = false);
   ~SocketTransport() override;
   SocketTransport(const SocketTransport&) = delete;
   SocketTransport& operator=(const SocketTransport&) = delete;
 
   // What a peer needs to connect to this rank (opaque bytes for the set-up
   // exchange, as Gloo's Pair::address()): the rail listeners and a fresh nonce.
-  std::string contact() const;
+  std::string contact() const override;
   // After the exchange: connections to every peer (the lower rank of a pair
   // connects, the higher accepts through the door), then the node's segment.
   // job and tag (hex, unique per communicator) name the local sockets and the
   // segment; contacts: every rank's contact(); oob: the exchange, for the node
   // segment's barriers.
   void connect(const Topology& topo, uint64_t comm_id, const std::string& job, const std::string& tag,
-               const std::vector<std::string>& contacts, OutOfBand& oob, double deadline);
+               const std::vector<std::string>& contacts, OutOfBand& oob, double deadline) override;
+  std::string describe() const override { return "tcp"; }
+  // Another file descriptor whose readiness ends a sleep in progress() (the
+  // libfabric transport's completion queues); what it says is read by its owner.
+  void also_watch(int fd);
 
   // ---- Transport
   void attach(FrameSink* sink) override { sink_ = sink; }
@@ -185,6 +192,7 @@ class SocketTransport final : public Transport {
   const uint64_t shm_bytes_;
   const int notsent_lowat_;
   const int me_, n_;
+  const bool local_only_;
   const std::vector<std::string> rail_addr_;
   std::vector<int> rail_port_;
   const std::string listen_nonce_;  // proves a Hello is for this communicator
@@ -205,6 +213,7 @@ class SocketTransport final : public Transport {
   NodeSegment seg_;
   FrameSink* sink_ = nullptr;
   int epoll_fd_ = -1;                     // every connection, edge-triggered (progress.cpp)
+  std::vector<int> also_watched_;         // also_watch(): joined the set when it is made
   bool rewatch_ = true;                   // a connection's fd may have changed since the set was made
   std::vector<struct epoll_event> events_;  // reused by every progress round
   std::vector<pollfd> door_fds_;          // the door's listeners and half-open connections, looked at

@@ -3,7 +3,7 @@
 // rail, or a Unix socket inside a node) and the higher one accepts through the
 // door; then the node's segment is mapped. At the end a goodbye goes on every
 // connection, so no peer mistakes a normal exit for a crash.
-#include "runtime/socket_transport.hpp"
+#include "runtime/transport/socket/socket_transport.hpp"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -18,7 +18,8 @@
 
 namespace railcoll::rt {
 
-SocketTransport::SocketTransport(const Bootstrap& settings, int me, int nranks, std::vector<std::string> rail_addr)
+SocketTransport::SocketTransport(const Bootstrap& settings, int me, int nranks, std::vector<std::string> rail_addr,
+                                 bool local_only)
     : job_key_(settings.job_key),
       timeout_(settings.timeout),
       rail_timeout_(settings.rail_timeout),
@@ -26,6 +27,7 @@ SocketTransport::SocketTransport(const Bootstrap& settings, int me, int nranks, 
       notsent_lowat_(settings.notsent_lowat),
       me_(me),
       n_(nranks),
+      local_only_(local_only),
       rail_addr_(std::move(rail_addr)),
       listen_nonce_(random_bytes(kListenNonce)),
       door_(me, settings.job_key, std::min(5.0, settings.timeout)),
@@ -101,6 +103,7 @@ void SocketTransport::connect_peers(const std::vector<std::vector<std::string>>&
   for (int j = 0; j < n_; ++j) {
     if (j == me_) continue;
     const bool local = topo_.same_node(j, me_);
+    if (!local && local_only_) continue;
     if (j < me_) {
       expected += local ? 1 : rails_n;
       continue;
@@ -121,7 +124,7 @@ void SocketTransport::connect_peers(const std::vector<std::vector<std::string>>&
   accept_peers(expected, deadline);
   // The rail listeners stay open: a rail that failed is reconnected there.
   door_.close_local_listener();
-  if (n_ == 1 || topo_.nnodes() == 1) door_.close_listeners();
+  if (n_ == 1 || topo_.nnodes() == 1 || local_only_) door_.close_listeners();
 }
 
 void SocketTransport::accept_peers(int expected, double deadline) {

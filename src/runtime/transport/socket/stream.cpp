@@ -12,7 +12,7 @@
 #include <cstring>
 
 #include "runtime/net.hpp"
-#include "runtime/socket_transport.hpp"
+#include "runtime/transport/socket/socket_transport.hpp"
 
 namespace railcoll::rt {
 

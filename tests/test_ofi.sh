@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The libfabric transport (RAILCOLL_TRANSPORT=ofi, provider tcp unless
+# RAILCOLL_OFI_PROVIDER says otherwise): the multi-process programs of the
+# native transport's tests, byte-exact, every collective and algorithm, on one
+# node with pretend nodes and 1-3 rails, with the strict memory-registration
+# modes forced on; then bad input and faults, each an error on every rank
+# within the deadline; then, as root, the same on the emulated cluster (4
+# nodes, 3 and 2 rails, uneven layouts), under the cluster lock.
+#   usage: test_ofi.sh RAILCOLL MP_COLLECTIVES MP_MORE_COLLECTIVES local|cluster
+set -u
+RC=${1:?railcoll}; MP=${2:?mp_collectives}; MORE=${3:?mp_more_collectives}; WHERE=${4:-local}
+. "$(dirname "$0")/check_lib.sh"
+CHECK_TIMEOUT=600
+marks=$(mktemp -d)
+cluster_used=0
+cleanup() {
+  [ "$cluster_used" = 1 ] && "$RC" cluster down >/dev/null 2>&1
+  rm -rf "$log" "$marks"
+}
+trap cleanup EXIT
+export RAILCOLL_TRANSPORT=ofi
+
+if [ "$WHERE" = local ]; then
+check "railcoll info lists a provider per rail" "rail [01] 127.0.0.[12]: provider " 2 -- "$RC" info --rails 127.0.0.1,127.0.0.2
+for cfg in "4 --ppn 2 --rails 1" "8 --ppn 4 --rails 2" "6 --ppn 4 --rails 2" "5 --ppn 2 --rails 3" "7 --ppn 3 --rails 1" "3 --ppn 1 --rails 2"; do
+  n=${cfg%% *}
+  check "correct, -n $cfg" "calls correct" "$n" -- "$RC" run -n $cfg -- "$MP" correct
+  check "more collectives correct, -n $cfg" "calls correct" "$n" -- "$RC" run -n $cfg -- "$MORE" correct "$marks/l$n-${cfg##* }"
+done
+# Every registration path a provider may ask for (FI_MR_LOCAL descriptors,
+# FI_MR_ENDPOINT binding, FI_MR_PROV_KEY keys), although tcp asks for none.
+check "strict memory-registration modes: correct" "calls correct" 6 -- \
+  env RAILCOLL_OFI_STRICT_MR=1 "$RC" run -n 6 --ppn 2 --rails 2 -- "$MP" correct
+check "strict memory-registration modes: more collectives" "calls correct" 6 -- \
+  env RAILCOLL_OFI_STRICT_MR=1 "$RC" run -n 6 --ppn 2 --rails 2 -- "$MORE" correct "$marks/strict"
+# A frame cut into many chunks: large all-gathers in a loop, validated.
+check "steady 4 MiB all-gathers, 2 rails" "steady [0-9]+ calls correct, 0 failed" 4 -- "$RC" run -n 4 --ppn 1 --rails 2 -- "$MP" steady 4194304 direct 2
+
+export RAILCOLL_TIMEOUT=3
+check "sizes differ between ranks" "allgather with mismatched sizes -> " 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" mismatch
+check "allreduce counts differ between ranks" "allreduce with mismatched counts -> " 4 -- \
+  "$RC" run -n 4 --ppn 2 --rails 2 -- "$MORE" mismatch allreduce
+check "a peer exits in the middle" "dead peer -> a peer failed" 3 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" peer-exit
+# A peer on another node dies: rxm only refuses sends to it, so the transport
+# asks its endpoint (a refused connect: gone) and every rank fails within a few
+# seconds although the deadline is 20 s.
+check "a remote peer exits: every rank within 4 s, deadline 20 s" "dead peer -> a peer failed after [0-3]\." 3 -- \
+  env RAILCOLL_TIMEOUT=20 "$RC" run -n 4 --ppn 1 --rails 2 -- "$MP" peer-exit
+check "a replayed frame from an earlier call is refused" "replayed frame refused" 4 -- \
+  env RAILCOLL_TEST_REPLAY_CALL=1 "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" replay
+check "a deadline passes" "sleeping peer -> (deadline passed|a peer failed) after [3-7]\." 3 -- "$RC" run -n 4 --ppn 2 -- "$MP" deadline
+check "one rank on the native transport: refused on every rank" "RAILCOLL_TRANSPORT=(ofi|tcp), this rank" 4 -- \
+  "$RC" run --grace 10 -n 4 --ppn 2 --rails 2 -- sh -c '[ $RAILCOLL_RANK = 1 ] && export RAILCOLL_TRANSPORT=tcp; exec "$0" correct' "$MP"
+check "one rank with another job key: every rank fails set-up with the hint" "RAILCOLL_JOB_KEY differ" 4 -- \
+  "$RC" run --grace 10 -n 4 --ppn 2 --rails 2 -- sh -c '[ $RAILCOLL_RANK = 1 ] && export RAILCOLL_JOB_KEY=another-key; exec "$0" correct' "$MP"
+check "no such provider: a clear error" "libfabric offers no RDM endpoint .* from provider 'no-such-provider'" 2 -- \
+  env RAILCOLL_OFI_PROVIDER=no-such-provider "$RC" run --grace 10 -n 2 --ppn 1 -- "$MP" correct
+unset RAILCOLL_TIMEOUT
+fi
+
+if [ "$WHERE" = cluster ] && [ "$(id -u)" = 0 ]; then
+  . "$(dirname "$0")/cluster_lock.sh"
+  cluster_lock
+  cluster_used=1
+  "$RC" cluster down >/dev/null 2>&1
+  if "$RC" cluster up --nodes 4 --ppn 2 --rails 3 --rate 1gbit >"$log" 2>&1; then
+    check "cluster: correct, 4 nodes x 2, 3 rails" "calls correct" 8 -- "$RC" cluster run -- "$MP" correct
+    check "cluster: correct, 4 nodes x 2, 2 rails" "calls correct" 8 -- "$RC" cluster run --rails 2 -- "$MP" correct
+    check "cluster: correct, uneven 1,3,2,2, 3 rails" "calls correct" 8 -- "$RC" cluster run --layout 1,3,2,2 -- "$MP" correct
+    check "cluster: more collectives, 4 nodes x 2, 3 rails" "calls correct" 8 -- \
+      "$RC" cluster run -- "$MORE" correct "$marks/c1"
+    check "cluster: more collectives, uneven 1,3,2,2, 2 rails" "calls correct" 8 -- \
+      "$RC" cluster run --layout 1,3,2,2 --rails 2 -- "$MORE" correct "$marks/c2"
+    check "cluster: strict memory-registration modes" "calls correct" 8 -- \
+      env RAILCOLL_OFI_STRICT_MR=1 "$RC" cluster run --rails 2 -- "$MP" correct
+    check "cluster: a peer exits in the middle" "dead peer -> a peer failed" 7 -- \
+      env RAILCOLL_TIMEOUT=5 "$RC" cluster run -- "$MP" peer-exit
+    check "cluster: sizes differ between ranks" "mismatched sizes -> " 8 -- \
+      env RAILCOLL_TIMEOUT=5 "$RC" cluster run -- "$MP" mismatch
+    check "cluster: railcoll info on every node" "rail 1 198.18.1.[0-9]+: provider " 4 -- \
+      "$RC" cluster run --ppn 1 -- "$RC" info
+  else
+    fail=$((fail + 1)); echo "FAIL cluster up"; cat "$log"
+  fi
+  "$RC" cluster down >/dev/null 2>&1
+  cluster_used=0
+  cluster_unlock
+elif [ "$WHERE" = cluster ]; then
+  echo "skipped: the emulated cluster needs root (network namespaces)"
+fi
+
+left=$(shm_left)
+if [ "$left" -eq 0 ]; then pass=$((pass + 1)); echo "ok   no shared-memory segments left"
+else fail=$((fail + 1)); echo "FAIL $left railcoll segments left in /dev/shm"; fi
+summary
