@@ -91,7 +91,7 @@ setup(
     name="railcoll",
     version="0.2.0",
     description="railcoll's torch.distributed backend for CPU tensors, striped over every rail",
-    packages=["railcoll"],
+    packages=["railcoll", "railcoll.examples"],
     ext_modules=[
         CppExtension(
             "railcoll._C",
