@@ -24,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -157,27 +158,35 @@ struct ReduceType {
   at::ScalarType carried;
 };
 
-ReduceType reduce_type(at::ScalarType s, const char* op) {
+// The C type of a dtype the linked library reduces as itself, if any.
+std::optional<railcoll_datatype_t> native_type(at::ScalarType s) {
   switch (s) {
-    case at::kFloat: return {RAILCOLL_FLOAT, s};
-    case at::kDouble: return {RAILCOLL_DOUBLE, s};
-    case at::kInt: return {RAILCOLL_INT32, s};
-    case at::kLong: return {RAILCOLL_INT64, s};
+    case at::kFloat: return RAILCOLL_FLOAT;
+    case at::kDouble: return RAILCOLL_DOUBLE;
+    case at::kInt: return RAILCOLL_INT32;
+    case at::kLong: return RAILCOLL_INT64;
 #if RAILCOLL_HAS_INT8
-    case at::kChar: return {RAILCOLL_INT8, s};
+    case at::kChar: return RAILCOLL_INT8;
 #endif
 #if RAILCOLL_HAS_UINT8
-    case at::kByte: return {RAILCOLL_UINT8, s};
+    case at::kByte: return RAILCOLL_UINT8;
 #endif
 #if RAILCOLL_HAS_INT16
-    case at::kShort: return {RAILCOLL_INT16, s};
+    case at::kShort: return RAILCOLL_INT16;
 #endif
 #if RAILCOLL_HAS_FLOAT16
-    case at::kHalf: return {RAILCOLL_FLOAT16, s};
+    case at::kHalf: return RAILCOLL_FLOAT16;
 #endif
 #if RAILCOLL_HAS_BFLOAT16
-    case at::kBFloat16: return {RAILCOLL_BFLOAT16, s};
+    case at::kBFloat16: return RAILCOLL_BFLOAT16;
 #endif
+    default: return std::nullopt;
+  }
+}
+
+ReduceType reduce_type(at::ScalarType s, const char* op) {
+  if (auto t = native_type(s)) return {*t, s};
+  switch (s) {
     case at::kChar:
     case at::kByte:
     case at::kShort:
@@ -200,7 +209,7 @@ ReducePlan reduce_plan(at::ScalarType s, const ReduceOp& rop, const char* opname
   const std::string op = opname;
   ReducePlan p{reduce_type(s, opname), RAILCOLL_SUM};
   const bool is_bool = s == at::kBool, is_float = at::isFloatingType(s);
-  auto need = [&](const char* coll_op) -> railcoll_op_t {
+  [[maybe_unused]] auto need = [&](const char* coll_op) -> railcoll_op_t {
     fail(op + " with " + std::string(coll_op) + " needs railcoll's " + coll_op +
          " operator (this library has none): use gloo for it, e.g. a dist.new_group(backend=\"gloo\")");
   };
@@ -396,8 +405,10 @@ class BackendRailcoll : public c10d::Backend {
     return enqueue(OpType::REDUCE, "railcoll:reduce", {t}, [this, t, plan, root]() mutable {
       at::Tensor x = staged(t, plan.type.carried);
 #if RAILCOLL_HAS_REDUCE
-      at::Tensor out = rank_ == root ? x : at::empty_like(x);
-      check(railcoll_reduce(comm_, x.data_ptr(), out.data_ptr(), x.numel(), plan.type.type, plan.op, root, nullptr),
+      // The result into a buffer of its own on the root (as gather's, ignored elsewhere).
+      at::Tensor out = rank_ == root ? at::empty_like(x) : at::Tensor();
+      check(railcoll_reduce(comm_, x.data_ptr(), rank_ == root ? out.data_ptr() : nullptr, x.numel(), plan.type.type,
+                            plan.op, root, nullptr),
             "reduce");
       x = out;
 #else
@@ -482,12 +493,7 @@ class BackendRailcoll : public c10d::Backend {
     const int root = static_cast<int>(opts.rootRank);
     std::vector<at::Tensor> outs;
     if (rank_ == root) {
-      if (outputs.size() != 1 || static_cast<int>(outputs[0].size()) != size_)
-        fail("gather needs one list of " + std::to_string(size_) + " output tensors on the root");
-      outs = outputs[0];
-      for (auto& o : outs)
-        if (o.numel() != in.numel() || o.scalar_type() != in.scalar_type())
-          fail("gather: every output must have the input's size and dtype (railcoll's gatherv is not used here)");
+      outs = per_rank_list(outputs, in, "gather", "output tensors on the root");
     }
     return enqueue(OpType::GATHER, "railcoll:gather", outs, [this, in, outs, root]() mutable {
       at::Tensor x = staged(in);
@@ -505,12 +511,7 @@ class BackendRailcoll : public c10d::Backend {
     const int root = static_cast<int>(opts.rootRank);
     std::vector<at::Tensor> ins;
     if (rank_ == root) {
-      if (inputs.size() != 1 || static_cast<int>(inputs[0].size()) != size_)
-        fail("scatter needs one list of " + std::to_string(size_) + " input tensors on the root");
-      ins = inputs[0];
-      for (auto& i : ins)
-        if (i.numel() != out.numel() || i.scalar_type() != out.scalar_type())
-          fail("scatter: every input must have the output's size and dtype");
+      ins = per_rank_list(inputs, out, "scatter", "input tensors on the root");
     }
 #if RAILCOLL_HAS_SCATTER
     return enqueue(OpType::SCATTER, "railcoll:scatter", {out}, [this, out, ins, root]() mutable {
@@ -530,12 +531,7 @@ class BackendRailcoll : public c10d::Backend {
                                                 std::vector<std::vector<at::Tensor>>& inputs,
                                                 const c10d::ReduceScatterOptions& opts) override {
     at::Tensor out = single(outputs, "reduce_scatter");
-    if (inputs.size() != 1 || static_cast<int>(inputs[0].size()) != size_)
-      fail("reduce_scatter needs one list of " + std::to_string(size_) + " input tensors");
-    std::vector<at::Tensor> ins = inputs[0];
-    for (auto& i : ins)
-      if (i.numel() != out.numel() || i.scalar_type() != out.scalar_type())
-        fail("reduce_scatter: every input must have the output's size and dtype");
+    std::vector<at::Tensor> ins = per_rank_list(inputs, out, "reduce_scatter", "input tensors");
     ReducePlan plan = reduce_plan(out.scalar_type(), opts.reduceOp, "reduce_scatter");
     return enqueue(OpType::REDUCE_SCATTER, "railcoll:reduce_scatter", {out}, [this, out, ins, plan]() mutable {
       at::Tensor flat = at::cat(flatten_each(ins)).to(plan.type.carried);
@@ -687,6 +683,21 @@ class BackendRailcoll : public c10d::Backend {
     std::string msg = std::string("railcoll: ") + op + " failed on rank " + std::to_string(rank_) + ": " +
                       railcoll_strerror(st) + ": " + railcoll_last_error();
     C10_THROW_ERROR(DistBackendError, msg);
+  }
+
+  // The one list of world-size tensors a rooted or scattering call takes, each
+  // of the size and dtype of `like`.
+  std::vector<at::Tensor> per_rank_list(const std::vector<std::vector<at::Tensor>>& lists, const at::Tensor& like,
+                                        const std::string& op, const std::string& what) const {
+    if (lists.size() != 1 || static_cast<int>(lists[0].size()) != size_)
+      fail(op + " needs one list of " + std::to_string(size_) + " " + what);
+    for (auto& t : lists[0]) {
+      check_cpu(t, op.c_str());
+      if (t.numel() != like.numel() || t.scalar_type() != like.scalar_type())
+        fail(op + ": every tensor of the list must have the size and dtype of the " +
+             (what.rfind("input", 0) == 0 ? "output" : "input"));
+    }
+    return lists[0];
   }
 
   static std::vector<at::Tensor> flatten_each(const std::vector<at::Tensor>& ts) {
