@@ -19,7 +19,7 @@ def main():
     dist.init_process_group("cpu:railcoll")
     rank, size = dist.get_rank(), dist.get_world_size()
     c = lib.Checker(rank)
-    gloo = dist.new_group(backend="gloo")
+    gloo, _ = ddp.gloo_group()  # GLOO_SOCKET_IFNAME: the rails (a cluster node's hostname resolves to nothing)
     args = ddp.parser().parse_args(["--steps", "6", "--warmup", "1", "--width", "64", "--depth", "2",
                                     "--inputs", "32", "--batch", "32", "--bucket-mb", "0.01", "--lr", "0.3"])
 

@@ -71,4 +71,4 @@ if "$RC" cluster up --nodes 2 --ppn 2 --rails 2 >"$log" 2>&1; then
 else
   fail=$((fail + 1)); echo "FAIL cluster up"; cat "$log"
 fi
-summary
+summary; exit $?

@@ -754,7 +754,6 @@ class BackendRailcoll : public c10d::Backend {
   // API's status. A failure breaks the communicator (the C API's rule), so the
   // operations queued after it fail at once with RAILCOLL_ERR_BROKEN.
   void run() {
-    at::InferenceMode no_autograd_here(false);
     for (;;) {
       std::pair<c10::intrusive_ptr<RailcollWork>, std::function<void()>> item;
       {
