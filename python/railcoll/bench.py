@@ -41,7 +41,7 @@ def parse_size(text):
 
 
 def default_sizes():
-    return [8 << (2 * i) for i in range(12) if 8 << (2 * i) <= 64 << 20] + [64 << 20]
+    return [8] + [16 << (2 * i) for i in range(12)]  # 8 B, 16 B, 64 B, ... 1 MiB, 4 MiB, 16 MiB, 64 MiB
 
 
 class Case:
@@ -131,6 +131,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--colls", default=",".join(COLLS), help="comma-separated: " + ", ".join(COLLS))
     p.add_argument("--sizes", help="bytes per rank, comma-separated (K, M suffixes); default 8 B - 64 MiB by 4x")
+    p.add_argument("--min-size", default="8", help="smallest default size")
     p.add_argument("--max-size", default="64M", help="largest default size")
     p.add_argument("--rounds", type=int, default=3, help="turns each backend takes per size")
     p.add_argument("--budget", default="256M", help="about this many bytes per backend, size and round")
@@ -140,7 +141,7 @@ def main(argv=None):
                    help="also: what the backend adds per call over railcoll_allreduce itself (8 B)")
     args = p.parse_args(argv)
     sizes = [parse_size(s) for s in args.sizes.split(",")] if args.sizes else \
-        [s for s in default_sizes() if s <= parse_size(args.max_size)]
+        [s for s in default_sizes() if parse_size(args.min_size) <= s <= parse_size(args.max_size)]
     colls = args.colls.split(",")
     for c in colls:
         if c not in COLLS:

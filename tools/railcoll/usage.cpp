@@ -78,7 +78,9 @@ const Verb kVerbs[] = {
      "        [-f] [-c] [--mpi] [--background complement|uniform|hotspot] [--json F] [--csv F] [--plot F]\n"
      "        [-n N] [--ppn P | --layout 5,5,3] [--rails K] [--local]\n"
      "        [--fault rail-down@T[:D] | flap@T:D[:P] | kill@T]\n"
-     "                                      OSU-style benchmark, side by side with Open MPI\n",
+     "                                      OSU-style benchmark, side by side with Open MPI\n"
+     "  bench --torch all_reduce[,broadcast,...] [-m MIN:MAX] [--json F] [--ppn P] [--call-cost] [--local]\n"
+     "                                      the same torch program over gloo and railcoll (docs/torch.md)\n",
      "usage: railcoll bench allgather|bcast|gather|allreduce|barrier [options]\n"
      "\n"
      "OSU-style benchmark of a collective on the emulated cluster when one is up (else on\n"
