@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The torch backend's tests (docs/torch.md). `local`: torchrun jobs on this
-# host (4 ranks on 2 pretend nodes over 2 loopback rails, and 3 ranks on one
+# host (4 ranks on 2 pretend nodes over 2 loopback rails, and 2 ranks on one
 # node in shared memory): every operation, dtype and reduce op, subgroups,
-# outstanding Works, DDP, and a rank killed mid-job. `cluster` (root): the same
+# outstanding Works, DDP, a rank killed mid-job, and `railcoll bench --torch`
+# on small sizes. `cluster` (root): the same
 # operations and DDP through `railcoll cluster torchrun` on the emulated
 # cluster, created here and taken down on every exit path.
 # Without torch this fails, saying so: scripts/install-deps.sh installs it.
@@ -51,6 +52,11 @@ if [ "$MODE" = local ]; then
       "^rank [0-9]: exception after" 3 -- env "${two_nodes[@]}" RAILCOLL_TEST_VICTIM=$victim \
       bash -c "$(declare -f by_hand free_port); PY=$PY; by_hand 4 $HERE/peer_failure.py"
   done
+  if [ -n "$RC" ]; then
+    check "railcoll bench --torch: gloo and railcoll side by side, results checked" \
+      "^(all_reduce|broadcast) +(8|64) +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+x$" 4 -- \
+      "$RC" bench --torch all_reduce,broadcast --local -n 2 -m 8:64 --rounds 1
+  fi
   summary; exit $?
 fi
 
