@@ -101,7 +101,7 @@ def parser():
     p.add_argument("--width", type=int, default=1024)
     p.add_argument("--depth", type=int, default=3)
     p.add_argument("--classes", type=int, default=10)
-    p.add_argument("--lr", type=float, default=0.02)
+    p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--bucket-mb", type=float, default=25.0)
     p.add_argument("--json", help="rank 0 writes the results here")
     return p
