@@ -37,3 +37,22 @@ for m in "${python_modules[@]}"; do
     "$py" -m pip install -q "$m" 2>/dev/null || "$py" -m pip install -q --break-system-packages "$m"
   fi
 done
+
+# torch, for the torch.distributed backend (python/, docs/torch.md), into the same
+# python3 as the modules above (the first in PATH: it has its development headers
+# for the C++ extension and needs no --break-system-packages). Only PyPI is
+# reachable, so its default Linux wheel: ~3 GB with the GPU runtime wheels it
+# requires (torch without them does not import: libcudart is loaded at start).
+if ! "$py" -c "import torch" 2>/dev/null; then
+  echo "install-deps: installing torch (PyPI's Linux wheel, about 3 GB; once)"
+  "$py" -m pip install -q torch 2>/dev/null || "$py" -m pip install -q --break-system-packages torch
+fi
+# The extension's build needs that Python's headers (Debian's python3 has them in python3-dev).
+if [ ! -f "$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "install-deps: $py has no development headers (Debian: python3-dev; run as root)" >&2
+    exit 1
+  fi
+  echo "install-deps: installing python3-dev"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-dev >/dev/null
+fi

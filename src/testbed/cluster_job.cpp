@@ -303,4 +303,29 @@ JobResult run_cluster_mpirun(const ClusterJob& job, const MpirunOptions& how, co
   return run_job({p}, options);
 }
 
+std::vector<RankProcess> cluster_torchrun_agents(const ClusterJob& job, const std::string& torchrun,
+                                                 const std::vector<std::string>& program) {
+  for (int n : job.layout)
+    if (n != job.layout[0])
+      throw InputError("torchrun starts the same number of processes on every node; the layout " +
+                       layout_text(job.layout) + " differs");
+  const std::string nodes = std::to_string(job.layout.size()), per_node = std::to_string(job.layout[0]);
+  const std::string port = std::to_string(store_port());
+  std::map<std::string, std::string> env = railcoll_mpi_env();
+  for (auto& [name, value] : cluster_env(job)) env[name] = value;
+  std::vector<RankProcess> agents;
+  for (int node = 0; node < static_cast<int>(job.layout.size()); ++node) {
+    std::vector<std::string> argv = {torchrun, "--nnodes", nodes, "--nproc-per-node", per_node,
+                                     "--node-rank", std::to_string(node), "--master-addr", cl::rail_address(0, 0),
+                                     "--master-port", port};
+    argv.insert(argv.end(), program.begin(), program.end());
+    RankProcess p;
+    p.argv = cl::node_exec_argv(node, argv);
+    p.env = env;
+    p.where = cl::node_name(node);
+    agents.push_back(std::move(p));
+  }
+  return agents;
+}
+
 }  // namespace railcoll::testbed

@@ -1,4 +1,4 @@
-// Jobs on the emulated cluster (`railcoll cluster run` and `cluster mpirun`,
+// Jobs on the emulated cluster (`railcoll cluster run`, `mpirun` and `torchrun`,
 // and the benchmark's drivers): where the ranks go, the environment they get,
 // and the MPI launchers' command lines for the same nodes (docs/cluster.md),
 // with railcoll's MPI interposition library or without (docs/mpi.md).
@@ -71,5 +71,16 @@ struct MpirunOptions {
 // Open MPI's mpirun, or MPICH's Hydra with the same rsh agent. Throws
 // InputError when that launcher or the library is missing, or for HAN under MPICH.
 JobResult run_cluster_mpirun(const ClusterJob& job, const MpirunOptions& how, const JobOptions& options);
+
+// ---- torch programs (`railcoll cluster torchrun`, docs/torch.md)
+
+// One torchrun agent per node of the job, in the node's network and UTS
+// namespaces (so its hostname is the node's), each starting the job's
+// ranks-per-node processes of the Python program `program` (its first word is
+// the script). Static rendezvous at node 0's rail-0 address; RAILCOLL_* of
+// this process, a job key and the cluster's rails are forwarded. `torchrun`:
+// the torchrun executable.
+std::vector<RankProcess> cluster_torchrun_agents(const ClusterJob& job, const std::string& torchrun,
+                                                 const std::vector<std::string>& program);
 
 }  // namespace railcoll::testbed

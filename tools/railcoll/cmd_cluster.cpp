@@ -1,7 +1,7 @@
-// railcoll cluster up|status|down|run|mpirun: the emulated multi-rail cluster
+// railcoll cluster up|status|down|run|mpirun|torchrun: the emulated multi-rail cluster
 // (docs/cluster.md). Exit status: 0 ok, 1 failed (a command, a check, a
-// job), 2 bad usage or wrong state, 3 (status only) no cluster; run and
-// mpirun exit with the job's status.
+// job), 2 bad usage or wrong state, 3 (status only) no cluster; run, mpirun
+// and torchrun exit with the job's status.
 #include <algorithm>
 #include <iostream>
 #include <optional>
@@ -227,6 +227,35 @@ int cluster_mpirun(const std::vector<std::string>& argv) {
   return r.exit_status;
 }
 
+// A torch.distributed program across the nodes: one torchrun agent per node
+// (docs/torch.md). The agents are the job's "ranks" for the launcher: when one
+// fails, the others are ended.
+int cluster_torchrun(const std::vector<std::string>& argv) {
+  std::set<std::string> valued = {"nproc-per-node", "nodes", "rails", "torchrun"};
+  valued.insert(kJobValued.begin(), kJobValued.end());
+  auto [opts, script] = split_job(argv, valued);
+  Args a(opts, kJobFlags, valued);
+  if (script.empty()) throw UsageError("give the script to run after --, e.g. railcoll cluster torchrun -- train.py");
+  std::vector<std::string> job = {a.str("torchrun", "torchrun")};
+  const int ppn = static_cast<int>(a.integer("nproc-per-node", 0, 1, cl::kMaxPpn));
+  const int nodes = static_cast<int>(a.integer("nodes", 0, 1, cl::kMaxNodes));
+  testbed::ClusterJobRequest req;
+  req.program = job;
+  req.rails = static_cast<int>(a.integer("rails", 0, 1, cl::kMaxRails));
+  no_positional(a);
+  const testbed::JobOptions options = job_options(a, kDefaultTimeout);
+  if (!need_root("torchrun")) return 2;
+  if (nodes > 0) {
+    auto cfg = cl::load_state();
+    req.layout.assign(nodes, ppn > 0 ? ppn : (cfg ? cfg->ppn : 1));
+  } else {
+    req.ppn = ppn;
+  }
+  testbed::ClusterJob j = testbed::prepare_cluster_job(req);
+  return report_job("cluster torchrun", testbed::run_job(testbed::cluster_torchrun_agents(j, j.program[0], script),
+                                                         options));
+}
+
 }  // namespace
 
 int cmd_cluster(const std::vector<std::string>& args) {
@@ -242,6 +271,7 @@ int cmd_cluster(const std::vector<std::string>& args) {
     if (verb == "down") return cluster_down(rest);
     if (verb == "run") return cluster_run(rest);
     if (verb == "mpirun") return cluster_mpirun(rest);
+    if (verb == "torchrun") return cluster_torchrun(rest);
   } catch (const UsageError& e) {
     return fail(verb, e.what(), 2);
   } catch (const HelpRequested&) {
@@ -254,7 +284,7 @@ int cmd_cluster(const std::vector<std::string>& args) {
   } catch (const cl::CommandError& e) {
     return fail(verb, e.what(), 1);
   }
-  throw UsageError("unknown verb '" + verb + "' (up, status, down, run, mpirun; railcoll cluster --help)");
+  throw UsageError("unknown verb '" + verb + "' (up, status, down, run, mpirun, torchrun; railcoll cluster --help)");
 }
 
 }  // namespace railcoll::cli

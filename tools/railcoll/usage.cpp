@@ -85,7 +85,9 @@ const Verb kVerbs[] = {
      "        [-f] [-c] [--mpi] [--background complement|uniform|hotspot] [--json F] [--csv F] [--plot F]\n"
      "        [-n N] [--ppn P | --layout 5,5,3] [--rails K] [--local]\n"
      "        [--fault rail-down@T[:D] | flap@T:D[:P] | kill@T]\n"
-     "                                      OSU-style benchmark, side by side with Open MPI\n",
+     "                                      OSU-style benchmark, side by side with Open MPI\n"
+     "  bench --torch all_reduce[,broadcast,...] [-m MIN:MAX] [--json F] [--ppn P] [--call-cost] [--local]\n"
+     "                                      the same torch program over gloo and railcoll (docs/torch.md)\n",
      "usage: railcoll bench COLL [options]\n"
      "\n"
      "OSU-style benchmark of a collective on the emulated cluster when one is up (else on\n"
@@ -159,7 +161,7 @@ const Verb kVerbs[] = {
      "Measures this cluster (or local processes) into a simulator preset; --compare sets\n"
      "simulated records beside measured ones (docs/calibration.md).\n"},
     {"cluster",
-     "  cluster up|status|down|run|mpirun   the emulated multi-rail cluster (railcoll cluster --help)\n",
+     "  cluster up|status|down|run|mpirun|torchrun   the emulated multi-rail cluster (railcoll cluster --help)\n",
      "usage: railcoll cluster <verb> [options]\n"
      "\n"
      "  up [--nodes M] [--ppn P] [--rails K] [--rate R]\n"
@@ -181,6 +183,12 @@ const Verb kVerbs[] = {
      "        (--mpi; default: the MPI the program was built with). --han: Open MPI's\n"
      "        hierarchical collectives; --railcoll: railcoll's, by preloading\n"
      "        librailcoll_mpi.so, with a job key and the caller's RAILCOLL_* (docs/mpi.md)\n"
+     "  torchrun [--nproc-per-node P] [--nodes M] [--rails K] [--torchrun PATH] [--timeout S]\n"
+     "      -- SCRIPT.py ARGS...\n"
+     "        run a torch.distributed program: one torchrun agent per node (the first M,\n"
+     "        default all) starting P processes (default the cluster's ppn), rendezvous\n"
+     "        at node 0's rail-0 address, the caller's RAILCOLL_*, a job key and the\n"
+     "        cluster's rails forwarded (docs/torch.md)\n"
      "\n"
      "--timeout is in seconds (default 600, 0 = none). Addresses: rail r of node i\n"
      "is 198.18.r.(i+1)/24, the root namespace has 198.18.r.254 on bridge rcbr<r>.\n"},

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The torch backend's tests (docs/torch.md). `local`: torchrun jobs on this
+# host (4 ranks on 2 pretend nodes over 2 loopback rails, and 2 ranks on one
+# node in shared memory): every operation, dtype and reduce op, subgroups,
+# outstanding Works, DDP, a rank killed mid-job, and `railcoll bench --torch`
+# on small sizes. `cluster` (root): the same
+# operations and DDP through `railcoll cluster torchrun` on the emulated
+# cluster, created here and taken down on every exit path.
+# Without torch this fails, saying so: scripts/install-deps.sh installs it.
+set -u
+MODE=${1:?local|cluster}; PY=${2:?python}; PYDIR=${3:?the built package}; RC=${4:-}
+HERE=$(cd "$(dirname "$0")" && pwd)
+if [ "$MODE" = cluster ] && [ "$(id -u)" != 0 ]; then
+  echo "skipped: needs root (network namespaces)"; echo "0 passed, 0 failed"; exit 0
+fi
+. "$HERE/../check_lib.sh"
+CHECK_TIMEOUT=400
+export PYTHONPATH="$PYDIR${PYTHONPATH:+:$PYTHONPATH}"
+if ! "$PY" -c "import torch" 2>/dev/null; then
+  echo "FAIL: torch is not installed for $PY: scripts/install-deps.sh installs it (make build runs it)"
+  echo "0 passed, 1 failed"; exit 1
+fi
+if ! out=$("$PY" -c "import railcoll" 2>&1); then
+  echo "FAIL: the railcoll torch backend does not import from $PYDIR:"; echo "$out"
+  echo "0 passed, 1 failed"; exit 1
+fi
+TORCHRUN=("$PY" -m torch.distributed.run)
+
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# by_hand N SCRIPT: N ranks started without torchrun, env:// rendezvous at rank 0.
+by_hand() {
+  local n=$1 script=$2 port; port=$(free_port)
+  for r in $(seq 0 $((n - 1))); do
+    env RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$PY" "$script" &
+  done
+  local st=0
+  for r in $(seq 0 $((n - 1))); do wait -n || st=$?; done
+  return $st
+}
+
+if [ "$MODE" = local ]; then
+  trap 'rm -f "$log"' EXIT
+  two_nodes=(env RAILCOLL_TEST_PPN=2 RAILCOLL_RAILS=127.0.0.1,127.0.0.2)
+  check "ops, 4 ranks on 2 pretend nodes, 2 rails" "^torch ops: [0-9]+ checks passed on 4 ranks" 1 -- \
+    "${two_nodes[@]}" "${TORCHRUN[@]}" --standalone --nproc-per-node 4 "$HERE/ops.py"
+  check "ops, 2 ranks on one node (shared memory)" "^torch ops: [0-9]+ checks passed on 2 ranks" 1 -- \
+    env RAILCOLL_RAILS=127.0.0.1 "${TORCHRUN[@]}" --standalone --nproc-per-node 2 "$HERE/ops.py"
+  check "DDP, 4 ranks on 2 pretend nodes: parameters equal, loss as gloo's" "^torch ddp: [0-9]+ checks passed" 1 -- \
+    "${two_nodes[@]}" "${TORCHRUN[@]}" --standalone --nproc-per-node 4 "$HERE/ddp.py"
+  for victim in 1 3; do
+    check "rank $victim of 4 killed: the 3 others raise railcoll's error within the timeout" \
+      "^rank [0-9]: exception after" 3 -- env "${two_nodes[@]}" RAILCOLL_TEST_VICTIM=$victim \
+      bash -c "$(declare -f by_hand free_port); PY=$PY; by_hand 4 $HERE/peer_failure.py"
+  done
+  if [ -n "$RC" ]; then
+    check "railcoll bench --torch: gloo and railcoll side by side, results checked" \
+      "^(all_reduce|broadcast) +(8|64) +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+x$" 4 -- \
+      "$RC" bench --torch all_reduce,broadcast --local -n 2 -m 8:64 --rounds 1
+  fi
+  summary; exit $?
+fi
+
+# ---- cluster
+[ -n "$RC" ] || { echo "usage: $0 cluster PYTHON PYDIR RAILCOLL"; exit 2; }
+. "$HERE/../cluster_lock.sh"
+cluster_lock
+cleanup() { "$RC" cluster down >/dev/null 2>&1; rm -f "$log"; }
+trap cleanup EXIT
+"$RC" cluster down >/dev/null 2>&1
+if "$RC" cluster up --nodes 2 --ppn 2 --rails 2 >"$log" 2>&1; then
+  TR=$(dirname "$(command -v "$PY")")/torchrun
+  [ -x "$TR" ] || TR=torchrun
+  check "cluster torchrun: ops, 2 nodes x 2, 2 rails" "^torch ops: [0-9]+ checks passed on 4 ranks" 1 -- \
+    "$RC" cluster torchrun --torchrun "$TR" --timeout 300 -- "$HERE/ops.py"
+  check "cluster torchrun: DDP, 2 nodes x 2" "^torch ddp: [0-9]+ checks passed" 1 -- \
+    "$RC" cluster torchrun --torchrun "$TR" --timeout 300 -- "$HERE/ddp.py"
+else
+  fail=$((fail + 1)); echo "FAIL cluster up"; cat "$log"
+fi
+summary; exit $?
