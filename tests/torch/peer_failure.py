@@ -39,8 +39,10 @@ def main():
         took = time.time() - start
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         ok = "railcoll" in str(e) and took < TIMEOUT_S + 10
-        print("rank %d: %s after %.1f s: %s: %s" % (rank, "exception" if ok else "FAILED: wrong exception",
-                                                   took, type(e).__name__, msg), flush=True)
+        line = "rank %d: %s after %.1f s: %s: %s\n" % (rank, "exception" if ok else "FAILED: wrong exception",
+                                                      took, type(e).__name__, msg)
+        os.write(1, line.encode())  # one write: the survivors' lines must not interleave
+
         # No destroy_process_group: the communicator is broken; leave at once.
         os._exit(0 if ok else 1)
 
