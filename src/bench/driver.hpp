@@ -60,6 +60,7 @@ struct BenchPlan {
   // differs between the two programs unless fixed. -1: on the emulated
   // cluster the time to refill the shaper's burst (docs/results.md), locally 0.
   int idle_us = -1;
+  int skew_us = 0;  // each rank's entry delayed by a random 0..skew_us us, both sides alike (WorkerOptions)
   BackgroundPattern background = BackgroundPattern::None;  // needs the cluster
   Placement where;
   double timeout = 3600;  // seconds for each job (workers, Open MPI)

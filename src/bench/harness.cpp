@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <iostream>
 #include <thread>
 
@@ -173,11 +174,14 @@ int run_worker(const WorkerOptions& o) {
         setenv("RAILCOLL_BARRIER_ALGO", algo.c_str(), 1);
         if (algo == "auto") unsetenv("RAILCOLL_BARRIER_ALGO");
       }
+      std::mt19937 skew_rng(static_cast<unsigned>(me) * 7919u + static_cast<unsigned>(bytes));
+      std::uniform_int_distribution<int> skew(0, std::max(0, o.skew_us));
       for (int i = -warmup; i < iters; ++i) {
         if (o.validate) call.prepare(i + warmup);
         if (!consecutive && o.idle_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(o.idle_us));
         // Each call timed alone, not overlapped with the previous one.
         if (!consecutive && railcoll_barrier(comm) != RAILCOLL_OK) return fail("barrier");
+        if (o.skew_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(skew(skew_rng)));
         double t0 = monotonic_us();
         if (call.run(comm, &opts) != RAILCOLL_OK) return fail(algo + " at " + std::to_string(bytes) + " B");
         double t1 = monotonic_us();
@@ -222,6 +226,9 @@ int run_worker(const WorkerOptions& o) {
       if (consecutive) r.samples_us = s.slowest_us;
       set_percentiles(&r, s.slowest_us);
       set_span_percentiles(&r, s.span_us);
+      set_own_times(&r, s.own);
+      r.idle_us = consecutive ? 0 : o.idle_us;
+      r.skew_us = o.skew_us;
       r.validated = o.validate;
       print_table_row(std::cout, r, o.full);
       if (records.is_open()) records << to_json_line(r) << "\n" << std::flush;
