@@ -123,6 +123,7 @@ std::vector<std::string> worker_command(const BenchPlan& plan) {
   if (plan.validate) w.push_back("-c");
   if (plan.idle_us > 0) w.insert(w.end(), {"--idle-us", std::to_string(plan.idle_us)});
   if (plan.skew_us > 0) w.insert(w.end(), {"--skew", std::to_string(plan.skew_us)});
+  if (!plan.timeline.empty()) w.insert(w.end(), {"--timeline", plan.timeline});
   return w;
 }
 

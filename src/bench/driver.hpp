@@ -65,6 +65,7 @@ struct BenchPlan {
   Placement where;
   double timeout = 3600;  // seconds for each job (workers, Open MPI)
   std::string json, csv, plot;
+  std::string timeline;  // every rank's entry and exit of every call (WorkerOptions::timeline)
 };
 
 // The workers' command line for the plan (this program, `bench ... --worker`).

@@ -211,7 +211,12 @@ int run_worker(const WorkerOptions& o) {
         return 1;
       }
       if (me != 0) continue;
-      SizeStats s = combine(call_times(every, N, iters), ctx.shared_clock);
+      const CallTimes ct = call_times(every, N, iters);
+      if (!o.timeline.empty()) {
+        std::ofstream tl(o.timeline, std::ios::app);
+        write_timeline(tl, algo, bytes, ct);
+      }
+      SizeStats s = combine(ct, ctx.shared_clock);
       BenchRecord r;
       r.collective = ctx.collective;
       r.algorithm = algo;

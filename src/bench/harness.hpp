@@ -62,6 +62,9 @@ struct WorkerOptions {
   // writes json/csv/plot itself.
   std::string records;
   std::string json, csv, plot;
+  // Rank 0 appends every rank's entry into and exit from every timed call here
+  // (write_timeline, stats.hpp): where a slow call's time went. "": not kept.
+  std::string timeline;
 };
 
 // The algorithms "all" means for a collective: every software algorithm (the

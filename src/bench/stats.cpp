@@ -27,6 +27,19 @@ OwnTimes own_times(std::vector<double> own_us) {
   return o;
 }
 
+void write_timeline(std::ostream& out, const std::string& algorithm, uint64_t bytes, const CallTimes& t) {
+  if (t.entry.empty()) return;
+  const double zero = *std::min_element(t.entry.begin(), t.entry.end());
+  out << "# algorithm bytes call rank entry_us exit_us (from the first entry at this size)\n";
+  for (int i = 0; i < t.calls; ++i)
+    for (int k = 0; k < t.ranks; ++k) {
+      const size_t at = static_cast<size_t>(k) * t.calls + i;
+      out << algorithm << ' ' << bytes << ' ' << i << ' ' << k << ' ' << t.entry[at] - zero << ' '
+          << t.exit[at] - zero << '\n';
+    }
+  out << std::flush;
+}
+
 SizeStats combine(const CallTimes& t, bool with_span) {
   SizeStats s;
   const int N = t.ranks, iters = t.calls;

@@ -1,6 +1,9 @@
 // Statistics of a benchmark: percentiles over calls, and the figures of one
 // size combined over ranks and calls (docs/results.md, "How to read").
 #pragma once
+#include <cstdint>
+#include <ostream>
+#include <string>
 #include <vector>
 
 namespace railcoll::bench {
@@ -30,6 +33,10 @@ struct OwnTimes {
   int slow = 0;  // samples > kSlowFactor * p50
 };
 OwnTimes own_times(std::vector<double> own_us);
+
+// One line per rank and call: "ALGORITHM BYTES CALL RANK ENTRY_US EXIT_US",
+// times from the size's first entry (a header line says so).
+void write_timeline(std::ostream& out, const std::string& algorithm, uint64_t bytes, const CallTimes& t);
 
 struct SizeStats {
   double avg_us = 0, min_us = 0, max_us = 0;  // OSU: mean over ranks of each rank's mean time; min, max of those

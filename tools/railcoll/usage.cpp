@@ -95,6 +95,8 @@ const Verb kVerbs[] = {
      "                      0: back to back, a barrier between calls, as OSU times them)\n"
      "  --skew US           each rank enters each call after a random 0..US us (after the\n"
      "                      barrier), as an application's imbalance does; both sides alike\n"
+     "  --timeline F        append every rank's entry into and exit from every timed call to F\n"
+     "                      (one line per rank and call, us from the size's first entry)\n"
      "  --background P      run again under complement|uniform|hotspot traffic on every rail\n"
      "                      (cluster only) and compare quiet and loaded\n"
      "  --json F, --csv F   write the records; --plot F: latency vs size (PNG or SVG)\n"
