@@ -155,10 +155,11 @@ void print_field_summary(std::ostream& o, const std::vector<BenchRecord>& recs, 
     << (any->idle_us == 0 ? "calls back to back" : any->idle_us > 0 ? "after " + std::to_string(any->idle_us) + " us of rest" : "")
     << (any->skew_us > 0 ? ", entries skewed by 0.." + std::to_string(any->skew_us) + " us" : "")
     << "); mean = OSU's Avg Latency (over ranks of each rank's mean), us; base = the better of mpi:tuned and "
-       "mpi:han, > 1: railcoll ahead; p99/p50 and calls > 3x p50 over ranks x calls\n";
+       "mpi:han, > 1: railcoll ahead; own p99 in us (p99/p50 in brackets) and calls > 3x p50, over ranks x calls\n";
   o << std::left << std::setw(9) << "# Size" << std::right << std::setw(10) << "auto" << std::setw(14) << "mpi:railcoll"
     << std::setw(11) << "mpi:tuned" << std::setw(10) << "mpi:han" << std::setw(11) << "base/auto" << std::setw(13)
-    << "base/mpi:rc" << "   p99/p50 auto mpi:rc  tuned    han   >3x auto mpi:rc tuned  han\n";
+    << "base/mpi:rc" << std::setw(14) << "p99 auto" << std::setw(14) << "mpi:rc" << std::setw(14) << "tuned"
+    << std::setw(14) << "han" << "   >3x auto mpi:rc tuned  han\n";
   auto get = [](const std::map<std::string, const BenchRecord*>& m, const char* name) -> const BenchRecord* {
     auto it = m.find(name);
     return it == m.end() ? nullptr : it->second;
@@ -178,17 +179,19 @@ void print_field_summary(std::ostream& o, const std::vector<BenchRecord>& recs, 
       else s << "-";
       return s.str();
     };
-    auto tail = [](const BenchRecord* r) {
+    auto tail = [](const BenchRecord* r) {  // "p99 (p99/p50)"
       std::ostringstream s;
-      if (r && r->has_own() && r->own_p50_us > 0) s << std::fixed << std::setprecision(1) << r->own_p99_us / r->own_p50_us;
+      if (r && r->has_own() && r->own_p50_us > 0)
+        s << std::fixed << std::setprecision(0) << r->own_p99_us << " (" << std::setprecision(1)
+          << r->own_p99_us / r->own_p50_us << ")";
       else s << "-";
       return s.str();
     };
     auto slow = [](const BenchRecord* r) { return r && r->has_own() ? std::to_string(r->slow_calls) : std::string("-"); };
     o << std::left << std::setw(9) << bytes << std::right << std::setw(10) << mean(a) << std::setw(14) << mean(rc)
       << std::setw(11) << mean(tuned) << std::setw(10) << mean(han) << std::setw(11) << ratio(a) << std::setw(13)
-      << ratio(rc) << std::setw(13) << tail(a) << std::setw(7) << tail(rc) << std::setw(7) << tail(tuned)
-      << std::setw(7) << tail(han) << std::setw(11) << slow(a) << std::setw(7) << slow(rc) << std::setw(6)
+      << ratio(rc) << std::setw(14) << tail(a) << std::setw(14) << tail(rc) << std::setw(14) << tail(tuned)
+      << std::setw(14) << tail(han) << std::setw(11) << slow(a) << std::setw(7) << slow(rc) << std::setw(6)
       << slow(tuned) << std::setw(5) << slow(han) << "\n";
   }
   o << std::flush;
