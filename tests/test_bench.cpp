@@ -7,12 +7,16 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
+
+#include <unistd.h>
 
 #include "bench/records.hpp"
 #include "bench/report.hpp"
 #include "bench/stats.hpp"
 #include "core/background.hpp"
 #include "core/errors.hpp"
+#include "testbed/job.hpp"
 
 namespace railcoll::bench {
 namespace {
@@ -176,6 +180,99 @@ TEST(Stats, SpanIsLastRankOutMinusFirstRankIn) {
   EXPECT_DOUBLE_EQ(s.max_us, 22.5);                         // rank 1 (24, 19) and 2 (10, 35) average 21.5, 22.5
   EXPECT_DOUBLE_EQ(s.avg_us, (2.5 + 21.5 + 22.5) / 3);
   EXPECT_TRUE(combine(t, false).span_us.empty());
+}
+
+TEST(Stats, OwnTimesAreEveryRanksTimeOfEveryCallAndCountTheSlowOnes) {
+  CallTimes t;
+  t.ranks = 2, t.calls = 4;
+  // rank 0: 10, 10, 10, 10; rank 1: 10, 12, 31, 200 (own times, us)
+  t.entry = {0, 100, 200, 300, /* rank 1 */ 0, 100, 200, 300};
+  t.exit = {10, 110, 210, 310, 10, 112, 231, 500};
+  SizeStats s = combine(t, true);
+  EXPECT_DOUBLE_EQ(s.own.p50, 10);   // sorted: 10 x5, 12, 31, 200; element 4
+  EXPECT_DOUBLE_EQ(s.own.p90, 200);  // element 7
+  EXPECT_DOUBLE_EQ(s.own.max, 200);
+  EXPECT_EQ(s.own.slow, 2);          // 31 and 200 exceed 3 x 10; 12 does not
+  EXPECT_EQ(own_times({}).slow, 0);
+  EXPECT_EQ(own_times({5, 5, 15}).slow, 0);  // exactly 3x is not slower
+}
+
+TEST(Records, OwnTimesAndHowTheCallsWereTimedRoundTrip) {
+  BenchRecord r = sample();
+  EXPECT_EQ(to_json_line(r).find("own_p50_us"), std::string::npos);
+  OwnTimes own;
+  own.p50 = 11, own.p90 = 12.5, own.p99 = 40, own.max = 95.25, own.slow = 3;
+  set_own_times(&r, own);
+  r.idle_us = 0, r.skew_us = 200;
+  BenchRecord back;
+  ASSERT_TRUE(from_json_line(to_json_line(r), &back));
+  EXPECT_DOUBLE_EQ(back.own_p50_us, 11);
+  EXPECT_DOUBLE_EQ(back.own_p90_us, 12.5);
+  EXPECT_DOUBLE_EQ(back.own_p99_us, 40);
+  EXPECT_DOUBLE_EQ(back.own_max_us, 95.25);
+  EXPECT_EQ(back.slow_calls, 3);
+  EXPECT_EQ(back.idle_us, 0);
+  EXPECT_EQ(back.skew_us, 200);
+}
+
+// railcoll bench --mpi reads railcoll-mpi-bench's records from the launcher,
+// one line at a time: a barrier record of 10,000 samples (~90 KB, longer than
+// a launcher's piece) must come back whole (it used to be reported as "exited
+// 0 but reported nothing", followed by the very record).
+TEST(Records, ARecordOfTenThousandSamplesFromALaunchedRankIsReadWhole) {
+  BenchRecord r = sample();
+  r.collective = "barrier", r.bytes = 0, r.iterations = 10000;
+  for (int i = 0; i < 10000; ++i) r.samples_us.push_back(100.125 + i % 997);
+  const std::string line = to_json_line(r);
+  ASSERT_GT(line.size(), 80000u);
+  char path[] = "/tmp/railcoll-test-record-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  close(fd);
+  // Written in 4 KiB pieces with pauses, so the launcher reads it in many reads.
+  testbed::RankProcess rank;
+  const std::string blocks = std::to_string(line.size() / 4096);
+  rank.argv = {"sh", "-c", std::string("echo 'mpirun: a warning'; for i in $(seq 0 ") + blocks + "); do dd if=" + path +
+                               " bs=4096 skip=$i count=1 status=none; sleep 0.002; done; echo"};
+  std::string out;
+  testbed::JobOptions o;
+  o.on_line = [&](int, bool is_stderr, const std::string& piece) {
+    if (!is_stderr) out += piece;
+  };
+  testbed::JobResult res = testbed::run_job({rank}, o);
+  std::remove(path);
+  ASSERT_EQ(res.exit_status, 0) << res.failure;
+  std::vector<BenchRecord> recs = parse_records(out, nullptr, "the test rank's output");
+  ASSERT_EQ(recs.size(), 1u) << out.substr(0, 200);
+  EXPECT_EQ(recs[0].samples_us.size(), 10000u);
+  EXPECT_DOUBLE_EQ(recs[0].samples_us[9999], 100.125 + 9999 % 997);
+}
+
+TEST(Report, TheFieldsSummaryComparesMeansAndTails) {
+  BenchContext c;
+  c.collective = "allgather";
+  std::vector<BenchRecord> recs;
+  for (auto [name, mean, p99] : {std::tuple{"auto", 50.0, 80.0}, {"mpi:railcoll", 60.0, 90.0}, {"mpi:tuned", 120.0, 130.0},
+                                 {"mpi:han", 100.0, 200.0}}) {
+    BenchRecord r = sample();
+    r.collective = "allgather", r.algorithm = name, r.avg_us = mean, r.idle_us = 0;
+    OwnTimes own;
+    own.p50 = 40, own.p90 = 50, own.p99 = p99, own.max = 2 * p99, own.slow = 1;
+    set_own_times(&r, own);
+    recs.push_back(r);
+  }
+  std::ostringstream out;
+  print_field_summary(out, recs, c);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("calls back to back"), std::string::npos) << text;
+  // base = HAN's 100 (better than tuned's 120): 2.00x over auto, 1.67x over mpi:railcoll; tails 2.0, 2.2, 3.2, 5.0
+  EXPECT_NE(text.find("50.0          60.0      120.0     100.0      2.00x        1.67x      80 (2.0)      90 (2.2)     130 (3.2)     200 (5.0)"),
+            std::string::npos)
+      << text;
+  std::ostringstream none;
+  print_field_summary(none, {sample()}, c);
+  EXPECT_EQ(none.str(), "");
 }
 
 TEST(Report, RootedCollectivesAreSummarisedBySpanWhenEveryRecordHasOne) {

@@ -62,6 +62,8 @@ expect_usage_error "--background must be one of complement, uniform, hotspot" be
 # --fault: options it cannot honour are refused, not ignored; it needs the cluster.
 expect_usage_error "--mpi does not go with --fault" bench allgather --fault kill@1 --mpi
 expect_usage_error "--plot does not go with --fault" bench allgather --fault kill@1 --plot x.png
+expect_usage_error "--skew does not go with --fault" bench allgather --fault kill@1 --skew 200
+expect_usage_error "--skew expects a whole number, got 'x'" bench allgather --skew x
 expect_usage_error "--fault expects rail-down@T[:D], flap@T:D[:P] or kill@T" bench allgather --fault crash@1
 expect_usage_error "--fault flap@T:D[:P] needs how long the rail flaps" bench allgather --fault flap@1
 expect_usage_error "P must be between 0.01 s and D" bench allgather --fault flap@1:2:5

@@ -26,6 +26,7 @@ Bootstrap settings(double timeout = 30) {
   Bootstrap b;
   b.timeout = timeout;
   b.spin_seconds = 0.0002;  // up to 12 threads share 2 cores: sleep soon
+  b.spin_given = true;
   return b;
 }
 
@@ -204,6 +205,18 @@ void expect_refused_by_rank_2(Ranks& ranks, const std::string& expect) {
   } catch (const Error& e) {
     EXPECT_EQ(e.status, Status::Broken);
   }
+}
+
+TEST(SpinBudget, WaitsSleepAtOnceWhereTheNodesRanksOutnumberTheCores) {
+  Bootstrap b;  // RAILCOLL_SPIN_US not given: the default, 2 ms, where it fits
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  ASSERT_GT(cores, 0);
+  EXPECT_DOUBLE_EQ(spin_budget(b, 1), 0.002);
+  EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1), 0.0);
+  b.spin_seconds = 0.0005, b.spin_given = true;  // the user's word stands
+  EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1), 0.0005);
+  b.spin_seconds = 0;
+  EXPECT_DOUBLE_EQ(spin_budget(b, 1), 0.0);
 }
 
 TEST(ExecutorFaults, ADuplicatedFrameIsRefused) {

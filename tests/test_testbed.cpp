@@ -86,6 +86,21 @@ TEST(Launcher, LinesArriveWholeAndAPartialLastLineEndsAsALine) {
   }
 }
 
+TEST(Launcher, ALineLongerThanAPieceJoinsBackWholeFromItsPieces) {
+  Captured c;
+  // 300,000 characters in 30 writes with pauses (so across many reads), then a short line.
+  auto ranks = ranks_of(2, "for i in $(seq 30); do head -c 10000 /dev/zero | tr '\\0' y; sleep 0.01; done; echo; echo end");
+  JobResult r = run_job(ranks, capture(&c));
+  EXPECT_EQ(r.exit_status, 0) << r.failure;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::string joined;
+    for (auto& piece : c.out[rank]) joined += piece;
+    EXPECT_EQ(joined, std::string(300000, 'y') + "\nend\n");
+    EXPECT_GE(c.out[rank].size(), 3u);  // it did come in pieces
+    EXPECT_EQ(c.out[rank].back(), "end\n");
+  }
+}
+
 TEST(Launcher, OnlyRankZeroReadsTheLaunchersStdin) {
   Captured c;
   // Rank 0 inherits stdin (the test's, which has nothing); the others read

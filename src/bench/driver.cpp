@@ -122,6 +122,8 @@ std::vector<std::string> worker_command(const BenchPlan& plan) {
   if (plan.full) w.push_back("-f");
   if (plan.validate) w.push_back("-c");
   if (plan.idle_us > 0) w.insert(w.end(), {"--idle-us", std::to_string(plan.idle_us)});
+  if (plan.skew_us > 0) w.insert(w.end(), {"--skew", std::to_string(plan.skew_us)});
+  if (!plan.timeline.empty()) w.insert(w.end(), {"--timeline", plan.timeline});
   return w;
 }
 
@@ -217,6 +219,7 @@ std::vector<BenchRecord> run_mpi(const BenchPlan& plan, const BenchContext& ctx,
   if (plan.validate) args.push_back("-c");
   if (plan.idle_us > 0 && traits(plan.collective).moves_data)
     args.insert(args.end(), {"--idle-us", std::to_string(plan.idle_us)});
+  if (plan.skew_us > 0) args.insert(args.end(), {"--skew", std::to_string(plan.skew_us)});
   std::cout << "\n# " << (row.railcoll ? "railcoll's collectives through the same MPI program, " : "Open MPI ") << label
             << (plan.where.cluster        ? " on the same emulated cluster"
                 : row.railcoll            ? " on this machine, in the workers' pretend nodes"
@@ -360,6 +363,11 @@ int run_bench(const BenchPlan& asked) {
   if (plan.idle_us > 0 && traits(plan.collective).moves_data)
     std::cout << "railcoll bench: every timed call, on both sides, starts after " << plan.idle_us
               << " us of rest (the rails' shaper refills its burst; --idle-us)\n";
+  else if (traits(plan.collective).moves_data)
+    std::cout << "railcoll bench: timed calls back to back, a barrier between them, on both sides (--idle-us 0)\n";
+  if (plan.skew_us > 0)
+    std::cout << "railcoll bench: every rank enters every call after a random 0.." << plan.skew_us
+              << " us, on both sides (--skew)\n";
   std::cout << std::flush;
   JobOptions jo;
   jo.timeout_seconds = plan.timeout;
@@ -395,7 +403,10 @@ int run_bench(const BenchPlan& asked) {
       auto mpi = run_mpi(plan, ctx, row);
       recs.insert(recs.end(), mpi.begin(), mpi.end());
     }
-  if (transports.size() == 1) print_summary(std::cout, recs, ctx);
+  if (transports.size() == 1) {
+    print_summary(std::cout, recs, ctx);
+    print_field_summary(std::cout, recs, ctx);
+  }
   print_layer_cost(std::cout, recs, ctx);
   if (!plan.json.empty()) write_json(plan.json, recs), std::cout << "wrote " << plan.json << "\n";
   if (!plan.csv.empty()) write_csv(plan.csv, recs), std::cout << "wrote " << plan.csv << "\n";

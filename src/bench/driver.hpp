@@ -60,6 +60,7 @@ struct BenchPlan {
   // differs between the two programs unless fixed. -1: on the emulated
   // cluster the time to refill the shaper's burst (docs/results.md), locally 0.
   int idle_us = -1;
+  int skew_us = 0;  // each rank's entry delayed by a random 0..skew_us us, both sides alike (WorkerOptions)
   BackgroundPattern background = BackgroundPattern::None;  // needs the cluster
   Placement where;
   double timeout = 3600;  // seconds for each job (workers, Open MPI)
@@ -67,6 +68,7 @@ struct BenchPlan {
   // --transport: "tcp" or "ofi" (RAILCOLL_TRANSPORT for the workers), "both"
   // (tcp then ofi, side by side, with their ratio), "" (the environment's).
   std::string transport;
+  std::string timeline;  // every rank's entry and exit of every call (WorkerOptions::timeline)
 };
 
 // The workers' command line for the plan (this program, `bench ... --worker`).

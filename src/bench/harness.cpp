@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <iostream>
 #include <thread>
 
@@ -202,11 +203,14 @@ int run_worker(const WorkerOptions& o) {
         setenv("RAILCOLL_BARRIER_ALGO", algo.c_str(), 1);
         if (algo == "auto") unsetenv("RAILCOLL_BARRIER_ALGO");
       }
+      std::mt19937 skew_rng(static_cast<unsigned>(me) * 7919u + static_cast<unsigned>(bytes));
+      std::uniform_int_distribution<int> skew(0, std::max(0, o.skew_us));
       for (int i = -warmup; i < iters; ++i) {
         if (o.validate) call.prepare(i + warmup);
         if (!consecutive && o.idle_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(o.idle_us));
         // Each call timed alone, not overlapped with the previous one.
         if (!consecutive && railcoll_barrier(comm) != RAILCOLL_OK) return fail("barrier");
+        if (o.skew_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(skew(skew_rng)));
         double t0 = monotonic_us();
         if (call.run(comm, &opts) != RAILCOLL_OK) return fail(algo + " at " + std::to_string(bytes) + " B");
         double t1 = monotonic_us();
@@ -236,7 +240,12 @@ int run_worker(const WorkerOptions& o) {
         return 1;
       }
       if (me != 0) continue;
-      SizeStats s = combine(call_times(every, N, iters), ctx.shared_clock);
+      const CallTimes ct = call_times(every, N, iters);
+      if (!o.timeline.empty()) {
+        std::ofstream tl(o.timeline, std::ios::app);
+        write_timeline(tl, algo, bytes, ct);
+      }
+      SizeStats s = combine(ct, ctx.shared_clock);
       BenchRecord r;
       r.collective = ctx.collective;
       r.algorithm = algo;
@@ -251,6 +260,9 @@ int run_worker(const WorkerOptions& o) {
       if (consecutive) r.samples_us = s.slowest_us;
       set_percentiles(&r, s.slowest_us);
       set_span_percentiles(&r, s.span_us);
+      set_own_times(&r, s.own);
+      r.idle_us = consecutive ? 0 : o.idle_us;
+      r.skew_us = o.skew_us;
       r.validated = o.validate;
       set_transport(&r, railcoll_comm_transport(comm));
       print_table_row(std::cout, r, o.full);

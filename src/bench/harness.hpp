@@ -54,11 +54,18 @@ struct WorkerOptions {
   // Sleep before each call's barrier (not barriers'): every call finds the
   // rails idle, as railcoll-mpi-bench --idle-us does (BenchPlan::idle_us).
   int idle_us = 0;
+  // After the barrier, each rank waits a random 0..skew_us us before entering
+  // each call (its own time starts then), as an application's imbalance does;
+  // railcoll-mpi-bench --skew does the same.
+  int skew_us = 0;
   // Rank 0 appends the context and the records here (the driver reads them);
   // "" when run by hand under a launcher: rank 0 then prints the summary and
   // writes json/csv/plot itself.
   std::string records;
   std::string json, csv, plot;
+  // Rank 0 appends every rank's entry into and exit from every timed call here
+  // (write_timeline, stats.hpp): where a slow call's time went. "": not kept.
+  std::string timeline;
 };
 
 // The algorithms "all" means for a collective: every software algorithm (the

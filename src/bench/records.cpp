@@ -43,6 +43,15 @@ OrderedJson to_json(const BenchRecord& r) {
     j["span_p90_us"] = us(r.span_p90_us);
     j["span_p99_us"] = us(r.span_p99_us);
   }
+  if (r.has_own()) {
+    j["own_p50_us"] = us(r.own_p50_us);
+    j["own_p90_us"] = us(r.own_p90_us);
+    j["own_p99_us"] = us(r.own_p99_us);
+    j["own_max_us"] = us(r.own_max_us);
+    j["slow_calls"] = r.slow_calls;
+  }
+  if (r.idle_us >= 0) j["idle_us"] = r.idle_us;
+  if (r.skew_us >= 0) j["skew_us"] = r.skew_us;
   j["iterations"] = r.iterations;
   j["validated"] = r.validated;
   if (r.simulated) j["simulated"] = true;
@@ -98,6 +107,13 @@ BenchRecord record_from(const Json& j) {
   field(j, "span_p50_us", &r.span_p50_us);
   field(j, "span_p90_us", &r.span_p90_us);
   field(j, "span_p99_us", &r.span_p99_us);
+  field(j, "own_p50_us", &r.own_p50_us);
+  field(j, "own_p90_us", &r.own_p90_us);
+  field(j, "own_p99_us", &r.own_p99_us);
+  field(j, "own_max_us", &r.own_max_us);
+  field(j, "slow_calls", &r.slow_calls);
+  field(j, "idle_us", &r.idle_us);
+  field(j, "skew_us", &r.skew_us);
   field(j, "iterations", &r.iterations);
   field(j, "validated", &r.validated);
   field(j, "simulated", &r.simulated);
@@ -233,7 +249,8 @@ std::string csv_field(const std::string& s) {
 void write_csv(const std::string& path, const std::vector<BenchRecord>& recs) {
   std::ofstream f(path);
   f << "collective,algorithm,chosen,bytes,ranks,nodes,rails,avg_us,min_us,max_us,p50_us,p90_us,p99_us,iterations,"
-       "validated,span_p50_us,span_p90_us,span_p99_us,background,ppn,simulated,preset\n";
+       "validated,span_p50_us,span_p90_us,span_p99_us,background,ppn,simulated,preset,own_p50_us,own_p90_us,own_p99_us,"
+       "own_max_us,slow_calls,idle_us,skew_us\n";
   auto num = [](double x) {
     std::ostringstream s;
     s << us(x);
@@ -245,7 +262,9 @@ void write_csv(const std::string& path, const std::vector<BenchRecord>& recs) {
       << num(r.max_us) << "," << num(r.p50_us) << "," << num(r.p90_us) << "," << num(r.p99_us) << ","
       << r.iterations << "," << (r.validated ? "true" : "false") << "," << num(r.span_p50_us) << ","
       << num(r.span_p90_us) << "," << num(r.span_p99_us) << "," << csv_field(r.background) << "," << r.ppn << ","
-      << (r.simulated ? "true" : "false") << "," << csv_field(r.preset) << "\n";
+      << (r.simulated ? "true" : "false") << "," << csv_field(r.preset) << "," << num(r.own_p50_us) << ","
+      << num(r.own_p90_us) << "," << num(r.own_p99_us) << "," << num(r.own_max_us) << "," << r.slow_calls << ","
+      << r.idle_us << "," << r.skew_us << "\n";
   if (!f.flush()) throw InputError("cannot write " + path);
 }
 

@@ -26,6 +26,14 @@ struct BenchRecord {
   // Percentiles over calls of the span: last rank out minus first rank in, on
   // the one host clock of every rank; -1: not measured (the ranks' clocks differ).
   double span_p50_us = -1, span_p90_us = -1, span_p99_us = -1;
+  // The field's figures (OSU, -z): percentiles over every rank's own time of
+  // every call, the longest, and how many of those ranks x calls samples took
+  // more than 3x their median (stats.hpp, kSlowFactor); -1: not reported.
+  double own_p50_us = -1, own_p90_us = -1, own_p99_us = -1, own_max_us = -1;
+  int slow_calls = -1;
+  // How the calls were timed: the rest before each call's barrier (0: back to
+  // back) and the random 0..skew_us delay of each rank's entry; -1: not said.
+  int idle_us = -1, skew_us = -1;
   bool validated = false;
   std::vector<double> samples_us;  // the slowest rank's time of every call (barrier histograms)
   std::string background;          // traffic pattern during the measurement, "" when quiet
@@ -36,6 +44,7 @@ struct BenchRecord {
   std::string transport, provider;
 
   bool has_span() const { return span_p50_us >= 0; }
+  bool has_own() const { return own_p50_us >= 0; }
 };
 
 // What a run was: for the headers, the rail bound and the summary.

@@ -38,6 +38,11 @@ void set_span_percentiles(BenchRecord* r, std::vector<double> span_us) {
   r->span_p50_us = p.p50, r->span_p90_us = p.p90, r->span_p99_us = p.p99;
 }
 
+void set_own_times(BenchRecord* r, const OwnTimes& own) {
+  r->own_p50_us = own.p50, r->own_p90_us = own.p90, r->own_p99_us = own.p99, r->own_max_us = own.max;
+  r->slow_calls = own.slow;
+}
+
 SummaryMetric summary_metric(const std::string& collective, const std::vector<BenchRecord>& recs) {
   Collective c;
   SummaryMetric m;
@@ -55,6 +60,7 @@ void print_table_header(std::ostream& o, const std::string& algorithm, const Ben
   if (full) o << "   Min Latency(us)   Max Latency(us)  Iterations";
   o << "      p90(us)      p99(us)";
   if (c.shared_clock) o << "   Span p50(us)   Span p99(us)";
+  o << "  Own p50(us)  Own p90(us)  Own p99(us)  >3x p50";
   o << "\n";
 }
 
@@ -64,6 +70,9 @@ void print_table_row(std::ostream& o, const BenchRecord& r, bool full) {
   if (full) o << std::setw(18) << r.min_us << std::setw(18) << r.max_us << std::setw(12) << r.iterations;
   if (r.p99_us >= 0) o << std::setw(13) << r.p90_us << std::setw(13) << r.p99_us;
   if (r.has_span()) o << std::setw(15) << r.span_p50_us << std::setw(15) << r.span_p99_us;
+  if (r.has_own())
+    o << std::setw(13) << r.own_p50_us << std::setw(13) << r.own_p90_us << std::setw(13) << r.own_p99_us
+      << std::setw(9) << r.slow_calls;
   if (!r.chosen.empty()) o << "   (" << r.chosen << ")";
   o << "\n" << std::flush;
 }
@@ -132,6 +141,58 @@ void print_summary(std::ostream& o, const std::vector<BenchRecord>& recs, const 
       else o << "-";
     }
     o << "\n";
+  }
+  o << std::flush;
+}
+
+void print_field_summary(std::ostream& o, const std::vector<BenchRecord>& recs, const BenchContext& c) {
+  std::map<uint64_t, std::map<std::string, const BenchRecord*>> by_size;
+  const BenchRecord* any = nullptr;
+  for (auto& r : recs)
+    if (r.background.empty() && r.has_own()) by_size[r.bytes][r.algorithm] = &r, any = any ? any : &r;
+  if (!any) return;
+  o << "\n# The field's figures: " << c.collective << ", each rank's own time ("
+    << (any->idle_us == 0 ? "calls back to back" : any->idle_us > 0 ? "after " + std::to_string(any->idle_us) + " us of rest" : "")
+    << (any->skew_us > 0 ? ", entries skewed by 0.." + std::to_string(any->skew_us) + " us" : "")
+    << "); mean = OSU's Avg Latency (over ranks of each rank's mean), us; base = the better of mpi:tuned and "
+       "mpi:han, > 1: railcoll ahead; own p99 in us (p99/p50 in brackets) and calls > 3x p50, over ranks x calls\n";
+  o << std::left << std::setw(9) << "# Size" << std::right << std::setw(10) << "auto" << std::setw(14) << "mpi:railcoll"
+    << std::setw(11) << "mpi:tuned" << std::setw(10) << "mpi:han" << std::setw(11) << "base/auto" << std::setw(13)
+    << "base/mpi:rc" << std::setw(14) << "p99 auto" << std::setw(14) << "mpi:rc" << std::setw(14) << "tuned"
+    << std::setw(14) << "han" << "   >3x auto mpi:rc tuned  han\n";
+  auto get = [](const std::map<std::string, const BenchRecord*>& m, const char* name) -> const BenchRecord* {
+    auto it = m.find(name);
+    return it == m.end() ? nullptr : it->second;
+  };
+  for (auto& [bytes, algos] : by_size) {
+    const BenchRecord *a = get(algos, "auto"), *rc = get(algos, "mpi:railcoll"), *tuned = get(algos, "mpi:tuned"),
+                      *han = get(algos, "mpi:han");
+    const BenchRecord* base = !tuned ? han : !han ? tuned : (han->avg_us < tuned->avg_us ? han : tuned);
+    auto mean = [](const BenchRecord* r) {
+      std::ostringstream s;
+      if (r) s << std::fixed << std::setprecision(1) << r->avg_us; else s << "-";
+      return s.str();
+    };
+    auto ratio = [&](const BenchRecord* r) {
+      std::ostringstream s;
+      if (r && base && r->avg_us > 0) s << std::fixed << std::setprecision(2) << base->avg_us / r->avg_us << "x";
+      else s << "-";
+      return s.str();
+    };
+    auto tail = [](const BenchRecord* r) {  // "p99 (p99/p50)"
+      std::ostringstream s;
+      if (r && r->has_own() && r->own_p50_us > 0)
+        s << std::fixed << std::setprecision(0) << r->own_p99_us << " (" << std::setprecision(1)
+          << r->own_p99_us / r->own_p50_us << ")";
+      else s << "-";
+      return s.str();
+    };
+    auto slow = [](const BenchRecord* r) { return r && r->has_own() ? std::to_string(r->slow_calls) : std::string("-"); };
+    o << std::left << std::setw(9) << bytes << std::right << std::setw(10) << mean(a) << std::setw(14) << mean(rc)
+      << std::setw(11) << mean(tuned) << std::setw(10) << mean(han) << std::setw(11) << ratio(a) << std::setw(13)
+      << ratio(rc) << std::setw(14) << tail(a) << std::setw(14) << tail(rc) << std::setw(14) << tail(tuned)
+      << std::setw(14) << tail(han) << std::setw(11) << slow(a) << std::setw(7) << slow(rc) << std::setw(6)
+      << slow(tuned) << std::setw(5) << slow(han) << "\n";
   }
   o << std::flush;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench/records.hpp"
+#include "bench/stats.hpp"
 #include "core/collective.hpp"
 
 namespace railcoll::bench {
@@ -21,6 +22,8 @@ std::vector<uint64_t> bench_sizes(const std::string& collective, uint64_t min, u
 void set_percentiles(BenchRecord* r, std::vector<double> slowest_us);
 // The span of every call -> span_p50, span_p90, span_p99.
 void set_span_percentiles(BenchRecord* r, std::vector<double> span_us);
+// Every rank's own time, summarised (stats.hpp) -> own_p50..own_max, slow_calls.
+void set_own_times(BenchRecord* r, const OwnTimes& own);
 
 // Which time a summary compares. A rooted collective (bcast, gather) is over
 // when the data has reached the last rank, which no single rank's time shows
@@ -40,6 +43,11 @@ void print_table_header(std::ostream& o, const std::string& algorithm, const Ben
 void print_table_row(std::ostream& o, const BenchRecord& r, bool full);
 // Per size: best railcoll algorithm, auto, mpi:tuned, mpi:han, speed-ups, rail efficiency.
 void print_summary(std::ostream& o, const std::vector<BenchRecord>& recs, const BenchContext& c);
+// The field's view (OSU, -z), per size: the mean of each rank's own time for
+// auto, mpi:railcoll, mpi:tuned and mpi:han, railcoll's speed-ups over the better
+// MPI, and each one's tail (own p99/p50, calls > 3x the median). Nothing when no
+// record has its own times.
+void print_field_summary(std::ostream& o, const std::vector<BenchRecord>& recs, const BenchContext& c);
 // Quiet vs loaded, per algorithm and size: p50 and p99 side by side, slowdowns.
 void print_background_summary(std::ostream& o, const std::vector<BenchRecord>& quiet,
                               const std::vector<BenchRecord>& loaded, const BenchContext& c,

@@ -15,6 +15,31 @@ Percentiles percentiles(std::vector<double> values) {
   return {percentile_of_sorted(values, 0.5), percentile_of_sorted(values, 0.9), percentile_of_sorted(values, 0.99)};
 }
 
+OwnTimes own_times(std::vector<double> own_us) {
+  OwnTimes o;
+  if (own_us.empty()) return o;
+  std::sort(own_us.begin(), own_us.end());
+  o.p50 = percentile_of_sorted(own_us, 0.5);
+  o.p90 = percentile_of_sorted(own_us, 0.9);
+  o.p99 = percentile_of_sorted(own_us, 0.99);
+  o.max = own_us.back();
+  o.slow = static_cast<int>(own_us.end() - std::upper_bound(own_us.begin(), own_us.end(), kSlowFactor * o.p50));
+  return o;
+}
+
+void write_timeline(std::ostream& out, const std::string& algorithm, uint64_t bytes, const CallTimes& t) {
+  if (t.entry.empty()) return;
+  const double zero = *std::min_element(t.entry.begin(), t.entry.end());
+  out << "# algorithm bytes call rank entry_us exit_us (from the first entry at this size)\n";
+  for (int i = 0; i < t.calls; ++i)
+    for (int k = 0; k < t.ranks; ++k) {
+      const size_t at = static_cast<size_t>(k) * t.calls + i;
+      out << algorithm << ' ' << bytes << ' ' << i << ' ' << k << ' ' << t.entry[at] - zero << ' '
+          << t.exit[at] - zero << '\n';
+    }
+  out << std::flush;
+}
+
 SizeStats combine(const CallTimes& t, bool with_span) {
   SizeStats s;
   const int N = t.ranks, iters = t.calls;
@@ -22,12 +47,15 @@ SizeStats combine(const CallTimes& t, bool with_span) {
   s.min_us = 1e300;
   s.slowest_us.assign(iters, 0);
   if (with_span) s.span_us.assign(iters, 0);
+  std::vector<double> own_us;
+  own_us.reserve(static_cast<size_t>(N) * iters);
   for (int k = 0; k < N; ++k) {
     double sum = 0;
     for (int i = 0; i < iters; ++i) {
       const size_t at = static_cast<size_t>(k) * iters + i;
       double own = t.exit[at] - t.entry[at];
       sum += own;
+      own_us.push_back(own);
       s.slowest_us[i] = std::max(s.slowest_us[i], own);
     }
     double mean = sum / iters;
@@ -35,6 +63,7 @@ SizeStats combine(const CallTimes& t, bool with_span) {
     s.min_us = std::min(s.min_us, mean);
     s.max_us = std::max(s.max_us, mean);
   }
+  s.own = own_times(std::move(own_us));
   for (int i = 0; i < iters && with_span; ++i) {
     double first_in = t.entry[i], last_out = t.exit[i];
     for (int k = 1; k < N; ++k) {

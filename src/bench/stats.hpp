@@ -1,6 +1,9 @@
 // Statistics of a benchmark: percentiles over calls, and the figures of one
 // size combined over ranks and calls (docs/results.md, "How to read").
 #pragma once
+#include <cstdint>
+#include <ostream>
+#include <string>
 #include <vector>
 
 namespace railcoll::bench {
@@ -21,10 +24,25 @@ struct CallTimes {
   std::vector<double> entry, exit;
 };
 
+// The field's view of one size (OSU with -z): every rank's own time of every
+// call, each a sample, not the slowest rank's: its percentiles, its longest,
+// and how many samples took more than kSlowFactor times the median.
+constexpr double kSlowFactor = 3;
+struct OwnTimes {
+  double p50 = 0, p90 = 0, p99 = 0, max = 0;
+  int slow = 0;  // samples > kSlowFactor * p50
+};
+OwnTimes own_times(std::vector<double> own_us);
+
+// One line per rank and call: "ALGORITHM BYTES CALL RANK ENTRY_US EXIT_US",
+// times from the size's first entry (a header line says so).
+void write_timeline(std::ostream& out, const std::string& algorithm, uint64_t bytes, const CallTimes& t);
+
 struct SizeStats {
   double avg_us = 0, min_us = 0, max_us = 0;  // OSU: mean over ranks of each rank's mean time; min, max of those
   std::vector<double> slowest_us;             // per call: the slowest rank's own time (exit - entry)
   std::vector<double> span_us;                // per call: last exit - first entry, over ranks
+  OwnTimes own;                               // over every rank's own time of every call
 };
 
 // `with_span`: the clocks of all ranks are one (the same host clock); otherwise

@@ -85,7 +85,7 @@ Bootstrap settings_from_env(std::exception_ptr* bad) {
     if (env("RAILCOLL_NOTSENT_LOWAT")) b.notsent_lowat = env_int("RAILCOLL_NOTSENT_LOWAT", 0);
   });
   read([&] {
-    if (env("RAILCOLL_SPIN_US")) b.spin_seconds = env_int("RAILCOLL_SPIN_US", 0) * 1e-6;
+    if (env("RAILCOLL_SPIN_US")) b.spin_seconds = env_int("RAILCOLL_SPIN_US", 0) * 1e-6, b.spin_given = true;
   });
   read([&] {
     if (env("RAILCOLL_SHM_MIB"))

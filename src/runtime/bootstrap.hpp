@@ -18,10 +18,13 @@ struct Bootstrap {
   std::string rails_spec;   // RAILCOLL_RAILS
   double timeout = 60;      // RAILCOLL_TIMEOUT, seconds
   uint64_t shm_bytes = 256ull << 20;
-  // RAILCOLL_SPIN_US: how long a wait spins (yielding the core) before it sleeps
-  // in poll. 2 ms measured best on 16 ranks / 2 cores (0: 1090 us, 0.2 ms: 650 us,
-  // 2 ms: 500 us median for an 8 B smp_direct all-gather).
+  // RAILCOLL_SPIN_US: how long a wait spins (yielding the core) before it sleeps.
+  // Unset (spin_given false): 2 ms where every rank of the node has a core of
+  // its own, none where they outnumber the cores (Executor, spin_budget): there
+  // a spinning waiter takes the core from the rank it waits for, and calls back
+  // to back grew tails of 10-200x their median (docs/runtime.md, "Tails").
   double spin_seconds = 0.002;
+  bool spin_given = false;
   // RAILCOLL_RAIL_TIMEOUT: a rail that carries nothing this long while another
   // rail to the same peer answers is given up (its traffic moves to the others).
   // 0.5 s gave up healthy rails in make run (4 times in 13 minutes, 16 ranks on

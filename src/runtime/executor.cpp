@@ -21,11 +21,24 @@ Executor::Executor(Transport& transport, const Topology& topo, int me, uint64_t 
       node_(topo.node_of(me)),
       comm_id_(comm_id),
       timeout_(settings.timeout),
-      spin_seconds_(settings.spin_seconds),
+      spin_seconds_(spin_budget(settings, topo.node_size(topo.node_of(me)))),
       replay_call_(settings.replay_call),
       seg_(transport.node()),
       node_base_(kCounterSlots, 0) {
   t_.attach(this);
+}
+
+// The cores this process may run on (its affinity mask); 0 if unknown.
+static int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+double spin_budget(const Bootstrap& settings, int node_ranks) {
+  if (settings.spin_given) return settings.spin_seconds;
+  const int cores = usable_cores();
+  return cores > 0 && node_ranks > cores ? 0.0 : settings.spin_seconds;
 }
 
 FrameHeader Executor::header(Frame type, int op) const {

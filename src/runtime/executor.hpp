@@ -30,6 +30,13 @@ struct Buffers {
   void* recv = nullptr;
 };
 
+// How long this rank's waits spin before they sleep: RAILCOLL_SPIN_US when
+// given; else the default where each of the node's `node_ranks` ranks has a
+// core of its own, and 0 (sleep at once) where they outnumber the cores this
+// process may run on: a spinning waiter there holds the core that the rank it
+// waits for needs (docs/runtime.md, "Tails").
+double spin_budget(const Bootstrap& settings, int node_ranks);
+
 class Executor final : private FrameSink {
  public:
   // Attaches itself to `transport` as its frame sink. comm_id: the id every

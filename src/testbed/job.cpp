@@ -111,22 +111,25 @@ class Launcher {
   }
 
   // Forwards the whole lines read so far; with `all`, the rest too, ended as
-  // a line so the next rank's output starts on a line of its own (likewise a
-  // piece of an overlong line). To the launcher's stdout/stderr all lines of
-  // one read go in one write: the launcher is their only writer, so they
-  // cannot interleave with another rank's.
+  // a line so the next rank's output starts on a line of its own. A piece of
+  // an overlong line is likewise ended as a line on the launcher's output; an
+  // on_line callback gets it as it is, without a '\n', and the rest of the line
+  // in the calls after: what it joins is the rank's output, however long the
+  // line (one JSON record of 10,000 samples is ~90 KB). To the launcher's
+  // stdout/stderr all lines of one read go in one write: the launcher is their
+  // only writer, so they cannot interleave with another rank's.
   void forward(int rank, int stream, bool all) {
     std::string& buf = watched_[rank].pending[stream];
     size_t end = buf.rfind('\n');
     end = end == std::string::npos ? 0 : end + 1;  // [0, end) holds whole lines
     if (buf.size() > end && (all || buf.size() - end >= kMaxLine)) {
-      buf += '\n';
+      if (all || !o_.on_line) buf += '\n';
       end = buf.size();
     }
     if (end == 0) return;
     if (o_.on_line) {
       for (size_t from = 0, nl; from < end; from = nl + 1) {
-        nl = buf.find('\n', from);
+        nl = std::min(buf.find('\n', from), end - 1);  // the last piece may hold no '\n'
         o_.on_line(rank, stream == 1, buf.substr(from, nl + 1 - from));
       }
     } else if (!o_.tag_output) {

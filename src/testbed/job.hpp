@@ -38,8 +38,9 @@ struct JobOptions {
   double grace_seconds = 0;
   double timeout_seconds = 0;  // the whole job; 0: no limit
   bool tag_output = false;     // "[rank] " before every forwarded line
-  // Where a rank's output goes, one line at a time, each with its '\n'.
-  // Default: written to the launcher's stdout/stderr.
+  // Where a rank's output goes, one line at a time, each with its '\n'; a line
+  // longer than 64 KiB comes in pieces, each but the last without '\n' (join
+  // them). Default: written to the launcher's stdout/stderr.
   std::function<void(int rank, bool is_stderr, const std::string& line)> on_line;
 };
 

@@ -11,6 +11,11 @@
  * its calls; avg/min/max are the mean/min/max of those per-rank averages, in
  * us. p50/p90/p99 are percentiles over calls of the slowest rank's time (a
  * call is done when its last rank is; railcoll bench reports the same).
+ * own_p50/p90/p99/max are over every rank's own time of every call (OSU's -z
+ * view: each rank a sample), and slow_calls counts those samples above 3x
+ * own_p50. --skew US delays each rank's entry into each call by a random
+ * 0..US us after the barrier (its own time starts at its entry), as an
+ * application's imbalance does; railcoll bench --skew does the same.
  * span_p50/p90/p99 are percentiles over calls of the span, the last rank's
  * exit minus the first rank's entry: written only when every rank reads the
  * same clock (the same kernel and time namespace, as on the emulated
@@ -20,6 +25,7 @@
  * {"collective":NAME,"algorithm":LABEL,"bytes":B,"ranks":N,"nodes":M,"rails":K,"ppn":P,
  *  "avg_us":X,"min_us":X,"max_us":X,"p50_us":X,"p90_us":X,"p99_us":X,
  *  ["span_p50_us":X,"span_p90_us":X,"span_p99_us":X,]
+ *  "own_p50_us":X,"own_p90_us":X,"own_p99_us":X,"own_max_us":X,"slow_calls":N,"idle_us":N,"skew_us":N,
  *  "iterations":N,"validated":true|false[,"samples_us":[X,...]]}
  * bytes: per rank for allgather and gather, the message for bcast, the vector
  * for allreduce (a multiple of 4: bytes/4 floats), 0 for barrier. ppn: the
@@ -69,13 +75,14 @@ typedef struct {
   int iters, warmup; /* 0 and -1 until set by -i / -x or the collective's default */
   int check, full, samples, rails;
   uint64_t idle_us; /* idle time before each timed call's barrier (--idle-us) */
+  uint64_t skew_us; /* each rank's entry delayed by a random 0..skew_us after the barrier (--skew) */
   const char* label;
 } Options;
 
 static void usage(FILE* f) {
   fprintf(f,
           "usage: railcoll-mpi-bench [--coll NAME] [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-c] [--full]\n"
-          "                          [--samples] [--label NAME] [--rails K]\n"
+          "                          [--samples] [--label NAME] [--rails K] [--idle-us N] [--skew US]\n"
           "  --coll NAME   the collective (default allgather):\n"
           "                  allgather  MPI_Allgather of MIN..MAX bytes from every rank\n"
           "                  bcast      MPI_Bcast of MIN..MAX bytes from rank 0\n"
@@ -105,6 +112,8 @@ static void usage(FILE* f) {
           "                RAILCOLL_RAILS, else 1)\n"
           "  --idle-us N   sleep N us before each call's barrier (default 0), so every call\n"
           "                finds the rails idle: a shaper's burst refilled, as railcoll bench does\n"
+          "  --skew US     after each call's barrier, each rank waits a random 0..US us before\n"
+          "                entering the call (its time starts then), as an application's imbalance does\n"
           "Timing: an MPI_Barrier before every timed call, except for barrier, whose calls\n"
           "are timed back to back.\n");
 }
@@ -160,7 +169,7 @@ static const char* parse_options(int argc, char** argv, Options* o) {
     if (!strcmp(a, "--samples")) { o->samples = 1; continue; }
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) return "help";
     if (strcmp(a, "--coll") && strcmp(a, "-m") && strcmp(a, "-i") && strcmp(a, "-x") && strcmp(a, "--label") &&
-        strcmp(a, "--rails") && strcmp(a, "--idle-us")) {
+        strcmp(a, "--rails") && strcmp(a, "--idle-us") && strcmp(a, "--skew")) {
       snprintf(msg, sizeof msg, "unknown option '%s' (-h lists them)", a);
       return msg;
     }
@@ -184,7 +193,7 @@ static const char* parse_options(int argc, char** argv, Options* o) {
       }
       continue;
     }
-    const int zero_ok = !strcmp(a, "-x") || !strcmp(a, "--idle-us");
+    const int zero_ok = !strcmp(a, "-x") || !strcmp(a, "--idle-us") || !strcmp(a, "--skew");
     if (parse_u64(v, &x) || x > 100000000 || (x < 1 && !zero_ok)) {
       snprintf(msg, sizeof msg, "%s expects a whole number%s, got '%s'", a, zero_ok ? "" : " >= 1", v);
       return msg;
@@ -192,6 +201,7 @@ static const char* parse_options(int argc, char** argv, Options* o) {
     if (!strcmp(a, "-i")) o->iters = (int)x;
     else if (!strcmp(a, "-x")) o->warmup = (int)x;
     else if (!strcmp(a, "--idle-us")) o->idle_us = x;
+    else if (!strcmp(a, "--skew")) o->skew_us = x;
     else if (x > 64) return "--rails must be between 1 and 64";
     else o->rails = (int)x;
   }
@@ -448,6 +458,15 @@ static uint64_t clock_identity(void) {
   return h ^ (ns * 0x9E3779B97F4A7C15ull);
 }
 
+/* xorshift32: each rank's own sequence of skews. */
+static uint32_t next_random(uint32_t* state) {
+  uint32_t x = *state;
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  return *state = x;
+}
+
 static SizeResult run_size(const Options* o, const Buffers* b, uint64_t bytes, uint32_t* call) {
   SizeResult r = {0, 0, 0, NULL, NULL};
   int iters, warmup;
@@ -455,10 +474,12 @@ static SizeResult run_size(const Options* o, const Buffers* b, uint64_t bytes, u
   r.iters = iters;
   r.each = calloc((size_t)iters, sizeof(double));
   r.times = calloc(2 * (size_t)iters, sizeof(double));
+  uint32_t skew_state = (uint32_t)b->me * 7919u + (uint32_t)bytes + 1u;
   for (int i = 0; i < warmup + iters; ++i, ++*call) {
     if (o->check) prepare_buffers(o->coll, b, bytes, *call);
     if (o->coll != COLL_BARRIER && o->idle_us) sleep_us(o->idle_us);
     if (o->coll != COLL_BARRIER) MPI_Barrier(MPI_COMM_WORLD);
+    if (o->skew_us) sleep_us(next_random(&skew_state) % (o->skew_us + 1));
     double t0 = monotonic_seconds();
     call_collective(o->coll, b, bytes);
     double t1 = monotonic_seconds();
@@ -479,6 +500,8 @@ typedef struct {
   double avg_us, min_us, max_us;    /* over ranks of each rank's mean */
   double p50_us, p90_us, p99_us;    /* over calls of the slowest rank's time */
   double span_p50_us, span_p90_us, span_p99_us; /* over calls of the span; < 0: not measured */
+  double own_p50_us, own_p90_us, own_p99_us, own_max_us; /* over ranks x calls of each rank's own time */
+  int slow_calls;                   /* of those, the ones above 3x own_p50 */
   const double* slowest_s;          /* the slowest rank's time of each call, NULL without --samples */
   int iters, validated;
 } SizeStats;
@@ -510,6 +533,10 @@ static void report(const Options* o, uint64_t bytes, const Job* job, const SizeS
   if (s->span_p50_us >= 0)
     printf(",\"span_p50_us\":%.2f,\"span_p90_us\":%.2f,\"span_p99_us\":%.2f", s->span_p50_us, s->span_p90_us,
            s->span_p99_us);
+  printf(",\"own_p50_us\":%.2f,\"own_p90_us\":%.2f,\"own_p99_us\":%.2f,\"own_max_us\":%.2f,\"slow_calls\":%d,"
+         "\"idle_us\":%llu,\"skew_us\":%llu",
+         s->own_p50_us, s->own_p90_us, s->own_p99_us, s->own_max_us, s->slow_calls,
+         (unsigned long long)(o->coll == COLL_BARRIER ? 0 : o->idle_us), (unsigned long long)o->skew_us);
   printf(",\"iterations\":%d,\"validated\":%s", s->iters, s->validated ? "true" : "false");
   if (s->slowest_s) {
     printf(",\"samples_us\":[");
@@ -518,6 +545,27 @@ static void report(const Options* o, uint64_t bytes, const Job* job, const SizeS
   }
   printf("}\n");
   fflush(stdout);
+}
+
+/* Every rank's own time of every call (every: each rank's entries, then its
+ * exits) -> the own_* figures and slow_calls of s. */
+static void own_times(const double* every, int nranks, int iters, SizeStats* s) {
+  size_t n = (size_t)nranks * (size_t)iters;
+  double* own = calloc(n, sizeof(double));
+  if (!own) return;
+  for (int k = 0; k < nranks; ++k)
+    for (int i = 0; i < iters; ++i) {
+      const double* t = every + (size_t)k * 2 * (size_t)iters;
+      own[(size_t)k * (size_t)iters + (size_t)i] = t[iters + i] - t[i];
+    }
+  qsort(own, n, sizeof(double), cmp_double);
+  s->own_p50_us = percentile(own, (int)n, 0.50) * 1e6;
+  s->own_p90_us = percentile(own, (int)n, 0.90) * 1e6;
+  s->own_p99_us = percentile(own, (int)n, 0.99) * 1e6;
+  s->own_max_us = own[n - 1] * 1e6;
+  s->slow_calls = 0;
+  for (size_t j = n; j > 0 && own[j - 1] * 1e6 > 3 * s->own_p50_us; --j) ++s->slow_calls;
+  free(own);
 }
 
 /* Combines every rank's result for one size, prints the record from rank 0;
@@ -540,8 +588,9 @@ static int summarize(const Options* o, uint64_t bytes, int me, const Job* job, c
     qsort(sorted, (size_t)iters, sizeof(double), cmp_double);
     SizeStats s = {sum_us / nranks, min_us, max_us,
                    percentile(sorted, iters, 0.50) * 1e6, percentile(sorted, iters, 0.90) * 1e6,
-                   percentile(sorted, iters, 0.99) * 1e6, -1, -1, -1, o->samples ? slowest : NULL,
+                   percentile(sorted, iters, 0.99) * 1e6, -1, -1, -1, 0, 0, 0, 0, 0, o->samples ? slowest : NULL,
                    iters, o->check && !all_wrong};
+    own_times(every, nranks, iters, &s);
     if (job->shared_clock) {
       /* every[k * 2 * iters + i]: rank k's entry into call i; + iters: its exit. */
       for (int i = 0; i < iters; ++i) {

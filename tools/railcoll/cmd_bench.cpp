@@ -22,11 +22,11 @@ namespace {
 const std::set<std::string> kFlags = {"f", "c", "mpi", "local", "worker"};
 const std::set<std::string> kValued = {"algo",    "m",          "i",     "x",      "json",         "csv",
                                        "plot",    "n",          "ppn",   "layout", "rails",        "records",
-                                       "timeout", "background", "fault", "fault-marker", "duration", "idle-us",
-                                       "transport"};
+                                       "timeout", "background", "fault", "fault-marker", "duration", "idle-us", "skew",
+                                       "timeline", "transport"};
 
 // Options that mean nothing with --fault: refused rather than ignored.
-const char* const kNotWithFault[] = {"mpi", "background", "csv", "plot", "f", "c", "i", "x"};
+const char* const kNotWithFault[] = {"mpi", "background", "csv", "plot", "f", "c", "i", "x", "skew", "timeline"};
 
 // Where the ranks go: -n, --ppn, --layout, --rails, --local.
 bench::Placement placement(const Args& a) {
@@ -70,12 +70,14 @@ int run(const std::vector<std::string>& argv, bool worker) {
   p.json = a.str("json");
   p.csv = a.str("csv");
   p.plot = a.str("plot");
+  p.timeline = a.str("timeline");
   p.timeout = static_cast<double>(a.integer("timeout", 3600, 0, 7 * 86400));
   p.idle_us = static_cast<int>(a.integer("idle-us", -1, -1, 10000000));
   p.transport = a.str("transport", "");
   if (!p.transport.empty() && p.transport != "tcp" && p.transport != "ofi" && p.transport != "both")
     throw UsageError("--transport must be tcp, ofi or both");
   if (p.transport == "both" && a.has("background")) throw UsageError("--transport both does not go with --background");
+  p.skew_us = static_cast<int>(a.integer("skew", 0, 0, 10000000));
   if (a.has("background") && (!parse_background(a.str("background"), &p.background) ||
                               p.background == BackgroundPattern::None))
     throw UsageError(std::string("--background must be one of ") + kBackgroundPatternNames);
@@ -106,8 +108,10 @@ int run(const std::vector<std::string>& argv, bool worker) {
     w.iters = p.iters, w.warmup = p.warmup;
     w.full = p.full, w.validate = p.validate;
     w.idle_us = std::max(0, p.idle_us);
+    w.skew_us = p.skew_us;
     w.records = a.str("records");
     w.json = p.json, w.csv = p.csv, w.plot = p.plot;
+    w.timeline = p.timeline;
     return bench::run_worker(w);
   }
   p.where = placement(a);

@@ -104,7 +104,12 @@ const Verb kVerbs[] = {
      "  -c                  validate every byte of every call (outside the timed calls)\n"
      "  --mpi               also Open MPI's tuned and HAN collectives on the same ranks\n"
      "  --idle-us N         rest before every timed call, both sides alike (default: on the\n"
-     "                      cluster the time its shaped rails take to refill their burst)\n"
+     "                      cluster the time its shaped rails take to refill their burst;\n"
+     "                      0: back to back, a barrier between calls, as OSU times them)\n"
+     "  --skew US           each rank enters each call after a random 0..US us (after the\n"
+     "                      barrier), as an application's imbalance does; both sides alike\n"
+     "  --timeline F        append every rank's entry into and exit from every timed call to F\n"
+     "                      (one line per rank and call, us from the size's first entry)\n"
      "  --background P      run again under complement|uniform|hotspot traffic on every rail\n"
      "                      (cluster only) and compare quiet and loaded\n"
      "  --transport T       tcp (native sockets), ofi (libfabric) or both, side by side with their ratio;\n"
@@ -124,7 +129,10 @@ const Verb kVerbs[] = {
      "                      -m MAX, --algo, --json)\n"
      "Tables: median and p90/p99 of the slowest rank's time per call, and the span (first\n"
      "rank in to last rank out) when all ranks share this host's clock; the summary of\n"
-     "bcast and gather compares spans (docs/results.md, \"How to read\").\n"},
+     "bcast and gather compares spans (docs/results.md, \"How to read\"). Own p50/p90/p99\n"
+     "and >3x p50: over every rank's own time of every call (OSU -z), the calls slower than\n"
+     "3x that median; a second summary compares the mean of each rank's own time (OSU's\n"
+     "Avg Latency) and these tails with Open MPI's.\n"},
     {"sim",
      "  sim COLL --preset P [--algo A|all|auto] [-m MIN:MAX] [--root R]\n"
      "        [--ranks N --ppn P --rails K] [--nic-memory] [--background complement|uniform|hotspot\n"
