@@ -72,6 +72,23 @@ void need_counts(Route& route, const int* counts, const int* displs, int n) {
     if (counts[r] < 0) return route.decline(Reason::BadArgument);
 }
 
+// The route of MPI_Scatterv and MPI_Gatherv: the root's per-rank side
+// (`element` of `type`, its counts and displacements) and every rank's own
+// block (`own` of own_count own_type, unless in place, which is the root's
+// alone). True at the root.
+bool route_rooted_v(Route& route, int root, bool in_place, MPI_Datatype type, const int* counts, const int* displs,
+                    MPI_Datatype own_type, int own_count, DataView* element, DataView* own) {
+  if (!route.open()) return false;
+  const bool at_root = route.rank() == root;
+  if (at_root) {
+    route.need(*element = view(type, 1));
+    need_counts(route, counts, displs, route.size());
+  }
+  if (in_place && !at_root) route.decline(Reason::BadArgument);
+  if (!in_place) route.need(*own = view(own_type, own_count));
+  return at_root;
+}
+
 // The root's per-rank byte counts on every rank (see the top of this file):
 // `mine` is this rank's own, put in its place after the broadcast.
 railcoll_status_t share_root_counts(railcoll_comm_t rc, int root, int me, std::vector<size_t>* counts, size_t mine) {
@@ -186,16 +203,8 @@ int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[]
   Route route(Coll::Scatterv, comm);
   const bool in_place = recvbuf == MPI_IN_PLACE;
   DataView send_element, recv;
-  bool at_root = false;
-  if (route.open()) {
-    at_root = route.rank() == root;
-    if (at_root) {
-      route.need(send_element = view(sendtype, 1));
-      need_counts(route, sendcounts, displs, route.size());
-    }
-    if (in_place && !at_root) route.decline(Reason::BadArgument);
-    if (!in_place) route.need(recv = view(recvtype, recvcount));
-  }
+  const bool at_root =
+      route_rooted_v(route, root, in_place, sendtype, sendcounts, displs, recvtype, recvcount, &send_element, &recv);
   if (route.to_mpi())
     return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
   if (int bad = check_root(route, root)) return bad;
@@ -224,16 +233,8 @@ int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
   Route route(Coll::Gatherv, comm);
   const bool in_place = sendbuf == MPI_IN_PLACE;  // the root's alone: its block is in recvbuf already
   DataView send, recv_element;
-  bool at_root = false;
-  if (route.open()) {
-    at_root = route.rank() == root;
-    if (at_root) {
-      route.need(recv_element = view(recvtype, 1));
-      need_counts(route, recvcounts, displs, route.size());
-    }
-    if (in_place && !at_root) route.decline(Reason::BadArgument);
-    if (!in_place) route.need(send = view(sendtype, sendcount));
-  }
+  const bool at_root =
+      route_rooted_v(route, root, in_place, recvtype, recvcounts, displs, sendtype, sendcount, &recv_element, &send);
   if (route.to_mpi())
     return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
   if (int bad = check_root(route, root)) return bad;
