@@ -5,3 +5,10 @@
 # counted.
 shm_at_start=$(ls /dev/shm 2>/dev/null | grep '^railcoll-')
 shm_left() { ls /dev/shm 2>/dev/null | grep '^railcoll-' | grep -cvxF -f <(printf '%s\n' "$shm_at_start"); }
+# Counts one check (the caller's pass/fail): none of this test's segments left.
+check_no_shm_left() {
+  local left
+  left=$(shm_left)
+  if [ "$left" -eq 0 ]; then pass=$((pass + 1)); echo "ok   no shared-memory segments left"
+  else fail=$((fail + 1)); echo "FAIL $left railcoll segments left in /dev/shm"; fi
+}

@@ -35,7 +35,5 @@ for cfg in "4 --ppn 2 --rails 2" "6 --ppn 3 --rails 1" "4"; do
   check "several communicators at once, -n $cfg" "communicators correct" "$n" -- \
     env MP_PORT_BASE="$(ports "$n")" RAILCOLL_TIMEOUT=60 "$RC" run -n $cfg -- "$MP"
 done
-left=$(shm_left)
-if [ "$left" -eq 0 ]; then pass=$((pass + 1)); echo "ok   no shared-memory segments left"
-else fail=$((fail + 1)); echo "FAIL $left railcoll segments left in /dev/shm"; fi
+check_no_shm_left
 summary

@@ -93,8 +93,6 @@ export RAILCOLL_TIMEOUT=3
 check "no store" "cannot reach the store" 1 -- \
   env RAILCOLL_RANK=1 RAILCOLL_SIZE=2 RAILCOLL_STORE=127.0.0.1:1 RAILCOLL_TIMEOUT=2 "$MP" nostore
 
-left=$(shm_left)
-if [ "$left" -eq 0 ]; then pass=$((pass + 1)); echo "ok   no shared-memory segments left"
-else fail=$((fail + 1)); echo "FAIL $left railcoll segments left in /dev/shm"; fi
+check_no_shm_left
 
 summary

@@ -89,7 +89,5 @@ elif [ "$WHERE" = cluster ]; then
   echo "skipped: the emulated cluster needs root (network namespaces)"
 fi
 
-left=$(shm_left)
-if [ "$left" -eq 0 ]; then pass=$((pass + 1)); echo "ok   no shared-memory segments left"
-else fail=$((fail + 1)); echo "FAIL $left railcoll segments left in /dev/shm"; fi
+check_no_shm_left
 summary

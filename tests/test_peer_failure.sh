@@ -83,8 +83,6 @@ for sig in KILL STOP; do
   [ -f "$dir/times.$sig" ] || continue
   sort -n "$dir/times.$sig" | awk -v s=$sig '{t[NR]=$1} END {printf "SIG%s: slowest survivor per run: median %s s, max %s s over %d runs\n", s, t[int((NR+1)/2)], t[NR], NR}'
 done
-left=$(shm_left)
-if [ "$left" -eq 0 ]; then pass=$((pass + 1)); echo "ok   no shared-memory segments left"
-else fail=$((fail + 1)); echo "FAIL $left railcoll segments left in /dev/shm"; fi
+check_no_shm_left
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

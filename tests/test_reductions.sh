@@ -39,7 +39,5 @@ if [ "$(id -u)" = 0 ]; then
 else
   echo "skipped the emulated cluster: needs root"
 fi
-left=$(shm_left)
-if [ "$left" -eq 0 ]; then pass=$((pass + 1)); echo "ok   no shared-memory segments left"
-else fail=$((fail + 1)); echo "FAIL $left railcoll segments left in /dev/shm"; fi
+check_no_shm_left
 summary
