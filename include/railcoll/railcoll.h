@@ -281,6 +281,155 @@ RAILCOLL_API railcoll_status_t railcoll_scatterv(railcoll_comm_t comm, const voi
 RAILCOLL_API railcoll_status_t railcoll_gatherv(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
                                                 const size_t* counts, const size_t* displs, int root,
                                                 const railcoll_call_opts_t* opts);
+/* ---- nonblocking and persistent calls ----
+ *
+ * railcoll_iCOLL(..., req) starts the collective railcoll_COLL(...) and returns at
+ * once with a request; railcoll_COLL_init(..., req) builds it once (algorithm,
+ * plan, argument checks) as an inactive persistent request that railcoll_start
+ * runs again and again. The arguments mean what they mean for the blocking call.
+ * Buffers belong to the library until the request completes; count and
+ * displacement arrays are copied (they may change or go once the call returns).
+ *
+ * Order: like MPI, every rank of a communicator issues its collectives, blocking,
+ * nonblocking and started persistent ones, in the same order; they complete in that
+ * order. A rank whose next call differs from its peers' (another collective, size
+ * or root) gets RAILCOLL_ERR_MISMATCH on every rank, never a hang or wrong data.
+ * Several calls may be outstanding on one communicator and on several at once.
+ *
+ * Progress: outstanding calls advance inside any railcoll call on their
+ * communicator (test, wait, another collective) and, unless
+ * RAILCOLL_PROGRESS_THREAD=0, on a progress thread of the communicator that
+ * sleeps in the kernel (epoll, futex) while nothing arrives and exists only
+ * once the communicator has had a nonblocking or persistent call.
+ *
+ * Completion: wait and test complete a request; a nonblocking request is then
+ * freed and *req set to RAILCOLL_REQUEST_NULL; a persistent one becomes inactive
+ * (start it again, or free it). Their status is the call's: a failed call (a dead
+ * peer, a timeout, a mismatch) fails every request outstanding on its communicator
+ * on every rank, and the communicator is broken. A request that is NULL or
+ * inactive counts as complete with RAILCOLL_OK. Requests may be waited for from any
+ * thread, a given request from one thread at a time. */
+typedef struct railcoll_request* railcoll_request_t;
+#define RAILCOLL_REQUEST_NULL ((railcoll_request_t)0)
+
+RAILCOLL_API railcoll_status_t railcoll_iallgather(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                   size_t bytes, const railcoll_call_opts_t* opts,
+                                                   railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_iallgatherv(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                    const size_t* counts, const railcoll_call_opts_t* opts,
+                                                    railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_ibarrier(railcoll_comm_t comm, railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_ibcast(railcoll_comm_t comm, void* buf, size_t bytes, int root,
+                                               const railcoll_call_opts_t* opts, railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_igather(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                size_t bytes, int root, const railcoll_call_opts_t* opts,
+                                                railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_iallreduce(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                   size_t count, railcoll_datatype_t type, railcoll_op_t op,
+                                                   const railcoll_call_opts_t* opts, railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_ireduce_scatter_block(railcoll_comm_t comm, const void* sendbuf,
+                                                              void* recvbuf, size_t count, railcoll_datatype_t type,
+                                                              railcoll_op_t op, const railcoll_call_opts_t* opts,
+                                                              railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_ireduce_scatter(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                        const size_t* counts, railcoll_datatype_t type,
+                                                        railcoll_op_t op, const railcoll_call_opts_t* opts,
+                                                        railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_ireduce(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                size_t count, railcoll_datatype_t type, railcoll_op_t op, int root,
+                                                const railcoll_call_opts_t* opts, railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_ialltoall(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                  size_t bytes, const railcoll_call_opts_t* opts,
+                                                  railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_ialltoallv(railcoll_comm_t comm, const void* sendbuf,
+                                                   const size_t* sendcounts, const size_t* sdispls, void* recvbuf,
+                                                   const size_t* recvcounts, const size_t* rdispls,
+                                                   const railcoll_call_opts_t* opts, railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_iscatter(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                 size_t bytes, int root, const railcoll_call_opts_t* opts,
+                                                 railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_iscatterv(railcoll_comm_t comm, const void* sendbuf, const size_t* counts,
+                                                  const size_t* displs, void* recvbuf, int root,
+                                                  const railcoll_call_opts_t* opts, railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_igatherv(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                 const size_t* counts, const size_t* displs, int root,
+                                                 const railcoll_call_opts_t* opts, railcoll_request_t* req);
+
+RAILCOLL_API railcoll_status_t railcoll_allgather_init(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                       size_t bytes, const railcoll_call_opts_t* opts,
+                                                       railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_allgatherv_init(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                        const size_t* counts, const railcoll_call_opts_t* opts,
+                                                        railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_barrier_init(railcoll_comm_t comm, railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_bcast_init(railcoll_comm_t comm, void* buf, size_t bytes, int root,
+                                                   const railcoll_call_opts_t* opts, railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_gather_init(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                    size_t bytes, int root, const railcoll_call_opts_t* opts,
+                                                    railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_allreduce_init(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                       size_t count, railcoll_datatype_t type, railcoll_op_t op,
+                                                       const railcoll_call_opts_t* opts, railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_reduce_scatter_block_init(railcoll_comm_t comm, const void* sendbuf,
+                                                                  void* recvbuf, size_t count,
+                                                                  railcoll_datatype_t type, railcoll_op_t op,
+                                                                  const railcoll_call_opts_t* opts,
+                                                                  railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_reduce_scatter_init(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                            const size_t* counts, railcoll_datatype_t type,
+                                                            railcoll_op_t op, const railcoll_call_opts_t* opts,
+                                                            railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_reduce_init(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                    size_t count, railcoll_datatype_t type, railcoll_op_t op,
+                                                    int root, const railcoll_call_opts_t* opts,
+                                                    railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_alltoall_init(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                      size_t bytes, const railcoll_call_opts_t* opts,
+                                                      railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_alltoallv_init(railcoll_comm_t comm, const void* sendbuf,
+                                                       const size_t* sendcounts, const size_t* sdispls,
+                                                       void* recvbuf, const size_t* recvcounts,
+                                                       const size_t* rdispls, const railcoll_call_opts_t* opts,
+                                                       railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_scatter_init(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                     size_t bytes, int root, const railcoll_call_opts_t* opts,
+                                                     railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_scatterv_init(railcoll_comm_t comm, const void* sendbuf,
+                                                      const size_t* counts, const size_t* displs, void* recvbuf,
+                                                      int root, const railcoll_call_opts_t* opts,
+                                                      railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_gatherv_init(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                     const size_t* counts, const size_t* displs, int root,
+                                                     const railcoll_call_opts_t* opts, railcoll_request_t* req);
+
+/* Starts an inactive persistent request (RAILCOLL_ERR_ARG if it is active or
+ * not persistent); startall starts n of them in array order. */
+RAILCOLL_API railcoll_status_t railcoll_start(railcoll_request_t req);
+RAILCOLL_API railcoll_status_t railcoll_startall(int n, railcoll_request_t* reqs);
+/* *done = 1 when the request is complete (then as described above), else 0;
+ * never blocks. The status is the call's once done. */
+RAILCOLL_API railcoll_status_t railcoll_test(railcoll_request_t* req, int* done);
+/* Blocks until the request completes (within RAILCOLL_TIMEOUT of the last sign
+ * of progress: then RAILCOLL_ERR_TIMEOUT on every rank). */
+RAILCOLL_API railcoll_status_t railcoll_wait(railcoll_request_t* req);
+/* Every request of the array; returns the first failure's status (every request
+ * is completed either way). */
+RAILCOLL_API railcoll_status_t railcoll_waitall(int n, railcoll_request_t* reqs);
+RAILCOLL_API railcoll_status_t railcoll_testall(int n, railcoll_request_t* reqs, int* done);
+/* One complete request of the array: its index in *index (-1 with *done = 1 when
+ * every entry is NULL or inactive); the status is that request's. */
+RAILCOLL_API railcoll_status_t railcoll_waitany(int n, railcoll_request_t* reqs, int* index);
+RAILCOLL_API railcoll_status_t railcoll_testany(int n, railcoll_request_t* reqs, int* index, int* done);
+/* 1 when the request is complete or inactive (or NULL), without completing it
+ * (MPI_Request_get_status); *status then holds the call's status. */
+RAILCOLL_API int railcoll_request_done(railcoll_request_t req, railcoll_status_t* status);
+/* Frees a request: an inactive persistent one at once; an outstanding one once
+ * its call completes (its outcome is then seen by nobody). *req becomes NULL. */
+RAILCOLL_API railcoll_status_t railcoll_request_free(railcoll_request_t* req);
+/* Advances the outstanding calls of comm without blocking (for a caller that
+ * turned the progress thread off and computes between tests). */
+RAILCOLL_API railcoll_status_t railcoll_progress(railcoll_comm_t comm);
+
 /* The algorithm a call of `collective` ("allgather", "bcast", ...) with `bytes`
  * per rank would use, with the options' algorithm if given (a root of 0 and
  * float sums for the rooted and reducing ones). The string is the library's
