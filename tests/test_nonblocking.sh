@@ -27,6 +27,7 @@ for thread in 1 0; do
   check "bad arguments, thread $thread" "badargs ok" 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" badargs
   check "mismatch, thread $thread" "mismatch ok" 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" mismatch
   # The launcher ends the job when a rank exits; --grace lets the survivors report.
+  check "idle: CPU of an outstanding call, thread $thread" "idle ok" 1 -- env RAILCOLL_TIMEOUT=30 "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" idle 2
   check "a dead peer, thread $thread" "die ok" 5 -- env RAILCOLL_TIMEOUT=3 "$RC" run -n 6 --ppn 2 --rails 2 --grace 20 -- "$MP" die
 done
 unset RAILCOLL_PROGRESS_THREAD
