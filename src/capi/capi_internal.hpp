@@ -3,6 +3,7 @@
 // detailed message for railcoll_last_error()).
 #pragma once
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -14,6 +15,14 @@
 #include "railcoll/railcoll.h"
 #include "runtime/comm.hpp"
 #include "select/select.hpp"
+
+namespace railcoll::capi {
+// What a call runs: the algorithm and its plan.
+struct Chosen {
+  std::string algorithm;
+  std::shared_ptr<const railcoll::rt::Plan> plan;
+};
+}  // namespace railcoll::capi
 
 // A communicator handle. railcoll_comm_destroy frees the communicator but not
 // this shell (a few dozen bytes, kept reachable in a list of every handle
@@ -27,7 +36,15 @@ struct railcoll_comm {
   railcoll::Selector selector;
   std::set<std::string> reported;  // substitutions already said once on stderr
   std::string transport;           // railcoll_comm_transport's answer, kept for the caller
-  std::mutex choose_mu;            // selector and reported: the caller and the progress thread choose
+  std::mutex choose_mu;            // selector, reported, recent: the caller and the progress thread choose
+  // The last choice per collective (railcoll::capi::choose).
+  struct Recent {
+    std::vector<uint64_t> counts;
+    std::string requested;
+    railcoll::AlgoOptions args;
+    railcoll::capi::Chosen out;
+  };
+  std::map<int, Recent> recent;
 };
 
 // A request handle: the call (shared with the communicator's engine, which
@@ -67,15 +84,13 @@ railcoll_status_t guarded(F f) {
 using MakeComm = std::function<std::unique_ptr<railcoll::rt::Comm>(const railcoll::rt::Comm::Check& check)>;
 railcoll_status_t make_handle(railcoll_comm_t* out, const char* fn, const MakeComm& make);
 
-// What a call runs: the algorithm and its plan.
-struct Chosen {
-  std::string algorithm;
-  std::shared_ptr<const railcoll::rt::Plan> plan;
-};
 // The algorithm for a call of `collective` with these counts and options, and
 // its plan (runtime_c.cpp).
 Chosen choose(railcoll_comm* c, Collective collective, const std::vector<uint64_t>& counts,
               const railcoll_call_opts_t* opts, const AlgoOptions& args);
+// Its plan alone (no copy of the name).
+std::shared_ptr<const rt::Plan> choose_plan(railcoll_comm* c, Collective collective, const std::vector<uint64_t>& counts,
+                                            const railcoll_call_opts_t* opts, const AlgoOptions& args);
 
 // A new handle for `call` on c (requests_c.cpp).
 railcoll_request_t make_request(railcoll_comm* c, std::shared_ptr<rt::Request> call);

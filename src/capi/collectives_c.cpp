@@ -52,7 +52,7 @@ class Call {
   void step(railcoll::Collective coll, const void* send, void* recv, const std::vector<uint64_t>& counts,
             const railcoll_call_opts_t* opts, const railcoll::AlgoOptions& args = {}) {
     Step s;
-    s.plan = railcoll::capi::choose(c, coll, counts, opts, args).plan;
+    s.plan = railcoll::capi::choose_plan(c, coll, counts, opts, args);
     s.bufs = {send, recv};
     push(std::move(s));
   }
@@ -82,8 +82,6 @@ class Call {
   std::vector<std::function<void()>> at_start_;
 };
 
-using Body = std::function<railcoll_status_t(Call&)>;
-
 railcoll_status_t check_flags(const char* fn, const railcoll_call_opts_t* opts) {
   if (opts && (opts->flags & ~RAILCOLL_IN_PLACE)) {
     char bits[32];
@@ -99,8 +97,12 @@ railcoll_status_t check_flags(const char* fn, const railcoll_call_opts_t* opts) 
 // call, or their next one, with RAILCOLL_ERR_PEER naming it, instead of
 // waiting for it until the deadline. The communicator is then broken on every
 // rank, as after any failed collective. `then` runs the built call.
+// (Body and Then are templates, not std::function: a blocking 8 B call is a few
+// thousand instructions, and each std::function of a capturing lambda would
+// allocate.)
+template <class Body, class Then>
 railcoll_status_t build(railcoll_comm_t handle, const char* fn, const railcoll_call_opts_t* opts, Request& req,
-                        const Body& body, const std::function<railcoll_status_t(railcoll_comm*)>& then) {
+                        const Body& body, const Then& then) {
   return guarded([&]() -> railcoll_status_t {
     railcoll_comm* c = live(handle, fn);
     if (!c) return RAILCOLL_ERR_ARG;
@@ -121,6 +123,7 @@ railcoll_status_t build(railcoll_comm_t handle, const char* fn, const railcoll_c
 }
 
 // The blocking form: the steps run here, one after the other.
+template <class Body>
 railcoll_status_t blocking(railcoll_comm_t handle, const char* fn, const railcoll_call_opts_t* opts, const Body& body) {
   Request req;
   return build(handle, fn, opts, req, body, [&](railcoll_comm* c) {
@@ -133,6 +136,7 @@ railcoll_status_t blocking(railcoll_comm_t handle, const char* fn, const railcol
   });
 }
 
+template <class Body>
 railcoll_status_t in_background(railcoll_comm_t handle, const char* fn, const railcoll_call_opts_t* opts,
                                 railcoll_request_t* out, bool persistent, const Body& body) {
   if (!out) return fail(RAILCOLL_ERR_ARG, std::string(fn) + ": the request pointer is NULL");
@@ -362,9 +366,8 @@ void alltoallv_steps(Call& call, const Layout& send, const void* send_at, const 
                                    std::to_string(me) + ", which expects " + std::to_string(expected[src]));
     railcoll_call_opts_t named{};
     named.algorithm = algorithm.empty() ? nullptr : algorithm.c_str();
-    s.plan = railcoll::capi::choose(c, railcoll::Collective::Alltoallv,
-                                    std::vector<uint64_t>(matrix, matrix + static_cast<size_t>(n) * n), &named, {})
-                 .plan;
+    s.plan = railcoll::capi::choose_plan(c, railcoll::Collective::Alltoallv,
+                                         std::vector<uint64_t>(matrix, matrix + static_cast<size_t>(n) * n), &named, {});
     s.bufs = {send_at, recv_at};
   });
 }

@@ -95,13 +95,13 @@ struct Planner {
 // software form of a hardware algorithm. A rule's choice whose schedule the
 // nodes' shared memory cannot hold (RAILCOLL_SHM_MIB) is passed over for one
 // that fits; every rank knows every node's capacity, so all pick alike.
-Chosen railcoll::capi::choose(railcoll_comm* c, railcoll::Collective collective, const std::vector<uint64_t>& counts,
-                              const railcoll_call_opts_t* opts, const railcoll::AlgoOptions& args) {
-  std::lock_guard<std::mutex> lock(c->choose_mu);
+namespace {
+
+Chosen choose_anew(railcoll_comm* c, railcoll::Collective collective, const std::vector<uint64_t>& counts,
+                   const std::string& requested, const railcoll::AlgoOptions& args) {
   uint64_t largest = 0;
   for (auto n : counts) largest = std::max(largest, n);
   Planner planner{c, collective, counts, args, {}};
-  const std::string requested = opts && opts->algorithm ? opts->algorithm : "";
   const railcoll::Choice choice = c->selector.choose(
       collective, c->comm->topo(), largest, requested,
       [p = &planner](const std::string& name) { return p->unfit(name); });  // one pointer: no allocation
@@ -118,6 +118,43 @@ Chosen railcoll::capi::choose(railcoll_comm* c, railcoll::Collective collective,
                 coll + ": " + choice.passed_over + "; running " + coll + "/" + software + " (" + choice.origin +
                     ") instead");
   return std::move(planner.out);
+}
+
+}  // namespace
+
+// A program makes the same call over and over: the last choice for each
+// collective is kept, and a call like it (same sizes, options, requested
+// algorithm) takes it without the rules, the fit checks or the plan lookup,
+// which were a fifth of an 8 B all-gather's instructions (callgrind,
+// tests/mp_call_cost.c).
+namespace {
+template <class What>
+auto chosen(railcoll_comm* c, railcoll::Collective collective, const std::vector<uint64_t>& counts,
+            const railcoll_call_opts_t* opts, const railcoll::AlgoOptions& args, What what) {
+  std::lock_guard<std::mutex> lock(c->choose_mu);
+  const char* requested = opts && opts->algorithm ? opts->algorithm : "";
+  railcoll_comm::Recent& last = c->recent[static_cast<int>(collective)];
+  if (!last.out.plan || last.counts != counts || last.requested != requested ||
+      railcoll::options_key(last.args) != railcoll::options_key(args)) {
+    last.out = choose_anew(c, collective, counts, requested, args);
+    last.counts = counts;
+    last.requested = requested;
+    last.args = args;
+  }
+  return what(last.out);
+}
+}  // namespace
+
+Chosen railcoll::capi::choose(railcoll_comm* c, railcoll::Collective collective, const std::vector<uint64_t>& counts,
+                              const railcoll_call_opts_t* opts, const railcoll::AlgoOptions& args) {
+  return chosen(c, collective, counts, opts, args, [](const Chosen& x) { return x; });
+}
+
+std::shared_ptr<const railcoll::rt::Plan> railcoll::capi::choose_plan(railcoll_comm* c, railcoll::Collective collective,
+                                                                      const std::vector<uint64_t>& counts,
+                                                                      const railcoll_call_opts_t* opts,
+                                                                      const railcoll::AlgoOptions& args) {
+  return chosen(c, collective, counts, opts, args, [](const Chosen& x) { return x.plan; });
 }
 
 namespace {
@@ -181,6 +218,7 @@ railcoll_status_t railcoll_comm_destroy(railcoll_comm_t comm) {
     c->comm.reset();  // the shell stays: see railcoll_comm
     c->selector = railcoll::Selector();
     c->reported.clear();
+    c->recent.clear();  // its plans belong to the communicator gone
     return RAILCOLL_OK;
   });
 }

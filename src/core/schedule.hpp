@@ -22,6 +22,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/collective.hpp"
@@ -279,6 +280,10 @@ struct AlgoOptions {
   DataType dtype = DataType::Byte;  // allreduce
   ReduceOp redop = ReduceOp::Sum;   // allreduce
 };
+// The fields as one comparable value (what makes two calls' plans differ).
+inline auto options_key(const AlgoOptions& o) {
+  return std::make_tuple(o.stripe_threshold, o.concurrency, o.root, o.dtype, o.redop);
+}
 
 // Helper that algorithms use to write programs.
 class ScheduleBuilder {

@@ -9,13 +9,10 @@ namespace {
 
 uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 1099511628211ull; }
 
-// The options that make two calls' plans differ: hashed and compared alike.
-auto plan_options(const AlgoOptions& o) { return std::make_tuple(o.stripe_threshold, o.concurrency, o.root, o.dtype, o.redop); }
-
 uint64_t hash_of(Collective c, const std::string& algorithm, const std::vector<uint64_t>& counts,
                  const AlgoOptions& o) {
   uint64_t h = mix(fnv(algorithm), static_cast<uint64_t>(c));
-  std::apply([&](auto... v) { ((h = mix(h, static_cast<uint64_t>(v))), ...); }, plan_options(o));
+  std::apply([&](auto... v) { ((h = mix(h, static_cast<uint64_t>(v))), ...); }, options_key(o));
   for (uint64_t n : counts) h = mix(h, n);
   return h;
 }
@@ -33,7 +30,7 @@ std::string plan_key(Collective collective, const std::string& algorithm, const 
 
 bool PlanCache::Entry::same(Collective c, const std::string& a, const std::vector<uint64_t>& n,
                             const AlgoOptions& o) const {
-  return collective == c && algorithm == a && counts == n && plan_options(opts) == plan_options(o);
+  return collective == c && algorithm == a && counts == n && options_key(opts) == options_key(o);
 }
 
 const std::shared_ptr<const Plan>& PlanCache::get(const Topology& t, int me, Collective collective,

@@ -28,6 +28,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -79,7 +80,7 @@ class Request {
   Status status_ = Status::Ok;
   std::string message_;
   size_t step_ = 0;  // the step running while Queued at the head of the engine
-  std::deque<std::vector<char>> kept_;
+  std::list<std::vector<char>> kept_;  // a list: no allocation while empty (every blocking call has a Request)
 };
 
 class Engine {
