@@ -259,7 +259,7 @@ bool Comm::test(Request& r) { return impl_->engine->test(r); }
 void Comm::wait(Request& r) { impl_->engine->wait(r); }
 void Comm::progress() { impl_->engine->poll(); }
 
-void Comm::abandon(const std::string& why) { impl_->exec->abandon(why); }
-const std::string& Comm::broken() const { return impl_->exec->broken(); }
+void Comm::abandon(const std::string& why) { impl_->engine->abandon(why); }
+std::string Comm::broken() const { return impl_->engine->broken(); }
 
 }  // namespace railcoll::rt

@@ -86,7 +86,7 @@ class Comm {
   // happens if it is broken already.
   void abandon(const std::string& why);
   // "" while usable, else why not.
-  const std::string& broken() const;
+  std::string broken() const;
 
  private:
   struct Impl;

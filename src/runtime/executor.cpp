@@ -352,6 +352,7 @@ void Executor::start(const Plan& p, const Buffers& b) {
 }
 
 bool Executor::advance() {
+  if (!broken_.empty()) throw RuntimeError(Status::Broken, "communicator is broken: " + broken_);
   if (phase_ == Phase::Idle) return true;
   bool done = false;
   guard([&] {

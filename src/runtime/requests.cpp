@@ -206,6 +206,17 @@ void Engine::drain() {
   }
 }
 
+void Engine::abandon(const std::string& why) {
+  std::lock_guard<std::mutex> d(drive_mu_);
+  exec_.abandon(why);
+  fail_all(Status::Broken, "communicator is broken: " + exec_.broken());
+}
+
+std::string Engine::broken() {
+  std::lock_guard<std::mutex> d(drive_mu_);
+  return exec_.broken();
+}
+
 void Engine::thread_main() {
   for (;;) {
     {

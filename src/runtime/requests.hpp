@@ -106,6 +106,10 @@ class Engine {
   void run(const Plan& plan, const Buffers& b);
   // Every outstanding request completed (at the end of the communicator).
   void drain();
+  // The executor's abandon() and broken(), taken with the drive lock (the
+  // progress thread may be driving): abandoning also fails what is outstanding.
+  void abandon(const std::string& why);
+  std::string broken();
   bool outstanding();
 
  private:
