@@ -5,6 +5,7 @@
 # <repo>/include, <build>/include, <build>/lib; `make build` passes it), else
 # RAILCOLL_PREFIX (an install: <prefix>/include, <prefix>/lib), else pkg-config.
 import os
+import re
 import subprocess
 import tempfile
 
@@ -82,6 +83,15 @@ def write_features(includes, out_dir):
     print("railcoll: optional C API parts found: %s" % (", ".join(found) or "none"))
 
 
+def project_version():
+    """The version CMakeLists.txt's project() declares: written once, for both."""
+    with open(os.path.join(HERE, "..", "CMakeLists.txt")) as f:
+        m = re.search(r"project\(railcoll VERSION ([0-9.]+)", f.read())
+    if not m:
+        raise SystemExit("railcoll: no 'project(railcoll VERSION x.y.z' in CMakeLists.txt")
+    return m.group(1)
+
+
 includes, libdir = railcoll_paths()
 generated = os.path.join(os.path.abspath(os.environ.get("RAILCOLL_BUILD_DIR") or os.path.join(HERE, "build")),
                          "python-generated")
@@ -89,7 +99,7 @@ write_features(includes, generated)
 
 setup(
     name="railcoll",
-    version="0.2.0",
+    version=project_version(),
     description="railcoll's torch.distributed backend for CPU tensors, striped over every rail",
     packages=["railcoll", "railcoll.examples"],
     ext_modules=[
