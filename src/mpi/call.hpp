@@ -109,6 +109,9 @@ class Call {
       const railcoll_status_t st = blocking(args...);
       if (st == RAILCOLL_OK)
         for (auto& f : after_) f();
+      // Calls on a communicator complete in order: a request the program
+      // freed before this call is over, and its data is unpacked now.
+      reap_freed();
       return route_.finish(st);
     }
     if constexpr (std::is_same_v<Persistent, std::nullptr_t>) return issued(nonblocking(args..., &served_->rc));

@@ -45,6 +45,7 @@ std::unordered_map<MPI_Request, Served*> table;
 std::vector<Served*> freed;
 // table.size() + freed.size(): 0 lets every completion call go straight to MPI.
 std::atomic<int> outstanding{0};
+std::atomic<int> freed_count{0};  // freed.size(), read without the lock
 std::vector<Served*> graveyard;  // MPI_Finalize: freed after the railcoll communicators
 
 int grequest_query(void*, MPI_Status* status);
@@ -266,7 +267,7 @@ int Call::issued(railcoll_status_t st) {
 }
 
 void reap_freed() {
-  if (outstanding.load(std::memory_order_acquire) == 0) return;
+  if (freed_count.load(std::memory_order_acquire) == 0) return;
   std::vector<Served*> done;
   {
     std::lock_guard<std::mutex> lock(table_mutex);
@@ -275,6 +276,7 @@ void reap_freed() {
         done.push_back(freed[i]);
         freed.erase(freed.begin() + static_cast<long>(i));
         outstanding.fetch_sub(1, std::memory_order_release);
+        freed_count.fetch_sub(1, std::memory_order_release);
       } else {
         ++i;
       }
@@ -294,6 +296,7 @@ void requests_finalize() {
   table.clear();
   freed.clear();
   outstanding.store(0);
+  freed_count.store(0);
   // railcoll's requests let go; the communicators' destruction ends them.
   for (Served* s : graveyard)
     if (s->rc) railcoll_request_free(&s->rc);
@@ -354,6 +357,7 @@ int MPI_Request_free(MPI_Request* request) {
     std::lock_guard<std::mutex> lock(table_mutex);
     freed.push_back(s);
     outstanding.fetch_add(1, std::memory_order_release);
+    freed_count.fetch_add(1, std::memory_order_release);
     return MPI_SUCCESS;
   }
   delete s;
