@@ -208,6 +208,15 @@ test_abi() {
   [ $? -ne 0 ] && grep -qE '^railcoll-mpi: rank [0-9]+: railcoll: MPI_Allgather: .*(different call|aborted)' "$err"
   verdict $? "$abi: mismatched counts, MPI_ERRORS_ARE_FATAL: the job ends with railcoll's message"
 
+  launch "$abi" RAILCOLL_TIMEOUT=15 -- "$errs" nonblocking return
+  [ $? -eq 0 ] && [ "$(count '^rank [0-9]+: error in status: class [0-9]+: railcoll: MPI_Iallgather' "$out")" -eq "$n" ] &&
+    [ "$(count '^rank [0-9]+: next call: class [0-9]+: railcoll: MPI_Ibarrier: communicator is broken' "$out")" -eq "$n" ]
+  verdict $? "$abi: mismatched counts in MPI_Iallgather beside MPI_Isend/Irecv, MPI_ERRORS_RETURN: MPI_Waitall gives MPI_ERR_IN_STATUS with railcoll's error in the collective's status on every rank, the point-to-point ones done"
+
+  launch "$abi" RAILCOLL_TIMEOUT=15 -- "$errs" nonblocking fatal
+  [ $? -ne 0 ] && grep -qE '^railcoll-mpi: rank [0-9]+: railcoll: MPI_Iallgather: .*(different call|aborted)' "$err"
+  verdict $? "$abi: the same with MPI_ERRORS_ARE_FATAL: the job ends with railcoll's message"
+
   launch "$abi" RAILCOLL_ALLGATHER_ALGO=nonsense -- "$errs" setup
   [ $? -eq 0 ] && [ "$(count "error returned: .*setting up railcoll.*RAILCOLL_ALLGATHER_ALGO" "$out")" -eq "$n" ] &&
     [ "$(count 'MPI served it: ok' "$out")" -eq "$n" ]
