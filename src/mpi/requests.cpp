@@ -190,14 +190,16 @@ struct Split {
     return false;
   }
   // A poke at MPI's progress without completing anything (MPI's progress
-  // rule: its requests advance while the program waits for ours).
-  void poke_mpi() {
+  // rule: its requests advance while the program waits for ours). False
+  // when MPI has no request here.
+  bool poke_mpi() {
     for (MPI_Request& r : theirs)
       if (r != MPI_REQUEST_NULL) {
         int flag = 0;
         PMPI_Request_get_status(r, &flag, MPI_STATUS_IGNORE);
-        return;
+        return true;
       }
+    return false;
   }
 };
 
@@ -386,29 +388,25 @@ int MPI_Startall(int count, MPI_Request requests[]) {
   return first_error;
 }
 
+// Until railcoll's requests are done, MPI's are only driven (not completed:
+// MPICH 4.0.2's MPI_Testall fails on its own persistent collectives), then
+// MPI waits for its own.
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   Split split;
   if (!split.of(count, requests)) return PMPI_Waitall(count, requests, statuses);
   reap_freed();
-  bool mpi_done = false;
-  int mpi_rc = MPI_SUCCESS;
   Backoff backoff;
   for (;;) {
     bool ours_done = true;
     for (auto& o : split.ours) ours_done = advance(*o.second) && ours_done;
     if (ours_done) break;
-    if (!mpi_done) {
-      int flag = 0;
-      mpi_rc = PMPI_Testall(count, split.theirs.data(), &flag, statuses);
-      mpi_done = flag || mpi_rc != MPI_SUCCESS;
-    }
-    if (mpi_done) {  // only railcoll's left: railcoll's wait
+    if (!split.poke_mpi()) {  // nothing of MPI's: railcoll's wait
       for (auto& o : split.ours) wait_for(*o.second);
       break;
     }
     backoff.pause();
   }
-  if (!mpi_done) mpi_rc = PMPI_Waitall(count, split.theirs.data(), statuses);
+  const int mpi_rc = PMPI_Waitall(count, split.theirs.data(), statuses);
   return retire_all(split, count, requests, statuses, mpi_rc);
 }
 

@@ -12,7 +12,8 @@
  *           MPI_Request_get_status then MPI_Wait, MPI_Waitsome, MPI_Testall
  *           and MPI_Testany loops; every byte checked, the point-to-point
  *           statuses (source, tag, count) checked, every request null after;
- *  persistent  MPI_Allgather_init, MPI_Allreduce_init, MPI_Bcast_init of a
+ *  persistent  the persistent form of every kind above, started together
+ *           once by MPI_Startall over two communicators; MPI_Allgather_init, MPI_Allreduce_init, MPI_Bcast_init of a
  *           strided type (packed at every start) and MPI_Barrier_init with a
  *           persistent send and receive, started N times (default 1000) by
  *           MPI_Startall / MPI_Start, completed by MPI_Waitall, MPI_Waitany
@@ -67,6 +68,7 @@ static void expect(int form, int coll, MPI_Comm comm, int railcoll_can) {
 enum { VECTOR_ALLGATHER = NCOLL, USER_OP_ALLREDUCE, NKINDS };
 typedef struct {
   int kind, call, root, n; /* n: bytes (or ints) per block */
+  int persistent;          /* made by the persistent form (MPI_Allgather_init ...) */
   MPI_Comm comm;
   int me, size;
   unsigned char *send, *recv;
@@ -97,6 +99,14 @@ static int sum_of(int size, int i, int call) {
 /* Block of rank `from` for rank `to`, byte j. */
 static unsigned char cross(int from, int to, int j, int call) { return pattern(from * 64 + to, (uint64_t)j, call); }
 
+/* The nonblocking call, or its persistent form for c->persistent (started later). */
+#ifdef HAVE_PERSISTENT
+#define ISSUE(nonblocking, name, ...) \
+  (c->persistent ? PERSISTENT(name)(__VA_ARGS__, MPI_INFO_NULL, req) : nonblocking(__VA_ARGS__, req))
+#else
+#define ISSUE(nonblocking, name, ...) nonblocking(__VA_ARGS__, req)
+#endif
+
 static void post(Coll* c, MPI_Request* req) {
   const int me = c->me, size = c->size, n = c->n, call = c->call, root = c->root;
   int total = 0;
@@ -105,7 +115,7 @@ static void post(Coll* c, MPI_Request* req) {
       c->send = bytes((size_t)n, 0);
       for (int j = 0; j < n; ++j) c->send[j] = pattern(me, (uint64_t)j, call);
       c->recv = bytes((size_t)n * size, 0xEE);
-      MPI_Iallgather(c->send, n, MPI_BYTE, c->recv, n, MPI_BYTE, c->comm, req);
+      ISSUE(MPI_Iallgather, Allgather, c->send, n, MPI_BYTE, c->recv, n, MPI_BYTE, c->comm);
       break;
     case VECTOR_ALLGATHER: /* every other byte of the receive buffer: packed by the library */
       c->send = bytes((size_t)n, 0);
@@ -113,7 +123,7 @@ static void post(Coll* c, MPI_Request* req) {
       MPI_Type_vector(n, 1, 2, MPI_BYTE, &c->type);
       MPI_Type_commit(&c->type);
       c->recv = bytes((size_t)(2 * n) * size, 0xEE);
-      MPI_Iallgather(c->send, n, MPI_BYTE, c->recv, 1, c->type, c->comm, req);
+      ISSUE(MPI_Iallgather, Allgather, c->send, n, MPI_BYTE, c->recv, 1, c->type, c->comm);
       break;
     case ALLGATHERV: /* uneven counts, a gap of 3 bytes before each block: unpacked by the library */
       c->rc = ints(size);
@@ -122,19 +132,19 @@ static void post(Coll* c, MPI_Request* req) {
       c->send = bytes((size_t)(n + me), 0);
       for (int j = 0; j < n + me; ++j) c->send[j] = pattern(me, (uint64_t)j, call);
       c->recv = bytes((size_t)total + 3 * size, 0xEE);
-      MPI_Iallgatherv(c->send, n + me, MPI_BYTE, c->recv, c->rc, c->rd, MPI_BYTE, c->comm, req);
+      ISSUE(MPI_Iallgatherv, Allgatherv, c->send, n + me, MPI_BYTE, c->recv, c->rc, c->rd, MPI_BYTE, c->comm);
       break;
     case BCAST:
       c->recv = bytes((size_t)n, 0);
       if (me == root)
         for (int j = 0; j < n; ++j) c->recv[j] = pattern(root, (uint64_t)j, call);
-      MPI_Ibcast(c->recv, n, MPI_BYTE, root, c->comm, req);
+      ISSUE(MPI_Ibcast, Bcast, c->recv, n, MPI_BYTE, root, c->comm);
       break;
     case GATHER:
       c->send = bytes((size_t)n, 0);
       for (int j = 0; j < n; ++j) c->send[j] = pattern(me, (uint64_t)j, call);
       c->recv = bytes((size_t)n * size, 0xEE);
-      MPI_Igather(c->send, n, MPI_BYTE, c->recv, n, MPI_BYTE, root, c->comm, req);
+      ISSUE(MPI_Igather, Gather, c->send, n, MPI_BYTE, c->recv, n, MPI_BYTE, root, c->comm);
       break;
     case ALLREDUCE:
     case USER_OP_ALLREDUCE:
@@ -142,11 +152,11 @@ static void post(Coll* c, MPI_Request* req) {
       c->send = bytes((size_t)n * sizeof(int), 0);
       for (int i = 0; i < n; ++i) ((int*)c->send)[i] = value(me, i, call);
       c->recv = bytes((size_t)n * sizeof(int), 0xEE);
-      if (c->kind == REDUCE) MPI_Ireduce(c->send, c->recv, n, MPI_INT, MPI_SUM, root, c->comm, req);
-      else MPI_Iallreduce(c->send, c->recv, n, MPI_INT, c->kind == ALLREDUCE ? MPI_SUM : user_op, c->comm, req);
+      if (c->kind == REDUCE) ISSUE(MPI_Ireduce, Reduce, c->send, c->recv, n, MPI_INT, MPI_SUM, root, c->comm);
+      else ISSUE(MPI_Iallreduce, Allreduce, c->send, c->recv, n, MPI_INT, c->kind == ALLREDUCE ? MPI_SUM : user_op, c->comm);
       break;
     case BARRIER:
-      MPI_Ibarrier(c->comm, req);
+      ISSUE(MPI_Ibarrier, Barrier, c->comm);
       break;
     case REDUCE_SCATTER_BLOCK:
     case REDUCE_SCATTER:
@@ -155,15 +165,15 @@ static void post(Coll* c, MPI_Request* req) {
       c->send = bytes((size_t)total * sizeof(int), 0);
       for (int i = 0; i < total; ++i) ((int*)c->send)[i] = value(me, i, call);
       c->recv = bytes((size_t)c->rc[me] * sizeof(int), 0xEE);
-      if (c->kind == REDUCE_SCATTER) MPI_Ireduce_scatter(c->send, c->recv, c->rc, MPI_INT, MPI_SUM, c->comm, req);
-      else MPI_Ireduce_scatter_block(c->send, c->recv, n, MPI_INT, MPI_SUM, c->comm, req);
+      if (c->kind == REDUCE_SCATTER) ISSUE(MPI_Ireduce_scatter, Reduce_scatter, c->send, c->recv, c->rc, MPI_INT, MPI_SUM, c->comm);
+      else ISSUE(MPI_Ireduce_scatter_block, Reduce_scatter_block, c->send, c->recv, n, MPI_INT, MPI_SUM, c->comm);
       break;
     case ALLTOALL:
       c->send = bytes((size_t)n * size, 0);
       for (int d = 0; d < size; ++d)
         for (int j = 0; j < n; ++j) c->send[d * n + j] = cross(me, d, j, call);
       c->recv = bytes((size_t)n * size, 0xEE);
-      MPI_Ialltoall(c->send, n, MPI_BYTE, c->recv, n, MPI_BYTE, c->comm, req);
+      ISSUE(MPI_Ialltoall, Alltoall, c->send, n, MPI_BYTE, c->recv, n, MPI_BYTE, c->comm);
       break;
     case ALLTOALLV: {
       int rtotal = 0;
@@ -176,7 +186,7 @@ static void post(Coll* c, MPI_Request* req) {
       for (int d = 0; d < size; ++d)
         for (int j = 0; j < c->sc[d]; ++j) c->send[c->sd[d] + j] = cross(me, d, j, call);
       c->recv = bytes((size_t)rtotal, 0xEE);
-      MPI_Ialltoallv(c->send, c->sc, c->sd, MPI_BYTE, c->recv, c->rc, c->rd, MPI_BYTE, c->comm, req);
+      ISSUE(MPI_Ialltoallv, Alltoallv, c->send, c->sc, c->sd, MPI_BYTE, c->recv, c->rc, c->rd, MPI_BYTE, c->comm);
       break;
     }
     case SCATTER:
@@ -184,7 +194,7 @@ static void post(Coll* c, MPI_Request* req) {
       for (int d = 0; d < size; ++d)
         for (int j = 0; j < n; ++j) c->send[d * n + j] = cross(root, d, j, call);
       c->recv = bytes((size_t)n, 0xEE);
-      MPI_Iscatter(c->send, n, MPI_BYTE, c->recv, n, MPI_BYTE, root, c->comm, req);
+      ISSUE(MPI_Iscatter, Scatter, c->send, n, MPI_BYTE, c->recv, n, MPI_BYTE, root, c->comm);
       break;
     case SCATTERV:
       c->sc = ints(size), c->sd = ints(size);
@@ -193,7 +203,7 @@ static void post(Coll* c, MPI_Request* req) {
       for (int d = 0; d < size; ++d)
         for (int j = 0; j < c->sc[d]; ++j) c->send[c->sd[d] + j] = cross(root, d, j, call);
       c->recv = bytes((size_t)(n + me), 0xEE);
-      MPI_Iscatterv(c->send, c->sc, c->sd, MPI_BYTE, c->recv, n + me, MPI_BYTE, root, c->comm, req);
+      ISSUE(MPI_Iscatterv, Scatterv, c->send, c->sc, c->sd, MPI_BYTE, c->recv, n + me, MPI_BYTE, root, c->comm);
       break;
     case GATHERV:
       c->rc = ints(size), c->rd = ints(size);
@@ -201,11 +211,11 @@ static void post(Coll* c, MPI_Request* req) {
       c->send = bytes((size_t)(n + me), 0);
       for (int j = 0; j < n + me; ++j) c->send[j] = pattern(me, (uint64_t)j, call);
       c->recv = bytes((size_t)total, 0xEE);
-      MPI_Igatherv(c->send, n + me, MPI_BYTE, c->recv, c->rc, c->rd, MPI_BYTE, root, c->comm, req);
+      ISSUE(MPI_Igatherv, Gatherv, c->send, n + me, MPI_BYTE, c->recv, c->rc, c->rd, MPI_BYTE, root, c->comm);
       break;
   }
   const int coll = c->kind == VECTOR_ALLGATHER ? ALLGATHER : c->kind == USER_OP_ALLREDUCE ? ALLREDUCE : c->kind;
-  expect(1, coll, c->comm, c->kind != USER_OP_ALLREDUCE);
+  expect(c->persistent ? 2 : 1, coll, c->comm, c->kind != USER_OP_ALLREDUCE);
 }
 
 static const char* kind_name(int kind) {
@@ -400,6 +410,32 @@ static void batch(int method, MPI_Comm a, MPI_Comm b, int call) {
 
 /* ---- persistent collectives started again and again ---- */
 #ifdef HAVE_PERSISTENT
+/* The persistent form of every kind (an MPI_Allreduce_init that MPI serves
+ * among them), spread over two communicators, started together once. */
+static void persistent_kinds(MPI_Comm a, MPI_Comm b) {
+  Coll colls[NKINDS];
+  MPI_Request reqs[NKINDS];
+  MPI_Status statuses[NKINDS];
+  for (int kind = 0; kind < NKINDS; ++kind) {
+    Coll* c = &colls[kind];
+    memset(c, 0, sizeof *c);
+    c->kind = kind, c->persistent = 1, c->comm = kind % 2 ? b : a, c->call = 5000 + kind;
+    MPI_Comm_rank(c->comm, &c->me);
+    MPI_Comm_size(c->comm, &c->size);
+    c->root = kind % c->size;
+    c->n = 1 + kind * 211 % 1400;
+    post(c, &reqs[kind]);
+  }
+  MPI_Startall(NKINDS, reqs);
+  MPI_Waitall(NKINDS, reqs, statuses);
+  for (int kind = 0; kind < NKINDS; ++kind) {
+    if (reqs[kind] == MPI_REQUEST_NULL) FAIL("persistent %s: the request was freed by MPI_Waitall", kind_name(kind));
+    MPI_Request_free(&reqs[kind]);
+    check(&colls[kind], "persistent, MPI_Startall");
+  }
+  if (world_rank == 0) printf("persistent kinds: %d, started together once\n", NKINDS);
+}
+
 static void persistent(MPI_Comm comm, int starts) {
   int me, size;
   MPI_Comm_rank(comm, &me);
@@ -565,6 +601,7 @@ int main(int argc, char** argv) {
   }
   if (world_rank == 0) printf("batches: %d kinds and %d point-to-point requests per array, %d completion methods, one and two communicators\n", NKINDS, P2P, NMETHODS);
 #ifdef HAVE_PERSISTENT
+  persistent_kinds(dup, half);
   persistent(dup, starts);
 #else
   (void)starts;
