@@ -48,7 +48,7 @@ std::mutex live_mutex;  // guards `live`
 std::vector<CommState*> live;
 
 // The thread's latest communicators' states: a call on one of them asks MPI nothing.
-thread_local Recent<MPI_Comm, CommState> recent;
+RAILCOLL_MPI_THREAD_LOCAL Recent<MPI_Comm, CommState> recent;
 
 // Takes s's railcoll communicator out of `live` and destroys it (outside the lock).
 void destroy_railcoll(CommState* s) {

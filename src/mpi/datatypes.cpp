@@ -26,7 +26,7 @@ struct Facts {
 int type_keyval = MPI_KEYVAL_INVALID;
 std::map<MPI_Datatype, Facts>* named_facts = nullptr;  // the predefined types seen
 std::mutex facts_mutex;  // guards named_facts, type_keyval and the attributes' making
-thread_local Recent<MPI_Datatype, const Facts> recent;
+RAILCOLL_MPI_THREAD_LOCAL Recent<MPI_Datatype, const Facts> recent;
 
 int delete_facts(MPI_Datatype, int, void* value, void*) {
   Recent<MPI_Datatype, const Facts>::forget_everywhere();

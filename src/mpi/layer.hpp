@@ -83,6 +83,13 @@ inline void count_passed(Coll c, Mode m, Reason r) {
   layer().passed[static_cast<int>(m)][static_cast<int>(c)][static_cast<int>(r)].fetch_add(1, std::memory_order_relaxed);
 }
 
+// A thread's own state in the calls' path: the initial-exec TLS model (an
+// offset from the thread pointer, no __tls_get_addr call per access). The
+// library is loaded with the program (preloaded or linked), so its few
+// hundred bytes come from the static TLS block; dlopen'ing it would take them
+// from glibc's spare static TLS, which suffices.
+#define RAILCOLL_MPI_THREAD_LOCAL thread_local __attribute__((tls_model("initial-exec")))
+
 // ---- the few handles of the latest calls ----
 // The value kept for each of the last N handles seen (communicators, datatypes),
 // so that a call finds what it needs without asking MPI: the PMPI_ queries a

@@ -98,7 +98,7 @@ void Stage::release() {
 }
 
 Stage& thread_stage() {
-  thread_local Stage stage;
+  static RAILCOLL_MPI_THREAD_LOCAL Stage stage;
   return stage;
 }
 

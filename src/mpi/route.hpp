@@ -52,7 +52,7 @@ class Route {
   // that failed, and error() is what the call returns.
   railcoll_comm_t railcoll() {
     layer().served[static_cast<int>(mode_)][static_cast<int>(c_)].fetch_add(1, std::memory_order_relaxed);
-    ensure_railcoll(comm_, name(), &target_);
+    if (!target_.rc) ensure_railcoll(comm_, name(), &target_);
     if (!target_.rc) no_request();
     return target_.rc;
   }
