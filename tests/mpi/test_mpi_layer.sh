@@ -163,6 +163,18 @@ test_nonblocking() {
   grep -q '^threads correct: 0 wrong' "$out" && report_matches
   verdict $? "$abi: MPI_THREAD_MULTIPLE, 3 threads calling collectives on their own communicators at once (and making and freeing communicators): exact, all railcoll's (exit $st, $((SECONDS - t0)) s)"
   grep -m1 "^threads:" "$out" | sed 's/^/     /'
+
+  if [ "$MODE" = local ]; then  # the same across 2 pretend nodes: railcoll's sockets, several communicators at once
+    local pretend=(sh -c 'RAILCOLL_NODE=$(( ${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} / 2 )) exec "$0" "$@"')
+    launch "$abi" RAILCOLL_MPI_VERBOSE=2 RAILCOLL_TIMEOUT=15 RAILCOLL_RAILS=127.0.0.1,127.0.0.2 -- "${pretend[@]}" "$threads"
+    st=$?
+    grep -q '^threads correct: 0 wrong' "$out" && report_matches && grep -q "railcoll communicator of 4 ranks on 2 nodes, 2 rails" "$err"
+    verdict $? "$abi: the threads on 2 pretend nodes, 2 loopback rails: exact, all railcoll's (exit $st)"
+    launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 RAILCOLL_RAILS=127.0.0.1,127.0.0.2 -- "${pretend[@]}" "$prog" --starts 300
+    st=$?
+    grep -q '^nonblocking correct: 0 wrong' "$out" && report_matches
+    verdict $? "$abi: the nonblocking test on 2 pretend nodes, 2 loopback rails: exact, all railcoll's (exit $st)"
+  fi
 }
 
 test_abi() {
