@@ -218,7 +218,7 @@ unsigned before_init() {
 
 // After PMPI_Init: every rank's choices combined, so that a collective is
 // served on all ranks or on none (one MPI_Allreduce over MPI_COMM_WORLD).
-void start(unsigned selected, int provided) {
+void start(unsigned selected) {
   Layer& L = layer();
   PMPI_Comm_rank(MPI_COMM_WORLD, &L.world_rank);
   // Every thread level is served: MPI_THREAD_MULTIPLE programs order the
@@ -285,9 +285,7 @@ int MPI_Init(int* argc, char*** argv) {
   const unsigned selected = before_init();
   int rc = PMPI_Init(argc, argv);
   if (rc != MPI_SUCCESS) return rc;
-  int provided = MPI_THREAD_SINGLE;
-  PMPI_Query_thread(&provided);
-  start(selected, provided);
+  start(selected);
   return rc;
 }
 
@@ -295,7 +293,7 @@ int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
   const unsigned selected = before_init();
   int rc = PMPI_Init_thread(argc, argv, required, provided);
   if (rc != MPI_SUCCESS) return rc;
-  start(selected, *provided);
+  start(selected);
   return rc;
 }
 
