@@ -619,7 +619,7 @@ int main(int argc, char** argv) {
   expect(0, ALLREDUCE, MPI_COMM_WORLD, 1);
   if (world_rank == 0) printf("nonblocking correct: %d wrong\n", wrong);
   /* The report the library should give: every blocking line, and the other forms' that were called. */
-  char text[8192] = "";
+  char text[RANK0_TEXT] = "";
   size_t at = 0;
   for (int form = 0; form < 3; ++form)
     for (int c = 0; c < NCOLL; ++c) {
@@ -631,8 +631,7 @@ int main(int argc, char** argv) {
       at += (size_t)snprintf(text + at, sizeof text - at, "railcoll-mpi-expect: rank %d: %s railcoll=%ld mpi=%ld\n",
                              world_rank, name, e[1], e[0]);
     }
-  fputs(text, stdout);
-  fflush(stdout); /* before MPI_Finalize: Open MPI may lose what a rank writes after it */
+  print_at_rank0(text, world_rank, world_size);
   MPI_Finalize();
   return wrong ? 1 : 0;
 }

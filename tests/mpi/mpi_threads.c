@@ -153,15 +153,13 @@ int main(int argc, char** argv) {
            loops, seconds);
     printf("threads correct: %d wrong\n", wrong);
   }
-  print_expected(world_rank);
-  char text[1024] = "";
-  size_t at = 0;
+  char text[RANK0_TEXT] = "";
+  size_t at = expected_text(world_rank, text, 0, sizeof text);
   for (int c = 0; c < NCOLL; ++c)
     if (nonblocking[c][1])
       at += (size_t)snprintf(text + at, sizeof text - at, "railcoll-mpi-expect: rank %d: MPI_I%c%s railcoll=%ld mpi=0\n",
                              world_rank, kNames[c][4] + 32, kNames[c] + 5, nonblocking[c][1]);
-  fputs(text, stdout);
-  fflush(stdout);
+  print_at_rank0(text, world_rank, world_size);
   MPI_Finalize();
   return wrong ? 1 : 0;
 }
