@@ -462,6 +462,7 @@ int mode_steady(railcoll_comm_t comm, size_t bytes, const std::string& algo, dou
   std::vector<unsigned char> send(bytes), recv(bytes * size);
   railcoll_call_opts_t o{algo.c_str(), 0};
   int fewest_rails = railcoll_comm_rails_up(comm), call = 0;
+  const bool nonblocking = getenv("MP_NONBLOCKING") && atoi(getenv("MP_NONBLOCKING"));  // iallgather + wait
   std::vector<int> per_second;
   double start = seconds();
   // Every rank must run the same number of calls: rank 0's clock decides, and
@@ -469,7 +470,14 @@ int mode_steady(railcoll_comm_t comm, size_t bytes, const std::string& algo, dou
   for (bool more = true; more; ++call) {
     for (size_t i = 0; i < bytes; ++i) send[i] = pattern(rank_, call, i);
     if (rank_ == 0) send[0] = seconds() - start < secs ? 1 : 0;
-    railcoll_status_t st = railcoll_allgather(comm, send.data(), recv.data(), bytes, &o);
+    railcoll_status_t st;
+    if (nonblocking) {  // posted, then waited for: driven by the progress thread meanwhile
+      railcoll_request_t req;
+      st = railcoll_iallgather(comm, send.data(), recv.data(), bytes, &o, &req);
+      if (st == RAILCOLL_OK) st = railcoll_wait(&req);
+    } else {
+      st = railcoll_allgather(comm, send.data(), recv.data(), bytes, &o);
+    }
     if (st != RAILCOLL_OK) FAIL("call %d failed: %s: %s", call, railcoll_strerror(st), railcoll_last_error());
     more = recv[0] == 1;
     for (int r = 0; r < size; ++r)

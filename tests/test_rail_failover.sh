@@ -5,6 +5,7 @@
 #     2 s and up at 5 s: no call fails, every byte is right, every rank saw a
 #     rail down (railcoll_comm_rails_up) and uses both again at the end, and
 #     each rank logs the outage at most once;
+#     1b: the same with iallgather + wait (the progress thread drives);
 #  2. rail 1's TCP connections of node 1 destroyed (ss -K: they break rather
 #     than stall): no call fails, the rail is reconnected;
 #  3. both rails of node 1 down for longer than the deadline: every rank gets
@@ -57,6 +58,18 @@ back=$(grep -c "rail 1 .* is up again" "$out")
 [ "${most:-0}" -eq 1 ] && [ "$back" -ge 1 ] && ok "the outage is logged once per rank, and the return" ||
   bad "log lines: at most ${most:-0} 'down' per rank, $back 'up again'"
 grep "calls per second" "$out"
+
+# ---- 1b. the same under nonblocking calls (iallgather + wait, the progress thread driving)
+( sleep 2; rail 1 down; sleep 3; rail 1 up ) &
+flapper=$!
+MP_NONBLOCKING=1 RAILCOLL_TIMEOUT=10 timeout 120 "$RC" cluster run --timeout 100 -- "$MP" steady 1048576 direct 9 >"$out" 2>&1
+st=$?
+wait "$flapper"
+rail 1 up
+correct=$(grep -c "steady [0-9]* calls correct, 0 failed" "$out")
+[ "$st" -eq 0 ] && [ "$correct" -eq 6 ] && [ "$(grep -c "at the end 2" "$out")" -eq 6 ] &&
+  ok "rail 1 down and up under nonblocking calls: all 6 ranks correct, no call failed, both rails back" ||
+  bad "rail down/up, nonblocking: exit $st, $correct of 6 ranks correct"
 
 # ---- 2. connections that break instead of stalling
 ( sleep 2; ip netns exec rc-n1 ss -K dst 198.18.1.0/24 >/dev/null 2>&1 ) &

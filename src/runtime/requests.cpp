@@ -164,18 +164,21 @@ bool Engine::test(Request& r) {
   return r.state() == Request::State::Done;
 }
 
-// Drives while it can; while another thread drives, sleeps until a request
-// completes. Spins first (yielding) for the executor's spin budget, as a
-// blocking call does.
+// Drives while it can, keeping the drive lock until r is done (handing it to
+// the progress thread and back would cost a wake-up each way); while another
+// thread drives, sleeps until a request completes. Spins first (yielding) for
+// the executor's spin budget, as a blocking call does.
 void Engine::wait(Request& r) {
   const double start = now_seconds(), spin = exec_.spin_seconds();
   while (r.state() != Request::State::Done) {
     if (drive_mu_.try_lock()) {
-      const bool spinning = now_seconds() - start < spin;
-      drive(spinning ? 0 : kDriveSleep);
-      drive_mu_.unlock();
-      if (spinning) sched_yield();
-      continue;
+      std::lock_guard<std::mutex> d(drive_mu_, std::adopt_lock);
+      while (r.state() != Request::State::Done) {
+        const bool spinning = now_seconds() - start < spin;
+        drive(spinning ? 0 : kDriveSleep);
+        if (spinning) sched_yield();
+      }
+      return;
     }
     std::unique_lock<std::mutex> q(queue_mu_);
     done_cv_.wait_for(q, std::chrono::milliseconds(50), [&] { return r.state() == Request::State::Done; });
