@@ -4,24 +4,66 @@
 // own collective unless every check passes, and every check reads only what
 // all ranks of the call agree on (layer.hpp); then it maps the arguments onto
 // railcoll's C API, byte counts and one piece of memory per buffer (a
-// non-contiguous layout packed into staging and unpacked after: pack.cpp).
-#include <cstring>
+// non-contiguous layout packed into staging and unpacked after: call.hpp).
+// Each collective is one body for its blocking, nonblocking and persistent
+// entry points (MPI_Allgather, MPI_Iallgather, MPI_Allgather_init): the entry
+// point routes with its mode and says which PMPI_ call serves it when railcoll
+// does not (`pass`).
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "mpi/route.hpp"
+#include "mpi/call.hpp"
 
 namespace railcoll::mpi {
 
 namespace {
 
+template <class Pass>
+int allgather(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+              MPI_Datatype recvtype, Pass pass) {
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  DataView block, send;
+  if (route.open()) {
+    route.need(block = view(recvtype, recvcount));
+    if (!in_place) route.need(send = view(sendtype, sendcount));
+  }
+  if (route.to_mpi()) return pass();
+  if (!in_place && send.bytes != block.bytes)
+    return route.refuse(MPI_ERR_TRUNCATE, "this rank sends " + bytes_text(send.bytes) + " but receives blocks of " +
+                                              bytes_text(block.bytes));
+  railcoll_comm_t rc = route.railcoll();
+  if (!rc) return route.error();
+  const DataView recv = view(recvtype, static_cast<int64_t>(recvcount) * route.size());
+  const railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
+  Call call(route);
+  const void* mine = in_place ? nullptr : call.packed(send, sendbuf, Staging::Send);
+  void* all = in_place ? call.landing_in_place(recv, recvbuf, route.rank(), recvcount)
+                       : call.landing(recv, recvbuf, Staging::Recv);
+  return call.run(railcoll_allgather, railcoll_iallgather, railcoll_allgather_init, rc, mine, all, block.bytes, &opts);
+}
+
 // Allgatherv's blocks where railcoll puts them (back to back, in rank order)
 // or, when the displacements or the type's layout say otherwise, through a
 // staging buffer, each block then unpacked to its displacement.
-int allgatherv(Route& route, const DataView& send, const void* sendbuf, bool in_place, char* recvbuf,
-               const std::vector<size_t>& counts, const int* recvcounts, const int* displs, const DataView& element) {
+template <class Pass>
+int allgatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+               const int* recvcounts, const int* displs, MPI_Datatype recvtype, Pass pass) {
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  DataView element, send;
+  std::vector<size_t> counts;
+  if (route.open()) {
+    element = view(recvtype, 1);
+    if (!element.valid || !recvcounts || !displs) route.decline(Reason::BadArgument);
+    for (int r = 0; route.open() && r < route.size(); ++r) {
+      if (recvcounts[r] < 0) route.decline(Reason::BadArgument);
+      counts.push_back(static_cast<size_t>(recvcounts[r]) * element.bytes);
+    }
+    if (!in_place) route.need(send = view(sendtype, sendcount));
+  }
+  if (route.to_mpi()) return pass();
   const int me = route.rank(), n = route.size();
-  std::vector<size_t> at(n);
+  std::vector<size_t> at(static_cast<size_t>(n));
   size_t total = 0;
   bool direct = element.contiguous;
   for (int r = 0; r < n; ++r) {
@@ -35,16 +77,90 @@ int allgatherv(Route& route, const DataView& send, const void* sendbuf, bool in_
                                               std::to_string(me) + "] holds " + bytes_text(counts[me]));
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
-  railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
-  const void* mine = in_place ? nullptr : packed(send, sendbuf, Staging::Send);
-  if (direct) return route.finish(railcoll_allgatherv(rc, mine, element.at(recvbuf), counts.data(), &opts));
-  char* staged = staging(Staging::Recv, total);
-  auto block = [&](int r) { return recvbuf + static_cast<MPI_Aint>(displs[r]) * element.extent; };
-  if (in_place) pack_into(staged + at[me], block(me), static_cast<uint64_t>(recvcounts[me]), element);
-  railcoll_status_t st = railcoll_allgatherv(rc, mine, staged, counts.data(), &opts);
-  if (st == RAILCOLL_OK)
-    for (int r = 0; r < n; ++r) unpack_from(staged + at[r], block(r), static_cast<uint64_t>(recvcounts[r]), element);
-  return route.finish(st);
+  const railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
+  Call call(route);
+  const void* mine = in_place ? nullptr : call.packed(send, sendbuf, Staging::Send);
+  if (direct)
+    return call.run(railcoll_allgatherv, railcoll_iallgatherv, railcoll_allgatherv_init, rc, mine,
+                    element.at(recvbuf), counts.data(), &opts);
+  // The blocks' places, kept for packing and unpacking (MPI lets the program
+  // reuse its arrays only once the call is complete, but a copy costs little).
+  struct Blocks {
+    char* staged;
+    char* buf;
+    DataView element;
+    std::vector<size_t> at;
+    std::vector<int> counts, displs;
+    char* block(int r) const { return buf + static_cast<MPI_Aint>(displs[r]) * element.extent; }
+  };
+  auto b = std::make_shared<Blocks>(Blocks{call.staging(Staging::Recv, total), static_cast<char*>(recvbuf), element, at,
+                                           std::vector<int>(recvcounts, recvcounts + n),
+                                           std::vector<int>(displs, displs + n)});
+  if (in_place)
+    call.before([b, me] { pack_into(b->staged + b->at[me], b->block(me), static_cast<uint64_t>(b->counts[me]), b->element); });
+  call.after([b] {
+    for (size_t r = 0; r < b->at.size(); ++r)
+      unpack_from(b->staged + b->at[r], b->block(static_cast<int>(r)), static_cast<uint64_t>(b->counts[r]), b->element);
+  });
+  return call.run(railcoll_allgatherv, railcoll_iallgatherv, railcoll_allgatherv_init, rc, mine, b->staged,
+                  counts.data(), &opts);
+}
+
+template <class Pass>
+int bcast(Route& route, void* buffer, int count, MPI_Datatype datatype, int root, Pass pass) {
+  DataView data;
+  if (route.open()) route.need(data = view(datatype, count));
+  if (route.to_mpi()) return pass();
+  if (int bad = check_root(route, root)) return bad;
+  railcoll_comm_t rc = route.railcoll();
+  if (!rc) return route.error();
+  Call call(route);
+  void* bytes = route.rank() == root ? const_cast<void*>(call.packed(data, buffer, Staging::Recv))
+                                     : call.landing(data, buffer, Staging::Recv);
+  const railcoll_call_opts_t* opts = nullptr;
+  return call.run(railcoll_bcast, railcoll_ibcast, railcoll_bcast_init, rc, bytes, data.bytes, root, opts);
+}
+
+template <class Pass>
+int gather(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+           MPI_Datatype recvtype, int root, Pass pass) {
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  DataView recv, send;
+  bool at_root = false;
+  if (route.open()) {
+    at_root = route.rank() == root;
+    // The block every rank agrees on: the root's receive signature, the
+    // others' send signature (recvbuf, recvcount and recvtype are the root's only).
+    if (at_root) route.need(recv = view(recvtype, recvcount));
+    if (in_place && !at_root) route.decline(Reason::BadArgument);  // MPI_IN_PLACE is the root's alone
+    if (!in_place) route.need(send = view(sendtype, sendcount));
+  }
+  if (route.to_mpi()) return pass();
+  if (int bad = check_root(route, root)) return bad;
+  const uint64_t block = at_root ? recv.bytes : send.bytes;
+  if (at_root && !in_place && send.bytes != recv.bytes)
+    return route.refuse(MPI_ERR_TRUNCATE, "the root sends " + bytes_text(send.bytes) + " but receives blocks of " +
+                                              bytes_text(recv.bytes));
+  railcoll_comm_t rc = route.railcoll();
+  if (!rc) return route.error();
+  const railcoll_call_opts_t opts{nullptr, in_place && at_root ? RAILCOLL_IN_PLACE : 0u};
+  Call call(route);
+  const void* mine = in_place ? nullptr : call.packed(send, sendbuf, Staging::Send);
+  void* gathered = nullptr;
+  if (at_root) {
+    const DataView all = view(recvtype, static_cast<int64_t>(recvcount) * route.size());
+    gathered = in_place ? call.landing_in_place(all, recvbuf, root, recvcount) : call.landing(all, recvbuf, Staging::Recv);
+  }
+  return call.run(railcoll_gather, railcoll_igather, railcoll_gather_init, rc, mine, gathered, block, root, &opts);
+}
+
+template <class Pass>
+int barrier(Route& route, Pass pass) {
+  if (route.to_mpi()) return pass();
+  railcoll_comm_t rc = route.railcoll();
+  if (!rc) return route.error();
+  Call call(route);
+  return call.run(railcoll_barrier, railcoll_ibarrier, railcoll_barrier_init, rc);
 }
 
 }  // namespace
@@ -58,105 +174,110 @@ extern "C" {
 int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                   MPI_Datatype recvtype, MPI_Comm comm) {
   Route route(Coll::Allgather, comm);
-  const bool in_place = sendbuf == MPI_IN_PLACE;
-  DataView block, send;
-  if (route.open()) {
-    route.need(block = view(recvtype, recvcount));
-    if (!in_place) route.need(send = view(sendtype, sendcount));
-  }
-  if (route.to_mpi()) return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  if (!in_place && send.bytes != block.bytes)
-    return route.refuse(MPI_ERR_TRUNCATE, "this rank sends " + bytes_text(send.bytes) + " but receives blocks of " +
-                                              bytes_text(block.bytes));
-  railcoll_comm_t rc = route.railcoll();
-  if (!rc) return route.error();
-  const DataView recv = view(recvtype, static_cast<int64_t>(recvcount) * route.size());
-  railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
-  const void* mine = in_place ? nullptr : packed(send, sendbuf, Staging::Send);
-  void* all = in_place ? landing_in_place(recv, recvbuf, route.rank(), recvcount) : landing(recv, recvbuf, Staging::Recv);
-  railcoll_status_t st = railcoll_allgather(rc, mine, all, block.bytes, &opts);
-  if (st == RAILCOLL_OK) unpack(recv, recvbuf, Staging::Recv);
-  return route.finish(st);
+  return allgather(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                   [&] { return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
+}
+
+int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  Route route(Coll::Allgather, comm, Mode::Nonblocking, request);
+  return allgather(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, [&] {
+    return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+  });
 }
 
 int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                    const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
   Route route(Coll::Allgatherv, comm);
-  const bool in_place = sendbuf == MPI_IN_PLACE;
-  DataView element, send;
-  std::vector<size_t> counts;
-  if (route.open()) {
-    element = view(recvtype, 1);
-    if (!element.valid || !recvcounts || !displs) route.decline(Reason::BadArgument);
-    uint64_t total = 0;
-    for (int r = 0; route.open() && r < route.size(); ++r) {
-      if (recvcounts[r] < 0) route.decline(Reason::BadArgument);
-      counts.push_back(static_cast<size_t>(recvcounts[r]) * element.bytes);
-      total += counts.back();
-    }
-    if (!in_place) route.need(send = view(sendtype, sendcount));
-  }
-  if (route.to_mpi())
+  return allgatherv(route, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, [&] {
     return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-  return allgatherv(route, send, sendbuf, in_place, static_cast<char*>(recvbuf), counts, recvcounts, displs, element);
+  });
+}
+
+int MPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                    const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  Route route(Coll::Allgatherv, comm, Mode::Nonblocking, request);
+  return allgatherv(route, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, [&] {
+    return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+  });
 }
 
 int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
   Route route(Coll::Bcast, comm);
-  DataView data;
-  if (route.open()) route.need(data = view(datatype, count));
-  if (route.to_mpi()) return PMPI_Bcast(buffer, count, datatype, root, comm);
-  if (int bad = check_root(route, root)) return bad;
-  railcoll_comm_t rc = route.railcoll();
-  if (!rc) return route.error();
-  const bool at_root = route.rank() == root;
-  void* bytes = at_root ? const_cast<void*>(packed(data, buffer, Staging::Recv)) : landing(data, buffer, Staging::Recv);
-  railcoll_status_t st = railcoll_bcast(rc, bytes, data.bytes, root, nullptr);
-  if (st == RAILCOLL_OK && !at_root) unpack(data, buffer, Staging::Recv);
-  return route.finish(st);
+  return bcast(route, buffer, count, datatype, root, [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); });
+}
+
+int MPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request* request) {
+  Route route(Coll::Bcast, comm, Mode::Nonblocking, request);
+  return bcast(route, buffer, count, datatype, root,
+               [&] { return PMPI_Ibcast(buffer, count, datatype, root, comm, request); });
 }
 
 int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                MPI_Datatype recvtype, int root, MPI_Comm comm) {
   Route route(Coll::Gather, comm);
-  const bool in_place = sendbuf == MPI_IN_PLACE;
-  DataView recv, send;
-  bool at_root = false;
-  if (route.open()) {
-    at_root = route.rank() == root;
-    // The block every rank agrees on: the root's receive signature, the
-    // others' send signature (recvbuf, recvcount and recvtype are the root's only).
-    if (at_root) route.need(recv = view(recvtype, recvcount));
-    if (in_place && !at_root) route.decline(Reason::BadArgument);  // MPI_IN_PLACE is the root's alone
-    if (!in_place) route.need(send = view(sendtype, sendcount));
-  }
-  if (route.to_mpi()) return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-  if (int bad = check_root(route, root)) return bad;
-  const uint64_t block = at_root ? recv.bytes : send.bytes;
-  if (at_root && !in_place && send.bytes != recv.bytes)
-    return route.refuse(MPI_ERR_TRUNCATE, "the root sends " + bytes_text(send.bytes) + " but receives blocks of " +
-                                              bytes_text(recv.bytes));
-  railcoll_comm_t rc = route.railcoll();
-  if (!rc) return route.error();
-  railcoll_call_opts_t opts{nullptr, in_place && at_root ? RAILCOLL_IN_PLACE : 0u};
-  const void* mine = in_place ? nullptr : packed(send, sendbuf, Staging::Send);
-  DataView all;
-  void* gathered = nullptr;
-  if (at_root) {
-    all = view(recvtype, static_cast<int64_t>(recvcount) * route.size());
-    gathered = in_place ? landing_in_place(all, recvbuf, root, recvcount) : landing(all, recvbuf, Staging::Recv);
-  }
-  railcoll_status_t st = railcoll_gather(rc, mine, gathered, block, root, &opts);
-  if (st == RAILCOLL_OK && at_root) unpack(all, recvbuf, Staging::Recv);
-  return route.finish(st);
+  return gather(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, [&] {
+    return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+  });
+}
+
+int MPI_Igather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+  Route route(Coll::Gather, comm, Mode::Nonblocking, request);
+  return gather(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, [&] {
+    return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+  });
 }
 
 int MPI_Barrier(MPI_Comm comm) {
   Route route(Coll::Barrier, comm);
-  if (route.to_mpi()) return PMPI_Barrier(comm);
-  railcoll_comm_t rc = route.railcoll();
-  if (!rc) return route.error();
-  return route.finish(railcoll_barrier(rc));
+  return barrier(route, [&] { return PMPI_Barrier(comm); });
 }
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
+  Route route(Coll::Barrier, comm, Mode::Nonblocking, request);
+  return barrier(route, [&] { return PMPI_Ibarrier(comm, request); });
+}
+
+#ifdef RAILCOLL_MPI_PERSISTENT
+int MPI_PERSISTENT(Allgather)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                              MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  Route route(Coll::Allgather, comm, Mode::Persistent, request);
+  return allgather(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, [&] {
+    return PMPI_PERSISTENT(Allgather)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+  });
+}
+
+int MPI_PERSISTENT(Allgatherv)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                               const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                               MPI_Info info, MPI_Request* request) {
+  Route route(Coll::Allgatherv, comm, Mode::Persistent, request);
+  return allgatherv(route, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, [&] {
+    return PMPI_PERSISTENT(Allgatherv)(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info,
+                                       request);
+  });
+}
+
+int MPI_PERSISTENT(Bcast)(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info,
+                          MPI_Request* request) {
+  Route route(Coll::Bcast, comm, Mode::Persistent, request);
+  return bcast(route, buffer, count, datatype, root,
+               [&] { return PMPI_PERSISTENT(Bcast)(buffer, count, datatype, root, comm, info, request); });
+}
+
+int MPI_PERSISTENT(Gather)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                           MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  Route route(Coll::Gather, comm, Mode::Persistent, request);
+  return gather(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, [&] {
+    return PMPI_PERSISTENT(Gather)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
+                                   request);
+  });
+}
+
+int MPI_PERSISTENT(Barrier)(MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  Route route(Coll::Barrier, comm, Mode::Persistent, request);
+  return barrier(route, [&] { return PMPI_PERSISTENT(Barrier)(comm, info, request); });
+}
+#endif
 
 }  // extern "C"

@@ -2,13 +2,20 @@
 // through railcoll_comm_init_oob, with the MPI communicator itself as the
 // out-of-band channel (PMPI_Iallgather, polled under railcoll's deadline).
 // It lives in an attribute of the MPI communicator: MPI_Comm_free deletes the
-// attribute and so destroys it; MPI_Comm_dup does not copy it
+// attribute and so destroys it, unless served requests on it are still
+// outstanding or persistent (then the last of them does: MPI lets pending
+// operations complete after MPI_Comm_free); MPI_Comm_dup does not copy it
 // (MPI_COMM_NULL_COPY_FN), so a duplicate makes its own; MPI_Finalize
-// destroys what is left, newest first, before MPI goes.
+// destroys what is left, newest first, before MPI goes. Under
+// MPI_THREAD_MULTIPLE two threads may make or free different communicators'
+// at once: the list of live ones is locked, each thread keeps its own recent
+// ones, and no lock is held while railcoll makes or destroys one (a rank
+// waiting for its peers there must not hold up its other threads).
 #include <climits>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <mutex>
 #include <vector>
 
 #include "mpi/layer.hpp"
@@ -17,36 +24,49 @@ namespace railcoll::mpi {
 
 namespace {
 
+}  // namespace
+
 struct CommState {
   railcoll_comm_t rc = nullptr;
   bool passed = false;  // MPI serves every call on this communicator (`why`)
   Reason why = Reason::SetupFailed;
   int rank = 0, size = 0;
   MPI_Comm comm = MPI_COMM_NULL;
+  bool attached = true;        // still the attribute of `comm` (not yet freed by MPI_Comm_free)
+  std::atomic<int> refs{1};    // the attribute's, and one per served request on it
 };
 
+namespace {
+
 int comm_keyval = MPI_KEYVAL_INVALID;
+std::once_flag keyval_made;
+std::mutex live_mutex;  // guards `live`
 // States holding a railcoll communicator, oldest first. Two ranks that share
 // several communicators made theirs in the same order (each was made in a
 // collective call of both), so destroying them newest first at MPI_Finalize
 // meets the peers' goodbyes in the same order too.
 std::vector<CommState*> live;
 
-// The latest communicators' states: a call on one of them asks MPI nothing.
-Recent<MPI_Comm, CommState> recent;
+// The thread's latest communicators' states: a call on one of them asks MPI nothing.
+RAILCOLL_MPI_THREAD_LOCAL Recent<MPI_Comm, CommState> recent;
 
-void destroy(CommState* s) {
-  recent.forget(s);
-  if (s->rc) {
-    railcoll_comm_destroy(s->rc);
+// Takes s's railcoll communicator out of `live` and destroys it (outside the lock).
+void destroy_railcoll(CommState* s) {
+  railcoll_comm_t rc = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    std::swap(rc, s->rc);
     for (size_t i = 0; i < live.size(); ++i)
       if (live[i] == s) live.erase(live.begin() + static_cast<long>(i));
   }
-  delete s;
+  if (rc) railcoll_comm_destroy(rc);
 }
 
 int delete_state(MPI_Comm, int, void* value, void*) {
-  destroy(static_cast<CommState*>(value));
+  auto* s = static_cast<CommState*>(value);
+  Recent<MPI_Comm, CommState>::forget_everywhere();
+  s->attached = false;
+  release(s);
   return MPI_SUCCESS;
 }
 
@@ -104,13 +124,15 @@ double now_ms() {
 // on the first call on it.
 CommState* state_of(MPI_Comm comm) {
   if (CommState* s = recent.find(comm)) return s;
-  if (comm_keyval == MPI_KEYVAL_INVALID) PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &comm_keyval, nullptr);
+  std::call_once(keyval_made,
+                 [] { PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &comm_keyval, nullptr); });
   void* value = nullptr;
   int found = 0;
   PMPI_Comm_get_attr(comm, comm_keyval, &value, &found);
   auto* s = static_cast<CommState*>(value);
   if (!found) {
-    // The first call on this communicator: what kind it is, once.
+    // The first call on this communicator: what kind it is, once (calls on
+    // one communicator are never concurrent: MPI requires the program to order them).
     s = new CommState;
     s->comm = comm;
     int inter = 0;
@@ -138,10 +160,21 @@ Target classify(MPI_Comm comm) {
   t.why = s->why;
   t.rank = s->rank;
   t.size = s->size;
+  t.state = const_cast<CommState*>(s);
   return t;
 }
 
-void ensure_railcoll(MPI_Comm comm, Coll c, Target* t) {
+void hold(CommState* s) { s->refs.fetch_add(1, std::memory_order_relaxed); }
+
+void release(CommState* s) {
+  if (s->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  destroy_railcoll(s);
+  delete s;
+}
+
+MPI_Comm errors_comm(const CommState* s) { return s && s->attached ? s->comm : MPI_COMM_WORLD; }
+
+void ensure_railcoll(MPI_Comm comm, const char* call, Target* t) {
   if (t->rc) return;
   CommState* s = state_of(comm);  // classify() made it
   Exchange ex{comm, s->size};
@@ -162,26 +195,40 @@ void ensure_railcoll(MPI_Comm comm, Coll c, Target* t) {
     // on MPI serves this communicator, on every rank alike.
     s->passed = true;
     s->why = Reason::SetupFailed;
-    t->error = raise_railcoll(comm, c, st, std::string("setting up railcoll on this communicator failed: ") +
+    t->error = raise_railcoll(comm, call, st, std::string("setting up railcoll on this communicator failed: ") +
                                                railcoll_last_error());
     return;
   }
   s->rc = t->rc = rc;
-  live.push_back(s);
+  {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    live.push_back(s);
+  }
   if (layer().verbose >= 2 && s->rank == 0)
     fprintf(stderr, "railcoll-mpi: rank %d: railcoll communicator of %d ranks on %d nodes, %d rails, made at %s "
                     "in %.1f ms\n",
-            layer().world_rank, s->size, railcoll_comm_nodes(rc), railcoll_comm_rails(rc), mpi_name(c),
+            layer().world_rank, s->size, railcoll_comm_nodes(rc), railcoll_comm_rails(rc), call,
             now_ms() - t0);
 }
 
 void comms_finalize() {
-  while (!live.empty()) {
-    CommState* s = live.back();
-    PMPI_Comm_delete_attr(s->comm, comm_keyval);  // delete_state destroys it
-    if (!live.empty() && live.back() == s) destroy(s);  // the attribute was gone already
+  for (;;) {
+    CommState* s = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(live_mutex);
+      if (live.empty()) break;
+      s = live.back();
+    }
+    // The attribute's reference goes with it; what requests still hold is
+    // destroyed here all the same (requests.cpp let go of their railcoll
+    // requests first) and the state freed with the last request.
+    hold(s);
+    if (s->attached) PMPI_Comm_delete_attr(s->comm, comm_keyval);
+    destroy_railcoll(s);
+    release(s);
   }
   if (comm_keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&comm_keyval);
+  recent.clear();
 }
 
 }  // namespace railcoll::mpi

@@ -5,8 +5,11 @@
 // type's facts are computed once: a predefined type's kept for the process (MPI
 // never frees one), a derived type's on it (a datatype attribute, deleted with
 // it by MPI_Type_free, so a handle MPI reuses never inherits them); the latest
-// few types' are found without asking MPI (Recent, layer.hpp).
+// few types' are found without asking MPI (Recent, layer.hpp: each thread's
+// own). Computing and keeping them is locked: two threads may use one datatype
+// at once under MPI_THREAD_MULTIPLE.
 #include <map>
+#include <mutex>
 
 #include "mpi/layer.hpp"
 
@@ -22,10 +25,11 @@ struct Facts {
 
 int type_keyval = MPI_KEYVAL_INVALID;
 std::map<MPI_Datatype, Facts>* named_facts = nullptr;  // the predefined types seen
-Recent<MPI_Datatype, const Facts> recent;
+std::mutex facts_mutex;  // guards named_facts, type_keyval and the attributes' making
+RAILCOLL_MPI_THREAD_LOCAL Recent<MPI_Datatype, const Facts> recent;
 
 int delete_facts(MPI_Datatype, int, void* value, void*) {
-  recent.forget(static_cast<Facts*>(value));
+  Recent<MPI_Datatype, const Facts>::forget_everywhere();
   delete static_cast<Facts*>(value);
   return MPI_SUCCESS;
 }
@@ -90,6 +94,7 @@ Facts measure(MPI_Datatype t, bool named) {
 
 // Where t's facts are kept, computed on t's first use.
 const Facts* kept_facts(MPI_Datatype t) {
+  std::lock_guard<std::mutex> lock(facts_mutex);
   if (is_named(t)) {
     if (!named_facts) named_facts = new std::map<MPI_Datatype, Facts>;
     auto it = named_facts->find(t);
@@ -165,7 +170,9 @@ int railcoll_op(MPI_Op op, unsigned groups, Reason* why) {
 }
 
 void datatypes_finalize() {
+  std::lock_guard<std::mutex> lock(facts_mutex);
   recent.clear();
+  Recent<MPI_Datatype, const Facts>::forget_everywhere();
   delete named_facts;
   named_facts = nullptr;
   if (type_keyval != MPI_KEYVAL_INVALID) PMPI_Type_free_keyval(&type_keyval);

@@ -7,6 +7,7 @@
 // stderr first, whatever the handler prints), MPI_ERRORS_RETURN returns it.
 #include <unistd.h>
 
+#include <mutex>
 #include <string>
 
 #include "mpi/layer.hpp"
@@ -22,8 +23,10 @@ constexpr int kMaxCodes = 64;
 int classes[kStatuses] = {};
 int last_code[kStatuses] = {};
 int codes_made = 0;
+std::mutex codes_mutex;  // the codes above, under MPI_THREAD_MULTIPLE
 
 int code_for(railcoll_status_t status, const std::string& message) {
+  std::lock_guard<std::mutex> lock(codes_mutex);
   int s = status > 0 && status < kStatuses ? status : RAILCOLL_ERR_INTERNAL;
   if (!classes[s]) {
     PMPI_Add_error_class(&classes[s]);
@@ -49,25 +52,42 @@ bool handler_is_fatal(MPI_Comm comm) {
   return fatal;
 }
 
-int hand_over(MPI_Comm comm, Coll c, int code, const std::string& message) {
-  if (handler_is_fatal(comm)) {
-    std::string line = "railcoll-mpi: rank " + std::to_string(layer().world_rank) + ": " + message + "\n";
-    if (write(2, line.data(), line.size()) < 0) {
-    }
+void say(const std::string& message) {
+  std::string line = "railcoll-mpi: rank " + std::to_string(layer().world_rank) + ": " + message + "\n";
+  if (write(2, line.data(), line.size()) < 0) {
   }
+}
+
+int hand_over(MPI_Comm comm, int code, const std::string& message) {
+  if (handler_is_fatal(comm)) say(message);
   PMPI_Comm_call_errhandler(comm, code);
   return code;
 }
 
 }  // namespace
 
-int raise_railcoll(MPI_Comm comm, Coll c, railcoll_status_t status, const std::string& detail) {
-  std::string message = std::string("railcoll: ") + mpi_name(c) + ": " + detail;
-  return hand_over(comm, c, code_for(status, message), message);
+int raise_railcoll(MPI_Comm comm, const char* call, railcoll_status_t status, const std::string& detail) {
+  std::string message = std::string("railcoll: ") + call + ": " + detail;
+  return hand_over(comm, code_for(status, message), message);
 }
 
-int raise_mpi(MPI_Comm comm, Coll c, int error_class, const std::string& detail) {
-  return hand_over(comm, c, error_class, std::string("railcoll: ") + mpi_name(c) + ": " + detail);
+int railcoll_error_code(const char* call, railcoll_status_t status, const std::string& detail) {
+  return code_for(status, std::string("railcoll: ") + call + ": " + detail);
+}
+
+int call_errhandler(MPI_Comm comm, int code) {
+  char text[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  if (handler_is_fatal(comm)) {
+    PMPI_Error_string(code, text, &len);
+    say(text);
+  }
+  PMPI_Comm_call_errhandler(comm, code);
+  return code;
+}
+
+int raise_mpi(MPI_Comm comm, const char* call, int error_class, const std::string& detail) {
+  return hand_over(comm, error_class, std::string("railcoll: ") + call + ": " + detail);
 }
 
 }  // namespace railcoll::mpi

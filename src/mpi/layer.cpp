@@ -1,6 +1,7 @@
 // The layer's life: MPI_Init / MPI_Init_thread (the ranks agree on what may be
-// served and learn their node), MPI_Finalize (the verbose report, every railcoll
-// communicator destroyed before MPI goes), and the names of calls and reasons.
+// served and learn their node), MPI_Finalize (the verbose report, outstanding
+// requests let go and every railcoll communicator destroyed before MPI goes),
+// and the names of calls and reasons.
 #include <dlfcn.h>
 #include <sched.h>
 #include <unistd.h>
@@ -42,13 +43,30 @@ constexpr CollName kCollNames[kColls] = {
 };
 
 constexpr const char* kReasonTexts[kReasons] = {
-    "MPI_THREAD_MULTIPLE", "not in RAILCOLL_MPI_COLLS", "invalid argument", "intercommunicator",
+    "not in RAILCOLL_MPI_COLLS", "invalid argument", "intercommunicator",
     "one rank", "datatype railcoll does not reduce", "operator",
     "railcoll set-up failed"};
 
 constexpr unsigned kAllColls = (1u << kColls) - 1;
-// Set in the agreed mask while no rank runs MPI_THREAD_MULTIPLE.
-constexpr unsigned kNotMultiple = 1u << 30;
+
+// "MPI_Allgather" -> "MPI_Iallgather", "MPI_Allgather_init".
+struct ModeNames {
+  std::string name[kModes][kColls];
+  ModeNames() {
+    for (int c = 0; c < kColls; ++c) {
+      const std::string blocking = kCollNames[c].mpi;
+      std::string rest = blocking.substr(4);
+      rest[0] = static_cast<char>(tolower(rest[0]));
+      name[0][c] = blocking;
+      name[1][c] = "MPI_I" + rest;
+      name[2][c] = blocking + "_init";
+    }
+  }
+};
+const ModeNames& mode_names() {
+  static const ModeNames names;
+  return names;
+}
 
 // A bad setting ends the process in MPI_Init, before MPI starts (a launcher
 // then ends the job, and nothing of MPI's can lose the message).
@@ -173,7 +191,13 @@ Node this_node() {
 void sleep_if_spinning_hurts(const Node& node) {
   cpu_set_t cores;
   CPU_ZERO(&cores);
-  if (sched_getaffinity(0, sizeof cores, &cores) != 0 || node.ranks <= CPU_COUNT(&cores)) return;
+  const bool have_cores = sched_getaffinity(0, sizeof cores, &cores) == 0;
+  // A wait over MPI's and railcoll's requests at once (requests.cpp) polls as
+  // railcoll's waits spin: 2 ms where every rank has a core, else it sleeps
+  // between polls at once; RAILCOLL_SPIN_US decides when set.
+  const char* spin = getenv("RAILCOLL_SPIN_US");
+  layer().spin_us = spin && *spin ? atoi(spin) : (have_cores && node.ranks <= CPU_COUNT(&cores) ? 2000 : 0);
+  if (!have_cores || node.ranks <= CPU_COUNT(&cores)) return;
   std::ifstream autogroup("/proc/sys/kernel/sched_autogroup_enabled");
   int grouped = 0;
   if (node.one_session || !(autogroup >> grouped) || !grouped || getenv("RAILCOLL_SPIN_US")) return;
@@ -194,15 +218,16 @@ unsigned before_init() {
 
 // After PMPI_Init: every rank's choices combined, so that a collective is
 // served on all ranks or on none (one MPI_Allreduce over MPI_COMM_WORLD).
-void start(unsigned selected, int provided) {
+void start(unsigned selected) {
   Layer& L = layer();
   PMPI_Comm_rank(MPI_COMM_WORLD, &L.world_rank);
-  const unsigned mine = selected | (provided == MPI_THREAD_MULTIPLE ? 0 : kNotMultiple);
-  unsigned both[2] = {mine, ~mine}, agreed[2] = {0, 0};
+  // Every thread level is served: MPI_THREAD_MULTIPLE programs order the
+  // calls on one communicator themselves (MPI requires it), and the layer
+  // keeps its shared state locked (docs/mpi.md, "Threads").
+  unsigned both[2] = {selected, ~selected}, agreed[2] = {0, 0};
   PMPI_Allreduce(both, agreed, 2, MPI_UNSIGNED, MPI_BAND, MPI_COMM_WORLD);
   const unsigned all = agreed[0], any = ~agreed[1];
-  L.colls = (all & kNotMultiple) ? (all & kAllColls) : 0;
-  L.off = (all & kNotMultiple) ? Reason::NotSelected : Reason::ThreadMultiple;
+  L.colls = all & kAllColls;
   if (L.world_rank == 0 && (any & kAllColls) != (all & kAllColls))
     fprintf(stderr, "railcoll-mpi: the ranks' RAILCOLL_MPI_COLLS differ; railcoll serves only what every rank "
                     "selected\n");
@@ -212,22 +237,27 @@ void start(unsigned selected, int provided) {
   L.started = true;
 }
 
+// A line per blocking collective, and per nonblocking or persistent form the
+// program made (a persistent call counts once, at its MPI_*_init).
 void report() {
   Layer& L = layer();
   std::string text;
-  for (int c = 0; c < kColls; ++c) {
-    uint64_t to_mpi = 0;
-    std::string why;
-    for (int r = 0; r < kReasons; ++r) {
-      uint64_t n = L.passed[c][r].load();
-      if (!n) continue;
-      to_mpi += n;
-      why += std::string(why.empty() ? " (" : ", ") + kReasonTexts[r] + " " + std::to_string(n);
+  for (int m = 0; m < kModes; ++m)
+    for (int c = 0; c < kColls; ++c) {
+      uint64_t to_mpi = 0;
+      std::string why;
+      for (int r = 0; r < kReasons; ++r) {
+        uint64_t n = L.passed[m][c][r].load();
+        if (!n) continue;
+        to_mpi += n;
+        why += std::string(why.empty() ? " (" : ", ") + kReasonTexts[r] + " " + std::to_string(n);
+      }
+      const uint64_t served = L.served[m][c].load();
+      if (m != 0 && !served && !to_mpi) continue;
+      text += "railcoll-mpi: rank " + std::to_string(L.world_rank) + ": " + mode_names().name[m][c] +
+              " railcoll=" + std::to_string(served) + " mpi=" + std::to_string(to_mpi) +
+              (why.empty() ? "" : why + ")") + "\n";
     }
-    text += "railcoll-mpi: rank " + std::to_string(L.world_rank) + ": " + kCollNames[c].mpi +
-            " railcoll=" + std::to_string(L.served[c].load()) + " mpi=" + std::to_string(to_mpi) +
-            (why.empty() ? "" : why + ")") + "\n";
-  }
   // One write: the ranks' reports do not interleave within a line.
   if (write(2, text.data(), text.size()) < 0) {
   }
@@ -239,7 +269,9 @@ Layer& layer() {
   static Layer L;
   return L;
 }
-const char* mpi_name(Coll c) { return kCollNames[static_cast<int>(c)].mpi; }
+const char* mpi_name(Coll c, Mode m) {
+  return mode_names().name[static_cast<int>(m)][static_cast<int>(c)].c_str();
+}
 const char* env_name(Coll c) { return kCollNames[static_cast<int>(c)].env; }
 const char* reason_text(Reason r) { return kReasonTexts[static_cast<int>(r)]; }
 
@@ -253,9 +285,7 @@ int MPI_Init(int* argc, char*** argv) {
   const unsigned selected = before_init();
   int rc = PMPI_Init(argc, argv);
   if (rc != MPI_SUCCESS) return rc;
-  int provided = MPI_THREAD_SINGLE;
-  PMPI_Query_thread(&provided);
-  start(selected, provided);
+  start(selected);
   return rc;
 }
 
@@ -263,7 +293,7 @@ int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
   const unsigned selected = before_init();
   int rc = PMPI_Init_thread(argc, argv, required, provided);
   if (rc != MPI_SUCCESS) return rc;
-  start(selected, *provided);
+  start(selected);
   return rc;
 }
 
@@ -271,9 +301,11 @@ int MPI_Finalize(void) {
   Layer& L = layer();
   if (L.started) {
     if (L.verbose) report();
+    requests_finalize();
     comms_finalize();
+    requests_forget();
     datatypes_finalize();
-    staging_finalize();
+    thread_stage().release();
     L.started = false;
   }
   return PMPI_Finalize();

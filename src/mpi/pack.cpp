@@ -4,9 +4,10 @@
 // (layer.hpp). A rank whose buffer has gaps packs it into a staging buffer
 // before the call and unpacks what landed there after it, with MPI's own
 // PMPI_Pack / PMPI_Unpack (the bytes of the signature, back to back, on a
-// homogeneous machine: exactly what a contiguous rank sends). The staging
-// buffers are kept across calls, so a program that calls with the same
-// layout again pays the copies and no allocation (docs/mpi.md, "Datatypes").
+// homogeneous machine: exactly what a contiguous rank sends). A thread's
+// staging buffers are kept across its blocking calls, so a program that calls
+// with the same layout again pays the copies and no allocation (docs/mpi.md,
+// "Datatypes"); a nonblocking or persistent call has its own (call.hpp).
 #include <unistd.h>
 
 #include <climits>
@@ -19,12 +20,6 @@
 namespace railcoll::mpi {
 
 namespace {
-
-struct Buffer {
-  char* data = nullptr;
-  uint64_t capacity = 0;
-};
-Buffer buffers[2];
 
 // MPI's pack count and position are ints: pack at most this many bytes at once.
 constexpr uint64_t kPackChunk = uint64_t{1} << 30;
@@ -48,8 +43,8 @@ uint64_t chunk_elements(const DataView& v) {
 
 }  // namespace
 
-char* staging(Staging slot, uint64_t bytes) {
-  Buffer& b = buffers[static_cast<int>(slot)];
+char* Stage::get(Staging slot, uint64_t bytes) {
+  Buffer& b = buffers_[static_cast<int>(slot)];
   if (bytes > b.capacity) {
     free(b.data);
     b.capacity = bytes;
@@ -95,26 +90,16 @@ void unpack_from(const char* from, void* buf, uint64_t count, const DataView& v)
   }
 }
 
-const void* packed(const DataView& v, const void* buf, Staging slot) {
-  if (v.contiguous) return v.at(buf);
-  char* s = staging(slot, v.bytes);
-  pack_into(s, buf, static_cast<uint64_t>(v.count), v);
-  return s;
-}
-
-void* landing(const DataView& v, void* buf, Staging slot) {
-  return v.contiguous ? v.at(buf) : staging(slot, v.bytes);
-}
-
-void unpack(const DataView& v, void* buf, Staging slot) {
-  if (!v.contiguous) unpack_from(staging(slot, v.bytes), buf, static_cast<uint64_t>(v.count), v);
-}
-
-void staging_finalize() {
-  for (Buffer& b : buffers) {
+void Stage::release() {
+  for (Buffer& b : buffers_) {
     free(b.data);
     b = {};
   }
+}
+
+Stage& thread_stage() {
+  static RAILCOLL_MPI_THREAD_LOCAL Stage stage;
+  return stage;
 }
 
 }  // namespace railcoll::mpi

@@ -1,20 +1,26 @@
 // The served calls that give each rank its own data: MPI_Alltoall,
-// MPI_Alltoallv, MPI_Scatter, MPI_Scatterv, MPI_Gatherv. They route on what
-// every rank shares (the communicator, RAILCOLL_MPI_COLLS, the root) and map
-// MPI's counts and displacements, in elements of a rank's own datatypes, onto
-// railcoll's bytes; a non-contiguous layout is packed block by block into a
-// staging buffer and unpacked after (pack.cpp).
+// MPI_Alltoallv, MPI_Scatter, MPI_Scatterv, MPI_Gatherv, and their
+// nonblocking and persistent forms (one body each, collectives.cpp says how).
+// They route on what every rank shares (the communicator, RAILCOLL_MPI_COLLS,
+// the root) and map MPI's counts and displacements, in elements of a rank's
+// own datatypes, onto railcoll's bytes; a non-contiguous layout is packed
+// block by block into a staging buffer and unpacked after (call.hpp).
 //
 // MPI_Scatterv's and MPI_Gatherv's counts are the root's alone, and railcoll's
 // schedules need them on every rank: the root broadcasts them first (one small
 // railcoll_bcast), and each other rank puts its own count in its copy, so a
 // rank whose count disagrees with the root's makes railcoll report the
-// mismatch on every rank rather than move the wrong bytes.
-#include <optional>
+// mismatch on every rank rather than move the wrong bytes. The nonblocking
+// forms do that broadcast blocking inside MPI_Iscatterv / MPI_Igatherv, the
+// persistent ones at their first MPI_Start (after which railcoll's persistent
+// request is made once): simpler than chaining it, and correct because every
+// rank issues its calls on a communicator in one order -- but such a call
+// returns only once the root has made it (docs/mpi.md, "Known limits").
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "mpi/route.hpp"
+#include "mpi/call.hpp"
 
 namespace railcoll::mpi {
 
@@ -24,44 +30,58 @@ railcoll_call_opts_t in_place_opts(bool in_place) { return {nullptr, in_place ? 
 
 // A v-call's blocks as railcoll takes them: counts and displacements in bytes
 // from `base`, the memory railcoll reads or writes. Contiguous elements: the
-// caller's buffer and its displacements. Otherwise the blocks packed back to
-// back in a staging buffer (`pack` copies the caller's data in; unpack() puts
-// what arrived back at the caller's displacements).
+// caller's buffer and its displacements. Otherwise the blocks back to back in
+// staging: with `pack` the caller's data is packed in before the data moves,
+// with `unpack` what arrived goes back to the caller's displacements after.
 class Blocks {
  public:
-  Blocks(const DataView& element, void* buf, const int* counts, const int* displs, int n, Staging slot, bool pack)
-      : element_(element), buf_(static_cast<char*>(buf)), elements_(counts, counts + n), displs_(displs, displs + n) {
+  Blocks(Call& call, const DataView& element, void* buf, const int* counts, const int* displs, int n, Staging slot,
+         bool pack, bool unpack)
+      : layout_(std::make_shared<Layout>()) {
+    Layout& l = *layout_;
+    l.element = element;
+    l.buf = static_cast<char*>(buf);
+    l.elements.assign(counts, counts + n);
+    l.displs.assign(displs, displs + n);
     bytes_.resize(static_cast<size_t>(n));
-    at_.resize(static_cast<size_t>(n));
+    l.at.resize(static_cast<size_t>(n));
     uint64_t total = 0;
     for (int r = 0; r < n; ++r) {
       bytes_[r] = static_cast<size_t>(counts[r]) * element.type_size;
-      at_[r] = element.contiguous ? static_cast<size_t>(static_cast<MPI_Aint>(displs[r]) * element.extent) : total;
+      l.at[r] = element.contiguous ? static_cast<size_t>(static_cast<MPI_Aint>(displs[r]) * element.extent) : total;
       total += bytes_[r];
     }
     if (element.contiguous) {
-      base_ = static_cast<char*>(element.at(buf));
+      l.base = static_cast<char*>(element.at(buf));
       return;
     }
-    base_ = staging(slot, total);
-    for (int r = 0; r < n && pack; ++r) pack_into(base_ + at_[r], block(r), elements(r), element_);
+    l.base = call.staging(slot, total);
+    std::shared_ptr<const Layout> kept = layout_;
+    if (pack)
+      call.before([kept] {
+        for (size_t r = 0; r < kept->at.size(); ++r) pack_into(kept->base + kept->at[r], kept->block(r), kept->elements_of(r), kept->element);
+      });
+    if (unpack)
+      call.after([kept] {
+        for (size_t r = 0; r < kept->at.size(); ++r) unpack_from(kept->base + kept->at[r], kept->block(r), kept->elements_of(r), kept->element);
+      });
   }
-  void unpack() const {
-    if (element_.contiguous) return;
-    for (size_t r = 0; r < at_.size(); ++r) unpack_from(base_ + at_[r], block(static_cast<int>(r)), elements(r), element_);
-  }
-  char* base() const { return base_; }
+  char* base() const { return layout_->base; }
   const size_t* bytes() const { return bytes_.data(); }
-  const size_t* at() const { return at_.data(); }
+  const size_t* at() const { return layout_->at.data(); }
 
  private:
-  char* block(int r) const { return buf_ + static_cast<MPI_Aint>(displs_[r]) * element_.extent; }
-  uint64_t elements(size_t r) const { return static_cast<uint64_t>(elements_[r]); }
-  DataView element_;
-  char* buf_;
-  std::vector<int> elements_, displs_;
-  std::vector<size_t> bytes_, at_;
-  char* base_ = nullptr;
+  struct Layout {
+    DataView element;
+    char* buf = nullptr;
+    char* base = nullptr;
+    std::vector<int> elements, displs;
+    std::vector<size_t> at;
+    char* block(size_t r) const { return buf + static_cast<MPI_Aint>(displs[r]) * element.extent; }
+    uint64_t elements_of(size_t r) const { return static_cast<uint64_t>(elements[r]); }
+  };
+  std::shared_ptr<Layout> layout_;
+  std::vector<size_t> bytes_;
 };
 
 // Counts and displacements MPI requires to be sane; otherwise MPI reports it.
@@ -97,6 +117,189 @@ railcoll_status_t share_root_counts(railcoll_comm_t rc, int root, int me, std::v
   return st;
 }
 
+// MPI_Scatterv and MPI_Gatherv once their blocks are laid out: the root's
+// counts shared, then railcoll's call with them -- now (`issue`), or at a
+// persistent call's first start (`init` makes railcoll's persistent request).
+template <class Init, class Issue>
+int rooted_v(Call& call, railcoll_comm_t rc, int root, int me, std::vector<size_t> counts, size_t mine, Init init,
+             Issue issue) {
+  if (call.mode() == Mode::Persistent)
+    return call.run_at_first_start([=](railcoll_request_t* req) mutable {
+      railcoll_status_t st = share_root_counts(rc, root, me, &counts, mine);
+      return st == RAILCOLL_OK ? init(counts.data(), req) : st;
+    });
+  railcoll_status_t st = share_root_counts(rc, root, me, &counts, mine);
+  return st == RAILCOLL_OK ? issue(counts.data()) : call.fail(st);
+}
+
+const size_t* or_null(const std::vector<size_t>& v) { return v.empty() ? nullptr : v.data(); }
+
+template <class Pass>
+int alltoall(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+             MPI_Datatype recvtype, Pass pass) {
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  DataView block, send;
+  if (route.open()) {
+    route.need(block = view(recvtype, recvcount));
+    if (!in_place) route.need(send = view(sendtype, sendcount));
+  }
+  if (route.to_mpi()) return pass();
+  if (!in_place && send.bytes != block.bytes)
+    return route.refuse(MPI_ERR_TRUNCATE, "this rank sends blocks of " + bytes_text(send.bytes) +
+                                              " but receives blocks of " + bytes_text(block.bytes));
+  railcoll_comm_t rc = route.railcoll();
+  if (!rc) return route.error();
+  const int n = route.size();
+  const DataView recv = view(recvtype, static_cast<int64_t>(recvcount) * n);
+  const railcoll_call_opts_t opts = in_place_opts(in_place);
+  Call call(route);
+  const void* mine = nullptr;
+  void* all = nullptr;
+  if (in_place) {
+    all = const_cast<void*>(call.packed(recv, recvbuf, Staging::Recv));
+    if (!recv.contiguous) call.landing(recv, recvbuf, Staging::Recv);  // and unpacked after
+  } else {
+    mine = call.packed(view(sendtype, static_cast<int64_t>(sendcount) * n), sendbuf, Staging::Send);
+    all = call.landing(recv, recvbuf, Staging::Recv);
+  }
+  return call.run(railcoll_alltoall, railcoll_ialltoall, railcoll_alltoall_init, rc, mine, all,
+                  static_cast<size_t>(block.bytes), &opts);
+}
+
+template <class Pass>
+int alltoallv(Route& route, const void* sendbuf, const int* sendcounts, const int* sdispls, MPI_Datatype sendtype,
+              void* recvbuf, const int* recvcounts, const int* rdispls, MPI_Datatype recvtype, Pass pass) {
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  DataView send_element, recv_element;
+  if (route.open()) {
+    route.need(recv_element = view(recvtype, 1));
+    need_counts(route, recvcounts, rdispls, route.size());
+    if (!in_place) {
+      route.need(send_element = view(sendtype, 1));
+      need_counts(route, sendcounts, sdispls, route.size());
+    }
+  }
+  if (route.to_mpi()) return pass();
+  railcoll_comm_t rc = route.railcoll();
+  if (!rc) return route.error();
+  const int n = route.size();
+  const railcoll_call_opts_t opts = in_place_opts(in_place);
+  Call call(route);
+  // In place, recvbuf holds what is sent: packed in, unpacked out.
+  Blocks recv(call, recv_element, recvbuf, recvcounts, rdispls, n, Staging::Recv, in_place, true);
+  if (in_place) {
+    const size_t* none = nullptr;
+    return call.run(railcoll_alltoallv, railcoll_ialltoallv, railcoll_alltoallv_init, rc, nullptr, none, none,
+                    recv.base(), recv.bytes(), recv.at(), &opts);
+  }
+  Blocks send(call, send_element, const_cast<void*>(sendbuf), sendcounts, sdispls, n, Staging::Send, true, false);
+  return call.run(railcoll_alltoallv, railcoll_ialltoallv, railcoll_alltoallv_init, rc, send.base(), send.bytes(),
+                  send.at(), recv.base(), recv.bytes(), recv.at(), &opts);
+}
+
+template <class Pass>
+int scatter(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+            MPI_Datatype recvtype, int root, Pass pass) {
+  const bool in_place = recvbuf == MPI_IN_PLACE;  // the root's alone: its block stays in sendbuf
+  DataView block, recv;
+  bool at_root = false;
+  if (route.open()) {
+    at_root = route.rank() == root;
+    // The block every rank agrees on: the root's send signature, the others' receive one.
+    if (at_root) route.need(block = view(sendtype, sendcount));
+    if (in_place && !at_root) route.decline(Reason::BadArgument);
+    if (!in_place) route.need(recv = view(recvtype, recvcount));
+  }
+  if (route.to_mpi()) return pass();
+  if (int bad = check_root(route, root)) return bad;
+  if (at_root && !in_place && block.bytes != recv.bytes)
+    return route.refuse(MPI_ERR_TRUNCATE, "the root sends blocks of " + bytes_text(block.bytes) + " but receives " +
+                                              bytes_text(recv.bytes));
+  railcoll_comm_t rc = route.railcoll();
+  if (!rc) return route.error();
+  const railcoll_call_opts_t opts = in_place_opts(in_place);
+  Call call(route);
+  const void* all = at_root ? call.packed(view(sendtype, static_cast<int64_t>(sendcount) * route.size()), sendbuf,
+                                          Staging::Send)
+                            : nullptr;
+  void* mine = in_place ? nullptr : call.landing(recv, recvbuf, Staging::Recv);
+  return call.run(railcoll_scatter, railcoll_iscatter, railcoll_scatter_init, rc, all, mine,
+                  static_cast<size_t>(at_root ? block.bytes : recv.bytes), root, &opts);
+}
+
+template <class Pass>
+int scatterv(Route& route, const void* sendbuf, const int* sendcounts, const int* displs, MPI_Datatype sendtype,
+             void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, Pass pass) {
+  const bool in_place = recvbuf == MPI_IN_PLACE;
+  DataView send_element, recv;
+  const bool at_root =
+      route_rooted_v(route, root, in_place, sendtype, sendcounts, displs, recvtype, recvcount, &send_element, &recv);
+  if (route.to_mpi()) return pass();
+  if (int bad = check_root(route, root)) return bad;
+  railcoll_comm_t rc = route.railcoll();
+  if (!rc) return route.error();
+  const int n = route.size(), me = route.rank();
+  Call call(route);
+  std::vector<size_t> counts(static_cast<size_t>(n));
+  char* base = nullptr;
+  std::vector<size_t> at;
+  if (at_root) {
+    Blocks blocks(call, send_element, const_cast<void*>(sendbuf), sendcounts, displs, n, Staging::Send, true, false);
+    counts.assign(blocks.bytes(), blocks.bytes() + n);
+    base = blocks.base();
+    at.assign(blocks.at(), blocks.at() + n);
+  }
+  void* mine = in_place ? nullptr : call.landing(recv, recvbuf, Staging::Recv);
+  const railcoll_call_opts_t opts = in_place_opts(in_place);
+  return rooted_v(
+      call, rc, root, me, counts, recv.bytes,
+      [rc, base, at, mine, root, opts](const size_t* c, railcoll_request_t* req) {
+        return railcoll_scatterv_init(rc, base, c, or_null(at), mine, root, &opts, req);
+      },
+      [&](const size_t* c) {
+        return call.issue(railcoll_scatterv, railcoll_iscatterv, rc, base, c, or_null(at), mine, root, &opts);
+      });
+}
+
+template <class Pass>
+int gatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+            const int* recvcounts, const int* displs, MPI_Datatype recvtype, int root, Pass pass) {
+  const bool in_place = sendbuf == MPI_IN_PLACE;  // the root's alone: its block is in recvbuf already
+  DataView send, recv_element;
+  const bool at_root =
+      route_rooted_v(route, root, in_place, recvtype, recvcounts, displs, sendtype, sendcount, &recv_element, &send);
+  if (route.to_mpi()) return pass();
+  if (int bad = check_root(route, root)) return bad;
+  railcoll_comm_t rc = route.railcoll();
+  if (!rc) return route.error();
+  const int n = route.size(), me = route.rank();
+  if (at_root && !in_place && static_cast<uint64_t>(recvcounts[me]) * recv_element.type_size != send.bytes)
+    return route.refuse(MPI_ERR_TRUNCATE, "the root sends " + bytes_text(send.bytes) + " but recvcounts[" +
+                                              std::to_string(me) + "] holds " +
+                                              bytes_text(static_cast<uint64_t>(recvcounts[me]) * recv_element.type_size));
+  Call call(route);
+  std::vector<size_t> counts(static_cast<size_t>(n));
+  char* base = nullptr;
+  std::vector<size_t> at;
+  if (at_root) {
+    // In place the root's own block is packed into its place; the rest arrives.
+    Blocks blocks(call, recv_element, recvbuf, recvcounts, displs, n, Staging::Recv, in_place, true);
+    counts.assign(blocks.bytes(), blocks.bytes() + n);
+    base = blocks.base();
+    at.assign(blocks.at(), blocks.at() + n);
+  }
+  const void* mine = in_place ? nullptr : call.packed(send, sendbuf, Staging::Send);
+  const railcoll_call_opts_t opts = in_place_opts(in_place);
+  return rooted_v(
+      call, rc, root, me, counts, send.bytes,
+      [rc, base, at, mine, root, opts](const size_t* c, railcoll_request_t* req) {
+        return railcoll_gatherv_init(rc, mine, base, c, or_null(at), root, &opts, req);
+      },
+      [&](const size_t* c) {
+        return call.issue(railcoll_gatherv, railcoll_igatherv, rc, mine, base, c, or_null(at), root, &opts);
+      });
+}
+
 }  // namespace
 
 }  // namespace railcoll::mpi
@@ -108,159 +311,131 @@ extern "C" {
 int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                  MPI_Datatype recvtype, MPI_Comm comm) {
   Route route(Coll::Alltoall, comm);
-  const bool in_place = sendbuf == MPI_IN_PLACE;
-  DataView block, send;
-  if (route.open()) {
-    route.need(block = view(recvtype, recvcount));
-    if (!in_place) route.need(send = view(sendtype, sendcount));
-  }
-  if (route.to_mpi()) return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  if (!in_place && send.bytes != block.bytes)
-    return route.refuse(MPI_ERR_TRUNCATE, "this rank sends blocks of " + bytes_text(send.bytes) +
-                                              " but receives blocks of " + bytes_text(block.bytes));
-  railcoll_comm_t rc = route.railcoll();
-  if (!rc) return route.error();
-  const int n = route.size();
-  const DataView recv = view(recvtype, static_cast<int64_t>(recvcount) * n);
-  const railcoll_call_opts_t opts = in_place_opts(in_place);
-  const void* mine = nullptr;
-  void* all = nullptr;
-  if (in_place) {
-    all = const_cast<void*>(packed(recv, recvbuf, Staging::Recv));
-  } else {
-    mine = packed(view(sendtype, static_cast<int64_t>(sendcount) * n), sendbuf, Staging::Send);
-    all = landing(recv, recvbuf, Staging::Recv);
-  }
-  railcoll_status_t st = railcoll_alltoall(rc, mine, all, block.bytes, &opts);
-  if (st == RAILCOLL_OK) unpack(recv, recvbuf, Staging::Recv);
-  return route.finish(st);
+  return alltoall(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                  [&] { return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
+}
+
+int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  Route route(Coll::Alltoall, comm, Mode::Nonblocking, request);
+  return alltoall(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, [&] {
+    return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+  });
 }
 
 int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                   void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
   Route route(Coll::Alltoallv, comm);
-  const bool in_place = sendbuf == MPI_IN_PLACE;
-  DataView send_element, recv_element;
-  if (route.open()) {
-    route.need(recv_element = view(recvtype, 1));
-    need_counts(route, recvcounts, rdispls, route.size());
-    if (!in_place) {
-      route.need(send_element = view(sendtype, 1));
-      need_counts(route, sendcounts, sdispls, route.size());
-    }
-  }
-  if (route.to_mpi())
+  return alltoallv(route, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, [&] {
     return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-  railcoll_comm_t rc = route.railcoll();
-  if (!rc) return route.error();
-  const int n = route.size();
-  const railcoll_call_opts_t opts = in_place_opts(in_place);
-  // In place, recvbuf holds what is sent: packed in, unpacked out.
-  Blocks recv(recv_element, recvbuf, recvcounts, rdispls, n, Staging::Recv, in_place);
-  railcoll_status_t st;
-  if (in_place) {
-    st = railcoll_alltoallv(rc, nullptr, nullptr, nullptr, recv.base(), recv.bytes(), recv.at(), &opts);
-  } else {
-    Blocks send(send_element, const_cast<void*>(sendbuf), sendcounts, sdispls, n, Staging::Send, true);
-    st = railcoll_alltoallv(rc, send.base(), send.bytes(), send.at(), recv.base(), recv.bytes(), recv.at(), &opts);
-  }
-  if (st == RAILCOLL_OK) recv.unpack();
-  return route.finish(st);
+  });
+}
+
+int MPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                   void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                   MPI_Request* request) {
+  Route route(Coll::Alltoallv, comm, Mode::Nonblocking, request);
+  return alltoallv(route, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, [&] {
+    return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+                           request);
+  });
 }
 
 int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                 MPI_Datatype recvtype, int root, MPI_Comm comm) {
   Route route(Coll::Scatter, comm);
-  const bool in_place = recvbuf == MPI_IN_PLACE;  // the root's alone: its block stays in sendbuf
-  DataView block, recv;
-  bool at_root = false;
-  if (route.open()) {
-    at_root = route.rank() == root;
-    // The block every rank agrees on: the root's send signature, the others' receive one.
-    if (at_root) route.need(block = view(sendtype, sendcount));
-    if (in_place && !at_root) route.decline(Reason::BadArgument);
-    if (!in_place) route.need(recv = view(recvtype, recvcount));
-  }
-  if (route.to_mpi()) return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-  if (int bad = check_root(route, root)) return bad;
-  if (at_root && !in_place && block.bytes != recv.bytes)
-    return route.refuse(MPI_ERR_TRUNCATE, "the root sends blocks of " + bytes_text(block.bytes) + " but receives " +
-                                              bytes_text(recv.bytes));
-  railcoll_comm_t rc = route.railcoll();
-  if (!rc) return route.error();
-  const railcoll_call_opts_t opts = in_place_opts(in_place);
-  const void* all = at_root ? packed(view(sendtype, static_cast<int64_t>(sendcount) * route.size()), sendbuf,
-                                     Staging::Send)
-                            : nullptr;
-  void* mine = in_place ? nullptr : landing(recv, recvbuf, Staging::Recv);
-  railcoll_status_t st = railcoll_scatter(rc, all, mine, at_root ? block.bytes : recv.bytes, root, &opts);
-  if (st == RAILCOLL_OK && !in_place) unpack(recv, recvbuf, Staging::Recv);
-  return route.finish(st);
+  return scatter(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, [&] {
+    return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+  });
+}
+
+int MPI_Iscatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                 MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+  Route route(Coll::Scatter, comm, Mode::Nonblocking, request);
+  return scatter(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, [&] {
+    return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+  });
 }
 
 int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
                  void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   Route route(Coll::Scatterv, comm);
-  const bool in_place = recvbuf == MPI_IN_PLACE;
-  DataView send_element, recv;
-  const bool at_root =
-      route_rooted_v(route, root, in_place, sendtype, sendcounts, displs, recvtype, recvcount, &send_element, &recv);
-  if (route.to_mpi())
+  return scatterv(route, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, [&] {
     return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
-  if (int bad = check_root(route, root)) return bad;
-  railcoll_comm_t rc = route.railcoll();
-  if (!rc) return route.error();
-  const int n = route.size(), me = route.rank();
-  std::vector<size_t> counts(static_cast<size_t>(n));
-  std::optional<Blocks> blocks;
-  if (at_root) {
-    blocks.emplace(send_element, const_cast<void*>(sendbuf), sendcounts, displs, n, Staging::Send, true);
-    counts.assign(blocks->bytes(), blocks->bytes() + n);
-  }
-  railcoll_status_t st = share_root_counts(rc, root, me, &counts, recv.bytes);
-  if (st == RAILCOLL_OK) {
-    const railcoll_call_opts_t opts = in_place_opts(in_place);
-    void* mine = in_place ? nullptr : landing(recv, recvbuf, Staging::Recv);
-    st = railcoll_scatterv(rc, at_root ? blocks->base() : nullptr, counts.data(), at_root ? blocks->at() : nullptr,
-                           mine, root, &opts);
-    if (st == RAILCOLL_OK && !in_place) unpack(recv, recvbuf, Staging::Recv);
-  }
-  return route.finish(st);
+  });
+}
+
+int MPI_Iscatterv(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                  void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+  Route route(Coll::Scatterv, comm, Mode::Nonblocking, request);
+  return scatterv(route, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, [&] {
+    return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+  });
 }
 
 int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                 const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) {
   Route route(Coll::Gatherv, comm);
-  const bool in_place = sendbuf == MPI_IN_PLACE;  // the root's alone: its block is in recvbuf already
-  DataView send, recv_element;
-  const bool at_root =
-      route_rooted_v(route, root, in_place, recvtype, recvcounts, displs, sendtype, sendcount, &recv_element, &send);
-  if (route.to_mpi())
+  return gatherv(route, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, [&] {
     return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
-  if (int bad = check_root(route, root)) return bad;
-  railcoll_comm_t rc = route.railcoll();
-  if (!rc) return route.error();
-  const int n = route.size(), me = route.rank();
-  std::vector<size_t> counts(static_cast<size_t>(n));
-  std::optional<Blocks> blocks;
-  if (at_root) {
-    // In place the root's own block is packed into its place; the rest arrives.
-    blocks.emplace(recv_element, recvbuf, recvcounts, displs, n, Staging::Recv, in_place);
-    counts.assign(blocks->bytes(), blocks->bytes() + n);
-    if (!in_place && counts[static_cast<size_t>(me)] != send.bytes)
-      return route.refuse(MPI_ERR_TRUNCATE, "the root sends " + bytes_text(send.bytes) + " but recvcounts[" +
-                                                std::to_string(me) + "] holds " +
-                                                bytes_text(counts[static_cast<size_t>(me)]));
-  }
-  railcoll_status_t st = share_root_counts(rc, root, me, &counts, send.bytes);
-  if (st == RAILCOLL_OK) {
-    const railcoll_call_opts_t opts = in_place_opts(in_place);
-    const void* mine = in_place ? nullptr : packed(send, sendbuf, Staging::Send);
-    st = railcoll_gatherv(rc, mine, at_root ? blocks->base() : nullptr, counts.data(), at_root ? blocks->at() : nullptr,
-                          root, &opts);
-    if (st == RAILCOLL_OK && at_root) blocks->unpack();
-  }
-  return route.finish(st);
+  });
 }
+
+int MPI_Igatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                 const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+  Route route(Coll::Gatherv, comm, Mode::Nonblocking, request);
+  return gatherv(route, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, [&] {
+    return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
+  });
+}
+
+#ifdef RAILCOLL_MPI_PERSISTENT
+int MPI_PERSISTENT(Alltoall)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                             MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  Route route(Coll::Alltoall, comm, Mode::Persistent, request);
+  return alltoall(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, [&] {
+    return PMPI_PERSISTENT(Alltoall)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+  });
+}
+
+int MPI_PERSISTENT(Alltoallv)(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                              void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                              MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  Route route(Coll::Alltoallv, comm, Mode::Persistent, request);
+  return alltoallv(route, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, [&] {
+    return PMPI_PERSISTENT(Alltoallv)(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                                      comm, info, request);
+  });
+}
+
+int MPI_PERSISTENT(Scatter)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                            MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  Route route(Coll::Scatter, comm, Mode::Persistent, request);
+  return scatter(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, [&] {
+    return PMPI_PERSISTENT(Scatter)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
+                                    request);
+  });
+}
+
+int MPI_PERSISTENT(Scatterv)(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                             void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                             MPI_Info info, MPI_Request* request) {
+  Route route(Coll::Scatterv, comm, Mode::Persistent, request);
+  return scatterv(route, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, [&] {
+    return PMPI_PERSISTENT(Scatterv)(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                                     info, request);
+  });
+}
+
+int MPI_PERSISTENT(Gatherv)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                            const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                            MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  Route route(Coll::Gatherv, comm, Mode::Persistent, request);
+  return gatherv(route, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, [&] {
+    return PMPI_PERSISTENT(Gatherv)(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+                                    info, request);
+  });
+}
+#endif
 
 }  // extern "C"

@@ -10,14 +10,17 @@ namespace railcoll::mpi {
 
 class Route {
  public:
-  Route(Coll c, MPI_Comm comm) : c_(c), comm_(comm) {
+  // `request`: where a nonblocking or persistent call's request goes (set to
+  // MPI_REQUEST_NULL when the call fails before railcoll takes it).
+  Route(Coll c, MPI_Comm comm, Mode mode = Mode::Blocking, MPI_Request* request = nullptr)
+      : c_(c), mode_(mode), comm_(comm), request_(request) {
     const Layer& L = layer();
     if (!L.started) {
       open_ = false;  // MPI_Init did not come through here: nothing to count either
       return;
     }
     if (!(L.colls & (1u << static_cast<int>(c)))) {
-      decline(L.off);
+      decline(Reason::NotSelected);
       return;
     }
     target_ = classify(comm);
@@ -35,27 +38,43 @@ class Route {
   // MPI serves the call (counted, with the reason).
   bool to_mpi() {
     if (open_) return false;
-    if (layer().started) count_passed(c_, why_);
+    if (layer().started) count_passed(c_, mode_, why_);
     return true;
   }
+  Coll coll() const { return c_; }
+  Mode mode() const { return mode_; }
+  MPI_Request* request() const { return request_; }
+  CommState* state() const { return target_.state; }
+  const char* name() const { return mpi_name(c_, mode_); }
   int rank() const { return target_.rank; }
   int size() const { return target_.size; }
   // railcoll serves it: its communicator, made now on a first call; null when
   // that failed, and error() is what the call returns.
   railcoll_comm_t railcoll() {
-    layer().served[static_cast<int>(c_)].fetch_add(1, std::memory_order_relaxed);
-    ensure_railcoll(comm_, c_, &target_);
+    layer().served[static_cast<int>(mode_)][static_cast<int>(c_)].fetch_add(1, std::memory_order_relaxed);
+    if (!target_.rc) ensure_railcoll(comm_, name(), &target_);
+    if (!target_.rc) no_request();
     return target_.rc;
   }
   int error() const { return target_.error; }
   int finish(railcoll_status_t st) {
-    return st == RAILCOLL_OK ? MPI_SUCCESS : raise_railcoll(comm_, c_, st, railcoll_last_error());
+    if (st == RAILCOLL_OK) return MPI_SUCCESS;
+    no_request();
+    return raise_railcoll(comm_, name(), st, railcoll_last_error());
   }
-  int refuse(int error_class, const std::string& why) { return raise_mpi(comm_, c_, error_class, why); }
+  int refuse(int error_class, const std::string& why) {
+    no_request();
+    return raise_mpi(comm_, name(), error_class, why);
+  }
 
  private:
+  void no_request() {
+    if (request_) *request_ = MPI_REQUEST_NULL;
+  }
   Coll c_;
+  Mode mode_;
   MPI_Comm comm_;
+  MPI_Request* request_;
   bool open_ = true;
   Reason why_ = Reason::NotSelected;
   Target target_;
@@ -76,18 +95,6 @@ inline int reduce_op(Route& route, MPI_Op op, const DataView& data) {
   const int rop = data.valid ? railcoll_op(op, data.reduce_groups, &why) : -1;
   if (rop < 0) route.decline(data.valid ? why : Reason::BadArgument);
   return rop;
-}
-
-// In place with a non-contiguous receive layout: this rank's block (block
-// `me` of `recv`, `block_count` elements) is packed to its place in staging first.
-inline void* landing_in_place(const DataView& recv, void* recvbuf, int me, int block_count) {
-  char* to = static_cast<char*>(landing(recv, recvbuf, Staging::Recv));
-  if (!recv.contiguous) {
-    const uint64_t first = static_cast<uint64_t>(me) * static_cast<uint64_t>(block_count);
-    pack_into(to + first * recv.type_size, static_cast<char*>(recvbuf) + static_cast<MPI_Aint>(first) * recv.extent,
-              static_cast<uint64_t>(block_count), recv);
-  }
-  return to;
 }
 
 }  // namespace railcoll::mpi

@@ -10,7 +10,12 @@
 # (RAILCOLL_MPI_VERBOSE=1) compared with what the program knows it should say,
 # the fallbacks, RAILCOLL_MPI_COLLS, MPI_THREAD_MULTIPLE, the errors
 # (tests/mpi/mpi_errors.c), linking instead of preloading, the exports, the
-# wrong ABI, and mpi4py (Debian's, on Open MPI).
+# wrong ABI, nonblocking and persistent collectives mixed with point-to-point
+# requests in every completion call (tests/mpi/mpi_nonblocking.c), threads
+# calling collectives on their own communicators at once
+# (tests/mpi/mpi_threads.c), and mpi4py at its default thread level (Debian's,
+# on Open MPI). The new tests run under RAILCOLL_TIMEOUT=15: a broken route
+# fails in seconds.
 #   usage: test_mpi_layer.sh BUILD_DIR local|cluster ABI...
 set -u
 BUILD=$(cd "${1:?usage: test_mpi_layer.sh BUILD_DIR local|cluster ABI...}" && pwd) || exit 1
@@ -116,6 +121,62 @@ test_layouts() {
   grep -m1 "mismatch: error" "$out" | cut -c1-200 | sed 's/^/     /'
 }
 
+# Nonblocking and persistent collectives (tests/mpi/mpi_nonblocking.c) and
+# threads (tests/mpi/mpi_threads.c): every byte, the report (every I-call and
+# persistent call railcoll's), with and without railcoll's progress thread.
+test_nonblocking() {
+  local abi=$1 prog=$BIN/mpi_nonblocking_$1 threads=$BIN/mpi_threads_$1 n=4 starts=1000 t0
+  [ "$MODE" = cluster ] && n=6
+  if [ "$MODE" = local ]; then
+    # MPI alone, to check the test. MPICH 4.0.2's own persistent collectives
+    # give wrong data from their second start (and it never returns from
+    # MPI_Waitany over inactive ones): one start there.
+    [ "$abi" = mpich ] && starts=1
+    PRELOAD=0 launch "$abi" -- "$prog" --starts $starts
+    grep -q '^nonblocking correct: 0 wrong' "$out"
+    verdict $? "$abi: the nonblocking test itself is right under MPI's own collectives ($starts persistent starts)"
+    PRELOAD=0 launch "$abi" -- "$threads" --loops 5
+    grep -q '^threads correct: 0 wrong' "$out"
+    verdict $? "$abi: the threads test itself is right under MPI's own collectives"
+  fi
+  t0=$SECONDS
+  launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 -- "$prog"
+  local st=$?
+  grep -q '^nonblocking correct: 0 wrong' "$out" && report_matches && served_by_railcoll Iallgather Igatherv Ibarrier
+  verdict $? "$abi: every nonblocking collective with MPI_Isend/Irecv in one array, 8 completion calls, one and two communicators; 1000 persistent starts; MPI_Request_free; MPI_Comm_free outstanding: exact, all railcoll's (exit $st, $((SECONDS - t0)) s)"
+  grep -m2 "^batches\|^persistent" "$out" | sed 's/^/     /'
+
+  launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 RAILCOLL_PROGRESS_THREAD=0 -- "$prog" --starts 100
+  st=$?
+  grep -q '^nonblocking correct: 0 wrong' "$out" && report_matches
+  verdict $? "$abi: the same without railcoll's progress thread (the completion calls drive it; exit $st)"
+
+  t0=$SECONDS
+  launch "$abi" RAILCOLL_TIMEOUT=15 -- "$prog" leave
+  st=$?
+  [ $st -eq 0 ] && [ "$(count '^rank [0-9]+: finalized with a request outstanding' "$out")" -eq "$n" ] && [ $((SECONDS - t0)) -lt 40 ]
+  verdict $? "$abi: MPI_Finalize with an MPI_Iallreduce outstanding ends cleanly (exit $st, $((SECONDS - t0)) s)"
+
+  t0=$SECONDS
+  launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 -- "$threads"
+  st=$?
+  grep -q '^threads correct: 0 wrong' "$out" && report_matches
+  verdict $? "$abi: MPI_THREAD_MULTIPLE, 3 threads calling collectives on their own communicators at once (and making and freeing communicators): exact, all railcoll's (exit $st, $((SECONDS - t0)) s)"
+  grep -m1 "^threads:" "$out" | sed 's/^/     /'
+
+  if [ "$MODE" = local ]; then  # the same across 2 pretend nodes: railcoll's sockets, several communicators at once
+    local pretend=(sh -c 'RAILCOLL_NODE=$(( ${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} / 2 )) exec "$0" "$@"')
+    launch "$abi" RAILCOLL_MPI_VERBOSE=2 RAILCOLL_TIMEOUT=15 RAILCOLL_RAILS=127.0.0.1,127.0.0.2 -- "${pretend[@]}" "$threads"
+    st=$?
+    grep -q '^threads correct: 0 wrong' "$out" && report_matches && grep -q "railcoll communicator of 4 ranks on 2 nodes, 2 rails" "$err"
+    verdict $? "$abi: the threads on 2 pretend nodes, 2 loopback rails: exact, all railcoll's (exit $st)"
+    launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 RAILCOLL_RAILS=127.0.0.1,127.0.0.2 -- "${pretend[@]}" "$prog" --starts 300
+    st=$?
+    grep -q '^nonblocking correct: 0 wrong' "$out" && report_matches
+    verdict $? "$abi: the nonblocking test on 2 pretend nodes, 2 loopback rails: exact, all railcoll's (exit $st)"
+  fi
+}
+
 test_abi() {
   local abi=$1 prog=$BIN/mpi_collectives_$1 errs=$BIN/mpi_errors_$1 n=4
   [ "$MODE" = cluster ] && n=6
@@ -141,9 +202,9 @@ test_abi() {
   grep -q "MPI_Gather railcoll=0 mpi=[1-9][0-9]* (not in RAILCOLL_MPI_COLLS" "$err"
   verdict $? "$abi: collectives left out by RAILCOLL_MPI_COLLS go to MPI and the report says why"
 
-  run_collectives "$abi" "MPI_THREAD_MULTIPLE: everything to MPI" -- "$prog" --thread-multiple
-  grep -q "MPI_Allgather railcoll=0 mpi=[1-9][0-9]* (MPI_THREAD_MULTIPLE" "$err"
-  verdict $? "$abi: the report names MPI_THREAD_MULTIPLE"
+  run_collectives "$abi" "MPI_THREAD_MULTIPLE: served by railcoll" -- "$prog" --thread-multiple
+  grep -q "MPI_Allgather railcoll=[1-9][0-9]* mpi=0" "$err" && ! grep -q "MPI_THREAD_MULTIPLE" "$err"
+  verdict $? "$abi: under MPI_THREAD_MULTIPLE the report shows railcoll serving"
 
   [ "$MODE" = local ] && PRELOAD=0 run_collectives "$abi" "linked with -lrailcoll_mpi before MPI's library, no preload" -- \
     "$BIN/mpi_collectives_linked_$abi" --loops 2
@@ -159,6 +220,15 @@ test_abi() {
   [ $? -ne 0 ] && grep -qE '^railcoll-mpi: rank [0-9]+: railcoll: MPI_Allgather: .*(different call|aborted)' "$err"
   verdict $? "$abi: mismatched counts, MPI_ERRORS_ARE_FATAL: the job ends with railcoll's message"
 
+  launch "$abi" RAILCOLL_TIMEOUT=15 -- "$errs" nonblocking return
+  [ $? -eq 0 ] && [ "$(count '^rank [0-9]+: error in status: class [0-9]+: railcoll: MPI_Iallgather' "$out")" -eq "$n" ] &&
+    [ "$(count '^rank [0-9]+: next call: class [0-9]+: railcoll: MPI_Ibarrier: communicator is broken' "$out")" -eq "$n" ]
+  verdict $? "$abi: mismatched counts in MPI_Iallgather beside MPI_Isend/Irecv, MPI_ERRORS_RETURN: MPI_Waitall gives MPI_ERR_IN_STATUS with railcoll's error in the collective's status on every rank, the point-to-point ones done"
+
+  launch "$abi" RAILCOLL_TIMEOUT=15 -- "$errs" nonblocking fatal
+  [ $? -ne 0 ] && grep -qE '^railcoll-mpi: rank [0-9]+: railcoll: MPI_Iallgather: .*(different call|aborted)' "$err"
+  verdict $? "$abi: the same with MPI_ERRORS_ARE_FATAL: the job ends with railcoll's message"
+
   launch "$abi" RAILCOLL_ALLGATHER_ALGO=nonsense -- "$errs" setup
   [ $? -eq 0 ] && [ "$(count "error returned: .*setting up railcoll.*RAILCOLL_ALLGATHER_ALGO" "$out")" -eq "$n" ] &&
     [ "$(count 'MPI served it: ok' "$out")" -eq "$n" ]
@@ -168,15 +238,17 @@ test_abi() {
 
   run_collectives "$abi" "every reduction: every predefined type MPI's operators take, every operator on it, every root, in place, uneven MPI_Reduce_scatter counts" -- "$BIN/mpi_reductions_$abi"
 
+  test_nonblocking "$abi"
+
   [ "$MODE" = cluster ] && return
   launch "$abi" RAILCOLL_MPI_COLLS=allgathr -- "$prog"
   [ $? -ne 0 ] && grep -q "RAILCOLL_MPI_COLLS=allgathr: unknown collective 'allgathr'" "$err"
   verdict $? "$abi: a wrong name in RAILCOLL_MPI_COLLS ends the job at MPI_Init, saying which"
 
   local exports
-  exports=$(nm -D --defined-only "$(lib_of "$abi")" | awk '$3 !~ /^MPI_/ {print $3}' | tr '\n' ' ')
+  exports=$(nm -D --defined-only "$(lib_of "$abi")" | awk '$3 !~ /^MPIX?_/ {print $3}' | tr '\n' ' ')
   [ -z "$exports" ] && nm -D --defined-only "$(lib_of "$abi")" | grep -q ' T MPI_Allgatherv$'
-  verdict $? "$abi: the library exports MPI_* alone ${exports:+(also: $exports)}"
+  verdict $? "$abi: the library exports MPI_* (and Open MPI's MPIX_*_init) alone ${exports:+(also: $exports)}"
 }
 
 wrong_abi() {  # each library refuses a program of the other ABI, naming the right one
@@ -225,11 +297,12 @@ test_mpi4py() {
     echo "skipped: mpi4py with numpy for /usr/bin/python3 (Debian python3-mpi4py, python3-numpy)"
     return
   fi
-  launch openmpi RAILCOLL_MPI_VERBOSE=1 -- /usr/bin/python3 "$HERE/mpi4py_collectives.py"
+  launch openmpi RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 -- /usr/bin/python3 "$HERE/mpi4py_collectives.py"
   local st=$?
-  [ $st -eq 0 ] && grep -q '^mpi4py collectives correct' "$out" &&
-    served_by_railcoll Allgather Allreduce Bcast Barrier Alltoall Reduce_scatter_block Reduce Scatter
-  verdict $? "mpi4py: Allgather, Allreduce, Bcast, Barrier, Alltoall, Reduce_scatter_block, Reduce, Scatter on numpy arrays through the preloaded library, results exact (exit $st)"
+  [ $st -eq 0 ] && grep -q '^mpi4py collectives correct' "$out" && grep -q '^thread level: MPI_THREAD_MULTIPLE' "$out" &&
+    served_by_railcoll Allgather Allreduce Bcast Barrier Alltoall Reduce_scatter_block Reduce Scatter Iallgather \
+      Iallreduce Ibcast && ! grep -q "MPI_THREAD_MULTIPLE [0-9]" "$err"
+  verdict $? "mpi4py, unmodified (default thread level MPI_THREAD_MULTIPLE): Allgather, Allreduce, Bcast, Barrier, Alltoall, Reduce_scatter_block, Reduce, Scatter, Iallgather, Iallreduce, Ibcast on numpy arrays served by railcoll, results exact (exit $st)"
 }
 
 if [ "$MODE" = cluster ]; then
