@@ -152,15 +152,8 @@ void set_transport(BenchRecord* r, const char* described) {
 
 // Rank 0's gathered [entries, exits] of every rank -> CallTimes.
 CallTimes call_times(const std::vector<double>& every, int ranks, int calls) {
-  CallTimes ct;
-  ct.ranks = ranks;
-  ct.calls = calls;
-  for (int k = 0; k < ranks; ++k) {
-    auto from = every.begin() + static_cast<ptrdiff_t>(k) * 2 * calls;
-    ct.entry.insert(ct.entry.end(), from, from + calls);
-    ct.exit.insert(ct.exit.end(), from + calls, from + 2 * calls);
-  }
-  return ct;
+  const size_t n = static_cast<size_t>(calls);
+  return gathered_call_times(every, ranks, calls, 2 * n, 0, n);
 }
 
 // The context every rank agrees on, from small all-gathers at start-up.
@@ -208,6 +201,42 @@ bool gather_context(railcoll_comm_t comm, const WorkerOptions& o, BenchContext* 
   return true;
 }
 
+// Times one size of blocking calls on this rank into times (entries, then
+// exits); returns "" or what failed; a wrong result sets *wrong (the first).
+std::string time_blocking(railcoll_comm_t comm, BenchCall& call, const railcoll_call_opts_t* opts,
+                          const std::string& algo, int iters, int warmup, const WorkerOptions& o,
+                          std::vector<double>* times, std::string* wrong) {
+  const bool consecutive = !traits(o.collective).moves_data;  // barriers: timed back to back (seed 004 §5)
+  const uint64_t bytes = call.bytes();
+  if (consecutive) {  // the same algorithm for the barrier that is measured and the ones around it
+    setenv("RAILCOLL_BARRIER_ALGO", algo.c_str(), 1);
+    if (algo == "auto") unsetenv("RAILCOLL_BARRIER_ALGO");
+  }
+  const int me = railcoll_comm_rank(comm);
+  std::mt19937 skew_rng(static_cast<unsigned>(me) * 7919u + static_cast<unsigned>(bytes));
+  std::uniform_int_distribution<int> skew(0, std::max(0, o.skew_us));
+  std::string err;
+  for (int i = -warmup; i < iters && err.empty(); ++i) {
+    if (o.validate) call.prepare(i + warmup);
+    if (!consecutive && o.idle_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(o.idle_us));
+    // Each call timed alone, not overlapped with the previous one.
+    if (!consecutive && railcoll_barrier(comm) != RAILCOLL_OK) err = "barrier";
+    if (o.skew_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(skew(skew_rng)));
+    double t0 = monotonic_us();
+    if (err.empty() && call.run(comm, opts) != RAILCOLL_OK) err = "the call";
+    double t1 = monotonic_us();
+    if (i >= 0) (*times)[i] = t0, (*times)[iters + i] = t1;
+    // Check only once every rank has left the call: ranks that check while
+    // the slowest is still in it take cores from it (railcoll-mpi-bench does
+    // the same).
+    if (err.empty() && o.validate && !consecutive && railcoll_barrier(comm) != RAILCOLL_OK) err = "barrier";
+    std::string w = err.empty() && o.validate && wrong->empty() ? call.check(i + warmup) : "";
+    if (!w.empty()) *wrong = "call " + std::to_string(i) + ": " + w;
+  }
+  if (consecutive) unsetenv("RAILCOLL_BARRIER_ALGO");
+  return err;
+}
+
 }  // namespace
 
 int run_worker(const WorkerOptions& o) {
@@ -235,59 +264,30 @@ int run_worker(const WorkerOptions& o) {
   }
   std::vector<BenchRecord> all;
   for (auto& algo : algorithms_to_run(o.collective, o.algo)) {
-    if (me == 0 && o.form != CallForm::Blocking) print_overlap_header(std::cout, algo, ctx, call_form_name(o.form), o.validate);
-    else if (me == 0) print_table_header(std::cout, algo, ctx, o.full, o.validate);
+    if (me == 0 && o.form != CallForm::Blocking)
+      print_overlap_header(std::cout, algo, ctx, call_form_name(o.form), o.validate);
+    else if (me == 0)
+      print_table_header(std::cout, algo, ctx, o.full, o.validate);
     for (uint64_t bytes : bench_sizes(o.collective, o.min, o.max)) {
       int iters = 0, warmup = 0;
       calls_for(bytes, N, o.iters, o.warmup, &iters, &warmup);
       BenchCall call(o.collective, bytes, me, N);
       railcoll_call_opts_t opts{algo.c_str(), 0};
       const bool overlap = o.form != CallForm::Blocking;
-      // Blocking: entries, then exits; else OverlapTimes (bench/overlap.hpp).
-      std::vector<double> times;
-      int bad = 0;
+      std::vector<double> times;  // blocking: entries, then exits; else OverlapTimes (bench/overlap.hpp)
+      std::string wrong, err;
       if (overlap) {
         OverlapTimes mine(iters);
-        std::string wrong;
-        std::string err = time_overlap(comm, call, o.form, &opts, iters, warmup, o.validate,
-                                       consecutive ? 0 : o.idle_us, &mine, &wrong);
-        if (!err.empty()) return fail(algo + " at " + std::to_string(bytes) + " B: " + err);
-        if (!wrong.empty()) {
-          std::cerr << "railcoll bench: rank " << me << ": " << algo << " at " << bytes << " B, " << wrong << "\n";
-          bad = 1;
-        }
+        err = time_overlap(comm, call, o.form, &opts, iters, warmup, o.validate, consecutive ? 0 : o.idle_us, &mine,
+                           &wrong);
         times = std::move(mine.all);
       } else {
         times.assign(2 * static_cast<size_t>(iters), 0);
-        if (consecutive) {  // the same algorithm for the barrier that is measured and the ones around it
-          setenv("RAILCOLL_BARRIER_ALGO", algo.c_str(), 1);
-          if (algo == "auto") unsetenv("RAILCOLL_BARRIER_ALGO");
-        }
-        std::mt19937 skew_rng(static_cast<unsigned>(me) * 7919u + static_cast<unsigned>(bytes));
-        std::uniform_int_distribution<int> skew(0, std::max(0, o.skew_us));
-        for (int i = -warmup; i < iters; ++i) {
-          if (o.validate) call.prepare(i + warmup);
-          if (!consecutive && o.idle_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(o.idle_us));
-          // Each call timed alone, not overlapped with the previous one.
-          if (!consecutive && railcoll_barrier(comm) != RAILCOLL_OK) return fail("barrier");
-          if (o.skew_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(skew(skew_rng)));
-          double t0 = monotonic_us();
-          if (call.run(comm, &opts) != RAILCOLL_OK) return fail(algo + " at " + std::to_string(bytes) + " B");
-          double t1 = monotonic_us();
-          if (i >= 0) times[i] = t0, times[iters + i] = t1;
-          // Check only once every rank has left the call: ranks that check while
-          // the slowest is still in it take cores from it (railcoll-mpi-bench does
-          // the same).
-          if (o.validate && !consecutive && railcoll_barrier(comm) != RAILCOLL_OK) return fail("barrier");
-          std::string wrong = o.validate && !bad ? call.check(i + warmup) : "";
-          if (!wrong.empty()) {
-            std::cerr << "railcoll bench: rank " << me << ": " << algo << " at " << bytes << " B, call " << i << ": "
-                      << wrong << "\n";
-            bad = 1;
-          }
-        }
-        if (consecutive) unsetenv("RAILCOLL_BARRIER_ALGO");
+        err = time_blocking(comm, call, &opts, algo, iters, warmup, o, &times, &wrong);
       }
+      if (!err.empty()) return fail(algo + " at " + std::to_string(bytes) + " B: " + err);
+      const int bad = wrong.empty() ? 0 : 1;
+      if (bad) std::cerr << "railcoll bench: rank " << me << ": " << algo << " at " << bytes << " B, " << wrong << "\n";
       // Every rank's times to rank 0; whether any rank saw a wrong byte to all.
       std::vector<double> every(me == 0 ? times.size() * N : 0);
       std::vector<int> bads(N);

@@ -42,6 +42,7 @@ class BenchCall {
   railcoll_status_t post(CallForm form, railcoll_comm_t comm, const railcoll_call_opts_t* opts,
                          railcoll_request_t* req);
   std::string check(int call) const;  // "" when the result is right, else what is wrong
+  uint64_t bytes() const { return shape_.bytes; }
 
  private:
   const CollectiveTraits& t_;

@@ -61,15 +61,8 @@ double mean_of_means(const std::vector<double>& every, int ranks, int calls, Ove
 // Every rank's [in, out] of one kind of call -> CallTimes.
 CallTimes times_of(const std::vector<double>& every, int ranks, int calls, OverlapTimes::Series in,
                    OverlapTimes::Series out) {
-  CallTimes ct;
-  ct.ranks = ranks;
-  ct.calls = calls;
-  for (int k = 0; k < ranks; ++k) {
-    const double* base = every.data() + static_cast<size_t>(k) * OverlapTimes::kSeries * calls;
-    ct.entry.insert(ct.entry.end(), base + in * calls, base + (in + 1) * calls);
-    ct.exit.insert(ct.exit.end(), base + out * calls, base + (out + 1) * calls);
-  }
-  return ct;
+  const size_t n = static_cast<size_t>(calls);
+  return gathered_call_times(every, ranks, calls, OverlapTimes::kSeries * n, in * n, out * n);
 }
 
 double overlap_percent(double overall, double compute, double pure) {
