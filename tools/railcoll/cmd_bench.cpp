@@ -26,8 +26,8 @@ const std::set<std::string> kValued = {"algo",    "m",          "i",     "x",   
                                        "timeline", "transport"};
 
 // Options that mean nothing with --fault: refused rather than ignored.
-const char* const kNotWithFault[] = {"mpi",  "background", "csv",      "plot",        "f",         "c",
-                                     "i",    "x",          "skew",     "timeline",    "nonblocking", "persistent"};
+const char* const kNotWithFault[] = {"mpi", "background", "csv",      "plot",        "f",         "c",
+                                     "i",   "x",          "skew",     "timeline",    "nonblocking", "persistent"};
 // Options the overlap measurement (--nonblocking, --persistent) does not take.
 const char* const kNotWithOverlap[] = {"background", "skew", "timeline", "plot"};
 
@@ -91,9 +91,10 @@ int run(const std::vector<std::string>& argv, bool worker) {
     throw UsageError(std::string("--background must be one of ") + kBackgroundPatternNames);
 
   if (p.form != bench::CallForm::Blocking) {
+    const std::string form = std::string("--") + bench::call_form_name(p.form);
     for (const char* k : kNotWithOverlap)
-      if (a.has(k)) throw UsageError(a.spelled(k) + " does not go with --" + bench::call_form_name(p.form));
-    if (p.transport == "both") throw UsageError("--transport both does not go with --" + std::string(bench::call_form_name(p.form)));
+      if (a.has(k)) throw UsageError(a.spelled(k) + " does not go with " + form);
+    if (p.transport == "both") throw UsageError("--transport both does not go with " + form);
     if (p.form == bench::CallForm::Persistent && p.mpi)
       throw UsageError("--persistent does not go with --mpi (Open MPI 4.1 has no MPI_Allgather_init)");
   }
