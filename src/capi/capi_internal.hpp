@@ -4,9 +4,11 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "railcoll/railcoll.h"
@@ -25,6 +27,15 @@ struct railcoll_comm {
   railcoll::Selector selector;
   std::set<std::string> reported;  // substitutions already said once on stderr
   std::string transport;           // railcoll_comm_transport's answer, kept for the caller
+  std::mutex choose_mu;            // selector and reported: the caller and the progress thread choose
+};
+
+// A request handle: the call (shared with the communicator's engine, which
+// keeps it until it completes, also once the handle is freed) and its
+// communicator's shell.
+struct railcoll_request {
+  railcoll_comm* comm;
+  std::shared_ptr<railcoll::rt::Request> call;
 };
 
 namespace railcoll::capi {
@@ -55,6 +66,19 @@ railcoll_status_t guarded(F f) {
 // messages ("railcoll_comm_init").
 using MakeComm = std::function<std::unique_ptr<railcoll::rt::Comm>(const railcoll::rt::Comm::Check& check)>;
 railcoll_status_t make_handle(railcoll_comm_t* out, const char* fn, const MakeComm& make);
+
+// What a call runs: the algorithm and its plan.
+struct Chosen {
+  std::string algorithm;
+  std::shared_ptr<const railcoll::rt::Plan> plan;
+};
+// The algorithm for a call of `collective` with these counts and options, and
+// its plan (runtime_c.cpp).
+Chosen choose(railcoll_comm* c, Collective collective, const std::vector<uint64_t>& counts,
+              const railcoll_call_opts_t* opts, const AlgoOptions& args);
+
+// A new handle for `call` on c (requests_c.cpp).
+railcoll_request_t make_request(railcoll_comm* c, std::shared_ptr<rt::Request> call);
 
 // The handle's communicator when it is alive; else nullptr, with
 // RAILCOLL_ERR_ARG and "communicator is NULL" / "... was destroyed" set.

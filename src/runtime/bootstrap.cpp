@@ -88,6 +88,9 @@ Bootstrap settings_from_env(std::exception_ptr* bad) {
     if (env("RAILCOLL_SPIN_US")) b.spin_seconds = env_int("RAILCOLL_SPIN_US", 0) * 1e-6, b.spin_given = true;
   });
   read([&] {
+    if (env("RAILCOLL_PROGRESS_THREAD")) b.progress_thread = env_int("RAILCOLL_PROGRESS_THREAD", 1) != 0;
+  });
+  read([&] {
     if (env("RAILCOLL_SHM_MIB"))
       b.shm_bytes = static_cast<uint64_t>(std::max(1, env_int("RAILCOLL_SHM_MIB", 256))) << 20;
   });

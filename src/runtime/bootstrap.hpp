@@ -25,6 +25,10 @@ struct Bootstrap {
   // to back grew tails of 10-200x their median (docs/runtime.md, "Tails").
   double spin_seconds = 0.002;
   bool spin_given = false;
+  // RAILCOLL_PROGRESS_THREAD=0: nonblocking and persistent calls advance only
+  // inside railcoll calls; else (default) also on a thread of the communicator,
+  // made at its first such call, asleep while nothing arrives (requests.hpp).
+  bool progress_thread = true;
   // RAILCOLL_RAIL_TIMEOUT: a rail that carries nothing this long while another
   // rail to the same peer answers is given up (its traffic moves to the others).
   // 0.5 s gave up healthy rails in make run (4 times in 13 minutes, 16 ranks on

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <map>
+#include <mutex>
 
 #include "runtime/auth.hpp"
 #include "runtime/net.hpp"
@@ -73,6 +74,8 @@ struct Comm::Impl {
   std::unique_ptr<ProcessTransport> transport;
   std::exception_ptr open_failed;  // open_transport's failure, told to every rank in init
   std::unique_ptr<Executor> exec;
+  std::unique_ptr<Engine> engine;  // after exec: stops before it
+  std::mutex plans_mu;             // plans: a caller and the progress thread (alltoallv's second step) may plan at once
   std::vector<uint64_t> node_capacity;  // [node] its shared buffer: RAILCOLL_SHM_MIB of its leader
   PlanCache plans;
 };
@@ -206,9 +209,12 @@ void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline, cons
   const uint64_t comm_id = fnv(job);
   m.transport->connect(m.topo, comm_id, job, fields[0][1], contacts, oob, deadline);
   m.exec = std::make_unique<Executor>(*m.transport, m.topo, m.me, comm_id, settings);
+  m.engine = std::make_unique<Engine>(*m.exec, m.me, settings.progress_thread);
 }
 
 Comm::~Comm() {
+  impl_->engine->drain();
+  impl_->engine.reset();
   impl_->exec->finish();
   impl_->transport->close(now_seconds() + std::min(5.0, impl_->settings.timeout));
 }
@@ -226,6 +232,7 @@ std::shared_ptr<const Plan> Comm::plan(Collective collective, const std::string&
                                        const std::vector<uint64_t>& counts, const AlgoOptions& call_opts) {
   AlgoOptions opts = call_opts;
   opts.stripe_threshold = impl_->settings.stripe_bytes;
+  std::lock_guard<std::mutex> lock(impl_->plans_mu);
   return impl_->plans.get(impl_->topo, impl_->me, collective, algorithm, counts, opts);
 }
 
@@ -244,8 +251,13 @@ std::string Comm::unfit(const Plan& p) const {
 
 void Comm::run(const Plan& p, const Buffers& b) {
   if (std::string why = unfit(p); !why.empty()) throw RuntimeError(Status::Unsupported, why);
-  impl_->exec->run(p, b);
+  impl_->engine->run(p, b);
 }
+
+void Comm::post(const std::shared_ptr<Request>& r) { impl_->engine->post(r); }
+bool Comm::test(Request& r) { return impl_->engine->test(r); }
+void Comm::wait(Request& r) { impl_->engine->wait(r); }
+void Comm::progress() { impl_->engine->poll(); }
 
 void Comm::abandon(const std::string& why) { impl_->exec->abandon(why); }
 const std::string& Comm::broken() const { return impl_->exec->broken(); }

@@ -15,6 +15,7 @@
 #include "runtime/executor.hpp"
 #include "runtime/net.hpp"  // split_host_port, for callers that check a store address
 #include "runtime/oob.hpp"
+#include "runtime/requests.hpp"
 
 namespace railcoll::rt {
 
@@ -71,6 +72,14 @@ class Comm {
            const AlgoOptions& opts, const Buffers& b) {
     run(*plan(collective, algorithm, counts, opts), b);
   }
+  // Calls in the background (requests.hpp): post queues a request behind
+  // every call outstanding on this communicator and gets it going; test
+  // advances without blocking (true once r is done); wait blocks until r is
+  // done. A blocking run() waits for what is outstanding first.
+  void post(const std::shared_ptr<Request>& r);
+  bool test(Request& r);
+  void wait(Request& r);
+  void progress();
   // This rank does not join the call it was about to make (its arguments were
   // wrong): every peer's call, or its next one, fails with Status::Peer naming
   // this rank and `why`, and the communicator is broken on every rank. Nothing

@@ -191,37 +191,53 @@ void Executor::apply_held(const Held& f) {
 
 // ------------------------------------------------------------------ waiting
 
-// Blocks until cond() holds, making progress; spins briefly, then sleeps in the
-// transport (16 ranks share 2 cores here: a spinning wait steals a peer's core).
-//
-// Half-way to the deadline it probes every peer: a peer in a railcoll call
-// answers at once, so at the deadline the error can name the ones that did
-// not (stopped, hung, or busy outside railcoll) rather than only the ranks
-// this one was waiting for, which may themselves be waiting on the culprit.
-template <class Cond, class What>
-void Executor::wait_until(Cond cond, NodeWait* sleep_on, What what) {
-  if (cond()) return;
-  t_.progress(0, nullptr);
-  if (cond()) return;
-  const double start = now_seconds(), deadline = start + timeout_;
-  // Spin, yielding the core, for RAILCOLL_SPIN_US (default 2 ms); then sleep in
-  // the transport until woken (docs/runtime.md, "The latency path").
-  while (spin_seconds_ > 0 && now_seconds() - start < spin_seconds_) {
-    sched_yield();
-    t_.progress(0, nullptr);
-    if (cond()) return;
+// A call stops only where its program must wait for something other ranks do
+// (the bank, a counter, sends draining). blocked() notes since when it has
+// waited there: half-way to the deadline it probes every peer (a peer in a
+// railcoll call answers at once, so at the deadline the error can name the
+// ones that did not: stopped, hung, or busy outside railcoll, rather than only
+// the ranks this one was waiting for, which may themselves be waiting on the
+// culprit); at the deadline it throws.
+template <class What>
+bool Executor::blocked(What what) {
+  const double now = now_seconds();
+  if (wait_since_ == 0) {
+    wait_since_ = now;
+    probed_ = false;
+    return false;
   }
-  bool probed = false;
-  for (;;) {
+  if (!probed_ && now > wait_since_ + timeout_ / 2) {
+    probed_ = true;
+    t_.probe_peers();
+  }
+  if (now > wait_since_ + timeout_)
+    throw RuntimeError(Status::Timeout, "timed out after " + seconds_text(timeout_) + " " + what() + silent_peers());
+  return false;
+}
+
+void Executor::idle(double max_s) {
+  if (!broken_.empty()) return;
+  guard([&] {
+    if (!in_call()) return t_.progress(0, nullptr);
+    const double left = wait_since_ > 0 ? wait_since_ + timeout_ - now_seconds() : 0;
+    NodeWait* sleep_on = sleep_on_.counter ? &sleep_on_ : nullptr;
     if (sleep_on) sleep_on->net_idle = messages_due_ == 0;
-    t_.progress(std::min(0.05, std::max(0.0, deadline - now_seconds())), sleep_on);
-    if (!probed && now_seconds() > start + timeout_ / 2) {
-      probed = true;
-      t_.probe_peers();
+    t_.progress(std::min(max_s, std::max(0.0, left)), sleep_on);
+  });
+}
+
+// Blocks until the call ends: spins, yielding the core, for RAILCOLL_SPIN_US
+// (default 2 ms; 0 where the node's ranks outnumber its cores), then sleeps in
+// the transport until woken (docs/runtime.md, "The latency path").
+void Executor::finish_call() {
+  const double start = now_seconds();
+  while (!advance()) {
+    if (spin_seconds_ > 0 && now_seconds() - start < spin_seconds_) {
+      sched_yield();
+      t_.progress(0, nullptr);
+    } else {
+      idle(0.05);
     }
-    if (cond()) return;
-    if (now_seconds() > deadline)
-      throw RuntimeError(Status::Timeout, "timed out after " + seconds_text(timeout_) + " " + what() + silent_peers());
   }
 }
 
@@ -272,36 +288,45 @@ void Executor::check_local_calls(const Plan& p) const {
 // a rank that has left call n may write bank (n+1) % 2 while a local peer still
 // reads bank n % 2. Before it touches bank n % 2 again, in call n+2, every rank
 // of the node must have left call n, i.e. entered call n+1: each rank counts
-// its entries in the bank's entry slot, and waits here for the other bank's
-// count. All-gathers and allreduces never wait (finishing call n+1 needed
-// every local rank in it); a broadcast's fast ranks may, for a slow one.
-void Executor::enter_bank(const Plan& p) {
+// its entries in the bank's entry slot, and waits (bank_free) for the other
+// bank's count. All-gathers and allreduces never wait (finishing call n+1
+// needed every local rank in it); a broadcast's fast ranks may, for a slow one.
+void Executor::enter_bank() {
   bank_ = static_cast<int>(seq_ & 1);
   shared_ = seg_.bank(bank_);
-  const int prev = bank_ ^ 1;
-  const int local = topo_.node_size(node_);
   node_counter_slot(entry_slot(bank_)).fetch_add(1, std::memory_order_seq_cst);
-  entries_[bank_] += static_cast<uint64_t>(local);
-  if (local == 1) return;
-  t_.wake_node_sleepers();
+  entries_[bank_] += static_cast<uint64_t>(topo_.node_size(node_));
+  if (topo_.node_size(node_) > 1) t_.wake_node_sleepers();
+}
+
+bool Executor::bank_free() {
+  const int prev = bank_ ^ 1;
   std::atomic<uint64_t>& left = node_counter_slot(entry_slot(prev));
-  const uint64_t target = entries_[prev];
-  NodeWait nw{&left, target, entry_slot(prev), false};
-  wait_until([&] { return left.load(std::memory_order_seq_cst) >= target; }, &nw, [&] {
-    return "entering " + p.what + " (call " + std::to_string(seq_) + "): a rank of this node has not left call " +
+  if (topo_.node_size(node_) == 1 || left.load(std::memory_order_seq_cst) >= entries_[prev]) return true;
+  sleep_on_ = NodeWait{&left, entries_[prev], entry_slot(prev), false};
+  return blocked([&] {
+    return "entering " + plan_->what + " (call " + std::to_string(seq_) + "): a rank of this node has not left call " +
            std::to_string(seq_ - 2) + " yet";
   });
 }
 
 void Executor::break_and_tell(const std::string& why) {
   in_call_ = false;
+  phase_ = Phase::Idle;
+  plan_ = nullptr;
   if (!broken_.empty()) return;  // already told (or told by the peer that aborted)
   broken_ = why;
   t_.abort_peers(why);
 }
 
 void Executor::run(const Plan& p, const Buffers& b) {
+  start(p, b);
+  guard([&] { finish_call(); });
+}
+
+void Executor::start(const Plan& p, const Buffers& b) {
   if (!broken_.empty()) throw RuntimeError(Status::Broken, "communicator is broken: " + broken_);
+  if (phase_ != Phase::Idle) throw RuntimeError(Status::Internal, "executor: a call started inside another");
   const Schedule& s = p.sched;
   if (s.shared_bytes[node_] > seg_.shm->capacity)
     throw RuntimeError(Status::Unsupported, p.what + " needs " + std::to_string(s.shared_bytes[node_]) +
@@ -313,30 +338,60 @@ void Executor::run(const Plan& p, const Buffers& b) {
                                                 std::to_string(kMaxNodeCounters));
   plan_ = &p;
   bufs_ = b;
-  try {
-    execute(p);
-  } catch (const std::exception& e) {
-    break_and_tell(e.what());
-    throw;
-  }
-  plan_ = nullptr;
+  guard([&] {
+    t_.begin_call();
+    if (scratch_.size() < s.scratch_bytes[me_]) scratch_.resize(s.scratch_bytes[me_]);
+    rank_counters_.assign(std::max(1, s.rank_counters), 0);
+    arrivals_.clear();
+    messages_due_ = p.incoming.size();
+    pc_ = 0;
+    wait_since_ = 0;
+    phase_ = Phase::Entering;
+    enter_bank();
+  });
 }
 
-void Executor::execute(const Plan& p) {
-  const Schedule& s = p.sched;
-  t_.begin_call();
-  if (scratch_.size() < s.scratch_bytes[me_]) scratch_.resize(s.scratch_bytes[me_]);
-  rank_counters_.assign(std::max(1, s.rank_counters), 0);
-  arrivals_.clear();
-  messages_due_ = p.incoming.size();
-  enter_bank(p);
+bool Executor::advance() {
+  if (phase_ == Phase::Idle) return true;
+  bool done = false;
+  guard([&] {
+    sleep_on_.counter = nullptr;
+    switch (phase_) {
+      case Phase::Entering:
+        if (!bank_free()) return;
+        entered();
+        [[fallthrough]];
+      case Phase::Running:
+        if (!run_program()) return;
+        phase_ = Phase::Flushing;
+        wait_since_ = 0;
+        [[fallthrough]];
+      case Phase::Flushing:
+        if (t_.sends_pending() &&
+            !blocked([&] { return "flushing sends at the end of " + plan_->what; }))
+          return;
+        ended();
+        done = true;
+        return;
+      case Phase::Idle:
+        done = true;
+        return;
+    }
+  });
+  return done;
+}
+
+// The call's bank is free: frames that came early are applied, and local peers
+// can see which call this rank is in.
+void Executor::entered() {
+  wait_since_ = 0;
+  phase_ = Phase::Running;
   in_call_ = true;
   if (replay_ && !replayed_ && seq_ == replay_call_ + 2) {
     replayed_ = true;
     iovec v{replay_->payload.data(), replay_->payload.size()};
     t_.send(replay_->peer, replay_->rail, replay_->hdr, &v, 1);
   }
-  // Frames that arrived before this rank entered the call.
   for (auto it = held_.begin(); it != held_.end();) {
     if (it->hdr.seq != seq_) {
       ++it;
@@ -345,10 +400,17 @@ void Executor::execute(const Plan& p) {
     apply_held(*it);
     it = held_.erase(it);
   }
-  seg_.shm->call[bank_][topo_.local_rank(me_)].store(call_word(p), std::memory_order_release);
+  seg_.shm->call[bank_][topo_.local_rank(me_)].store(call_word(*plan_), std::memory_order_release);
+}
+
+// This rank's program from op pc_ on, until an op must wait (false) or the end (true).
+bool Executor::run_program() {
+  const Plan& p = *plan_;
+  const Schedule& s = p.sched;
   const auto& prog = s.programs[me_];
-  for (size_t i = 0; i < prog.size(); ++i) {
-    const Op op = prog[i];
+  for (; pc_ < prog.size(); ++pc_) {
+    const Op& op = prog[pc_];
+    const int index = static_cast<int>(pc_);
     switch (op.kind) {
       case OpKind::Copy:
         for (auto& sg : op.segs) memmove(resolve(sg.dst), resolve(sg.src), sg.src.length);
@@ -359,50 +421,71 @@ void Executor::execute(const Plan& p) {
       case OpKind::Put:
         if (memcpy_put(topo_, me_, op)) {  // into this node's shared buffer: a memcpy, then the counter
           for (auto& sg : op.segs) memcpy(resolve(sg.dst), resolve(sg.src), sg.src.length);
-          signal(op.counter, static_cast<int>(i), op.peer);
+          signal(op.counter, index, op.peer);
         } else {
-          queue_put(op, static_cast<int>(i));  // the transport sends at once what the socket takes
+          queue_put(op, index);  // the transport sends at once what the socket takes
         }
         break;
       case OpKind::Signal:
-        signal(op.counter, static_cast<int>(i), -1);
+        signal(op.counter, index, -1);
         break;
       case OpKind::Wait: {
         const CounterRef c = op.counter;
         const uint64_t target = op.value + (c.on_node ? node_base_[counter_slot(bank_, c.index)] : 0);
-        NodeWait nw{c.on_node ? &node_counter(c.index) : nullptr, target, counter_slot(bank_, c.index), false};
-        wait_until(
-            [&] {
-              return c.on_node ? node_counter(c.index).load(std::memory_order_seq_cst) >= target
-                               : rank_counters_[c.index] >= target;
-            },
-            c.on_node ? &nw : nullptr,
-            [&] {
-              return "waiting in " + p.what + ", step " + std::to_string(op.step) + ", for " +
-                     (c.on_node ? "node" : "rank") + " counter " + std::to_string(c.index) + " to reach " +
-                     std::to_string(op.value) + missing_senders(c);
-            });
+        const bool reached = c.on_node ? node_counter(c.index).load(std::memory_order_seq_cst) >= target
+                                       : rank_counters_[c.index] >= target;
+        if (!reached) {
+          if (c.on_node) sleep_on_ = NodeWait{&node_counter(c.index), target, counter_slot(bank_, c.index), false};
+          return blocked([&] {
+            return "waiting in " + p.what + ", step " + std::to_string(op.step) + ", for " +
+                   (c.on_node ? "node" : "rank") + " counter " + std::to_string(c.index) + " to reach " +
+                   std::to_string(op.value) + missing_senders(c);
+          });
+        }
+        wait_since_ = 0;
         if (c.on_node) check_local_calls(p);
         break;
       }
       case OpKind::Flush:
-        wait_until([&] { return !t_.sends_pending(); }, nullptr, [&] { return "flushing sends in " + p.what; });
+        if (t_.sends_pending()) return blocked([&] { return "flushing sends in " + p.what; });
+        wait_since_ = 0;
         break;
     }
   }
-  wait_until([&] { return !t_.sends_pending(); }, nullptr, [&] { return "flushing sends at the end of " + p.what; });
+  return true;
+}
+
+void Executor::ended() {
+  const Plan& p = *plan_;
   t_.end_call();
   if (replayed_) replay_.reset();
   for (size_t i = 0; i < p.node_increments.size(); ++i)
     node_base_[counter_slot(bank_, static_cast<int>(i))] += p.node_increments[i];
   in_call_ = false;
+  phase_ = Phase::Idle;
+  plan_ = nullptr;
   ++seq_;
+}
+
+// Runs f; a failure breaks the executor and tells every peer, then goes on up.
+template <class F>
+void Executor::guard(F f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    break_and_tell(e.what());
+    throw;
+  }
 }
 
 void Executor::finish() {
   if (!broken_.empty()) return;
   try {
-    wait_until([&] { return !t_.sends_pending(); }, nullptr, [] { return std::string("flushing at close"); });
+    const double deadline = now_seconds() + timeout_;
+    while (t_.sends_pending()) {
+      if (now_seconds() > deadline) throw RuntimeError(Status::Timeout, "timed out flushing at close");
+      t_.progress(std::min(0.05, deadline - now_seconds()), nullptr);
+    }
   } catch (const std::exception& e) {
     break_and_tell(e.what());
   }

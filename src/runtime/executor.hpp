@@ -51,6 +51,21 @@ class Executor final : private FrameSink {
   // and every peer has been told. A call the node's memory cannot hold throws
   // Unsupported before anything happens and breaks nothing.
   void run(const Plan& plan, const Buffers& b);
+
+  // The same call in steps, for calls that run in the background
+  // (request.hpp): start() enters it (plan and buffers must live until it
+  // ends); advance() runs the program on until an op must wait for other ranks
+  // (false) or the call has ended (true), never blocking; idle() sleeps in the
+  // transport up to max_s seconds, or until what the call waits for may have
+  // happened. Failures as run(); a wait that makes no progress for the timeout
+  // throws Timeout from advance().
+  void start(const Plan& plan, const Buffers& b);
+  bool advance();
+  void idle(double max_s);
+  // How long a wait spins before it sleeps (spin_budget).
+  double spin_seconds() const { return spin_seconds_; }
+  // Between start() and the end of the call.
+  bool in_call() const { return phase_ != Phase::Idle; }
   // Waits (within the deadline) until this rank's frames are all handed over;
   // errors are swallowed (the communicator is closing).
   void finish();
@@ -77,13 +92,12 @@ class Executor final : private FrameSink {
   void frame_done(const FrameHeader& h, int rail, std::vector<char>* held) override;
   [[noreturn]] void peer_aborted(int peer, const std::string& why) override;
 
-  void execute(const Plan& p);
   FrameHeader header(Frame type, int op) const;
   char* resolve(const Span& sp) const;
   void payload_iov(const Op& op, uint64_t off, uint64_t len, bool dst, std::vector<iovec>* out) const;
   std::atomic<uint64_t>& node_counter(int index) const { return seg_.shm->counters[counter_slot(bank_, index)]; }
   std::atomic<uint64_t>& node_counter_slot(int slot) const { return seg_.shm->counters[slot]; }
-  void enter_bank(const Plan& p);
+  void enter_bank();
   void bump(const CounterRef& c);
   void queue_put(const Op& op, int op_index);
   void signal(const CounterRef& c, int op_index, int via);
@@ -91,8 +105,15 @@ class Executor final : private FrameSink {
   void part_arrived(const FrameHeader& h, int rail, const Op& op);
   void apply_held(const Held& f);
   [[noreturn]] void protocol_error(int peer, int rail, const std::string& what) const;
-  template <class Cond, class What>
-  void wait_until(Cond cond, NodeWait* sleep_on, What what);
+  template <class What>
+  bool blocked(What what);
+  template <class F>
+  void guard(F f);
+  void finish_call();
+  bool bank_free();
+  void entered();
+  bool run_program();
+  void ended();
   std::string silent_peers() const;
   std::string missing_senders(const CounterRef& cref) const;
   uint64_t call_word(const Plan& p) const { return (seq_ << 32) | (p.sig & 0xffffffffu); }
@@ -107,9 +128,16 @@ class Executor final : private FrameSink {
   const uint64_t replay_call_;  // RAILCOLL_TEST_REPLAY_CALL
   const NodeSegment seg_;
 
-  // Call state.
+  // Call state. Phases of a call: waiting for its bank (enter_bank), running
+  // the program, flushing its sends at the end.
+  enum class Phase : uint8_t { Idle, Entering, Running, Flushing };
+  Phase phase_ = Phase::Idle;
+  size_t pc_ = 0;            // the next op of this rank's program
+  double wait_since_ = 0;    // when the current wait began (0: not waiting)
+  bool probed_ = false;      // the current wait has probed the peers
+  NodeWait sleep_on_{};      // the node counter the current wait is for (counter null: none)
   uint64_t seq_ = 1;
-  bool in_call_ = false;
+  bool in_call_ = false;     // entered: frames of call seq_ land in place
   const Plan* plan_ = nullptr;
   Buffers bufs_;
   std::vector<char> scratch_;

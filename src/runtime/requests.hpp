@@ -1,0 +1,133 @@
+// Calls in the background: requests and the engine that runs them (the
+// architecture page, "Nonblocking and persistent calls").
+//
+// A Request is one collective call as the C API built it: one or more steps
+// (a plan on buffers; alltoallv's count exchange, then the exchange planned
+// from its result), what each step does first (copy an in-place input) and
+// after (unpack an output), and the buffers it owns. A persistent request runs
+// again at every start with nothing rebuilt.
+//
+// The Engine runs a communicator's requests one after another in the order
+// they were posted, which is the order every rank issues them (MPI's rule for
+// collectives on a communicator), on the communicator's one Executor: a call
+// that starts later than a peer's next one finds its early frames held and
+// applied on entry, as between blocking calls, so frames of different calls
+// never mix. Who drives it: any railcoll call on the communicator (test, wait,
+// post, a blocking call) and, unless RAILCOLL_PROGRESS_THREAD=0, the
+// communicator's progress thread, made at the first post, asleep on a
+// condition variable while nothing is outstanding and in the transport's
+// epoll or futex while its call waits for the network or a local peer. One
+// thread drives at a time (drive_mu_); waiters that do not drive sleep until
+// the driver says a request completed.
+//
+// A failure breaks the communicator (Executor) and completes the failing
+// request and every one posted behind it with the failure's status, on every
+// rank (the executor tells the peers); later posts fail at once with Broken.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/errors.hpp"
+#include "runtime/executor.hpp"
+
+namespace railcoll::rt {
+
+struct Step {
+  std::shared_ptr<const Plan> plan;
+  Buffers bufs;
+  // When the step begins (may set plan and bufs from an earlier step's result);
+  // an exception fails the call before this rank joins it (its peers are told).
+  std::function<void(Step&)> before;
+  // When the step has ended.
+  std::function<void()> after;
+};
+
+class Request {
+ public:
+  enum class State : int { Inactive, Queued, Done };
+
+  std::vector<Step> steps;
+  bool persistent = false;
+
+  // A buffer that lives as long as the request (stable address).
+  std::vector<char>& keep(size_t bytes = 0) {
+    kept_.emplace_back(bytes, 0);
+    return kept_.back();
+  }
+
+  State state() const { return state_.load(std::memory_order_acquire); }
+  // A Done call whose outcome was reported: a persistent request becomes
+  // inactive (startable, and complete to every later test).
+  void set_inactive() {
+    State done = State::Done;
+    state_.compare_exchange_strong(done, State::Inactive);
+  }
+  // The call's outcome, once Done.
+  Status status() const { return status_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  friend class Engine;
+  std::atomic<State> state_{State::Inactive};
+  Status status_ = Status::Ok;
+  std::string message_;
+  size_t step_ = 0;  // the step running while Queued at the head of the engine
+  std::deque<std::vector<char>> kept_;
+};
+
+class Engine {
+ public:
+  // rank: this rank (for messages); progress_thread: drive posted requests on
+  // a thread of the engine too.
+  Engine(Executor& exec, int rank, bool progress_thread);
+  ~Engine();  // stops the thread; outstanding requests: see drain()
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues an Inactive request and gets it going without blocking. Throws
+  // InputError for one already started whose completion was not reported yet.
+  void post(const std::shared_ptr<Request>& r);
+  // Advances without blocking (a no-op while another thread drives); true
+  // when r is done.
+  bool test(Request& r);
+  void poll();
+  // Until r is done (each of its waits has the executor's deadline).
+  void wait(Request& r);
+  // A blocking call: runs at once when nothing is outstanding, else after
+  // what is (posted and waited for). Throws what the call failed with.
+  void run(const Plan& plan, const Buffers& b);
+  // Every outstanding request completed (at the end of the communicator).
+  void drain();
+  bool outstanding();
+
+ private:
+  bool drive(double sleep_s);
+  std::shared_ptr<Request> front();
+  void pop_front();
+  void begin_step();
+  void step_ended();
+  void complete(Request& r, Status st, const std::string& msg);
+  void fail_all(Status st, const std::string& msg);
+  void thread_main();
+
+  Executor& exec_;
+  const int rank_;
+  const bool use_thread_;
+  std::mutex drive_mu_;                   // held by whoever runs the executor
+  std::mutex queue_mu_;                   // guards queue_, stop_ and completions
+  std::condition_variable work_cv_;       // the thread: something was posted
+  std::condition_variable done_cv_;       // waiters: a request completed
+  std::deque<std::shared_ptr<Request>> queue_;  // front: the running call
+  bool running_ = false;                  // the front's step is in the executor (drive_mu_)
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace railcoll::rt

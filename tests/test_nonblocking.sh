@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Multi-process tests of nonblocking and persistent calls (C API, every byte
+# checked): every collective outstanding at once and completed in five orders,
+# two communicators interleaved, blocking calls behind outstanding ones, a
+# freed outstanding request; persistent calls started 1,000 times; bad
+# arguments; mismatched calls and a rank that dies with calls outstanding (an
+# error on every rank within seconds). With and without the progress thread,
+# on 1-3 rails and uneven nodes locally, and, as root, on the emulated cluster.
+set -u
+RC=${1:?railcoll}; MP=${2:?mp_nonblocking}
+. "$(dirname "$0")/check_lib.sh"
+cluster_used=0
+cleanup() {
+  [ "$cluster_used" = 1 ] && "$RC" cluster down >/dev/null 2>&1
+  rm -f "$log"
+}
+trap cleanup EXIT
+export RAILCOLL_TIMEOUT=10
+
+for thread in 1 0; do
+  export RAILCOLL_PROGRESS_THREAD=$thread
+  for cfg in "1" "4 --ppn 2 --rails 2" "7 --ppn 3 --rails 3"; do
+    n=${cfg%% *}
+    check "correct, thread $thread, -n $cfg" "correct ok" "$n" -- "$RC" run -n $cfg -- "$MP" correct
+  done
+  check "persistent, thread $thread" "persist ok" 6 -- "$RC" run -n 6 --ppn 3 --rails 2 -- "$MP" persist
+  check "bad arguments, thread $thread" "badargs ok" 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" badargs
+  check "mismatch, thread $thread" "mismatch ok" 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" mismatch
+  # The launcher ends the job when a rank exits; --grace lets the survivors report.
+  check "a dead peer, thread $thread" "die ok" 5 -- env RAILCOLL_TIMEOUT=3 "$RC" run -n 6 --ppn 2 --rails 2 --grace 20 -- "$MP" die
+done
+unset RAILCOLL_PROGRESS_THREAD
+
+if [ "$(id -u)" = 0 ]; then
+  . "$(dirname "$0")/cluster_lock.sh"
+  cluster_lock
+  cluster_used=1
+  "$RC" cluster down >/dev/null 2>&1
+  if "$RC" cluster up --nodes 3 --ppn 2 --rails 2 --rate 1gbit >"$log" 2>&1; then
+    check "cluster: correct, 3 nodes x 2, 2 rails" "correct ok" 6 -- "$RC" cluster run -- "$MP" correct
+    check "cluster: persistent" "persist ok" 6 -- "$RC" cluster run -- "$MP" persist
+    check "cluster: a dead peer" "die ok" 5 -- env RAILCOLL_TIMEOUT=3 "$RC" cluster run --grace 20 -- "$MP" die
+  else
+    fail=$((fail + 1)); echo "FAIL cluster up"; cat "$log"
+  fi
+  "$RC" cluster down >/dev/null 2>&1
+  cluster_unlock
+else
+  echo "skipped the emulated cluster: needs root"
+fi
+check_no_shm_left
+summary
