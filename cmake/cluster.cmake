@@ -19,6 +19,8 @@ find_package(MPI COMPONENTS C QUIET)
 if(MPI_C_FOUND)
   add_executable(railcoll-mpi-bench tools/mpi_bench/mpi_allgather_bench.c)
   target_link_libraries(railcoll-mpi-bench PRIVATE MPI::MPI_C m)
+  # The busy loop of --nonblocking, the same as railcoll bench's (src/bench/busy_compute.h).
+  target_include_directories(railcoll-mpi-bench PRIVATE ${CMAKE_SOURCE_DIR}/src/bench)
   set_target_properties(railcoll-mpi-bench PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON)
   # The MPI layer's own cost: MPI calls through librailcoll_mpi.so against the
   # C API in the same program, alternating (docs/mpi.md).

@@ -11,6 +11,8 @@
 
 #include <unistd.h>
 
+#include "bench/busy_compute.h"
+#include "bench/overlap.hpp"
 #include "bench/records.hpp"
 #include "bench/report.hpp"
 #include "bench/stats.hpp"
@@ -349,6 +351,77 @@ TEST(Records, BecomeMeasurementsForTuning) {
   EXPECT_EQ(s[0].ppn, 5);
   EXPECT_THROW(parse_records("{\"collective\":\"bcast\",\"algorithm\":\"smp\",\"bytes\":\"eight\"}\n", nullptr, "bad"),
                InputError);
+}
+
+// --nonblocking's figures: written only when measured, read back whole, and
+// never taken as measurements of an algorithm for tuning.
+TEST(Records, NonblockingFiguresRoundTripAndAreNotTuningMeasurements) {
+  BenchRecord r = sample();
+  EXPECT_EQ(to_json_line(r).find("overlap_pct"), std::string::npos);
+  EXPECT_EQ(to_json_line(r).find("\"form\""), std::string::npos);
+  r.form = "nonblocking";
+  r.blocking_avg_us = 11, r.blocking_p50_us = 12.5, r.blocking_p99_us = 30;
+  r.overall_avg_us = 20, r.overall_p50_us = 21, r.overall_p99_us = 35;
+  r.compute_avg_us = 13, r.post_avg_us = 1.5, r.wait_avg_us = 5.5;
+  r.overlap_pct = 44, r.overlap_p50_pct = 50.25;
+  BenchRecord back;
+  ASSERT_TRUE(from_json_line(to_json_line(r), &back));
+  EXPECT_EQ(back.form, "nonblocking");
+  EXPECT_DOUBLE_EQ(back.blocking_p50_us, 12.5);
+  EXPECT_DOUBLE_EQ(back.blocking_p99_us, 30);
+  EXPECT_DOUBLE_EQ(back.overall_avg_us, 20);
+  EXPECT_DOUBLE_EQ(back.compute_avg_us, 13);
+  EXPECT_DOUBLE_EQ(back.wait_avg_us, 5.5);
+  EXPECT_DOUBLE_EQ(back.overlap_pct, 44);
+  EXPECT_DOUBLE_EQ(back.overlap_p50_pct, 50.25);
+  EXPECT_TRUE(measurements({back}).empty());
+  EXPECT_EQ(measurements({sample()}).size(), 1u);
+}
+
+// OSU's overlap from every rank's times: 2 ranks, 2 calls; pure post + wait
+// 10 us, blocking 9 us, the overlap run 14 us of which 10 us computing: 4 us
+// of communication left of 10, 60%.
+TEST(Overlap, FiguresFollowOsusFormulaFromEveryRanksTimes) {
+  const int ranks = 2, calls = 2;
+  std::vector<double> every;
+  for (int k = 0; k < ranks; ++k) {
+    OverlapTimes t(calls);
+    for (int i = 0; i < calls; ++i) {
+      const double at = 1000.0 * i + k;
+      t.series(OverlapTimes::BlockingIn)[i] = at, t.series(OverlapTimes::BlockingOut)[i] = at + 9;
+      t.series(OverlapTimes::PureIn)[i] = at + 100, t.series(OverlapTimes::PureOut)[i] = at + 110;
+      t.series(OverlapTimes::OverlapIn)[i] = at + 200, t.series(OverlapTimes::OverlapOut)[i] = at + 214;
+      t.series(OverlapTimes::Post)[i] = 1, t.series(OverlapTimes::Compute)[i] = 10, t.series(OverlapTimes::Wait)[i] = 3;
+    }
+    every.insert(every.end(), t.all.begin(), t.all.end());
+  }
+  BenchRecord r;
+  SizeStats pure = overlap_figures(every, ranks, calls, true, &r);
+  EXPECT_DOUBLE_EQ(pure.avg_us, 10);
+  EXPECT_DOUBLE_EQ(r.blocking_p50_us, 9);
+  EXPECT_DOUBLE_EQ(r.blocking_avg_us, 9);
+  EXPECT_DOUBLE_EQ(r.overall_avg_us, 14);
+  EXPECT_DOUBLE_EQ(r.compute_avg_us, 10);
+  EXPECT_DOUBLE_EQ(r.post_avg_us, 1);
+  EXPECT_DOUBLE_EQ(r.wait_avg_us, 3);
+  EXPECT_NEAR(r.overlap_pct, 60, 1e-9);
+  EXPECT_NEAR(r.overlap_p50_pct, 60, 1e-9);
+  // Nothing overlapped: the overall time is compute + the whole latency; never below 0%.
+  for (int k = 0; k < ranks; ++k)
+    for (int i = 0; i < calls; ++i)
+      every[(static_cast<size_t>(k) * OverlapTimes::kSeries + OverlapTimes::OverlapOut) * calls + i] += 10;
+  overlap_figures(every, ranks, calls, true, &r);
+  EXPECT_DOUBLE_EQ(r.overlap_pct, 0);
+  EXPECT_DOUBLE_EQ(r.overlap_p50_pct, 0);
+}
+
+TEST(Overlap, TheBusyLoopComputesForTheTimeAsked) {
+  const double t0 = monotonic_us();
+  const double x = railcoll_busy_compute(2000);
+  const double took = monotonic_us() - t0;
+  EXPECT_GE(took, 2000);
+  EXPECT_LT(took, 2000 + 50000);  // a loaded machine may take the core away for a while
+  EXPECT_GT(x, 0.0);  // the work was done (x runs from 1 towards 0.1)
 }
 
 }  // namespace

@@ -124,6 +124,7 @@ std::vector<std::string> worker_command(const BenchPlan& plan) {
   if (plan.idle_us > 0) w.insert(w.end(), {"--idle-us", std::to_string(plan.idle_us)});
   if (plan.skew_us > 0) w.insert(w.end(), {"--skew", std::to_string(plan.skew_us)});
   if (!plan.timeline.empty()) w.insert(w.end(), {"--timeline", plan.timeline});
+  if (plan.form != CallForm::Blocking) w.push_back(std::string("--") + call_form_name(plan.form));
   return w;
 }
 
@@ -220,6 +221,7 @@ std::vector<BenchRecord> run_mpi(const BenchPlan& plan, const BenchContext& ctx,
   if (plan.idle_us > 0 && traits(plan.collective).moves_data)
     args.insert(args.end(), {"--idle-us", std::to_string(plan.idle_us)});
   if (plan.skew_us > 0) args.insert(args.end(), {"--skew", std::to_string(plan.skew_us)});
+  if (plan.form == CallForm::Nonblocking) args.push_back("--nonblocking");  // Open MPI's: libnbc
   std::cout << "\n# " << (row.railcoll ? "railcoll's collectives through the same MPI program, " : "Open MPI ") << label
             << (plan.where.cluster        ? " on the same emulated cluster"
                 : row.railcoll            ? " on this machine, in the workers' pretend nodes"
@@ -284,8 +286,13 @@ std::vector<BenchRecord> run_mpi(const BenchPlan& plan, const BenchContext& ctx,
     std::cerr << "railcoll bench: " << label << " exited 0 but reported nothing; its output:\n" << out;
     return {};
   }
-  print_table_header(std::cout, label, ctx, plan.full, plan.validate);
-  for (auto& r : recs) print_table_row(std::cout, r, plan.full);
+  if (plan.form != CallForm::Blocking) {
+    print_overlap_header(std::cout, label, ctx, call_form_name(plan.form), plan.validate);
+    for (auto& r : recs) print_overlap_row(std::cout, r);
+  } else {
+    print_table_header(std::cout, label, ctx, plan.full, plan.validate);
+    for (auto& r : recs) print_table_row(std::cout, r, plan.full);
+  }
   return recs;
 }
 
@@ -406,6 +413,7 @@ int run_bench(const BenchPlan& asked) {
   if (transports.size() == 1) {
     print_summary(std::cout, recs, ctx);
     print_field_summary(std::cout, recs, ctx);
+    print_overlap_summary(std::cout, recs, ctx);
   }
   print_layer_cost(std::cout, recs, ctx);
   if (!plan.json.empty()) write_json(plan.json, recs), std::cout << "wrote " << plan.json << "\n";

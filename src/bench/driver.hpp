@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/background.hpp"
+#include "bench/call_form.hpp"
 #include "core/collective.hpp"
 #include "testbed/job.hpp"
 
@@ -69,6 +70,9 @@ struct BenchPlan {
   // (tcp then ofi, side by side, with their ratio), "" (the environment's).
   std::string transport;
   std::string timeline;  // every rank's entry and exit of every call (WorkerOptions::timeline)
+  // --nonblocking / --persistent: OSU's overlap measurement (bench/overlap.hpp);
+  // with --mpi the MPI rows run railcoll-mpi-bench --nonblocking.
+  CallForm form = CallForm::Blocking;
 };
 
 // The workers' command line for the plan (this program, `bench ... --worker`).

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <thread>
 
+#include "bench/overlap.hpp"
 #include "bench/plot.hpp"
 #include "bench/report.hpp"
 #include "bench/stats.hpp"
@@ -47,34 +48,77 @@ BenchCall::BenchCall(Collective coll, uint64_t bytes, int me, int n) : t_(traits
 
 void BenchCall::prepare(int call) { t_.fill(shape_, call, send_.data(), recv_.data()); }
 
+namespace {
+
+// One collective in its three forms: the blocking call with `args`, or the
+// nonblocking / persistent one with `args` and the request.
+template <class Blocking, class Nonblocking, class Persistent, class... Args>
+railcoll_status_t call_as(CallForm form, railcoll_request_t* req, Blocking blocking, Nonblocking nonblocking,
+                          Persistent persistent, Args... args) {
+  switch (form) {
+    case CallForm::Blocking: return blocking(args...);
+    case CallForm::Nonblocking: return nonblocking(args..., req);
+    default: return persistent(args..., req);
+  }
+}
+
+}  // namespace
+
 railcoll_status_t BenchCall::run(railcoll_comm_t comm, const railcoll_call_opts_t* opts) {
+  return post(CallForm::Blocking, comm, opts, nullptr);
+}
+
+railcoll_status_t BenchCall::post(CallForm form, railcoll_comm_t comm, const railcoll_call_opts_t* opts,
+                                  railcoll_request_t* req) {
   const uint64_t bytes = shape_.bytes;
+  const size_t floats = bytes / 4;
+  void *send = send_.data(), *recv = recv_.data();
+  size_t *counts = counts_.data(), *displs = displs_.data();
   switch (t_.id) {
-    case Collective::Allgather: return railcoll_allgather(comm, send_.data(), recv_.data(), bytes, opts);
-    case Collective::Gather: return railcoll_gather(comm, send_.data(), recv_.data(), bytes, 0, opts);
-    case Collective::Bcast: return railcoll_bcast(comm, recv_.data(), bytes, 0, opts);
+    case Collective::Allgather:
+      return call_as(form, req, railcoll_allgather, railcoll_iallgather, railcoll_allgather_init, comm,
+                     send, recv, bytes, opts);
+    case Collective::Gather:
+      return call_as(form, req, railcoll_gather, railcoll_igather, railcoll_gather_init, comm,
+                     send, recv, bytes, 0, opts);
+    case Collective::Bcast:
+      return call_as(form, req, railcoll_bcast, railcoll_ibcast, railcoll_bcast_init, comm, recv, bytes, 0, opts);
     case Collective::Allreduce:
-      return railcoll_allreduce(comm, send_.data(), recv_.data(), bytes / 4, RAILCOLL_FLOAT, RAILCOLL_SUM, opts);
+      return call_as(form, req, railcoll_allreduce, railcoll_iallreduce, railcoll_allreduce_init, comm,
+                     send, recv, floats, RAILCOLL_FLOAT, RAILCOLL_SUM, opts);
     case Collective::ReduceScatterBlock:
-      return railcoll_reduce_scatter_block(comm, send_.data(), recv_.data(), bytes / 4, RAILCOLL_FLOAT, RAILCOLL_SUM,
-                                           opts);
+      return call_as(form, req, railcoll_reduce_scatter_block, railcoll_ireduce_scatter_block,
+                     railcoll_reduce_scatter_block_init, comm, send, recv, floats,
+                     RAILCOLL_FLOAT, RAILCOLL_SUM, opts);
     case Collective::ReduceScatter: {
-      const std::vector<size_t> counts(shape_.nranks, bytes / 4);
-      return railcoll_reduce_scatter(comm, send_.data(), recv_.data(), counts.data(), RAILCOLL_FLOAT, RAILCOLL_SUM,
-                                     opts);
+      // Copied by the library (railcoll.h), so a local array does for every form.
+      const std::vector<size_t> block(shape_.nranks, floats);
+      return call_as(form, req, railcoll_reduce_scatter, railcoll_ireduce_scatter, railcoll_reduce_scatter_init,
+                     comm, send, recv, block.data(), RAILCOLL_FLOAT, RAILCOLL_SUM, opts);
     }
     case Collective::Reduce:
-      return railcoll_reduce(comm, send_.data(), recv_.data(), bytes / 4, RAILCOLL_FLOAT, RAILCOLL_SUM, 0, opts);
-    case Collective::Alltoall: return railcoll_alltoall(comm, send_.data(), recv_.data(), bytes, opts);
+      return call_as(form, req, railcoll_reduce, railcoll_ireduce, railcoll_reduce_init, comm,
+                     send, recv, floats, RAILCOLL_FLOAT, RAILCOLL_SUM, 0, opts);
+    case Collective::Alltoall:
+      return call_as(form, req, railcoll_alltoall, railcoll_ialltoall, railcoll_alltoall_init, comm,
+                     send, recv, bytes, opts);
     case Collective::Alltoallv:
-      return railcoll_alltoallv(comm, send_.data(), counts_.data(), displs_.data(), recv_.data(), counts_.data(),
-                                displs_.data(), opts);
-    case Collective::Scatter: return railcoll_scatter(comm, send_.data(), recv_.data(), bytes, 0, opts);
+      return call_as(form, req, railcoll_alltoallv, railcoll_ialltoallv, railcoll_alltoallv_init, comm,
+                     send, counts,
+                     displs, recv, counts,
+                     displs, opts);
+    case Collective::Scatter:
+      return call_as(form, req, railcoll_scatter, railcoll_iscatter, railcoll_scatter_init, comm,
+                     send, recv, bytes, 0, opts);
     case Collective::Scatterv:
-      return railcoll_scatterv(comm, send_.data(), counts_.data(), displs_.data(), recv_.data(), 0, opts);
+      return call_as(form, req, railcoll_scatterv, railcoll_iscatterv, railcoll_scatterv_init, comm,
+                     send, counts,
+                     displs, recv, 0, opts);
     case Collective::Gatherv:
-      return railcoll_gatherv(comm, send_.data(), recv_.data(), counts_.data(), displs_.data(), 0, opts);
-    default: return railcoll_barrier(comm);
+      return call_as(form, req, railcoll_gatherv, railcoll_igatherv, railcoll_gatherv_init, comm,
+                     send, recv, counts,
+                     displs, 0, opts);
+    default: return call_as(form, req, railcoll_barrier, railcoll_ibarrier, railcoll_barrier_init, comm);
   }
 }
 
@@ -108,15 +152,8 @@ void set_transport(BenchRecord* r, const char* described) {
 
 // Rank 0's gathered [entries, exits] of every rank -> CallTimes.
 CallTimes call_times(const std::vector<double>& every, int ranks, int calls) {
-  CallTimes ct;
-  ct.ranks = ranks;
-  ct.calls = calls;
-  for (int k = 0; k < ranks; ++k) {
-    auto from = every.begin() + static_cast<ptrdiff_t>(k) * 2 * calls;
-    ct.entry.insert(ct.entry.end(), from, from + calls);
-    ct.exit.insert(ct.exit.end(), from + calls, from + 2 * calls);
-  }
-  return ct;
+  const size_t n = static_cast<size_t>(calls);
+  return gathered_call_times(every, ranks, calls, 2 * n, 0, n);
 }
 
 // The context every rank agrees on, from small all-gathers at start-up.
@@ -164,6 +201,42 @@ bool gather_context(railcoll_comm_t comm, const WorkerOptions& o, BenchContext* 
   return true;
 }
 
+// Times one size of blocking calls on this rank into times (entries, then
+// exits); returns "" or what failed; a wrong result sets *wrong (the first).
+std::string time_blocking(railcoll_comm_t comm, BenchCall& call, const railcoll_call_opts_t* opts,
+                          const std::string& algo, int iters, int warmup, const WorkerOptions& o,
+                          std::vector<double>* times, std::string* wrong) {
+  const bool consecutive = !traits(o.collective).moves_data;  // barriers: timed back to back (seed 004 §5)
+  const uint64_t bytes = call.bytes();
+  if (consecutive) {  // the same algorithm for the barrier that is measured and the ones around it
+    setenv("RAILCOLL_BARRIER_ALGO", algo.c_str(), 1);
+    if (algo == "auto") unsetenv("RAILCOLL_BARRIER_ALGO");
+  }
+  const int me = railcoll_comm_rank(comm);
+  std::mt19937 skew_rng(static_cast<unsigned>(me) * 7919u + static_cast<unsigned>(bytes));
+  std::uniform_int_distribution<int> skew(0, std::max(0, o.skew_us));
+  std::string err;
+  for (int i = -warmup; i < iters && err.empty(); ++i) {
+    if (o.validate) call.prepare(i + warmup);
+    if (!consecutive && o.idle_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(o.idle_us));
+    // Each call timed alone, not overlapped with the previous one.
+    if (!consecutive && railcoll_barrier(comm) != RAILCOLL_OK) err = "barrier";
+    if (o.skew_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(skew(skew_rng)));
+    double t0 = monotonic_us();
+    if (err.empty() && call.run(comm, opts) != RAILCOLL_OK) err = "the call";
+    double t1 = monotonic_us();
+    if (i >= 0) (*times)[i] = t0, (*times)[iters + i] = t1;
+    // Check only once every rank has left the call: ranks that check while
+    // the slowest is still in it take cores from it (railcoll-mpi-bench does
+    // the same).
+    if (err.empty() && o.validate && !consecutive && railcoll_barrier(comm) != RAILCOLL_OK) err = "barrier";
+    std::string w = err.empty() && o.validate && wrong->empty() ? call.check(i + warmup) : "";
+    if (!w.empty()) *wrong = "call " + std::to_string(i) + ": " + w;
+  }
+  if (consecutive) unsetenv("RAILCOLL_BARRIER_ALGO");
+  return err;
+}
+
 }  // namespace
 
 int run_worker(const WorkerOptions& o) {
@@ -191,42 +264,30 @@ int run_worker(const WorkerOptions& o) {
   }
   std::vector<BenchRecord> all;
   for (auto& algo : algorithms_to_run(o.collective, o.algo)) {
-    if (me == 0) print_table_header(std::cout, algo, ctx, o.full, o.validate);
+    if (me == 0 && o.form != CallForm::Blocking)
+      print_overlap_header(std::cout, algo, ctx, call_form_name(o.form), o.validate);
+    else if (me == 0)
+      print_table_header(std::cout, algo, ctx, o.full, o.validate);
     for (uint64_t bytes : bench_sizes(o.collective, o.min, o.max)) {
       int iters = 0, warmup = 0;
       calls_for(bytes, N, o.iters, o.warmup, &iters, &warmup);
       BenchCall call(o.collective, bytes, me, N);
       railcoll_call_opts_t opts{algo.c_str(), 0};
-      std::vector<double> times(2 * static_cast<size_t>(iters));  // entries, then exits
-      int bad = 0;
-      if (consecutive) {  // the same algorithm for the barrier that is measured and the ones around it
-        setenv("RAILCOLL_BARRIER_ALGO", algo.c_str(), 1);
-        if (algo == "auto") unsetenv("RAILCOLL_BARRIER_ALGO");
+      const bool overlap = o.form != CallForm::Blocking;
+      std::vector<double> times;  // blocking: entries, then exits; else OverlapTimes (bench/overlap.hpp)
+      std::string wrong, err;
+      if (overlap) {
+        OverlapTimes mine(iters);
+        err = time_overlap(comm, call, o.form, &opts, iters, warmup, o.validate, consecutive ? 0 : o.idle_us, &mine,
+                           &wrong);
+        times = std::move(mine.all);
+      } else {
+        times.assign(2 * static_cast<size_t>(iters), 0);
+        err = time_blocking(comm, call, &opts, algo, iters, warmup, o, &times, &wrong);
       }
-      std::mt19937 skew_rng(static_cast<unsigned>(me) * 7919u + static_cast<unsigned>(bytes));
-      std::uniform_int_distribution<int> skew(0, std::max(0, o.skew_us));
-      for (int i = -warmup; i < iters; ++i) {
-        if (o.validate) call.prepare(i + warmup);
-        if (!consecutive && o.idle_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(o.idle_us));
-        // Each call timed alone, not overlapped with the previous one.
-        if (!consecutive && railcoll_barrier(comm) != RAILCOLL_OK) return fail("barrier");
-        if (o.skew_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(skew(skew_rng)));
-        double t0 = monotonic_us();
-        if (call.run(comm, &opts) != RAILCOLL_OK) return fail(algo + " at " + std::to_string(bytes) + " B");
-        double t1 = monotonic_us();
-        if (i >= 0) times[i] = t0, times[iters + i] = t1;
-        // Check only once every rank has left the call: ranks that check while
-        // the slowest is still in it take cores from it (railcoll-mpi-bench does
-        // the same).
-        if (o.validate && !consecutive && railcoll_barrier(comm) != RAILCOLL_OK) return fail("barrier");
-        std::string wrong = o.validate && !bad ? call.check(i + warmup) : "";
-        if (!wrong.empty()) {
-          std::cerr << "railcoll bench: rank " << me << ": " << algo << " at " << bytes << " B, call " << i << ": "
-                    << wrong << "\n";
-          bad = 1;
-        }
-      }
-      if (consecutive) unsetenv("RAILCOLL_BARRIER_ALGO");
+      if (!err.empty()) return fail(algo + " at " + std::to_string(bytes) + " B: " + err);
+      const int bad = wrong.empty() ? 0 : 1;
+      if (bad) std::cerr << "railcoll bench: rank " << me << ": " << algo << " at " << bytes << " B, " << wrong << "\n";
       // Every rank's times to rank 0; whether any rank saw a wrong byte to all.
       std::vector<double> every(me == 0 ? times.size() * N : 0);
       std::vector<int> bads(N);
@@ -240,13 +301,19 @@ int run_worker(const WorkerOptions& o) {
         return 1;
       }
       if (me != 0) continue;
-      const CallTimes ct = call_times(every, N, iters);
-      if (!o.timeline.empty()) {
-        std::ofstream tl(o.timeline, std::ios::app);
-        write_timeline(tl, algo, bytes, ct);
-      }
-      SizeStats s = combine(ct, ctx.shared_clock);
       BenchRecord r;
+      SizeStats s;
+      if (overlap) {
+        s = overlap_figures(every, N, iters, ctx.shared_clock, &r);
+        r.form = call_form_name(o.form);
+      } else {
+        const CallTimes ct = call_times(every, N, iters);
+        if (!o.timeline.empty()) {
+          std::ofstream tl(o.timeline, std::ios::app);
+          write_timeline(tl, algo, bytes, ct);
+        }
+        s = combine(ct, ctx.shared_clock);
+      }
       r.collective = ctx.collective;
       r.algorithm = algo;
       if (algo == "auto") r.chosen = railcoll_algorithm_for(comm, ctx.collective.c_str(), bytes, nullptr);
@@ -257,7 +324,7 @@ int run_worker(const WorkerOptions& o) {
       r.ppn = ctx.max_ppn;
       r.iterations = iters;
       r.avg_us = s.avg_us, r.min_us = s.min_us, r.max_us = s.max_us;
-      if (consecutive) r.samples_us = s.slowest_us;
+      if (consecutive && !overlap) r.samples_us = s.slowest_us;
       set_percentiles(&r, s.slowest_us);
       set_span_percentiles(&r, s.span_us);
       set_own_times(&r, s.own);
@@ -265,7 +332,8 @@ int run_worker(const WorkerOptions& o) {
       r.skew_us = o.skew_us;
       r.validated = o.validate;
       set_transport(&r, railcoll_comm_transport(comm));
-      print_table_row(std::cout, r, o.full);
+      if (overlap) print_overlap_row(std::cout, r);
+      else print_table_row(std::cout, r, o.full);
       if (records.is_open()) records << to_json_line(r) << "\n" << std::flush;
       all.push_back(r);
     }
@@ -273,6 +341,7 @@ int run_worker(const WorkerOptions& o) {
   railcoll_comm_destroy(comm);
   if (me == 0 && o.records.empty()) {  // run by hand under a launcher: report here
     print_summary(std::cout, all, ctx);
+    print_overlap_summary(std::cout, all, ctx);
     if (!o.json.empty()) write_json(o.json, all);
     if (!o.csv.empty()) write_csv(o.csv, all);
     if (!o.plot.empty()) write_plot(all, o.plot, ctx.collective + ", " + std::to_string(N) + " ranks (" + ctx.where + ")");

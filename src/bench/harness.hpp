@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/call_form.hpp"
 #include "bench/records.hpp"
 #include "core/collective.hpp"
 
@@ -36,7 +37,12 @@ class BenchCall {
   BenchCall(Collective coll, uint64_t bytes, int me, int n);
   void prepare(int call);  // the input of call number `call`, and recv cleared
   railcoll_status_t run(railcoll_comm_t comm, const railcoll_call_opts_t* opts);
+  // railcoll_iCOLL (Nonblocking) or railcoll_COLL_init (Persistent) of the
+  // same call, on the same buffers, into *req.
+  railcoll_status_t post(CallForm form, railcoll_comm_t comm, const railcoll_call_opts_t* opts,
+                         railcoll_request_t* req);
   std::string check(int call) const;  // "" when the result is right, else what is wrong
+  uint64_t bytes() const { return shape_.bytes; }
 
  private:
   const CollectiveTraits& t_;
@@ -66,6 +72,9 @@ struct WorkerOptions {
   // Rank 0 appends every rank's entry into and exit from every timed call here
   // (write_timeline, stats.hpp): where a slow call's time went. "": not kept.
   std::string timeline;
+  // Nonblocking or Persistent: the overlap measurement (bench/overlap.hpp)
+  // instead of timing blocking calls alone.
+  CallForm form = CallForm::Blocking;
 };
 
 // The algorithms "all" means for a collective: every software algorithm (the

@@ -50,6 +50,22 @@ OrderedJson to_json(const BenchRecord& r) {
     j["own_max_us"] = us(r.own_max_us);
     j["slow_calls"] = r.slow_calls;
   }
+  if (!r.form.empty()) j["form"] = r.form;
+  if (r.blocking_p50_us >= 0) {
+    j["blocking_avg_us"] = us(r.blocking_avg_us);
+    j["blocking_p50_us"] = us(r.blocking_p50_us);
+    j["blocking_p99_us"] = us(r.blocking_p99_us);
+  }
+  if (r.has_overlap()) {
+    j["overall_avg_us"] = us(r.overall_avg_us);
+    j["overall_p50_us"] = us(r.overall_p50_us);
+    j["overall_p99_us"] = us(r.overall_p99_us);
+    j["compute_avg_us"] = us(r.compute_avg_us);
+    j["post_avg_us"] = us(r.post_avg_us);
+    j["wait_avg_us"] = us(r.wait_avg_us);
+    j["overlap_pct"] = us(r.overlap_pct);
+    j["overlap_p50_pct"] = us(r.overlap_p50_pct);
+  }
   if (r.idle_us >= 0) j["idle_us"] = r.idle_us;
   if (r.skew_us >= 0) j["skew_us"] = r.skew_us;
   j["iterations"] = r.iterations;
@@ -112,6 +128,18 @@ BenchRecord record_from(const Json& j) {
   field(j, "own_p99_us", &r.own_p99_us);
   field(j, "own_max_us", &r.own_max_us);
   field(j, "slow_calls", &r.slow_calls);
+  field(j, "form", &r.form);
+  field(j, "blocking_avg_us", &r.blocking_avg_us);
+  field(j, "blocking_p50_us", &r.blocking_p50_us);
+  field(j, "blocking_p99_us", &r.blocking_p99_us);
+  field(j, "overall_avg_us", &r.overall_avg_us);
+  field(j, "overall_p50_us", &r.overall_p50_us);
+  field(j, "overall_p99_us", &r.overall_p99_us);
+  field(j, "compute_avg_us", &r.compute_avg_us);
+  field(j, "post_avg_us", &r.post_avg_us);
+  field(j, "wait_avg_us", &r.wait_avg_us);
+  field(j, "overlap_pct", &r.overlap_pct);
+  field(j, "overlap_p50_pct", &r.overlap_p50_pct);
   field(j, "idle_us", &r.idle_us);
   field(j, "skew_us", &r.skew_us);
   field(j, "iterations", &r.iterations);
@@ -250,7 +278,8 @@ void write_csv(const std::string& path, const std::vector<BenchRecord>& recs) {
   std::ofstream f(path);
   f << "collective,algorithm,chosen,bytes,ranks,nodes,rails,avg_us,min_us,max_us,p50_us,p90_us,p99_us,iterations,"
        "validated,span_p50_us,span_p90_us,span_p99_us,background,ppn,simulated,preset,own_p50_us,own_p90_us,own_p99_us,"
-       "own_max_us,slow_calls,idle_us,skew_us\n";
+       "own_max_us,slow_calls,idle_us,skew_us,form,blocking_avg_us,blocking_p50_us,blocking_p99_us,overall_avg_us,"
+       "overall_p50_us,overall_p99_us,compute_avg_us,post_avg_us,wait_avg_us,overlap_pct,overlap_p50_pct\n";
   auto num = [](double x) {
     std::ostringstream s;
     s << us(x);
@@ -264,7 +293,11 @@ void write_csv(const std::string& path, const std::vector<BenchRecord>& recs) {
       << num(r.span_p90_us) << "," << num(r.span_p99_us) << "," << csv_field(r.background) << "," << r.ppn << ","
       << (r.simulated ? "true" : "false") << "," << csv_field(r.preset) << "," << num(r.own_p50_us) << ","
       << num(r.own_p90_us) << "," << num(r.own_p99_us) << "," << num(r.own_max_us) << "," << r.slow_calls << ","
-      << r.idle_us << "," << r.skew_us << "\n";
+      << r.idle_us << "," << r.skew_us << "," << csv_field(r.form) << "," << num(r.blocking_avg_us) << ","
+      << num(r.blocking_p50_us) << "," << num(r.blocking_p99_us) << "," << num(r.overall_avg_us) << ","
+      << num(r.overall_p50_us) << "," << num(r.overall_p99_us) << "," << num(r.compute_avg_us) << ","
+      << num(r.post_avg_us) << "," << num(r.wait_avg_us) << "," << num(r.overlap_pct) << ","
+      << num(r.overlap_p50_pct) << "\n";
   if (!f.flush()) throw InputError("cannot write " + path);
 }
 
@@ -272,7 +305,8 @@ std::vector<Measurement> measurements(const std::vector<BenchRecord>& recs) {
   std::vector<Measurement> out;
   for (const BenchRecord& r : recs) {
     Measurement m;
-    if (!r.background.empty() || !parse_collective(r.collective, &m.collective)) continue;
+    // Loaded runs and nonblocking ones (their time is post + wait) are not measurements of the algorithms alone.
+    if (!r.background.empty() || !r.form.empty() || !parse_collective(r.collective, &m.collective)) continue;
     if (r.ranks < 1 || r.nodes < 1 || r.rails < 1) continue;
     m.algorithm = r.algorithm;
     m.bytes = r.bytes;

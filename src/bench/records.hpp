@@ -42,9 +42,21 @@ struct BenchRecord {
   // The transport between nodes it ran on: "tcp" or "ofi", and for ofi the
   // libfabric provider ("tcp;ofi_rxm"); "" for records of other programs (MPI).
   std::string transport, provider;
+  // --nonblocking / --persistent (OSU's nonblocking benchmarks; bench/overlap.hpp):
+  // the form timed ("" for blocking calls), whose post + wait (start + wait) the
+  // fields above describe; the blocking call measured alongside (same calls,
+  // alternating); the overlap run, post + compute + wait, over each call
+  // (overall) and per part (means over ranks of each rank's mean); the overlap
+  // in % by OSU's formula from those means, and from medians. -1: not measured.
+  std::string form;
+  double blocking_avg_us = -1, blocking_p50_us = -1, blocking_p99_us = -1;
+  double overall_avg_us = -1, overall_p50_us = -1, overall_p99_us = -1;
+  double compute_avg_us = -1, post_avg_us = -1, wait_avg_us = -1;
+  double overlap_pct = -1, overlap_p50_pct = -1;
 
   bool has_span() const { return span_p50_us >= 0; }
   bool has_own() const { return own_p50_us >= 0; }
+  bool has_overlap() const { return overlap_pct >= 0; }
 };
 
 // What a run was: for the headers, the rail bound and the summary.

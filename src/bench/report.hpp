@@ -52,6 +52,19 @@ void print_field_summary(std::ostream& o, const std::vector<BenchRecord>& recs, 
 void print_background_summary(std::ostream& o, const std::vector<BenchRecord>& quiet,
                               const std::vector<BenchRecord>& loaded, const BenchContext& c,
                               const std::string& pattern);
+// --nonblocking / --persistent (bench/overlap.hpp): per size the blocking and
+// the nonblocking latency (p50 of the slowest rank, their ratio, p99), and the
+// overlap run: compute, overall, post and wait (means over ranks), overlap %
+// by OSU's formula from those means and from medians.
+void print_overlap_header(std::ostream& o, const std::string& algorithm, const BenchContext& c, const std::string& form,
+                          bool validate);
+void print_overlap_row(std::ostream& o, const BenchRecord& r);
+// Per size, every run with overlap figures side by side (auto, mpi:railcoll,
+// mpi:tuned, mpi:han): nonblocking / blocking latency and overlap %, against
+// the targets (within 5% of blocking; 80% overlap). Nothing when no
+// record has them.
+void print_overlap_summary(std::ostream& o, const std::vector<BenchRecord>& recs, const BenchContext& c);
+
 // The least time the node that receives most needs to take in its data over
 // all its rails, in us; 0 when unknown or nothing crosses the network.
 double rail_bound_us(const BenchContext& c, uint64_t bytes);

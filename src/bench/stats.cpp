@@ -1,6 +1,7 @@
 #include "bench/stats.hpp"
 
 #include <algorithm>
+#include <cstddef>
 
 namespace railcoll::bench {
 
@@ -13,6 +14,19 @@ double percentile_of_sorted(const std::vector<double>& sorted, double q) {
 Percentiles percentiles(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return {percentile_of_sorted(values, 0.5), percentile_of_sorted(values, 0.9), percentile_of_sorted(values, 0.99)};
+}
+
+CallTimes gathered_call_times(const std::vector<double>& every, int ranks, int calls, size_t stride, size_t in,
+                              size_t out) {
+  CallTimes ct;
+  ct.ranks = ranks;
+  ct.calls = calls;
+  for (int k = 0; k < ranks; ++k) {
+    auto base = every.begin() + static_cast<ptrdiff_t>(k * stride);
+    ct.entry.insert(ct.entry.end(), base + in, base + in + calls);
+    ct.exit.insert(ct.exit.end(), base + out, base + out + calls);
+  }
+  return ct;
 }
 
 OwnTimes own_times(std::vector<double> own_us) {

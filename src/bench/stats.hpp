@@ -24,6 +24,12 @@ struct CallTimes {
   std::vector<double> entry, exit;
 };
 
+// One kind of call in what rank 0 gathered from every rank: rank k's values
+// start at every[k * stride], its entries at + in, its exits at + out, each
+// `calls` long.
+CallTimes gathered_call_times(const std::vector<double>& every, int ranks, int calls, size_t stride, size_t in,
+                              size_t out);
+
 // The field's view of one size (OSU with -z): every rank's own time of every
 // call, each a sample, not the slowest rank's: its percentiles, its longest,
 // and how many samples took more than kSlowFactor times the median.

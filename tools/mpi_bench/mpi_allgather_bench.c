@@ -1,5 +1,6 @@
 /* railcoll-mpi-bench: an OSU-style benchmark of Open MPI's MPI_Allgather,
- * MPI_Bcast, MPI_Gather, MPI_Allreduce and MPI_Barrier, the baseline railcoll
+ * MPI_Bcast, MPI_Gather, MPI_Allreduce, MPI_Barrier and the others of --coll,
+ * blocking or (--nonblocking) MPI_Iallgather..., the baseline railcoll
  * is compared with (`railcoll bench --mpi`, and on the emulated cluster
  * `railcoll cluster mpirun -- railcoll-mpi-bench ...`, docs/cluster.md).
  *
@@ -32,6 +33,21 @@
  * most ranks on one node. samples_us (--samples): the slowest rank's time of
  * every timed call, in call order.
  *
+ * --nonblocking (OSU's osu_iallgather, osu_iallreduce, osu_ibcast, ...): the
+ * nonblocking form, MPI_I<coll> + MPI_Wait, timed call by call alternating
+ * with the blocking one (either first in turn), then the overlap run: MPI_I<coll>,
+ * a busy loop as long as this rank's mean MPI_I<coll> + MPI_Wait that calls
+ * nothing of MPI (src/bench/busy_compute.h, railcoll bench's too), MPI_Wait.
+ * Every call of the three, with -c, checked. The record's times are then
+ * MPI_I<coll> + MPI_Wait's, and it adds
+ *  "form":"nonblocking","blocking_avg_us":X,"blocking_p50_us":X,"blocking_p99_us":X,
+ *  "overall_avg_us":X,"overall_p50_us":X,"overall_p99_us":X,"compute_avg_us":X,
+ *  "post_avg_us":X,"wait_avg_us":X,"overlap_pct":X,"overlap_p50_pct":X
+ * (blocking_* and overall_* as avg/p50/p99; compute, post, wait: means over
+ * ranks of each rank's mean; overlap_pct = max(0, 100 (1 - (overall_avg -
+ * compute_avg) / avg)) as OSU; overlap_p50_pct the same from the median over
+ * ranks x calls of overall - compute against own_p50).
+ *
  * Exit status: 0 ok, 1 a validation error or out of memory, 2 bad usage. */
 #include <mpi.h>
 #include <stdint.h>
@@ -41,6 +57,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "busy_compute.h"
 #include "clock.h"
 
 /* Large sizes run fewer calls: at most kCapBytes received by the busiest rank
@@ -74,6 +91,7 @@ typedef struct {
   uint64_t min_bytes, max_bytes;
   int iters, warmup; /* 0 and -1 until set by -i / -x or the collective's default */
   int check, full, samples, rails;
+  int nonblocking; /* MPI_I<coll> + MPI_Wait and OSU's overlap (--nonblocking) */
   uint64_t idle_us; /* idle time before each timed call's barrier (--idle-us) */
   uint64_t skew_us; /* each rank's entry delayed by a random 0..skew_us after the barrier (--skew) */
   const char* label;
@@ -83,6 +101,7 @@ static void usage(FILE* f) {
   fprintf(f,
           "usage: railcoll-mpi-bench [--coll NAME] [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-c] [--full]\n"
           "                          [--samples] [--label NAME] [--rails K] [--idle-us N] [--skew US]\n"
+          "                          [--nonblocking]\n"
           "  --coll NAME   the collective (default allgather):\n"
           "                  allgather  MPI_Allgather of MIN..MAX bytes from every rank\n"
           "                  bcast      MPI_Bcast of MIN..MAX bytes from rank 0\n"
@@ -114,6 +133,11 @@ static void usage(FILE* f) {
           "                finds the rails idle: a shaper's burst refilled, as railcoll bench does\n"
           "  --skew US     after each call's barrier, each rank waits a random 0..US us before\n"
           "                entering the call (its time starts then), as an application's imbalance does\n"
+          "  --nonblocking OSU's nonblocking benchmark (osu_iallgather...): MPI_I<coll> + MPI_Wait\n"
+          "                alternating with the blocking call, then MPI_I<coll>, a busy loop as long\n"
+          "                as this rank's mean MPI_I<coll> + MPI_Wait that calls nothing of MPI, MPI_Wait;\n"
+          "                the record's times are MPI_I<coll> + MPI_Wait, with the blocking call's,\n"
+          "                the overlap run's and overlap %% beside them (not with --skew)\n"
           "Timing: an MPI_Barrier before every timed call, except for barrier, whose calls\n"
           "are timed back to back.\n");
 }
@@ -167,6 +191,7 @@ static const char* parse_options(int argc, char** argv, Options* o) {
     if (!strcmp(a, "-c")) { o->check = 1; continue; }
     if (!strcmp(a, "--full")) { o->full = 1; continue; }
     if (!strcmp(a, "--samples")) { o->samples = 1; continue; }
+    if (!strcmp(a, "--nonblocking")) { o->nonblocking = 1; continue; }
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) return "help";
     if (strcmp(a, "--coll") && strcmp(a, "-m") && strcmp(a, "-i") && strcmp(a, "-x") && strcmp(a, "--label") &&
         strcmp(a, "--rails") && strcmp(a, "--idle-us") && strcmp(a, "--skew")) {
@@ -181,7 +206,7 @@ static const char* parse_options(int argc, char** argv, Options* o) {
     if (!strcmp(a, "--label")) { o->label = v; continue; }
     if (!strcmp(a, "--coll")) {
       if (parse_collective(v, &o->coll)) {
-        snprintf(msg, sizeof msg, "--coll expects allgather, bcast, gather, allreduce or barrier, got '%s'", v);
+        snprintf(msg, sizeof msg, "--coll expects one of the collectives -h lists, got '%s'", v);
         return msg;
       }
       continue;
@@ -205,6 +230,7 @@ static const char* parse_options(int argc, char** argv, Options* o) {
     else if (x > 64) return "--rails must be between 1 and 64";
     else o->rails = (int)x;
   }
+  if (o->nonblocking && o->skew_us) return "--skew does not go with --nonblocking";
   int barrier = o->coll == COLL_BARRIER;
   if (o->iters == 0) o->iters = barrier ? kDefaultBarrierIters : kDefaultIters;
   if (o->warmup < 0) o->warmup = barrier ? kDefaultBarrierWarmup : kDefaultWarmup;
@@ -329,6 +355,36 @@ static void call_collective(Collective coll, const Buffers* b, uint64_t bytes) {
   }
 }
 
+/* The nonblocking form of call_collective (MPI-3), into *req. */
+static void post_collective(Collective coll, const Buffers* b, uint64_t bytes, MPI_Request* req) {
+  int count = (int)bytes;
+  MPI_Comm w = MPI_COMM_WORLD;
+  switch (coll) {
+    case COLL_ALLGATHER: MPI_Iallgather(b->send, count, MPI_BYTE, b->recv, count, MPI_BYTE, w, req); break;
+    case COLL_BCAST: MPI_Ibcast(b->send, count, MPI_BYTE, 0, w, req); break;
+    case COLL_GATHER: MPI_Igather(b->send, count, MPI_BYTE, b->recv, count, MPI_BYTE, 0, w, req); break;
+    case COLL_ALLREDUCE: MPI_Iallreduce(b->send, b->recv, count / 4, MPI_FLOAT, MPI_SUM, w, req); break;
+    case COLL_REDUCE_SCATTER_BLOCK:
+      MPI_Ireduce_scatter_block(b->send, b->recv, count / 4, MPI_FLOAT, MPI_SUM, w, req);
+      break;
+    case COLL_REDUCE: MPI_Ireduce(b->send, b->recv, count / 4, MPI_FLOAT, MPI_SUM, 0, w, req); break;
+    case COLL_BARRIER: MPI_Ibarrier(w, req); break;
+    case COLL_ALLTOALL: MPI_Ialltoall(b->send, count, MPI_BYTE, b->recv, count, MPI_BYTE, w, req); break;
+    case COLL_ALLTOALLV:
+      MPI_Ialltoallv(b->send, b->counts, b->displs, MPI_BYTE, b->recv, b->counts, b->displs, MPI_BYTE, w, req);
+      break;
+    case COLL_SCATTER: MPI_Iscatter(b->send, count, MPI_BYTE, b->recv, count, MPI_BYTE, 0, w, req); break;
+    case COLL_SCATTERV:
+      MPI_Iscatterv(b->send, b->counts, b->displs, MPI_BYTE, b->recv, count, MPI_BYTE, 0, w, req);
+      break;
+    case COLL_GATHERV: MPI_Igatherv(b->send, count, MPI_BYTE, b->recv, b->counts, b->displs, MPI_BYTE, 0, w, req); break;
+    default: *req = MPI_REQUEST_NULL; break;
+  }
+}
+
+/* Keeps the busy loop's result, so the compiler keeps the loop. */
+static volatile double compute_sink;
+
 /* Counts wrong bytes of personalised blocks: block `src` of `blocks` holds
  * part `part` (this rank's index) of rank src's send (scatter: one block,
  * from rank 0). Reports the first one on stderr. */
@@ -433,13 +489,21 @@ static void calls_for(const Options* o, uint64_t bytes, int nranks, int* iters, 
   if (*warmup > w) *warmup = w;
 }
 
+/* Every timed call's entry and exit on this rank, entries then exits,
+ * CLOCK_MONOTONIC seconds (malloc'd). */
 typedef struct {
-  double seconds;  /* mean over timed calls */
-  uint64_t wrong;  /* bytes (floats for allreduce) that failed validation */
+  uint64_t wrong;     /* bytes (floats for allreduce) that failed validation */
   int iters;
-  double* each;    /* seconds of every timed call (malloc'd) */
-  double* times;   /* entries, then exits of every timed call, CLOCK_MONOTONIC seconds (malloc'd) */
+  double* times;      /* the calls timed; --nonblocking: post + wait with nothing between */
+  /* --nonblocking only (else NULL): the blocking calls alternating with
+   * those, the overlap run's post + compute + wait, and its parts per call in
+   * seconds (each iters long). */
+  double *blocking, *overlapped, *compute, *post, *wait;
 } SizeResult;
+
+static void free_result(SizeResult* r) {
+  free(r->times), free(r->blocking), free(r->overlapped), free(r->compute), free(r->post), free(r->wait);
+}
 
 /* CLOCK_MONOTONIC in seconds: one clock for every process of a host, in every
  * network namespace. */
@@ -467,32 +531,85 @@ static uint32_t next_random(uint32_t* state) {
   return *state = x;
 }
 
+/* Before a timed call: its input, the rest, the barrier (none between barriers). */
+static void before_call(const Options* o, const Buffers* b, uint64_t bytes, uint32_t call) {
+  if (o->check) prepare_buffers(o->coll, b, bytes, call);
+  if (o->coll != COLL_BARRIER && o->idle_us) sleep_us(o->idle_us);
+  if (o->coll != COLL_BARRIER) MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* After it: checked only once every rank has left the call (a rank that
+ * checks while the slowest is still in it takes a core from it; 2 cores here). */
+static void after_call(const Options* o, const Buffers* b, uint64_t bytes, uint32_t call, uint64_t* wrong) {
+  if (o->check && o->coll != COLL_BARRIER) MPI_Barrier(MPI_COMM_WORLD);
+  if (o->check && !*wrong) *wrong = count_wrong(o->coll, b, bytes, call);
+}
+
 static SizeResult run_size(const Options* o, const Buffers* b, uint64_t bytes, uint32_t* call) {
-  SizeResult r = {0, 0, 0, NULL, NULL};
+  SizeResult r = {0};
   int iters, warmup;
   calls_for(o, bytes, b->nranks, &iters, &warmup);
   r.iters = iters;
-  r.each = calloc((size_t)iters, sizeof(double));
   r.times = calloc(2 * (size_t)iters, sizeof(double));
   uint32_t skew_state = (uint32_t)b->me * 7919u + (uint32_t)bytes + 1u;
-  for (int i = 0; i < warmup + iters; ++i, ++*call) {
-    if (o->check) prepare_buffers(o->coll, b, bytes, *call);
-    if (o->coll != COLL_BARRIER && o->idle_us) sleep_us(o->idle_us);
-    if (o->coll != COLL_BARRIER) MPI_Barrier(MPI_COMM_WORLD);
+  for (int i = -warmup; i < iters; ++i, ++*call) {
+    before_call(o, b, bytes, *call);
     if (o->skew_us) sleep_us(next_random(&skew_state) % (o->skew_us + 1));
     double t0 = monotonic_seconds();
     call_collective(o->coll, b, bytes);
     double t1 = monotonic_seconds();
-    if (i >= warmup) {
-      r.seconds += t1 - t0, r.each[i - warmup] = t1 - t0;
-      r.times[i - warmup] = t0, r.times[iters + i - warmup] = t1;
-    }
-    /* Check only once every rank has left the call: a rank that checks while
-     * the slowest is still in it takes a core from it (2 cores here). */
-    if (o->check && o->coll != COLL_BARRIER) MPI_Barrier(MPI_COMM_WORLD);
-    if (o->check && !r.wrong) r.wrong = count_wrong(o->coll, b, bytes, *call);
+    if (i >= 0) r.times[i] = t0, r.times[iters + i] = t1;
+    after_call(o, b, bytes, *call, &r.wrong);
   }
-  r.seconds /= iters;
+  return r;
+}
+
+/* --nonblocking, OSU's way (osu_iallgather...): post + wait alternating with
+ * the blocking call (which one first changes every round, so both see the
+ * same machine); then post, a busy loop as long as this rank's mean post +
+ * wait that calls nothing of MPI (busy_compute.h), wait. */
+static SizeResult run_nonblocking_size(const Options* o, const Buffers* b, uint64_t bytes, uint32_t* call) {
+  SizeResult r = {0};
+  int iters, warmup;
+  calls_for(o, bytes, b->nranks, &iters, &warmup);
+  r.iters = iters;
+  r.times = calloc(2 * (size_t)iters, sizeof(double));
+  r.blocking = calloc(2 * (size_t)iters, sizeof(double));
+  r.overlapped = calloc(2 * (size_t)iters, sizeof(double));
+  r.compute = calloc((size_t)iters, sizeof(double));
+  r.post = calloc((size_t)iters, sizeof(double));
+  r.wait = calloc((size_t)iters, sizeof(double));
+  for (int i = -warmup; i < iters; ++i)
+    for (int k = 0; k < 2; ++k, ++*call) {
+      const int blocking = (k == 0) == ((i & 1) == 0);
+      MPI_Request req;
+      before_call(o, b, bytes, *call);
+      double t0 = monotonic_seconds();
+      if (blocking) call_collective(o->coll, b, bytes);
+      else post_collective(o->coll, b, bytes, &req), MPI_Wait(&req, MPI_STATUS_IGNORE);
+      double t1 = monotonic_seconds();
+      double* t = blocking ? r.blocking : r.times;
+      if (i >= 0) t[i] = t0, t[iters + i] = t1;
+      after_call(o, b, bytes, *call, &r.wrong);
+    }
+  double target_us = 0;
+  for (int i = 0; i < iters; ++i) target_us += (r.times[iters + i] - r.times[i]) * 1e6 / iters;
+  for (int i = -warmup; i < iters; ++i, ++*call) {
+    MPI_Request req;
+    before_call(o, b, bytes, *call);
+    double t0 = monotonic_seconds();
+    post_collective(o->coll, b, bytes, &req);
+    double t1 = monotonic_seconds();
+    compute_sink = railcoll_busy_compute(target_us);
+    double t2 = monotonic_seconds();
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    double t3 = monotonic_seconds();
+    if (i >= 0) {
+      r.overlapped[i] = t0, r.overlapped[iters + i] = t3;
+      r.post[i] = t1 - t0, r.compute[i] = t2 - t1, r.wait[i] = t3 - t2;
+    }
+    after_call(o, b, bytes, *call, &r.wrong);
+  }
   return r;
 }
 
@@ -502,9 +619,15 @@ typedef struct {
   double span_p50_us, span_p90_us, span_p99_us; /* over calls of the span; < 0: not measured */
   double own_p50_us, own_p90_us, own_p99_us, own_max_us; /* over ranks x calls of each rank's own time */
   int slow_calls;                   /* of those, the ones above 3x own_p50 */
-  const double* slowest_s;          /* the slowest rank's time of each call, NULL without --samples */
-  int iters, validated;
+  double* slowest_s;                /* the slowest rank's time of each call (malloc'd on rank 0) */
 } SizeStats;
+
+/* --nonblocking: the blocking calls' and the overlap run's figures. */
+typedef struct {
+  SizeStats blocking, overall;
+  double compute_avg_us, post_avg_us, wait_avg_us; /* over ranks of each rank's mean */
+  double overlap_pct, overlap_p50_pct;             /* OSU's formula from those means; from medians */
+} OverlapStats;
 
 /* What every record says about the job. */
 typedef struct {
@@ -523,7 +646,8 @@ static double percentile(const double* sorted, int n, double q) {
   return sorted[k < n ? k : n - 1];
 }
 
-static void report(const Options* o, uint64_t bytes, const Job* job, const SizeStats* s) {
+static void report(const Options* o, uint64_t bytes, const Job* job, const SizeStats* s, int iters, int validated,
+                   const OverlapStats* nb) {
   printf("{\"collective\":\"%s\",\"algorithm\":", kCollectiveNames[o->coll]);
   print_json_string(o->label);
   printf(",\"bytes\":%llu,\"ranks\":%d,\"nodes\":%d,\"rails\":%d,\"ppn\":%d,\"avg_us\":%.2f,\"min_us\":%.2f,"
@@ -537,10 +661,17 @@ static void report(const Options* o, uint64_t bytes, const Job* job, const SizeS
          "\"idle_us\":%llu,\"skew_us\":%llu",
          s->own_p50_us, s->own_p90_us, s->own_p99_us, s->own_max_us, s->slow_calls,
          (unsigned long long)(o->coll == COLL_BARRIER ? 0 : o->idle_us), (unsigned long long)o->skew_us);
-  printf(",\"iterations\":%d,\"validated\":%s", s->iters, s->validated ? "true" : "false");
-  if (s->slowest_s) {
+  if (nb)
+    printf(",\"form\":\"nonblocking\",\"blocking_avg_us\":%.2f,\"blocking_p50_us\":%.2f,\"blocking_p99_us\":%.2f,"
+           "\"overall_avg_us\":%.2f,\"overall_p50_us\":%.2f,\"overall_p99_us\":%.2f,\"compute_avg_us\":%.2f,"
+           "\"post_avg_us\":%.2f,\"wait_avg_us\":%.2f,\"overlap_pct\":%.2f,\"overlap_p50_pct\":%.2f",
+           nb->blocking.avg_us, nb->blocking.p50_us, nb->blocking.p99_us, nb->overall.avg_us, nb->overall.p50_us,
+           nb->overall.p99_us, nb->compute_avg_us, nb->post_avg_us, nb->wait_avg_us, nb->overlap_pct,
+           nb->overlap_p50_pct);
+  printf(",\"iterations\":%d,\"validated\":%s", iters, validated ? "true" : "false");
+  if (o->samples) {
     printf(",\"samples_us\":[");
-    for (int i = 0; i < s->iters; ++i) printf("%s%.2f", i ? "," : "", s->slowest_s[i] * 1e6);
+    for (int i = 0; i < iters; ++i) printf("%s%.2f", i ? "," : "", s->slowest_s[i] * 1e6);
     putchar(']');
   }
   printf("}\n");
@@ -568,28 +699,30 @@ static void own_times(const double* every, int nranks, int iters, SizeStats* s) 
   free(own);
 }
 
-/* Combines every rank's result for one size, prints the record from rank 0;
- * returns the exit status so far (1 if a rank saw a wrong byte). */
-static int summarize(const Options* o, uint64_t bytes, int me, const Job* job, const SizeResult* r) {
-  const int nranks = job->nranks, iters = r->iters;
-  double us = r->seconds * 1e6, min_us = 0, max_us = 0, sum_us = 0;
-  unsigned long long wrong = r->wrong, all_wrong = 0;
-  MPI_Reduce(&us, &min_us, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
-  MPI_Reduce(&us, &max_us, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-  MPI_Reduce(&us, &sum_us, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-  MPI_Allreduce(&wrong, &all_wrong, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-  double* slowest = calloc((size_t)iters, sizeof(double));
+/* The figures of one kind of call, from every rank's entries and exits
+ * (times: this rank's, entries then exits), on rank 0; a collective call. */
+static SizeStats call_stats(int me, const Job* job, int iters, const double* times) {
+  const int nranks = job->nranks;
+  SizeStats s = {0};
+  s.span_p50_us = s.span_p90_us = s.span_p99_us = -1;
+  double* each = calloc((size_t)iters, sizeof(double));
   double* sorted = calloc((size_t)iters, sizeof(double));
   double* every = me == 0 ? calloc(2 * (size_t)iters * (size_t)nranks, sizeof(double)) : NULL;
-  MPI_Reduce(r->each, slowest, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-  MPI_Gather(r->times, 2 * iters, MPI_DOUBLE, every, 2 * iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  s.slowest_s = me == 0 ? calloc((size_t)iters, sizeof(double)) : NULL;
+  double us = 0, sum_us = 0;
+  for (int i = 0; i < iters; ++i) each[i] = times[iters + i] - times[i], us += each[i] * 1e6 / iters;
+  MPI_Reduce(&us, &s.min_us, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&us, &s.max_us, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&us, &sum_us, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Reduce(each, s.slowest_s, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  MPI_Gather(times, 2 * iters, MPI_DOUBLE, every, 2 * iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   if (me == 0) {
-    memcpy(sorted, slowest, (size_t)iters * sizeof(double));
+    s.avg_us = sum_us / nranks;
+    memcpy(sorted, s.slowest_s, (size_t)iters * sizeof(double));
     qsort(sorted, (size_t)iters, sizeof(double), cmp_double);
-    SizeStats s = {sum_us / nranks, min_us, max_us,
-                   percentile(sorted, iters, 0.50) * 1e6, percentile(sorted, iters, 0.90) * 1e6,
-                   percentile(sorted, iters, 0.99) * 1e6, -1, -1, -1, 0, 0, 0, 0, 0, o->samples ? slowest : NULL,
-                   iters, o->check && !all_wrong};
+    s.p50_us = percentile(sorted, iters, 0.50) * 1e6;
+    s.p90_us = percentile(sorted, iters, 0.90) * 1e6;
+    s.p99_us = percentile(sorted, iters, 0.99) * 1e6;
     own_times(every, nranks, iters, &s);
     if (job->shared_clock) {
       /* every[k * 2 * iters + i]: rank k's entry into call i; + iters: its exit. */
@@ -607,16 +740,71 @@ static int summarize(const Options* o, uint64_t bytes, int me, const Job* job, c
       s.span_p90_us = percentile(sorted, iters, 0.90) * 1e6;
       s.span_p99_us = percentile(sorted, iters, 0.99) * 1e6;
     }
-    report(o, bytes, job, &s);
-    if (all_wrong)
-      fprintf(stderr, "railcoll-mpi-bench: validation FAILED: %s of %llu bytes: %llu wrong %s in the first bad "
-                      "call of each rank (each rank's first one is reported on stderr)\n",
-              kCollectiveNames[o->coll], (unsigned long long)bytes, all_wrong,
-              sums_floats(o->coll) ? "float(s)" : "byte(s)");
   }
-  free(slowest);
+  free(each);
   free(sorted);
   free(every);
+  return s;
+}
+
+/* The mean over ranks of each rank's mean of `values` (seconds), in us, on rank 0. */
+static double mean_of_means_us(const double* values, int iters, int nranks) {
+  double mine = 0, sum = 0;
+  for (int i = 0; i < iters; ++i) mine += values[i] * 1e6 / iters;
+  MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  return sum / nranks;
+}
+
+static double overlap_percent(double overall, double compute, double pure) {
+  double v = pure > 0 ? 100.0 * (1.0 - (overall - compute) / pure) : 0;
+  return v > 0 ? v : 0;
+}
+
+/* --nonblocking: the blocking calls, the overlap run and its parts, and
+ * overlap % (OSU: 100 (1 - (overall - compute) / pure), from means; and the
+ * same from medians over every rank's calls); pure: the nonblocking calls'. */
+static OverlapStats overlap_stats(int me, const Job* job, const SizeResult* r, const SizeStats* pure) {
+  const int iters = r->iters, nranks = job->nranks;
+  OverlapStats nb;
+  nb.blocking = call_stats(me, job, iters, r->blocking);
+  nb.overall = call_stats(me, job, iters, r->overlapped);
+  nb.compute_avg_us = mean_of_means_us(r->compute, iters, nranks);
+  nb.post_avg_us = mean_of_means_us(r->post, iters, nranks);
+  nb.wait_avg_us = mean_of_means_us(r->wait, iters, nranks);
+  nb.overlap_pct = overlap_percent(nb.overall.avg_us, nb.compute_avg_us, pure->avg_us);
+  /* What is left of the communication after computing, per call. */
+  double* left = calloc((size_t)iters, sizeof(double));
+  double* all = me == 0 ? calloc((size_t)iters * (size_t)nranks, sizeof(double)) : NULL;
+  for (int i = 0; i < iters; ++i) left[i] = r->overlapped[iters + i] - r->overlapped[i] - r->compute[i];
+  MPI_Gather(left, iters, MPI_DOUBLE, all, iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  nb.overlap_p50_pct = 0;
+  if (me == 0) {
+    qsort(all, (size_t)iters * (size_t)nranks, sizeof(double), cmp_double);
+    nb.overlap_p50_pct = overlap_percent(percentile(all, iters * nranks, 0.5) * 1e6, 0, pure->own_p50_us);
+  }
+  free(left);
+  free(all);
+  return nb;
+}
+
+/* Combines every rank's result for one size, prints the record from rank 0;
+ * returns the exit status so far (1 if a rank saw a wrong byte). */
+static int summarize(const Options* o, uint64_t bytes, int me, const Job* job, const SizeResult* r) {
+  unsigned long long wrong = r->wrong, all_wrong = 0;
+  MPI_Allreduce(&wrong, &all_wrong, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  SizeStats s = call_stats(me, job, r->iters, r->times);
+  OverlapStats nb;
+  if (o->nonblocking) nb = overlap_stats(me, job, r, &s);
+  if (me == 0) {
+    report(o, bytes, job, &s, r->iters, o->check && !all_wrong, o->nonblocking ? &nb : NULL);
+    if (all_wrong)
+      fprintf(stderr, "railcoll-mpi-bench: validation FAILED: %s%s of %llu bytes: %llu wrong %s in the first bad "
+                      "call of each rank (each rank's first one is reported on stderr)\n",
+              o->nonblocking ? "nonblocking " : "", kCollectiveNames[o->coll], (unsigned long long)bytes, all_wrong,
+              sums_floats(o->coll) ? "float(s)" : "byte(s)");
+  }
+  free(s.slowest_s);
+  if (o->nonblocking) free(nb.blocking.slowest_s), free(nb.overall.slowest_s);
   return all_wrong ? 1 : 0;
 }
 
@@ -682,10 +870,9 @@ int main(int argc, char** argv) {
     if (bytes == previous) continue; /* allreduce: 1 and 2 round up to 4; barrier: one record */
     previous = bytes;
     for (int r = 0; r < nranks; ++r) b.counts[r] = (int)bytes, b.displs[r] = (int)(bytes * (uint64_t)r);
-    SizeResult r = run_size(&o, &b, bytes, &call);
+    SizeResult r = o.nonblocking ? run_nonblocking_size(&o, &b, bytes, &call) : run_size(&o, &b, bytes, &call);
     status = summarize(&o, bytes, me, &job, &r);
-    free(r.each);
-    free(r.times);
+    free_result(&r);
   }
   free(b.send);
   free(b.recv);

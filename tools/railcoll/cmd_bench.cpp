@@ -19,14 +19,17 @@ namespace railcoll::cli {
 
 namespace {
 
-const std::set<std::string> kFlags = {"f", "c", "mpi", "local", "worker"};
+const std::set<std::string> kFlags = {"f", "c", "mpi", "local", "worker", "nonblocking", "persistent"};
 const std::set<std::string> kValued = {"algo",    "m",          "i",     "x",      "json",         "csv",
                                        "plot",    "n",          "ppn",   "layout", "rails",        "records",
                                        "timeout", "background", "fault", "fault-marker", "duration", "idle-us", "skew",
                                        "timeline", "transport"};
 
 // Options that mean nothing with --fault: refused rather than ignored.
-const char* const kNotWithFault[] = {"mpi", "background", "csv", "plot", "f", "c", "i", "x", "skew", "timeline"};
+const char* const kNotWithFault[] = {"mpi", "background", "csv",      "plot",        "f",         "c",
+                                     "i",   "x",          "skew",     "timeline",    "nonblocking", "persistent"};
+// Options the overlap measurement (--nonblocking, --persistent) does not take.
+const char* const kNotWithOverlap[] = {"background", "skew", "timeline", "plot"};
 
 // Where the ranks go: -n, --ppn, --layout, --rails, --local.
 bench::Placement placement(const Args& a) {
@@ -54,7 +57,12 @@ int run(const std::vector<std::string>& argv, bool worker) {
   bench::BenchPlan p;
   p.collective = coll;
   const std::string name = a.positional()[0];
-  p.algo = a.str("algo", "all");
+  if (a.flag("nonblocking") && a.flag("persistent")) throw UsageError("give --nonblocking or --persistent, not both");
+  p.form = a.flag("nonblocking")  ? bench::CallForm::Nonblocking
+           : a.flag("persistent") ? bench::CallForm::Persistent
+                                  : bench::CallForm::Blocking;
+  // Nonblocking calls run the algorithms the blocking ones choose: auto unless asked.
+  p.algo = a.str("algo", p.form == bench::CallForm::Blocking ? "all" : "auto");
   if (p.algo != "all" && p.algo != "auto" && !find_algorithm(coll, p.algo))
     throw UsageError("unknown " + name + " algorithm '" + p.algo + "' (railcoll algos lists them)");
   size_range(a, &p.min, &p.max);
@@ -81,6 +89,15 @@ int run(const std::vector<std::string>& argv, bool worker) {
   if (a.has("background") && (!parse_background(a.str("background"), &p.background) ||
                               p.background == BackgroundPattern::None))
     throw UsageError(std::string("--background must be one of ") + kBackgroundPatternNames);
+
+  if (p.form != bench::CallForm::Blocking) {
+    const std::string form = std::string("--") + bench::call_form_name(p.form);
+    for (const char* k : kNotWithOverlap)
+      if (a.has(k)) throw UsageError(a.spelled(k) + " does not go with " + form);
+    if (p.transport == "both") throw UsageError("--transport both does not go with " + form);
+    if (p.form == bench::CallForm::Persistent && p.mpi)
+      throw UsageError("--persistent does not go with --mpi (Open MPI 4.1 has no MPI_Allgather_init)");
+  }
 
   if (a.has("fault")) {
     if (coll != Collective::Allgather) throw UsageError("--fault runs all-gathers only");
@@ -112,6 +129,7 @@ int run(const std::vector<std::string>& argv, bool worker) {
     w.records = a.str("records");
     w.json = p.json, w.csv = p.csv, w.plot = p.plot;
     w.timeline = p.timeline;
+    w.form = p.form;
     return bench::run_worker(w);
   }
   p.where = placement(a);
