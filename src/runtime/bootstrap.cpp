@@ -91,6 +91,13 @@ Bootstrap settings_from_env(std::exception_ptr* bad) {
     if (env("RAILCOLL_PROGRESS_THREAD")) b.progress_thread = env_int("RAILCOLL_PROGRESS_THREAD", 1) != 0;
   });
   read([&] {
+    if (!env("RAILCOLL_PROGRESS_NICE")) return;
+    b.progress_nice = env_int("RAILCOLL_PROGRESS_NICE", 0);
+    b.progress_nice_given = true;
+    if (b.progress_nice < -20 || b.progress_nice > 19)
+      throw RuntimeError(Status::Bootstrap, "RAILCOLL_PROGRESS_NICE must be a nice value, -20 to 19");
+  });
+  read([&] {
     if (env("RAILCOLL_SHM_MIB"))
       b.shm_bytes = static_cast<uint64_t>(std::max(1, env_int("RAILCOLL_SHM_MIB", 256))) << 20;
   });

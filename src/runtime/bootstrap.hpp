@@ -29,6 +29,11 @@ struct Bootstrap {
   // inside railcoll calls; else (default) also on a thread of the communicator,
   // made at its first such call, asleep while nothing arrives (requests.hpp).
   bool progress_thread = true;
+  // RAILCOLL_PROGRESS_NICE: the progress thread's nice value (-20..19; unset:
+  // the process's). A negative one needs the right to raise priority
+  // (CAP_SYS_NICE or RLIMIT_NICE); without it the thread keeps the default.
+  int progress_nice = 0;
+  bool progress_nice_given = false;
   // RAILCOLL_RAIL_TIMEOUT: a rail that carries nothing this long while another
   // rail to the same peer answers is given up (its traffic moves to the others).
   // 0.5 s gave up healthy rails in make run (4 times in 13 minutes, 16 ranks on

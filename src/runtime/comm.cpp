@@ -209,7 +209,7 @@ void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline, cons
   const uint64_t comm_id = fnv(job);
   m.transport->connect(m.topo, comm_id, job, fields[0][1], contacts, oob, deadline);
   m.exec = std::make_unique<Executor>(*m.transport, m.topo, m.me, comm_id, settings);
-  m.engine = std::make_unique<Engine>(*m.exec, m.me, settings.progress_thread);
+  m.engine = std::make_unique<Engine>(*m.exec, m.me, settings);
 }
 
 Comm::~Comm() {

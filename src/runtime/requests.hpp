@@ -25,6 +25,7 @@
 // rank (the executor tells the peers); later posts fail at once with Broken.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -36,6 +37,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "runtime/bootstrap.hpp"
 #include "runtime/executor.hpp"
 
 namespace railcoll::rt {
@@ -85,9 +87,9 @@ class Request {
 
 class Engine {
  public:
-  // rank: this rank (for messages); progress_thread: drive posted requests on
-  // a thread of the engine too.
-  Engine(Executor& exec, int rank, bool progress_thread);
+  // rank: this rank (for messages); settings.progress_thread: drive posted
+  // requests on a thread of the engine too, at settings.progress_nice.
+  Engine(Executor& exec, int rank, const Bootstrap& settings);
   ~Engine();  // stops the thread; outstanding requests: see drain()
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -114,6 +116,7 @@ class Engine {
 
  private:
   bool drive(double sleep_s);
+  void released();
   std::shared_ptr<Request> front();
   void pop_front();
   void begin_step();
@@ -121,18 +124,25 @@ class Engine {
   void complete(Request& r, Status st, const std::string& msg);
   void fail_all(Status st, const std::string& msg);
   void thread_main();
+  void wake_thread_after(std::chrono::nanoseconds delay);
 
   Executor& exec_;
   const int rank_;
   const bool use_thread_;
+  const int nice_;        // the thread's nice value
+  const bool nice_given_;
   std::mutex drive_mu_;                   // held by whoever runs the executor
   std::mutex queue_mu_;                   // guards queue_, stop_ and completions
-  std::condition_variable work_cv_;       // the thread: something was posted
   std::condition_variable done_cv_;       // waiters: a request completed
   std::deque<std::shared_ptr<Request>> queue_;  // front: the running call
   bool running_ = false;                  // the front's step is in the executor (drive_mu_)
   bool stop_ = false;
+  // Threads in wait(): the progress thread leaves them the driving. Changed
+  // under queue_mu_ (the thread's condition), read without it by poll().
+  std::atomic<int> waiters_{0};
+  uint64_t releases_ = 0;                 // times drive_mu_ was let go with a waiter there (queue_mu_)
   std::thread thread_;
+  int timer_fd_ = -1;                     // the thread sleeps on it (wake_thread_after)
 };
 
 }  // namespace railcoll::rt
