@@ -91,11 +91,15 @@ Bootstrap settings_from_env(std::exception_ptr* bad) {
     if (env("RAILCOLL_PROGRESS_THREAD")) b.progress_thread = env_int("RAILCOLL_PROGRESS_THREAD", 1) != 0;
   });
   read([&] {
-    if (!env("RAILCOLL_PROGRESS_NICE")) return;
-    b.progress_nice = env_int("RAILCOLL_PROGRESS_NICE", 0);
+    const char* t = env("RAILCOLL_PROGRESS_NICE");
+    if (!t) return;
+    char* end = nullptr;
+    const long v = strtol(t, &end, 10);
+    if (!*t || *end || v < -20 || v > 19)
+      throw RuntimeError(Status::Bootstrap,
+                         std::string("RAILCOLL_PROGRESS_NICE='") + t + "' is not a nice value (-20 to 19)");
+    b.progress_nice = static_cast<int>(v);
     b.progress_nice_given = true;
-    if (b.progress_nice < -20 || b.progress_nice > 19)
-      throw RuntimeError(Status::Bootstrap, "RAILCOLL_PROGRESS_NICE must be a nice value, -20 to 19");
   });
   read([&] {
     if (env("RAILCOLL_SHM_MIB"))
