@@ -11,10 +11,8 @@
 //            rank, no hang.
 //  die       the last rank exits with calls posted; every survivor's requests
 //            fail with an error naming it within seconds.
-//  idle S    rank 0's CPU time while its barrier waits S seconds for the others.
 // Prints "rank R: MODE ok" when the rank saw what it should, and exits 0.
 #include <railcoll/railcoll.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -467,36 +465,6 @@ int mode_die() {
   return 0;
 }
 
-// What an outstanding call costs a rank whose peers are busy elsewhere: rank
-// 0 posts a barrier at once, the others after `seconds`; rank 0 reports the
-// CPU time of its process (every thread, the progress thread included) over
-// that time, spent doing nothing but waiting in railcoll_test every 100 ms.
-int mode_idle(double seconds) {
-  railcoll_comm_t comm;
-  if (railcoll_comm_init(&comm) != RAILCOLL_OK) FAIL("railcoll_comm_init: %s", railcoll_last_error());
-  mp::rank = railcoll_comm_rank(comm);
-  auto cpu = [] {
-    rusage u;
-    getrusage(RUSAGE_SELF, &u);
-    return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-  };
-  if (mp::rank != 0) usleep(static_cast<useconds_t>(seconds * 1e6));
-  railcoll_request_t r;
-  const double cpu0 = cpu();
-  const auto start = std::chrono::steady_clock::now();
-  if (railcoll_ibarrier(comm, &r) != RAILCOLL_OK) FAIL("ibarrier: %s", railcoll_last_error());
-  for (int done = 0; !done;) {
-    if (railcoll_test(&r, &done) != RAILCOLL_OK) FAIL("test: %s", railcoll_last_error());
-    if (!done) usleep(100000);
-  }
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (mp::rank == 0)
-    printf("rank 0: idle ok: %.3f s of CPU over %.1f s with a call outstanding (progress thread %s)\n", cpu() - cpu0,
-           wall, getenv("RAILCOLL_PROGRESS_THREAD") && atoi(getenv("RAILCOLL_PROGRESS_THREAD")) == 0 ? "off" : "on");
-  railcoll_comm_destroy(comm);
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -508,7 +476,6 @@ int main(int argc, char** argv) {
   if (mode == "badargs") return mode_badargs();
   if (mode == "mismatch") return mode_mismatch();
   if (mode == "die") return mode_die();
-  if (mode == "idle") return mode_idle(argc > 2 ? atof(argv[2]) : 5);
   fprintf(stderr, "unknown mode %s\n", mode.c_str());
   return 2;
 }

@@ -4,10 +4,11 @@
 # two communicators interleaved, blocking calls behind outstanding ones, a
 # freed outstanding request; persistent calls started 1,000 times; bad
 # arguments; mismatched calls and a rank that dies with calls outstanding (an
-# error on every rank within seconds). With and without the progress thread,
+# error on every rank within seconds); what an outstanding call costs a rank
+# that sleeps (mp_idle_cost, printed). With and without the progress thread,
 # on 1-3 rails and uneven nodes locally, and, as root, on the emulated cluster.
 set -u
-RC=${1:?railcoll}; MP=${2:?mp_nonblocking}
+RC=${1:?railcoll}; MP=${2:?mp_nonblocking}; IDLE=${3:?mp_idle_cost}
 . "$(dirname "$0")/check_lib.sh"
 cluster_used=0
 cleanup() {
@@ -27,7 +28,7 @@ for thread in 1 0; do
   check "bad arguments, thread $thread" "badargs ok" 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" badargs
   check "mismatch, thread $thread" "mismatch ok" 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" mismatch
   # The launcher ends the job when a rank exits; --grace lets the survivors report.
-  check "idle: CPU of an outstanding call, thread $thread" "idle ok" 1 -- env RAILCOLL_TIMEOUT=30 "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" idle 2
+  check "idle: CPU of an outstanding call, thread $thread" "CPU seconds over 2 s" 1 -- env RAILCOLL_TIMEOUT=30 "$RC" run -n 4 --ppn 2 --rails 2 -- "$IDLE" 2
   check "a dead peer, thread $thread" "die ok" 5 -- env RAILCOLL_TIMEOUT=3 "$RC" run -n 6 --ppn 2 --rails 2 --grace 20 -- "$MP" die
 done
 unset RAILCOLL_PROGRESS_THREAD
