@@ -8,7 +8,6 @@ set -u
 RC=${1:?railcoll}; MP=${2:?mp_more_collectives}
 . "$(dirname "$0")/check_lib.sh"
 marks=$(mktemp -d)
-cluster_used=0
 cleanup() {
   [ "$cluster_used" = 1 ] && "$RC" cluster down >/dev/null 2>&1
   rm -rf "$log" "$marks"
@@ -28,29 +27,18 @@ check "bcast counts differ between ranks" "bcast with mismatched counts -> " 4 -
 unset RAILCOLL_TIMEOUT
 
 # The emulated cluster is shared with the other cluster tests: one user at a time.
-if [ "$(id -u)" = 0 ]; then
-  . "$(dirname "$0")/cluster_lock.sh"
-  cluster_lock
-  cluster_used=1
-  "$RC" cluster down >/dev/null 2>&1
-  if "$RC" cluster up --nodes 4 --ppn 2 --rails 3 --rate 1gbit >"$log" 2>&1; then
-    check "cluster: correct, 4 nodes x 2, 3 rails" "calls correct" 8 -- "$RC" cluster run -- "$MP" correct "$marks/c1"
-    check "cluster: correct, uneven 1,3,2,2, 2 rails" "calls correct" 8 -- \
-      "$RC" cluster run --layout 1,3,2,2 --rails 2 -- "$MP" correct "$marks/c2"
-    check "cluster: allreduce counts differ" "allreduce with mismatched counts -> " 8 -- \
-      env RAILCOLL_TIMEOUT=5 "$RC" cluster run -- "$MP" mismatch allreduce
-    # The background-traffic generator moves data from every node over every rail.
-    check "cluster: traffic generator, uniform" "\(uniform\) sent [1-9][0-9]* MiB" 4 -- \
-      "$RC" cluster run --ppn 1 -- "$RC" traffic --pattern uniform --seconds 2
-    check "cluster: traffic generator, hotspot" "\(hotspot\) sent [0-9]+ MiB" 4 -- \
-      "$RC" cluster run --ppn 1 -- "$RC" traffic --pattern hotspot --seconds 2
-  else
-    fail=$((fail + 1)); echo "FAIL cluster up"; cat "$log"
-  fi
-  "$RC" cluster down >/dev/null 2>&1
-  cluster_unlock
-else
-  echo "skipped the emulated cluster: needs root"
-fi
+cluster_checks() {
+  check "cluster: correct, 4 nodes x 2, 3 rails" "calls correct" 8 -- "$RC" cluster run -- "$MP" correct "$marks/c1"
+  check "cluster: correct, uneven 1,3,2,2, 2 rails" "calls correct" 8 -- \
+    "$RC" cluster run --layout 1,3,2,2 --rails 2 -- "$MP" correct "$marks/c2"
+  check "cluster: allreduce counts differ" "allreduce with mismatched counts -> " 8 -- \
+    env RAILCOLL_TIMEOUT=5 "$RC" cluster run -- "$MP" mismatch allreduce
+  # The background-traffic generator moves data from every node over every rail.
+  check "cluster: traffic generator, uniform" "\(uniform\) sent [1-9][0-9]* MiB" 4 -- \
+    "$RC" cluster run --ppn 1 -- "$RC" traffic --pattern uniform --seconds 2
+  check "cluster: traffic generator, hotspot" "\(hotspot\) sent [0-9]+ MiB" 4 -- \
+    "$RC" cluster run --ppn 1 -- "$RC" traffic --pattern hotspot --seconds 2
+}
+on_cluster "--nodes 4 --ppn 2 --rails 3" cluster_checks
 check_no_shm_left
 summary

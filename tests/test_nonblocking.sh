@@ -10,7 +10,6 @@
 set -u
 RC=${1:?railcoll}; MP=${2:?mp_nonblocking}; IDLE=${3:?mp_idle_cost}
 . "$(dirname "$0")/check_lib.sh"
-cluster_used=0
 cleanup() {
   [ "$cluster_used" = 1 ] && "$RC" cluster down >/dev/null 2>&1
   rm -f "$log"
@@ -33,22 +32,11 @@ for thread in 1 0; do
 done
 unset RAILCOLL_PROGRESS_THREAD
 
-if [ "$(id -u)" = 0 ]; then
-  . "$(dirname "$0")/cluster_lock.sh"
-  cluster_lock
-  cluster_used=1
-  "$RC" cluster down >/dev/null 2>&1
-  if "$RC" cluster up --nodes 3 --ppn 2 --rails 2 --rate 1gbit >"$log" 2>&1; then
-    check "cluster: correct, 3 nodes x 2, 2 rails" "correct ok" 6 -- "$RC" cluster run -- "$MP" correct
-    check "cluster: persistent" "persist ok" 6 -- "$RC" cluster run -- "$MP" persist
-    check "cluster: a dead peer" "die ok" 5 -- env RAILCOLL_TIMEOUT=3 "$RC" cluster run --grace 20 -- "$MP" die
-  else
-    fail=$((fail + 1)); echo "FAIL cluster up"; cat "$log"
-  fi
-  "$RC" cluster down >/dev/null 2>&1
-  cluster_unlock
-else
-  echo "skipped the emulated cluster: needs root"
-fi
+cluster_checks() {
+  check "cluster: correct, 3 nodes x 2, 2 rails" "correct ok" 6 -- "$RC" cluster run -- "$MP" correct
+  check "cluster: persistent" "persist ok" 6 -- "$RC" cluster run -- "$MP" persist
+  check "cluster: a dead peer" "die ok" 5 -- env RAILCOLL_TIMEOUT=3 "$RC" cluster run --grace 20 -- "$MP" die
+}
+on_cluster "--nodes 3 --ppn 2 --rails 2" cluster_checks
 check_no_shm_left
 summary

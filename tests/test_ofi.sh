@@ -12,7 +12,6 @@ RC=${1:?railcoll}; MP=${2:?mp_collectives}; MORE=${3:?mp_more_collectives}; WHER
 . "$(dirname "$0")/check_lib.sh"
 CHECK_TIMEOUT=600
 marks=$(mktemp -d)
-cluster_used=0
 cleanup() {
   [ "$cluster_used" = 1 ] && "$RC" cluster down >/dev/null 2>&1
   rm -rf "$log" "$marks"
@@ -58,36 +57,24 @@ check "no such provider: a clear error" "libfabric offers no RDM endpoint .* fro
 unset RAILCOLL_TIMEOUT
 fi
 
-if [ "$WHERE" = cluster ] && [ "$(id -u)" = 0 ]; then
-  . "$(dirname "$0")/cluster_lock.sh"
-  cluster_lock
-  cluster_used=1
-  "$RC" cluster down >/dev/null 2>&1
-  if "$RC" cluster up --nodes 4 --ppn 2 --rails 3 --rate 1gbit >"$log" 2>&1; then
-    check "cluster: correct, 4 nodes x 2, 3 rails" "calls correct" 8 -- "$RC" cluster run -- "$MP" correct
-    check "cluster: correct, 4 nodes x 2, 2 rails" "calls correct" 8 -- "$RC" cluster run --rails 2 -- "$MP" correct
-    check "cluster: correct, uneven 1,3,2,2, 3 rails" "calls correct" 8 -- "$RC" cluster run --layout 1,3,2,2 -- "$MP" correct
-    check "cluster: more collectives, 4 nodes x 2, 3 rails" "calls correct" 8 -- \
-      "$RC" cluster run -- "$MORE" correct "$marks/c1"
-    check "cluster: more collectives, uneven 1,3,2,2, 2 rails" "calls correct" 8 -- \
-      "$RC" cluster run --layout 1,3,2,2 --rails 2 -- "$MORE" correct "$marks/c2"
-    check "cluster: strict memory-registration modes" "calls correct" 8 -- \
-      env RAILCOLL_OFI_STRICT_MR=1 "$RC" cluster run --rails 2 -- "$MP" correct
-    check "cluster: a peer exits in the middle" "dead peer -> a peer failed" 7 -- \
-      env RAILCOLL_TIMEOUT=5 "$RC" cluster run -- "$MP" peer-exit
-    check "cluster: sizes differ between ranks" "mismatched sizes -> " 8 -- \
-      env RAILCOLL_TIMEOUT=5 "$RC" cluster run -- "$MP" mismatch
-    check "cluster: railcoll info on every node" "rail 1 198.18.1.[0-9]+: provider " 4 -- \
-      "$RC" cluster run --ppn 1 -- "$RC" info
-  else
-    fail=$((fail + 1)); echo "FAIL cluster up"; cat "$log"
-  fi
-  "$RC" cluster down >/dev/null 2>&1
-  cluster_used=0
-  cluster_unlock
-elif [ "$WHERE" = cluster ]; then
-  echo "skipped: the emulated cluster needs root (network namespaces)"
-fi
+cluster_checks() {
+  check "cluster: correct, 4 nodes x 2, 3 rails" "calls correct" 8 -- "$RC" cluster run -- "$MP" correct
+  check "cluster: correct, 4 nodes x 2, 2 rails" "calls correct" 8 -- "$RC" cluster run --rails 2 -- "$MP" correct
+  check "cluster: correct, uneven 1,3,2,2, 3 rails" "calls correct" 8 -- "$RC" cluster run --layout 1,3,2,2 -- "$MP" correct
+  check "cluster: more collectives, 4 nodes x 2, 3 rails" "calls correct" 8 -- \
+    "$RC" cluster run -- "$MORE" correct "$marks/c1"
+  check "cluster: more collectives, uneven 1,3,2,2, 2 rails" "calls correct" 8 -- \
+    "$RC" cluster run --layout 1,3,2,2 --rails 2 -- "$MORE" correct "$marks/c2"
+  check "cluster: strict memory-registration modes" "calls correct" 8 -- \
+    env RAILCOLL_OFI_STRICT_MR=1 "$RC" cluster run --rails 2 -- "$MP" correct
+  check "cluster: a peer exits in the middle" "dead peer -> a peer failed" 7 -- \
+    env RAILCOLL_TIMEOUT=5 "$RC" cluster run -- "$MP" peer-exit
+  check "cluster: sizes differ between ranks" "mismatched sizes -> " 8 -- \
+    env RAILCOLL_TIMEOUT=5 "$RC" cluster run -- "$MP" mismatch
+  check "cluster: railcoll info on every node" "rail 1 198.18.1.[0-9]+: provider " 4 -- \
+    "$RC" cluster run --ppn 1 -- "$RC" info
+}
+[ "$WHERE" != cluster ] || on_cluster "--nodes 4 --ppn 2 --rails 3" cluster_checks
 
 check_no_shm_left
 summary

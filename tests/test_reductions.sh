@@ -7,7 +7,6 @@
 set -u
 RC=${1:?railcoll}; MP=${2:?mp_reductions}
 . "$(dirname "$0")/check_lib.sh"
-cluster_used=0
 cleanup() {
   [ "$cluster_used" = 1 ] && "$RC" cluster down >/dev/null 2>&1
   rm -rf "$log"
@@ -23,21 +22,10 @@ check "bad type or operator" "bad arguments rejected" 4 -- "$RC" run -n 4 --ppn 
 unset RAILCOLL_TIMEOUT
 
 # The emulated cluster is shared with the other cluster tests: one user at a time.
-if [ "$(id -u)" = 0 ]; then
-  . "$(dirname "$0")/cluster_lock.sh"
-  cluster_lock
-  cluster_used=1
-  "$RC" cluster down >/dev/null 2>&1
-  if "$RC" cluster up --nodes 4 --ppn 2 --rails 2 --rate 1gbit >"$log" 2>&1; then
-    check "cluster: correct, uneven 1,3,2,2, 2 rails" "calls correct" 8 -- \
-      "$RC" cluster run --layout 1,3,2,2 --rails 2 -- "$MP" quick
-  else
-    fail=$((fail + 1)); echo "FAIL cluster up"; cat "$log"
-  fi
-  "$RC" cluster down >/dev/null 2>&1
-  cluster_unlock
-else
-  echo "skipped the emulated cluster: needs root"
-fi
+cluster_checks() {
+  check "cluster: correct, uneven 1,3,2,2, 2 rails" "calls correct" 8 -- \
+    "$RC" cluster run --layout 1,3,2,2 --rails 2 -- "$MP" quick
+}
+on_cluster "--nodes 4 --ppn 2 --rails 2" cluster_checks
 check_no_shm_left
 summary
