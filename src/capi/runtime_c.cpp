@@ -1,8 +1,6 @@
 // The communicator part of the C API over rt::Comm.
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
-#include <iterator>
 #include <memory>
 #include <mutex>
 #include <new>

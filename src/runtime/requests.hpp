@@ -14,11 +14,12 @@
 // applied on entry, as between blocking calls, so frames of different calls
 // never mix. Who drives it: any railcoll call on the communicator (test, wait,
 // post, a blocking call) and, unless RAILCOLL_PROGRESS_THREAD=0, the
-// communicator's progress thread, made at the first post, asleep on a
-// condition variable while nothing is outstanding and in the transport's
-// epoll or futex while its call waits for the network or a local peer. One
-// thread drives at a time (drive_mu_); waiters that do not drive sleep until
-// the driver says a request completed.
+// communicator's progress thread, made at the first post. A waiter drives its
+// call itself; the thread drives only calls nobody waits for, woken by a timer
+// a post arms (wake_thread_after) and asleep in the transport's epoll or
+// futex while its call waits for the network or a local peer. One thread
+// drives at a time (drive_mu_); a waiter that finds the thread driving sleeps
+// until it lets go.
 //
 // A failure breaks the communicator (Executor) and completes the failing
 // request and every one posted behind it with the failure's status, on every
