@@ -272,13 +272,37 @@ TEST(ExecutorFaults, APeerThatAbortsFailsEveryRank) {
   Call c(ranks.topo, Collective::Allgather, "direct", 3000, 1);
   auto out = each_rank(4, [&](int r) {
     if (r == 1)
-      ranks.fabric.transport(1).abort_peers("rank 1 gave up");
+      ranks.fabric.transport(1).abort_peers(1, "rank 1 gave up");
     else
       c.run(*ranks.exec[r], r);
   });
   for (int r : {0, 2, 3}) {
     EXPECT_EQ(out[r].status, Status::Peer) << r << ": " << out[r].error;
     EXPECT_NE(out[r].error.find("rank 1 aborted the collective: rank 1 gave up"), std::string::npos) << out[r].error;
+  }
+}
+
+// The root of a broadcast leaves it while the others still receive, and fails
+// in the next call: the broadcast ends on every rank, the next call fails.
+TEST(ExecutorFaults, AnAbortOfTheNextCallLetsThisOneEnd) {
+  Ranks ranks(two_by_two());
+  Call bcast(ranks.topo, Collective::Bcast, "hw_multicast", 1 << 16, 1, 1);  // calls 1 and 2 of the communicator
+  Call next(ranks.topo, Collective::Allgather, "direct", 64, 2);
+  std::vector<int> bcast_ended(4, 0);
+  auto out = each_rank(4, [&](int r) {
+    if (r != 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the abort is there when they enter
+    bcast.run(*ranks.exec[r], r);
+    bcast_ended[r] = 1;
+    if (r == 1)
+      ranks.fabric.transport(1).abort_peers(2, "rank 1 failed in the next call");
+    else
+      next.run(*ranks.exec[r], r);
+  });
+  for (int r : {0, 2, 3}) {
+    EXPECT_TRUE(bcast_ended[r]) << r << ": " << out[r].error;
+    EXPECT_EQ(bcast.check(r), "") << r;
+    EXPECT_EQ(out[r].status, Status::Peer) << r << ": " << out[r].error;
+    EXPECT_NE(out[r].error.find("rank 1 failed in the next call"), std::string::npos) << out[r].error;
   }
 }
 

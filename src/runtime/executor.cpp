@@ -169,8 +169,15 @@ void Executor::frame_done(const FrameHeader& h, int rail, std::vector<char>* hel
   held_.push_back(std::move(frame));
 }
 
-[[noreturn]] void Executor::peer_aborted(int peer, const std::string& why) {
+// A peer that failed in call n+1 while this rank is still in call n (or about
+// to enter it) had left call n: what it owed this rank for it was sent, and
+// call n can end here.
+void Executor::peer_aborted(int peer, uint64_t call, const std::string& why) {
   std::string msg = "rank " + std::to_string(peer) + " aborted the collective: " + why;
+  if (call > seq_) {
+    if (!later_abort_) later_abort_ = LaterAbort{call, msg};
+    return;
+  }
   if (broken_.empty()) broken_ = msg;  // its sender told everyone: not passed on
   throw RuntimeError(Status::Peer, msg);
 }
@@ -316,7 +323,7 @@ void Executor::break_and_tell(const std::string& why) {
   plan_ = nullptr;
   if (!broken_.empty()) return;  // already told (or told by the peer that aborted)
   broken_ = why;
-  t_.abort_peers(why);
+  t_.abort_peers(seq_, why);
 }
 
 void Executor::run(const Plan& p, const Buffers& b) {
@@ -326,6 +333,10 @@ void Executor::run(const Plan& p, const Buffers& b) {
 
 void Executor::start(const Plan& p, const Buffers& b) {
   if (!broken_.empty()) throw RuntimeError(Status::Broken, "communicator is broken: " + broken_);
+  if (later_abort_ && later_abort_->call <= seq_) {
+    broken_ = later_abort_->why;  // its sender told everyone: not passed on
+    throw RuntimeError(Status::Peer, broken_);
+  }
   if (phase_ != Phase::Idle) throw RuntimeError(Status::Internal, "executor: a call started inside another");
   const Schedule& s = p.sched;
   if (s.shared_bytes[node_] > seg_.shm->capacity)

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,7 +91,7 @@ class Executor final : private FrameSink {
   // FrameSink
   Landing frame_header(const FrameHeader& h, int rail, std::vector<iovec>* place) override;
   void frame_done(const FrameHeader& h, int rail, std::vector<char>* held) override;
-  [[noreturn]] void peer_aborted(int peer, const std::string& why) override;
+  void peer_aborted(int peer, uint64_t call, const std::string& why) override;
 
   FrameHeader header(Frame type, int op) const;
   char* resolve(const Span& sp) const;
@@ -151,6 +152,12 @@ class Executor final : private FrameSink {
   std::deque<Held> held_;            // frames of calls not entered yet
   std::vector<iovec> send_iov_;      // reused for every put
   std::string broken_;
+  // An abort for a call this rank has not entered: this call goes on, that one fails.
+  struct LaterAbort {
+    uint64_t call;
+    std::string why;
+  };
+  std::optional<LaterAbort> later_abort_;
   std::atomic<uint64_t> frames_held_{0};
 
   // RAILCOLL_TEST_REPLAY_CALL: a data frame of call n, sent again in call n+2.

@@ -68,8 +68,10 @@ class FrameSink {
   // The frame's payload is all there: in place, or (Hold) in *held, which the
   // sink may take. Not called for Drop.
   virtual void frame_done(const FrameHeader& h, int rail, std::vector<char>* held) = 0;
-  // A peer aborted the collective; `why` is its reason. Throws.
-  [[noreturn]] virtual void peer_aborted(int peer, const std::string& why) = 0;
+  // A peer aborted its call number `call`; `why` is its reason. Throws, unless
+  // the call is one this rank has not reached yet (the peer left this rank's
+  // call and failed in the next): then this call goes on, and the next fails.
+  virtual void peer_aborted(int peer, uint64_t call, const std::string& why) = 0;
 
  protected:
   ~FrameSink() = default;
@@ -127,8 +129,8 @@ class Transport {
   // since the last probe (a rank in a railcoll call answers at once).
   virtual void probe_peers() = 0;
   virtual bool answered_probe(int peer) const = 0;
-  // Tells every peer the collective failed (best effort, never throws).
-  virtual void abort_peers(const std::string& why) = 0;
+  // Tells every peer that call number `call` failed (best effort, never throws).
+  virtual void abort_peers(uint64_t call, const std::string& why) = 0;
   // The end: goodbyes, connections closed, memory unmapped; until `deadline` at most.
   virtual void close(double deadline) = 0;
 };

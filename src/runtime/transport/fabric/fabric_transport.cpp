@@ -565,8 +565,8 @@ void FabricTransport::on_chunk(int rail, const char* buf, size_t len, uint64_t s
       if (closing_) return;  // the communicator is being taken down anyway
       if (!sink_) throw RuntimeError(Status::Peer, "rank " + std::to_string(from) + " failed during set-up");
       broken_ = true;  // the communicator is broken: close waits for nobody
-      sink_->peer_aborted(from, std::string(data, std::min<size_t>(n, kMaxAbortText)));
-      return;  // not reached: it throws
+      sink_->peer_aborted(from, h.seq, std::string(data, std::min<size_t>(n, kMaxAbortText)));
+      return;
     case Frame::Data:
     case Frame::Notify:
       if (closing_) return;  // no call is left to take it
@@ -714,15 +714,18 @@ bool FabricTransport::answered_probe(int peer) const {
 
 // Best effort, never throws: an abort to every remote peer on every rail still
 // up, given kAbortFlush to go out; the local peers by the local part.
-void FabricTransport::abort_peers(const std::string& why) {
+void FabricTransport::abort_peers(uint64_t call, const std::string& why) {
   broken_ = true;
-  local_->abort_peers(why);
+  local_->abort_peers(call, why);
   const std::string text = why.substr(0, 2000);
+  FrameHeader h = header(Frame::Abort);
+  h.seq = call;
+  h.op = -1;
   try {
     for (int p = 0; p < n_; ++p)
       if (remote(p) && !bye_[p])
         for (size_t r = 0; r < rails_.size(); ++r)
-          if (!link_down_[p][r]) queue_control(p, static_cast<int>(r), Frame::Abort, text);
+          if (!link_down_[p][r]) queue(p, static_cast<int>(r), h, nullptr, 0, text);
   } catch (...) {
   }
   const double until = now_seconds() + kAbortFlush;

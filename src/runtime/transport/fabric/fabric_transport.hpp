@@ -74,7 +74,7 @@ class FabricTransport final : public ProcessTransport {
   int rails_up() const override;
   void probe_peers() override;
   bool answered_probe(int peer) const override;
-  void abort_peers(const std::string& why) override;
+  void abort_peers(uint64_t call, const std::string& why) override;
   void close(double deadline) override;
 
  private:

@@ -107,9 +107,10 @@ void FakeTransport::send(int peer, int rail, const FrameHeader& h, const iovec* 
   for (auto& e : extra) fabric_.deliver(peer, std::move(e));
 }
 
-void FakeTransport::post(int to, Frame type, std::string payload) {
+void FakeTransport::post(int to, Frame type, std::string payload, uint64_t seq) {
   FakeFrame f{make_header(type, FakeFabric::kCommId, me_), fabric_.topo().same_node(to, me_) ? -1 : 0,
               std::vector<char>(payload.begin(), payload.end())};
+  f.hdr.seq = seq;
   f.hdr.length = f.payload.size();
   fabric_.deliver(to, std::move(f));
 }
@@ -157,8 +158,8 @@ void FakeTransport::receive(FakeFrame& f) {
       answered_[h.sender] = 1;
       return;
     case Frame::Abort:
-      sink_->peer_aborted(h.sender, std::string(f.payload.begin(), f.payload.end()));
-      return;  // not reached: it throws
+      sink_->peer_aborted(h.sender, h.seq, std::string(f.payload.begin(), f.payload.end()));
+      return;
     case Frame::Data:
     case Frame::Notify:
       break;
@@ -189,9 +190,9 @@ void FakeTransport::probe_peers() {
     if (r != me_) post(r, Frame::Ping);
 }
 
-void FakeTransport::abort_peers(const std::string& why) {
+void FakeTransport::abort_peers(uint64_t call, const std::string& why) {
   for (int r = 0; r < fabric_.topo().nranks(); ++r)
-    if (r != me_) post(r, Frame::Abort, why.substr(0, 2000));
+    if (r != me_) post(r, Frame::Abort, why.substr(0, 2000), call);
 }
 
 }  // namespace railcoll::rt

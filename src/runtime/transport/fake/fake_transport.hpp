@@ -95,11 +95,11 @@ class FakeTransport final : public Transport {
   int rails_up() const override { return fabric_.topo().rails(); }
   void probe_peers() override;
   bool answered_probe(int peer) const override { return answered_[peer] != 0; }
-  void abort_peers(const std::string& why) override;
+  void abort_peers(uint64_t call, const std::string& why) override;
   void close(double) override {}
 
  private:
-  void post(int to, Frame type, std::string payload = {});
+  void post(int to, Frame type, std::string payload = {}, uint64_t seq = 0);
   void receive(FakeFrame& f);
   void check_alive() const;
 

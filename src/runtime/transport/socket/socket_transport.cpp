@@ -247,8 +247,9 @@ void SocketTransport::probe_peers() {
 }
 
 // Straight to every socket, not through the queues: the call is over.
-void SocketTransport::abort_peers(const std::string& why) {
+void SocketTransport::abort_peers(uint64_t call, const std::string& why) {
   FrameHeader h = header(Frame::Abort);
+  h.seq = call;
   std::string text = why.substr(0, 2000);
   h.length = text.size();
   std::string frame(reinterpret_cast<const char*>(&h), sizeof h);

@@ -112,8 +112,9 @@ void SocketTransport::on_payload_done(Conn& c) {
       c.buffer.clear();
       return;
     case Conn::Text:
-      sink_->peer_aborted(h.sender, std::string(c.buffer.begin(), c.buffer.end()));
-      return;  // not reached: it throws
+      sink_->peer_aborted(h.sender, h.seq, std::string(c.buffer.begin(), c.buffer.end()));
+      c.buffer.clear();
+      return;
     case Conn::Hold:
       sink_->frame_done(h, c.rail, &c.buffer);
       c.buffer.clear();
