@@ -5,6 +5,7 @@ Run under torchrun (tests/torch/run_tests.sh)."""
 import datetime
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lib  # noqa: E402
@@ -225,6 +226,42 @@ def test_async(c, rank, size):
     c.ok(chained.wait() == 4000 * (size * 3 + sum(range(size))), "a future's callback saw the result")
 
 
+def test_completion(c, rank, size):
+    """The ways a Work completes besides wait(): its future alone (DDP's way,
+    the Work dropped), is_completed() polled, nobody at all (a dropped Work
+    whose buffers the backend keeps), and wait() with a timeout that passes
+    before the peers have posted, then a wait that completes."""
+    want = lambda i, n: torch.full((n,), float(size * i + sum(range(size))))  # noqa: E731
+    ts = [torch.full((3000,), float(i + rank)) for i in range(8)]
+    futs = [dist.all_reduce(t, async_op=True).get_future() for t in ts]
+    torch.futures.wait_all(futs)
+    for i, t in enumerate(ts):
+        c.equal(t, want(i, 3000), "all_reduce %d completed through its future alone" % i)
+        c.equal(futs[i].value()[0], want(i, 3000), "future %d's value is the result" % i)
+    for i in range(6):  # dropped at once: the tensors go with them, not their buffers
+        dist.all_reduce(torch.full((5000 + i,), float(i + rank)), async_op=True)
+    t = torch.full((7,), float(rank))
+    w = dist.all_reduce(t, async_op=True)
+    deadline = time.time() + 30
+    while not w.is_completed() and time.time() < deadline:
+        time.sleep(0.001)
+    c.ok(w.is_completed(), "is_completed() polled turns true")
+    c.equal(t, want(0, 7), "all_reduce completed by is_completed()")
+    c.ok(w.get_future().done(), "its future is done too")
+    # Rank 0 posts 1 s before the others: its wait with a 0.2 s timeout must
+    # raise, and a second wait then complete with the right result.
+    t = torch.full((11,), float(rank))
+    if rank == 0:
+        w = dist.all_reduce(t, async_op=True)
+        c.raises(lambda: w.wait(timeout=datetime.timedelta(seconds=0.2)), ["railcoll", "timed out"],
+                 "wait() with a timeout raises when it passes")
+    else:
+        time.sleep(1.0)
+        w = dist.all_reduce(t, async_op=True)
+    w.wait()
+    c.equal(t, want(0, 11), "the Work completes after a timed-out wait")
+
+
 def test_subgroups(c, rank, size):
     evens = list(range(0, size, 2))
     odds = list(range(1, size, 2))
@@ -263,7 +300,7 @@ def main():
     dist.init_process_group("cpu:railcoll", timeout=datetime.timedelta(seconds=60))
     c.ok(dist.get_backend() == "cpu:railcoll" or "railcoll" in dist.get_backend(), "the group's backend is railcoll")
     for test in (test_all_reduce, test_broadcast, test_gathers, test_reduce, test_reduce_scatter, test_all_to_all,
-                 test_scatter, test_misc, test_async, test_subgroups):
+                 test_scatter, test_misc, test_async, test_completion, test_subgroups):
         test(c, rank, size)
     dist.destroy_process_group()
     # A second process group in the same processes, after destroy.
