@@ -226,6 +226,33 @@ def test_async(c, rank, size):
     c.ok(chained.wait() == 4000 * (size * 3 + sum(range(size))), "a future's callback saw the result")
 
 
+def test_chunked_all_reduce(c, rank, size):
+    """All-reduces cut into chunks (RAILCOLL_TORCH_CHUNK_MIB, here 40 KiB: a
+    remainder, an element type of 8 bytes, a carried int8, AVG, a coalesced
+    call and several outstanding at once) equal the reference."""
+    os.environ["RAILCOLL_TORCH_CHUNK_MIB"] = str(40 / 1024)
+    g = dist.new_group()
+    del os.environ["RAILCOLL_TORCH_CHUNK_MIB"]
+    for dtype, op in ((torch.float32, R.SUM), (torch.float64, R.MAX), (torch.int8, R.SUM), (torch.float32, R.AVG)):
+        n = 70001
+        t = value(rank, n, dtype, op)
+        dist.all_reduce(t, op=op, group=g)
+        c.equal(t, reference([value(r, n, dtype, op) for r in range(size)], op, dtype, size),
+                "chunked all_reduce %s %s" % (dtype, op), rtol=1e-6)
+    ts = [value(rank, 30000 + i, torch.float32) for i in range(3)]
+    works = [dist.all_reduce(t, group=g, async_op=True) for t in ts]
+    for i in reversed(range(3)):
+        works[i].wait()
+        c.equal(ts[i], reference([value(r, 30000 + i, torch.float32) for r in range(size)], R.SUM, torch.float32,
+                                 size), "outstanding chunked all_reduce %d" % i)
+    ts = [value(rank, 20000, torch.float32, salt=i) for i in range(3)]
+    dist.all_reduce_coalesced(ts, group=g)
+    for i in range(3):
+        c.equal(ts[i], reference([value(r, 20000, torch.float32, salt=i) for r in range(size)], R.SUM, torch.float32,
+                                 size), "chunked all_reduce_coalesced tensor %d" % i)
+    dist.destroy_process_group(g)
+
+
 def test_completion(c, rank, size):
     """The ways a Work completes besides wait(): its future alone (DDP's way,
     the Work dropped), is_completed() polled, nobody at all (a dropped Work
@@ -300,7 +327,8 @@ def main():
     dist.init_process_group("cpu:railcoll", timeout=datetime.timedelta(seconds=60))
     c.ok(dist.get_backend() == "cpu:railcoll" or "railcoll" in dist.get_backend(), "the group's backend is railcoll")
     for test in (test_all_reduce, test_broadcast, test_gathers, test_reduce, test_reduce_scatter, test_all_to_all,
-                 test_scatter, test_misc, test_async, test_completion, test_subgroups):
+                 test_scatter, test_misc, test_async, test_completion, test_chunked_all_reduce,
+                 test_subgroups):
         test(c, rank, size)
     dist.destroy_process_group()
     # A second process group in the same processes, after destroy.
