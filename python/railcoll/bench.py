@@ -122,9 +122,9 @@ def percentile(values, p):
     return v[min(len(v) - 1, int(round(p / 100.0 * (len(v) - 1))))]
 
 
-def iterations(nbytes, budget):
+def iterations(nbytes, budget, most=200):
     # Fewer calls for large sizes: about `budget` bytes per backend and size.
-    return max(5, min(200, budget // max(1, nbytes)))
+    return max(5, min(most, budget // max(1, nbytes)))
 
 
 def call_cost(rank, iters=200, rounds=5):
@@ -168,6 +168,7 @@ def main(argv=None):
     p.add_argument("--max-size", default="64M", help="largest default size")
     p.add_argument("--rounds", type=int, default=3, help="turns each backend takes per size")
     p.add_argument("--budget", default="256M", help="about this many bytes per backend, size and round")
+    p.add_argument("--max-iters", type=int, default=200, help="calls per backend, size and round at most")
     p.add_argument("--backends", default="gloo,railcoll")
     p.add_argument("--json", help="rank 0 writes the records here")
     p.add_argument("--call-cost", action="store_true",
@@ -201,7 +202,7 @@ def main(argv=None):
     for coll in colls:
         for nbytes in (sizes if coll != "barrier" else [0]):
             case = Case(coll, nbytes, rank, size)
-            iters = iterations(max(case.bytes, 8), budget)
+            iters = iterations(max(case.bytes, 8), budget, args.max_iters)
             times = {b: [] for b in groups}
             refused = {}
             for r in range(args.rounds):
