@@ -37,15 +37,6 @@ def railcoll_paths():
 # not have (or declares otherwise) stays off, and the backend names it as
 # missing at the call instead of failing to build.
 PROBES = {
-    "REDUCE": "railcoll_status_t (*f)(railcoll_comm_t, const void*, void*, size_t, railcoll_datatype_t, "
-              "railcoll_op_t, int, const railcoll_call_opts_t*) = railcoll_reduce;",
-    "REDUCE_SCATTER": "railcoll_status_t (*f)(railcoll_comm_t, const void*, void*, size_t, railcoll_datatype_t, "
-                      "railcoll_op_t, const railcoll_call_opts_t*) = railcoll_reduce_scatter_block;",
-    "ALLTOALL": "railcoll_status_t (*f)(railcoll_comm_t, const void*, void*, size_t, const railcoll_call_opts_t*) "
-                "= railcoll_alltoall; railcoll_status_t (*g)(railcoll_comm_t, const void*, const size_t*, "
-                "const size_t*, void*, const size_t*, const size_t*, const railcoll_call_opts_t*) = railcoll_alltoallv;",
-    "SCATTER": "railcoll_status_t (*f)(railcoll_comm_t, const void*, void*, size_t, int, "
-               "const railcoll_call_opts_t*) = railcoll_scatter;",
     "PROD": "railcoll_op_t o = RAILCOLL_PROD;",
     "BITWISE": "railcoll_op_t a = RAILCOLL_BAND, b = RAILCOLL_BOR, c = RAILCOLL_BXOR;",
     "INT8": "railcoll_datatype_t t = RAILCOLL_INT8;",

@@ -36,13 +36,14 @@ def library_version():
     return _C.library_version()
 
 
-def capi_allreduce_us(tensor, iters=100, group=None):
+def capi_allreduce_us(tensor, iters=100, group=None, nonblocking=False):
     """Mean microseconds of railcoll_allreduce itself (SUM, in place) on the group's
     communicator, called on this thread: the C API's cost without the backend's
-    queue, Work and staging. Every rank of the group calls it."""
+    Work, future and staging. nonblocking: railcoll_iallreduce + railcoll_wait,
+    as the backend calls it. Every rank of the group calls it."""
     pg = group if group is not None else dist.group.WORLD
     backend = pg._get_backend(torch.device("cpu"))
-    return _C.capi_allreduce_us(backend, tensor, iters)
+    return _C.capi_allreduce_us(backend, tensor, iters, nonblocking)
 
 
 if BACKEND.upper() not in dist.Backend._plugins:

@@ -122,9 +122,42 @@ def percentile(values, p):
     return v[min(len(v) - 1, int(round(p / 100.0 * (len(v) - 1))))]
 
 
-def iterations(nbytes, budget):
+def iterations(nbytes, budget, most=200):
     # Fewer calls for large sizes: about `budget` bytes per backend and size.
-    return max(5, min(200, budget // max(1, nbytes)))
+    return max(5, min(most, budget // max(1, nbytes)))
+
+
+def call_cost(rank, iters=200, rounds=5):
+    """What the backend adds per call: 8 B all_reduces back to back, rank 0's
+    mean per call, through torch and on the C API directly (blocking, and
+    nonblocking post + wait as the backend calls it), the three taking turns
+    for `rounds` rounds; medians of the rounds."""
+    t = torch.ones(2)
+    runs = {"capi_blocking": [], "capi_nonblocking": [], "torch": []}
+    for _ in range(rounds):
+        runs["capi_blocking"].append(railcoll.capi_allreduce_us(t, iters=iters))
+        try:
+            runs["capi_nonblocking"].append(railcoll.capi_allreduce_us(t, iters=iters, nonblocking=True))
+        except TypeError:  # an extension from before the nonblocking backend
+            pass
+        dist.barrier()
+        t1 = time.perf_counter()
+        for _ in range(iters):
+            dist.all_reduce(t)
+        runs["torch"].append((time.perf_counter() - t1) / iters * 1e6)
+    cost = {k + "_8B_us": statistics.median(v) for k, v in runs.items() if v}
+    cost["added_us"] = cost["torch_8B_us"] - cost["capi_blocking_8B_us"]
+    if "capi_nonblocking_8B_us" in cost:
+        cost["added_over_nonblocking_us"] = cost["torch_8B_us"] - cost["capi_nonblocking_8B_us"]
+    if rank == 0:
+        print("per call (8 B all_reduce back to back, rank 0, median of %d rounds): C API blocking %.1f us, "
+              "nonblocking %s, through torch %.1f us: the backend adds %.1f us over the blocking call%s" % (
+                  rounds, cost["capi_blocking_8B_us"],
+                  "%.1f us" % cost["capi_nonblocking_8B_us"] if "capi_nonblocking_8B_us" in cost else "n/a",
+                  cost["torch_8B_us"], cost["added_us"],
+                  ", %.1f us over post + wait" % cost["added_over_nonblocking_us"]
+                  if "added_over_nonblocking_us" in cost else ""), flush=True)
+    return cost
 
 
 def main(argv=None):
@@ -135,6 +168,7 @@ def main(argv=None):
     p.add_argument("--max-size", default="64M", help="largest default size")
     p.add_argument("--rounds", type=int, default=3, help="turns each backend takes per size")
     p.add_argument("--budget", default="256M", help="about this many bytes per backend, size and round")
+    p.add_argument("--max-iters", type=int, default=200, help="calls per backend, size and round at most")
     p.add_argument("--backends", default="gloo,railcoll")
     p.add_argument("--json", help="rank 0 writes the records here")
     p.add_argument("--call-cost", action="store_true",
@@ -168,7 +202,7 @@ def main(argv=None):
     for coll in colls:
         for nbytes in (sizes if coll != "barrier" else [0]):
             case = Case(coll, nbytes, rank, size)
-            iters = iterations(max(case.bytes, 8), budget)
+            iters = iterations(max(case.bytes, 8), budget, args.max_iters)
             times = {b: [] for b in groups}
             refused = {}
             for r in range(args.rounds):
@@ -201,21 +235,7 @@ def main(argv=None):
                     flush=True)
     cost = None
     if args.call_cost:
-        # Back to back, C API / torch / C API: the better C API figure is taken.
-        t = torch.ones(2)
-        capi = railcoll.capi_allreduce_us(t, iters=200)
-        dist.barrier()
-        t1 = time.perf_counter()
-        for _ in range(200):
-            dist.all_reduce(t)
-        through_torch = (time.perf_counter() - t1) / 200 * 1e6
-        capi2 = railcoll.capi_allreduce_us(t, iters=200)
-        cost = {"capi_allreduce_8B_us": min(capi, capi2), "torch_allreduce_8B_us": through_torch,
-                "added_us": through_torch - min(capi, capi2)}
-        if rank == 0:
-            print("per call (8 B all_reduce back to back, rank 0): C API %.1f us, through torch %.1f us: "
-                  "the backend adds %.1f us" % (cost["capi_allreduce_8B_us"], through_torch, cost["added_us"]),
-                  flush=True)
+        cost = call_cost(rank)
     if rank == 0 and args.json:
         with open(args.json, "w") as f:
             json.dump({"torch": torch.__version__, "ranks": size, "gloo_socket_ifname": ifname,

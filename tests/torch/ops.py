@@ -5,6 +5,7 @@ Run under torchrun (tests/torch/run_tests.sh)."""
 import datetime
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lib  # noqa: E402
@@ -170,13 +171,6 @@ def test_all_to_all(c, rank, size):
     n = 6
     x = torch.arange(size * n, dtype=torch.float32) + 1000 * rank
     out = torch.empty_like(x)
-    if "alltoall" not in FEATURES:
-        c.raises(lambda: dist.all_to_all_single(out, x), ["railcoll", "alltoall", "gloo"], "all_to_all_single refused")
-        c.raises(lambda: dist.all_to_all_single(out, x, [n] * size, [n] * size),
-                 ["railcoll", "alltoallv", "gloo"], "all_to_all_single with splits refused")
-        c.raises(lambda: dist.all_to_all([torch.empty(2) for _ in range(size)], [torch.ones(2)] * size),
-                 ["railcoll", "alltoallv", "gloo"], "all_to_all refused")
-        return
     dist.all_to_all_single(out, x)
     want = torch.cat([torch.arange(rank * n, rank * n + n, dtype=torch.float32) + 1000 * r for r in range(size)])
     c.equal(out, want, "all_to_all_single")
@@ -196,9 +190,6 @@ def test_all_to_all(c, rank, size):
 def test_scatter(c, rank, size):
     out = torch.empty(40, dtype=torch.int32)
     ins = [value(r, 40, torch.int32) for r in range(size)] if rank == 0 else None
-    if "scatter" not in FEATURES:
-        c.raises(lambda: dist.scatter(out, ins, src=0), ["railcoll", "scatter", "gloo"], "scatter refused")
-        return
     for root in range(size):
         ins = [value(r, 40, torch.int32) for r in range(size)] if rank == root else None
         dist.scatter(out, ins, src=root)
@@ -233,6 +224,69 @@ def test_async(c, rank, size):
     for r in range(size):
         c.equal(g[r], torch.full((5,), float(r)), "outstanding all_gather block %d" % r)
     c.ok(chained.wait() == 4000 * (size * 3 + sum(range(size))), "a future's callback saw the result")
+
+
+def test_chunked_all_reduce(c, rank, size):
+    """All-reduces cut into chunks (RAILCOLL_TORCH_CHUNK_MIB, here 40 KiB: a
+    remainder, an element type of 8 bytes, a carried int8, AVG, a coalesced
+    call and several outstanding at once) equal the reference."""
+    os.environ["RAILCOLL_TORCH_CHUNK_MIB"] = str(40 / 1024)
+    g = dist.new_group()
+    del os.environ["RAILCOLL_TORCH_CHUNK_MIB"]
+    for dtype, op in ((torch.float32, R.SUM), (torch.float64, R.MAX), (torch.int8, R.SUM), (torch.float32, R.AVG)):
+        n = 70001
+        t = value(rank, n, dtype, op)
+        dist.all_reduce(t, op=op, group=g)
+        c.equal(t, reference([value(r, n, dtype, op) for r in range(size)], op, dtype, size),
+                "chunked all_reduce %s %s" % (dtype, op), rtol=1e-6)
+    ts = [value(rank, 30000 + i, torch.float32) for i in range(3)]
+    works = [dist.all_reduce(t, group=g, async_op=True) for t in ts]
+    for i in reversed(range(3)):
+        works[i].wait()
+        c.equal(ts[i], reference([value(r, 30000 + i, torch.float32) for r in range(size)], R.SUM, torch.float32,
+                                 size), "outstanding chunked all_reduce %d" % i)
+    ts = [value(rank, 20000, torch.float32, salt=i) for i in range(3)]
+    dist.all_reduce_coalesced(ts, group=g)
+    for i in range(3):
+        c.equal(ts[i], reference([value(r, 20000, torch.float32, salt=i) for r in range(size)], R.SUM, torch.float32,
+                                 size), "chunked all_reduce_coalesced tensor %d" % i)
+    dist.destroy_process_group(g)
+
+
+def test_completion(c, rank, size):
+    """The ways a Work completes besides wait(): its future alone (DDP's way,
+    the Work dropped), is_completed() polled, nobody at all (a dropped Work
+    whose buffers the backend keeps), and wait() with a timeout that passes
+    before the peers have posted, then a wait that completes."""
+    want = lambda i, n: torch.full((n,), float(size * i + sum(range(size))))  # noqa: E731
+    ts = [torch.full((3000,), float(i + rank)) for i in range(8)]
+    futs = [dist.all_reduce(t, async_op=True).get_future() for t in ts]
+    torch.futures.wait_all(futs)
+    for i, t in enumerate(ts):
+        c.equal(t, want(i, 3000), "all_reduce %d completed through its future alone" % i)
+        c.equal(futs[i].value()[0], want(i, 3000), "future %d's value is the result" % i)
+    for i in range(6):  # dropped at once: the tensors go with them, not their buffers
+        dist.all_reduce(torch.full((5000 + i,), float(i + rank)), async_op=True)
+    t = torch.full((7,), float(rank))
+    w = dist.all_reduce(t, async_op=True)
+    deadline = time.time() + 30
+    while not w.is_completed() and time.time() < deadline:
+        time.sleep(0.001)
+    c.ok(w.is_completed(), "is_completed() polled turns true")
+    c.equal(t, want(0, 7), "all_reduce completed by is_completed()")
+    c.ok(w.get_future().done(), "its future is done too")
+    # Rank 0 posts 1 s before the others: its wait with a 0.2 s timeout must
+    # raise, and a second wait then complete with the right result.
+    t = torch.full((11,), float(rank))
+    if rank == 0:
+        w = dist.all_reduce(t, async_op=True)
+        c.raises(lambda: w.wait(timeout=datetime.timedelta(seconds=0.2)), ["railcoll", "timed out"],
+                 "wait() with a timeout raises when it passes")
+    else:
+        time.sleep(1.0)
+        w = dist.all_reduce(t, async_op=True)
+    w.wait()
+    c.equal(t, want(0, 11), "the Work completes after a timed-out wait")
 
 
 def test_subgroups(c, rank, size):
@@ -273,7 +327,8 @@ def main():
     dist.init_process_group("cpu:railcoll", timeout=datetime.timedelta(seconds=60))
     c.ok(dist.get_backend() == "cpu:railcoll" or "railcoll" in dist.get_backend(), "the group's backend is railcoll")
     for test in (test_all_reduce, test_broadcast, test_gathers, test_reduce, test_reduce_scatter, test_all_to_all,
-                 test_scatter, test_misc, test_async, test_subgroups):
+                 test_scatter, test_misc, test_async, test_completion, test_chunked_all_reduce,
+                 test_subgroups):
         test(c, rank, size)
     dist.destroy_process_group()
     # A second process group in the same processes, after destroy.

@@ -2,13 +2,16 @@
 //
 // Built against the installed torch and railcoll's public C API only
 // (railcoll/railcoll.h, librailcoll.so). The communicator is set up through the
-// Store torch hands the backend (railcoll_comm_init_oob); every operation is
-// queued, in issue order, to one worker thread per process group and returns
-// a Work whose future completes when the C call has returned, as Gloo's do.
+// Store torch hands the backend (railcoll_comm_init_oob). Every operation is
+// posted on the calling thread, in issue order, as railcoll's nonblocking call
+// (railcoll_iCOLL): the communicator's progress thread advances it while
+// Python computes, and its Work completes when the request does (wait() is
+// railcoll_wait on the caller's thread; futures nobody waits for are completed
+// by one thread per group, see FutureThread).
 //
-// Collectives the linked C API does not have yet are probed at build time
-// (setup.py writes capi_features.h); without one the operation fails at once
-// with a message naming the collective and the alternative (gloo).
+// Datatypes and operators the linked C API does not have are probed at build
+// time (setup.py writes capi_features.h): the backend then carries the tensor
+// in a wider type or names the operator as missing at the call.
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
@@ -17,6 +20,7 @@
 
 #include <railcoll/railcoll.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -37,13 +41,6 @@ using c10d::OpType;
 using c10d::ReduceOp;
 
 [[noreturn]] void fail(const std::string& msg) { TORCH_CHECK(false, "railcoll: ", msg); }
-
-// A missing collective: said at the call, on every rank alike (all pass the same call).
-[[noreturn]] void missing(const std::string& op, const std::string& coll) {
-  fail(op + " needs railcoll's " + coll +
-       " collective (this library has none): use gloo for it, e.g. a dist.new_group(backend=\"gloo\") "
-       "or init_process_group(\"cpu:gloo\")");
-}
 
 // ---------------------------------------------------------------- the Store as out-of-band all-gather
 //
@@ -107,28 +104,231 @@ struct StoreExchange {
 
 // ---------------------------------------------------------------- Work
 
-// Completed by the worker: the future first (DDP's hooks chain on it), then
-// the base class's state that wait() and isCompleted() read.
+// A failed call's message: railcoll's own, naming the operation and the rank.
+std::string call_failed(const char* op, int rank, railcoll_status_t st) {
+  return std::string("railcoll: ") + op + " failed on rank " + std::to_string(rank) + ": " + railcoll_strerror(st) +
+         ": " + railcoll_last_error();
+}
+
+// One operation posted to the C API: its requests (most operations have one),
+// the staged tensors the library writes until they complete, and what is then
+// done to the caller's tensors (copy back, AVG's division, unpacking).
+//
+// Whoever completes it runs that and completes the future (DDP's hooks chain
+// on it) and then the base class's state. Exactly one thread completes a Work:
+// the first to claim it (wait(), isCompleted(), the group's future thread, or
+// the backend reaping finished Works at the next post); a second waiter sleeps
+// on the base class's condition variable until the first has finished.
 class RailcollWork : public c10d::Work {
  public:
-  RailcollWork(int rank, OpType type, const char* title, std::vector<at::Tensor> outputs)
-      : c10d::Work(rank, type, title), outputs_(std::move(outputs)),
+  RailcollWork(int rank, OpType type, const char* op, std::vector<at::Tensor> outputs)
+      : c10d::Work(rank, type, (std::string("railcoll:") + op).c_str()), op_(op), outputs_(std::move(outputs)),
         future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
 
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  ~RailcollWork() override {
+    // The backend holds every Work until it completed; should one still hold
+    // requests, the library writes into kept_ until they end: wait for them.
+    for (auto& r : requests_)
+      if (r != RAILCOLL_REQUEST_NULL) railcoll_wait(&r);
+  }
+
+  // ---- posting (the backend, on the calling thread)
+
+  // A slot for one more request of this operation.
+  railcoll_request_t* next_request() {
+    requests_.push_back(RAILCOLL_REQUEST_NULL);
+    return &requests_.back();
+  }
+  // Keeps a buffer the library uses alive until the operation completes.
+  void keep(at::Tensor t) { kept_.push_back(std::move(t)); }
+  // What to do once every request completed successfully.
+  void then(std::function<void()> after) { after_ = std::move(after); }
+  const std::string& op() const { return op_; }
+
+  // ---- completing
+
+  bool isCompleted() override {
+    if (done_.load(std::memory_order_acquire)) return true;
+    if (!claim()) return false;
+    int done = 0;
+    railcoll_status_t st = requests_.empty() ? RAILCOLL_OK : railcoll_testall(size(), requests_.data(), &done);
+    if (!requests_.empty() && !done) {
+      unclaim();
+      return false;
+    }
+    complete(st);
+    return true;
+  }
+
+  // Completes the Work if every request is done, without advancing anything
+  // (the backend reaps finished Works this way at each post).
+  bool reap() {
+    if (done_.load(std::memory_order_acquire)) return true;
+    if (!claim()) return false;
+    for (auto r : requests_) {
+      railcoll_status_t st;
+      if (!railcoll_request_done(r, &st)) {
+        unclaim();
+        return false;
+      }
+    }
+    complete(requests_.empty() ? RAILCOLL_OK : railcoll_waitall(size(), requests_.data()));
+    return true;
+  }
+
+  // Without a timeout, railcoll_wait's deadline applies (RAILCOLL_TIMEOUT, the
+  // group's timeout): a dead peer fails the call within milliseconds, a hung
+  // one at the deadline. With one, the requests are tested until it passes.
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    const bool bounded = timeout != kNoTimeout;
+    while (!done_.load(std::memory_order_acquire)) {
+      if (claim()) {
+        if (!bounded) {
+          complete(requests_.empty() ? RAILCOLL_OK : railcoll_waitall(size(), requests_.data()));
+          break;
+        }
+        int done = 0;
+        railcoll_status_t st = requests_.empty() ? RAILCOLL_OK : railcoll_testall(size(), requests_.data(), &done);
+        if (requests_.empty() || done) {
+          complete(st);
+          break;
+        }
+        unclaim();
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      } else {
+        // Another thread completes it (or only tests it: then claim again).
+        std::unique_lock<std::mutex> lock(mutex_);
+        cv_.wait_for(lock, std::chrono::milliseconds(1), [this] { return completed_; });
+      }
+      if (bounded && std::chrono::steady_clock::now() >= deadline)
+        C10_THROW_ERROR(DistBackendError,
+                        "railcoll: " + op_ + ": wait() timed out after " + std::to_string(timeout.count()) + " ms");
+    }
+    // The base class rethrows the operation's error.
+    return c10d::Work::wait(timeout);
+  }
+
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
+    if (!done_.load(std::memory_order_acquire) && on_future_ && !future_asked_.exchange(true)) on_future_(this);
+    return future_;
+  }
   std::vector<at::Tensor> result() override { return outputs_; }
 
-  void complete(std::exception_ptr error) {
+  // Called (once) by getFuture() of a Work not yet complete: the backend's
+  // future thread then completes it even if nobody waits for the Work.
+  void on_future(std::function<void(RailcollWork*)> f) { on_future_ = std::move(f); }
+
+  // The post failed (the C API's status, or torch's exception): what was posted
+  // before it is completed, then the Work fails with this error.
+  void fail_post(std::exception_ptr error) {
+    post_error_ = error;
+    claim();
+    complete(requests_.empty() ? RAILCOLL_OK : railcoll_waitall(size(), requests_.data()));
+  }
+
+ private:
+  int size() const { return static_cast<int>(requests_.size()); }
+  bool claim() {
+    bool expected = false;
+    return claimed_.compare_exchange_strong(expected, true, std::memory_order_acq_rel);
+  }
+  void unclaim() {
+    claimed_.store(false, std::memory_order_release);
+    cv_.notify_all();
+  }
+
+  void complete(railcoll_status_t st) {
+    std::exception_ptr error = post_error_;
+    if (!error && st != RAILCOLL_OK) error = status_error(st);
+    if (!error && after_) {
+      try {
+        after_();
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    kept_.clear();
+    after_ = nullptr;
     if (error)
       future_->setError(error);
     else
       future_->markCompleted(c10::IValue(outputs_));
     finish(error);
+    done_.store(true, std::memory_order_release);
+  }
+
+  std::exception_ptr status_error(railcoll_status_t st) const {
+    try {
+      C10_THROW_ERROR(DistBackendError, call_failed(op_.c_str(), rank_, st));
+    } catch (...) {
+      return std::current_exception();
+    }
+  }
+
+  std::string op_;
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::vector<railcoll_request_t> requests_;
+  std::vector<at::Tensor> kept_;
+  std::function<void()> after_;
+  std::function<void(RailcollWork*)> on_future_;
+  std::exception_ptr post_error_;
+  std::atomic<bool> claimed_{false}, future_asked_{false};
+  std::atomic<bool> done_{false};
+};
+
+// Completes, in the order asked, the Works whose future was asked for (DDP's
+// hooks chain on futures and never call wait()): one thread per process group,
+// started at the first such Work, asleep in railcoll_wait or on its queue.
+class FutureThread {
+ public:
+  ~FutureThread() { stop(); }
+
+  void add(c10::intrusive_ptr<RailcollWork> work) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) return;
+      queue_.push_back(std::move(work));
+      if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    }
+    cv_.notify_one();
+  }
+
+  // Completes what is queued, then ends the thread.
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
   }
 
  private:
-  std::vector<at::Tensor> outputs_;
-  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  void run() {
+    for (;;) {
+      c10::intrusive_ptr<RailcollWork> work;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        work = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      try {
+        work->wait();
+      } catch (...) {
+        // The error is the future's (and the Work's) already.
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<c10::intrusive_ptr<RailcollWork>> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
 };
 
 // ---------------------------------------------------------------- helpers
@@ -301,11 +501,22 @@ class BackendRailcoll : public c10d::Backend {
       : c10d::Backend(rank, size) {
     // The C API reads these at set-up; the caller's own settings win.
     // RAILCOLL_TIMEOUT: the group's timeout is the deadline of every wait.
-    // RAILCOLL_SPIN_US: 0, the worker sleeps at once when it waits: the ranks'
-    // Python threads need the cores to issue their calls (an 8 B all_reduce on
-    // 4 ranks sharing 2 loaded cores: ~4 ms with the C API's 2 ms spin, ~0.3 ms without).
+    // RAILCOLL_SPIN_US: 0, a waiting thread sleeps at once: the ranks' Python
+    // threads need the cores to issue their calls (an 8 B all_reduce on 4 ranks
+    // sharing 2 loaded cores: ~4 ms with the C API's 2 ms spin, ~0.3 ms without).
     EnvDefault timeout("RAILCOLL_TIMEOUT", std::to_string(std::max(1L, static_cast<long>(timeout_s))));
     EnvDefault spin("RAILCOLL_SPIN_US", "0");
+    // All-reduces in chunks posted back to back (docs/torch.md, "Large
+    // all-reduces"): on the default cluster 4 MiB chunks took a 64 MiB
+    // all_reduce from 3.2 s to 0.87 s and 16 MiB from 306 to 245 ms.
+    if (const char* c = std::getenv("RAILCOLL_TORCH_CHUNK_MIB")) {
+      char* end = nullptr;
+      const double mib = std::strtod(c, &end);
+      if (end == c || *end || !(mib >= 0) || mib > 1 << 20)
+        C10_THROW_ERROR(DistBackendError, std::string("railcoll: RAILCOLL_TORCH_CHUNK_MIB='") + c +
+                                              "' is not a size in MiB (0: no chunks)");
+      chunk_bytes_ = static_cast<int64_t>(mib * (1 << 20));
+    }
     exchange_.store = store;
     exchange_.prefix = "railcoll/" + group_id + "/" + std::to_string(generation(group_id));
     exchange_.rank = rank;
@@ -326,38 +537,43 @@ class BackendRailcoll : public c10d::Backend {
       if (!exchange_.error.empty()) msg += " (the Store said: " + exchange_.error + ")";
       C10_THROW_ERROR(DistBackendError, "railcoll: " + msg);
     }
-    worker_ = std::thread([this] { run(); });
   }
 
   ~BackendRailcoll() override { shutdown(); }
 
   const std::string getBackendName() const override { return "railcoll"; }
 
-  railcoll_comm_t comm() const { return comm_; }
-
-  // Waits for the queued operations, then ends the communicator (every rank does).
-  void shutdown() {
+  // Completes the outstanding operations, then ends the communicator (every rank does).
+  void shutdown() override {
+    std::deque<c10::intrusive_ptr<RailcollWork>> left;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::lock_guard<std::recursive_mutex> lock(post_mutex_);
       if (stopping_) return;
       stopping_ = true;
+      left.swap(outstanding_);
     }
-    cv_.notify_all();
-    if (worker_.joinable()) worker_.join();
+    for (auto& w : left) {
+      try {
+        w->wait();
+      } catch (...) {
+        // Its error is the Work's; the communicator goes either way.
+      }
+    }
+    futures_.stop();
     if (comm_) railcoll_comm_destroy(comm_);
     comm_ = nullptr;
   }
 
-  // ---- operations
+  // ---- operations: checked, staged and posted on the calling thread, in issue order
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override {
     at::Tensor t = single(tensors, "broadcast");
     const int root = static_cast<int>(opts.rootRank);
-    return enqueue(OpType::BROADCAST, "railcoll:broadcast", {t}, [this, t, root]() mutable {
-      at::Tensor x = staged(t);
-      check(railcoll_bcast(comm_, x.data_ptr(), bytes_of(x), root, nullptr), "broadcast");
-      copy_back(t, x);
+    return post(OpType::BROADCAST, "broadcast", {t}, [&](RailcollWork& w) {
+      at::Tensor x = stage(w, t, t.scalar_type());
+      check(railcoll_ibcast(comm_, x.data_ptr(), bytes_of(x), root, nullptr, w.next_request()), "broadcast");
+      w.then([t, x]() mutable { copy_back(t, x); });
     });
   }
 
@@ -365,12 +581,13 @@ class BackendRailcoll : public c10d::Backend {
                                            const c10d::AllreduceOptions& opts) override {
     at::Tensor t = single(tensors, "all_reduce");
     ReducePlan plan = reduce_plan(t.scalar_type(), opts.reduceOp, "all_reduce");
-    return enqueue(OpType::ALLREDUCE, "railcoll:all_reduce", {t}, [this, t, plan]() mutable {
-      at::Tensor x = staged(t, plan.type.carried);
-      check(railcoll_allreduce(comm_, nullptr, x.data_ptr(), x.numel(), plan.type.type, plan.op, &kInPlace),
-            "all_reduce");
-      apply_after(x, plan.after, size_);
-      copy_back(t, x);
+    return post(OpType::ALLREDUCE, "all_reduce", {t}, [&](RailcollWork& w) {
+      at::Tensor x = stage(w, t, plan.type.carried);
+      post_allreduce(w, x, plan, "all_reduce");
+      w.then([this, t, x, plan]() mutable {
+        apply_after(x, plan.after, size_);
+        copy_back(t, x);
+      });
     });
   }
 
@@ -383,44 +600,39 @@ class BackendRailcoll : public c10d::Backend {
       if (t.scalar_type() != tensors[0].scalar_type()) fail("all_reduce_coalesced takes tensors of one dtype");
     }
     ReducePlan plan = reduce_plan(tensors[0].scalar_type(), opts.reduceOp, "all_reduce_coalesced");
-    return enqueue(OpType::ALLREDUCE_COALESCED, "railcoll:all_reduce_coalesced", tensors,
-                   [this, tensors, plan]() mutable {
-                     at::Tensor flat = at::cat(flatten_each(tensors)).to(plan.type.carried);
-                     check(railcoll_allreduce(comm_, nullptr, flat.data_ptr(), flat.numel(), plan.type.type, plan.op,
-                                              &kInPlace),
-                           "all_reduce_coalesced");
-                     apply_after(flat, plan.after, size_);
-                     int64_t at = 0;
-                     for (auto& t : tensors) {
-                       t.copy_(flat.narrow(0, at, t.numel()).view(t.sizes()));
-                       at += t.numel();
-                     }
-                   });
+    return post(OpType::ALLREDUCE_COALESCED, "all_reduce_coalesced", tensors, [&](RailcollWork& w) {
+      at::Tensor flat = at::cat(flatten_each(tensors)).to(plan.type.carried);
+      w.keep(flat);
+      post_allreduce(w, flat, plan, "all_reduce_coalesced");
+      std::vector<at::Tensor> outs = tensors;
+      w.then([this, outs, flat, plan]() mutable {
+        apply_after(flat, plan.after, size_);
+        int64_t at = 0;
+        for (auto& t : outs) {
+          t.copy_(flat.narrow(0, at, t.numel()).view(t.sizes()));
+          at += t.numel();
+        }
+      });
+    });
   }
 
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override {
     at::Tensor t = single(tensors, "reduce");
     ReducePlan plan = reduce_plan(t.scalar_type(), opts.reduceOp, "reduce");
     const int root = static_cast<int>(opts.rootRank);
-    return enqueue(OpType::REDUCE, "railcoll:reduce", {t}, [this, t, plan, root]() mutable {
-      at::Tensor x = staged(t, plan.type.carried);
-#if RAILCOLL_HAS_REDUCE
-      // The result into a buffer of its own on the root (as gather's, ignored elsewhere).
+    return post(OpType::REDUCE, "reduce", {t}, [&](RailcollWork& w) {
+      at::Tensor x = stage(w, t, plan.type.carried);
+      // The result into a buffer of its own on the root (the others' tensors stay as they were).
       at::Tensor out = rank_ == root ? at::empty_like(x) : at::Tensor();
-      check(railcoll_reduce(comm_, x.data_ptr(), rank_ == root ? out.data_ptr() : nullptr, x.numel(), plan.type.type,
-                            plan.op, root, nullptr),
+      if (out.defined()) w.keep(out);
+      check(railcoll_ireduce(comm_, x.data_ptr(), out.defined() ? out.data_ptr() : nullptr, x.numel(), plan.type.type,
+                             plan.op, root, nullptr, w.next_request()),
             "reduce");
-      x = out;
-#else
-      // Documented fallback (docs/torch.md): an all-reduce, the result kept on the root only.
-      if (rank_ != root && x.is_same(t)) x = x.clone();
-      check(railcoll_allreduce(comm_, nullptr, x.data_ptr(), x.numel(), plan.type.type, plan.op, &kInPlace),
-            "reduce");
-#endif
-      if (rank_ == root) {
-        apply_after(x, plan.after, size_);
-        copy_back(t, x);
-      }
+      if (out.defined())
+        w.then([this, t, out, plan]() mutable {
+          apply_after(out, plan.after, size_);
+          t.copy_(out);
+        });
     });
   }
 
@@ -433,23 +645,26 @@ class BackendRailcoll : public c10d::Backend {
     std::vector<at::Tensor> outs = outputs[0];
     std::vector<size_t> counts;
     bool equal = true;
+    size_t total = 0;
     for (auto& o : outs) {
       check_cpu(o, "all_gather");
       if (o.scalar_type() != in.scalar_type()) fail("all_gather: output and input dtypes differ");
       counts.push_back(bytes_of(o));
+      total += bytes_of(o);
       equal = equal && o.numel() == in.numel();
     }
     if (outs[rank_].numel() != in.numel()) fail("all_gather: this rank's output and its input differ in size");
-    return enqueue(OpType::ALLGATHER, "railcoll:all_gather", outs, [this, in, outs, counts, equal]() mutable {
-      at::Tensor x = staged(in);
-      size_t total = 0;
-      for (size_t c : counts) total += c;
+    return post(OpType::ALLGATHER, "all_gather", outs, [&](RailcollWork& w) {
+      at::Tensor x = stage(w, in, in.scalar_type());
       at::Tensor flat = at::empty({static_cast<int64_t>(total)}, in.options().dtype(at::kByte));
+      w.keep(flat);
       if (equal)
-        check(railcoll_allgather(comm_, x.data_ptr(), flat.data_ptr(), bytes_of(x), nullptr), "all_gather");
+        check(railcoll_iallgather(comm_, x.data_ptr(), flat.data_ptr(), bytes_of(x), nullptr, w.next_request()),
+              "all_gather");
       else
-        check(railcoll_allgatherv(comm_, x.data_ptr(), flat.data_ptr(), counts.data(), nullptr), "all_gather");
-      unpack_bytes(flat, outs, counts);
+        check(railcoll_iallgatherv(comm_, x.data_ptr(), flat.data_ptr(), counts.data(), nullptr, w.next_request()),
+              "all_gather");
+      w.then([flat, outs, counts]() mutable { unpack_bytes(flat, outs, counts); });
     });
   }
 
@@ -459,11 +674,8 @@ class BackendRailcoll : public c10d::Backend {
     check_cpu(input, "all_gather_into_tensor");
     if (output.numel() != input.numel() * size_ || output.scalar_type() != input.scalar_type())
       fail("all_gather_into_tensor: the output must hold world size times the input, of its dtype");
-    at::Tensor out = output, in = input;
-    return enqueue(OpType::_ALLGATHER_BASE, "railcoll:all_gather_into_tensor", {out}, [this, out, in]() mutable {
-      at::Tensor x = staged(in), y = staged(out);
-      check(railcoll_allgather(comm_, x.data_ptr(), y.data_ptr(), bytes_of(x), nullptr), "all_gather_into_tensor");
-      copy_back(out, y);
+    return post(OpType::_ALLGATHER_BASE, "all_gather_into_tensor", {output}, [&](RailcollWork& w) {
+      w.then(post_allgather(w, output, input, "all_gather_into_tensor"));
     });
   }
 
@@ -473,17 +685,17 @@ class BackendRailcoll : public c10d::Backend {
     if (outputs.size() != inputs.size()) fail("all_gather_into_tensor_coalesced: as many outputs as inputs");
     for (size_t i = 0; i < outputs.size(); ++i) {
       check_cpu(outputs[i], "all_gather_into_tensor_coalesced");
-      if (outputs[i].numel() != inputs[i].numel() * size_)
-        fail("all_gather_into_tensor_coalesced: each output must hold world size times its input");
+      check_cpu(inputs[i], "all_gather_into_tensor_coalesced");
+      if (outputs[i].numel() != inputs[i].numel() * size_ || outputs[i].scalar_type() != inputs[i].scalar_type())
+        fail("all_gather_into_tensor_coalesced: each output must hold world size times its input, of its dtype");
     }
-    std::vector<at::Tensor> outs = outputs, ins = inputs;
-    return enqueue(OpType::COALESCED, "railcoll:all_gather_into_tensor_coalesced", outs, [this, outs, ins]() mutable {
-      for (size_t i = 0; i < outs.size(); ++i) {
-        at::Tensor x = staged(ins[i]), y = staged(outs[i]);
-        check(railcoll_allgather(comm_, x.data_ptr(), y.data_ptr(), bytes_of(x), nullptr),
-              "all_gather_into_tensor_coalesced");
-        copy_back(outs[i], y);
-      }
+    return post(OpType::COALESCED, "all_gather_into_tensor_coalesced", outputs, [&](RailcollWork& w) {
+      std::vector<std::function<void()>> afters;
+      for (size_t i = 0; i < outputs.size(); ++i)
+        afters.push_back(post_allgather(w, outputs[i], inputs[i], "all_gather_into_tensor_coalesced"));
+      w.then([afters]() {
+        for (auto& a : afters) a();
+      });
     });
   }
 
@@ -492,16 +704,21 @@ class BackendRailcoll : public c10d::Backend {
     at::Tensor in = single(inputs, "gather");
     const int root = static_cast<int>(opts.rootRank);
     std::vector<at::Tensor> outs;
-    if (rank_ == root) {
-      outs = per_rank_list(outputs, in, "gather", "output tensors on the root");
-    }
-    return enqueue(OpType::GATHER, "railcoll:gather", outs, [this, in, outs, root]() mutable {
-      at::Tensor x = staged(in);
+    if (rank_ == root) outs = per_rank_list(outputs, in, "gather", "output tensors on the root");
+    return post(OpType::GATHER, "gather", outs, [&](RailcollWork& w) {
+      at::Tensor x = stage(w, in, in.scalar_type());
       at::Tensor flat;
-      if (rank_ == root) flat = at::empty({static_cast<int64_t>(bytes_of(x) * size_)}, in.options().dtype(at::kByte));
-      check(railcoll_gather(comm_, x.data_ptr(), rank_ == root ? flat.data_ptr() : nullptr, bytes_of(x), root, nullptr),
+      if (rank_ == root) {
+        flat = at::empty({static_cast<int64_t>(bytes_of(x) * size_)}, in.options().dtype(at::kByte));
+        w.keep(flat);
+      }
+      check(railcoll_igather(comm_, x.data_ptr(), flat.defined() ? flat.data_ptr() : nullptr, bytes_of(x), root,
+                             nullptr, w.next_request()),
             "gather");
-      if (rank_ == root) unpack_bytes(flat, outs, std::vector<size_t>(size_, bytes_of(x)));
+      if (flat.defined()) {
+        std::vector<size_t> counts(size_, bytes_of(x));
+        w.then([flat, outs, counts]() mutable { unpack_bytes(flat, outs, counts); });
+      }
     });
   }
 
@@ -510,21 +727,19 @@ class BackendRailcoll : public c10d::Backend {
     at::Tensor out = single(outputs, "scatter");
     const int root = static_cast<int>(opts.rootRank);
     std::vector<at::Tensor> ins;
-    if (rank_ == root) {
-      ins = per_rank_list(inputs, out, "scatter", "input tensors on the root");
-    }
-#if RAILCOLL_HAS_SCATTER
-    return enqueue(OpType::SCATTER, "railcoll:scatter", {out}, [this, out, ins, root]() mutable {
-      at::Tensor y = staged(out);
+    if (rank_ == root) ins = per_rank_list(inputs, out, "scatter", "input tensors on the root");
+    return post(OpType::SCATTER, "scatter", {out}, [&](RailcollWork& w) {
+      at::Tensor y = stage(w, out, out.scalar_type());
       at::Tensor flat;
-      if (rank_ == root) flat = at::cat(flatten_each(ins));
-      check(railcoll_scatter(comm_, rank_ == root ? flat.data_ptr() : nullptr, y.data_ptr(), bytes_of(y), root, nullptr),
+      if (rank_ == root) {
+        flat = at::cat(flatten_each(ins));
+        w.keep(flat);
+      }
+      check(railcoll_iscatter(comm_, flat.defined() ? flat.data_ptr() : nullptr, y.data_ptr(), bytes_of(y), root,
+                              nullptr, w.next_request()),
             "scatter");
-      copy_back(out, y);
+      w.then([out, y]() mutable { copy_back(out, y); });
     });
-#else
-    missing("scatter", "scatter");
-#endif
   }
 
   c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
@@ -533,9 +748,8 @@ class BackendRailcoll : public c10d::Backend {
     at::Tensor out = single(outputs, "reduce_scatter");
     std::vector<at::Tensor> ins = per_rank_list(inputs, out, "reduce_scatter", "input tensors");
     ReducePlan plan = reduce_plan(out.scalar_type(), opts.reduceOp, "reduce_scatter");
-    return enqueue(OpType::REDUCE_SCATTER, "railcoll:reduce_scatter", {out}, [this, out, ins, plan]() mutable {
-      at::Tensor flat = at::cat(flatten_each(ins)).to(plan.type.carried);
-      reduce_scatter_flat(flat, out, plan, "reduce_scatter");
+    return post(OpType::REDUCE_SCATTER, "reduce_scatter", {out}, [&](RailcollWork& w) {
+      post_reduce_scatter(w, at::cat(flatten_each(ins)).to(plan.type.carried), out, plan, "reduce_scatter");
     });
   }
 
@@ -546,13 +760,11 @@ class BackendRailcoll : public c10d::Backend {
     if (input.numel() != output.numel() * size_ || output.scalar_type() != input.scalar_type())
       fail("reduce_scatter_tensor: the input must hold world size times the output, of its dtype");
     ReducePlan plan = reduce_plan(output.scalar_type(), opts.reduceOp, "reduce_scatter_tensor");
-    at::Tensor out = output, in = input;
-    return enqueue(OpType::_REDUCE_SCATTER_BASE, "railcoll:reduce_scatter_tensor", {out},
-                   [this, out, in, plan]() mutable {
-                     // Never in place on the caller's input: it stays as given.
-                     at::Tensor flat = in.to(plan.type.carried, false, /*copy=*/true).contiguous();
-                     reduce_scatter_flat(flat, out, plan, "reduce_scatter_tensor");
-                   });
+    return post(OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor", {output}, [&](RailcollWork& w) {
+      // The input as given when it is contiguous and of the carried dtype (the
+      // library only reads it), else a contiguous copy.
+      post_reduce_scatter(w, staged(input, plan.type.carried), output, plan, "reduce_scatter_tensor");
+    });
   }
 
   c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
@@ -586,23 +798,18 @@ class BackendRailcoll : public c10d::Backend {
       fill(in_splits, input, row_in, scount, sdispl, "input");
       fill(out_splits, output, row_out, rcount, rdispl, "output");
     }
-#if RAILCOLL_HAS_ALLTOALL
-    at::Tensor out = output, in = input;
-    return enqueue(OpType::ALLTOALL_BASE, "railcoll:all_to_all_single", {out},
-                   [this, out, in, even, scount, sdispl, rcount, rdispl]() mutable {
-                     at::Tensor x = staged(in), y = staged(out);
-                     if (even)
-                       check(railcoll_alltoall(comm_, x.data_ptr(), y.data_ptr(), bytes_of(x) / size_, nullptr),
-                             "all_to_all_single");
-                     else
-                       check(railcoll_alltoallv(comm_, x.data_ptr(), scount.data(), sdispl.data(), y.data_ptr(),
-                                                rcount.data(), rdispl.data(), nullptr),
-                             "all_to_all_single");
-                     copy_back(out, y);
-                   });
-#else
-    missing("all_to_all_single", even ? "alltoall" : "alltoallv");
-#endif
+    return post(OpType::ALLTOALL_BASE, "all_to_all_single", {output}, [&](RailcollWork& w) {
+      at::Tensor x = stage(w, input, input.scalar_type()), y = stage(w, output, output.scalar_type());
+      if (even)
+        check(railcoll_ialltoall(comm_, x.data_ptr(), y.data_ptr(), bytes_of(x) / size_, nullptr, w.next_request()),
+              "all_to_all_single");
+      else
+        check(railcoll_ialltoallv(comm_, x.data_ptr(), scount.data(), sdispl.data(), y.data_ptr(), rcount.data(),
+                                  rdispl.data(), nullptr, w.next_request()),
+              "all_to_all_single");
+      at::Tensor out = output;
+      w.then([out, y]() mutable { copy_back(out, y); });
+    });
   }
 
   c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
@@ -621,39 +828,47 @@ class BackendRailcoll : public c10d::Backend {
       rdispl[i] = r;
       r += rcount[i];
     }
-#if RAILCOLL_HAS_ALLTOALL
-    std::vector<at::Tensor> outs = outputs, ins = inputs;
-    return enqueue(OpType::ALLTOALL, "railcoll:all_to_all", outs,
-                   [this, outs, ins, scount, sdispl, rcount, rdispl, r]() mutable {
-                     at::Tensor x = at::cat(flatten_bytes(ins));
-                     at::Tensor y = at::empty({static_cast<int64_t>(r)}, x.options());
-                     check(railcoll_alltoallv(comm_, x.data_ptr(), scount.data(), sdispl.data(), y.data_ptr(),
-                                              rcount.data(), rdispl.data(), nullptr),
-                           "all_to_all");
-                     unpack_bytes(y, outs, rcount);
-                   });
-#else
-    missing("all_to_all", "alltoallv");
-#endif
+    return post(OpType::ALLTOALL, "all_to_all", outputs, [&](RailcollWork& w) {
+      at::Tensor x = at::cat(flatten_bytes(inputs));
+      at::Tensor y = at::empty({static_cast<int64_t>(r)}, x.options());
+      w.keep(x);
+      w.keep(y);
+      check(railcoll_ialltoallv(comm_, x.data_ptr(), scount.data(), sdispl.data(), y.data_ptr(), rcount.data(),
+                                rdispl.data(), nullptr, w.next_request()),
+            "all_to_all");
+      std::vector<at::Tensor> outs = outputs;
+      w.then([y, outs, rcount]() mutable { unpack_bytes(y, outs, rcount); });
+    });
   }
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions&) override {
-    return enqueue(OpType::BARRIER, "railcoll:barrier", {}, [this]() { check(railcoll_barrier(comm_), "barrier"); });
+    return post(OpType::BARRIER, "barrier", {},
+                [&](RailcollWork& w) { check(railcoll_ibarrier(comm_, w.next_request()), "barrier"); });
   }
 
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>&, int, int) override { no_p2p("send"); }
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>&, int, int) override { no_p2p("recv"); }
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>&, int) override { no_p2p("recv"); }
 
-  // The C API call alone, on the caller's thread, after the queue is empty:
-  // what the backend adds per call is the torch call's time minus this.
-  double capi_allreduce_us(at::Tensor t, int iters) {
+  // The C API call alone, on the caller's thread, after the outstanding
+  // operations: what the backend adds per call is the torch call's time minus
+  // this. Blocking (railcoll_allreduce) or nonblocking (railcoll_iallreduce and
+  // railcoll_wait at once, what the backend does for a synchronous call).
+  double capi_allreduce_us(at::Tensor t, int iters, bool nonblocking) {
     barrier(c10d::BarrierOptions())->wait();
     ReducePlan plan = reduce_plan(t.scalar_type(), ReduceOp(ReduceOp::SUM), "all_reduce");
     auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i)
-      check(railcoll_allreduce(comm_, nullptr, t.data_ptr(), t.numel(), plan.type.type, plan.op, &kInPlace),
+    for (int i = 0; i < iters; ++i) {
+      if (!nonblocking) {
+        check(railcoll_allreduce(comm_, nullptr, t.data_ptr(), t.numel(), plan.type.type, plan.op, &kInPlace),
+              "all_reduce");
+        continue;
+      }
+      railcoll_request_t req;
+      check(railcoll_iallreduce(comm_, nullptr, t.data_ptr(), t.numel(), plan.type.type, plan.op, &kInPlace, &req),
             "all_reduce");
+      check(railcoll_wait(&req), "all_reduce");
+    }
     auto end = std::chrono::steady_clock::now();
     return std::chrono::duration<double, std::micro>(end - start).count() / iters;
   }
@@ -677,12 +892,17 @@ class BackendRailcoll : public c10d::Backend {
          "or a dist.new_group(backend=\"gloo\")");
   }
 
-  // Throws railcoll's own message; the worker hands it to the Work.
+  // A post the C API refused: its message, raised from the Work (post() turns
+  // the exception into the Work's error, as a failure in the call would be).
   void check(railcoll_status_t st, const char* op) {
-    if (st == RAILCOLL_OK) return;
-    std::string msg = std::string("railcoll: ") + op + " failed on rank " + std::to_string(rank_) + ": " +
-                      railcoll_strerror(st) + ": " + railcoll_last_error();
-    C10_THROW_ERROR(DistBackendError, msg);
+    if (st != RAILCOLL_OK) C10_THROW_ERROR(DistBackendError, call_failed(op, rank_, st));
+  }
+
+  // The tensor the library works on for `t` (see staged()), kept for it.
+  static at::Tensor stage(RailcollWork& w, const at::Tensor& t, at::ScalarType carried) {
+    at::Tensor x = staged(t, carried);
+    w.keep(x);
+    return x;
   }
 
   // The one list of world-size tensors a rooted or scattering call takes, each
@@ -720,66 +940,80 @@ class BackendRailcoll : public c10d::Backend {
     }
   }
 
-  // `flat` (world size blocks, in the carried dtype, ours to overwrite) reduced;
-  // this rank's block lands in `out`.
-  void reduce_scatter_flat(at::Tensor& flat, at::Tensor& out, const ReducePlan& plan, const char* op) {
-    const int64_t n = out.numel();
-#if RAILCOLL_HAS_REDUCE_SCATTER
-    at::Tensor block = at::empty({n}, flat.options());
-    check(railcoll_reduce_scatter_block(comm_, flat.data_ptr(), block.data_ptr(), n, plan.type.type, plan.op, nullptr),
-          op);
-#else
-    // Documented fallback (docs/torch.md): an all-reduce of the whole input and
-    // this rank's slice of it, as Gloo does.
-    check(railcoll_allreduce(comm_, nullptr, flat.data_ptr(), flat.numel(), plan.type.type, plan.op, &kInPlace), op);
-    at::Tensor block = flat.narrow(0, rank_ * n, n);
-#endif
-    apply_after(block, plan.after, size_);
-    out.copy_(block.view(out.sizes()));
+  // Posts the all-reduce of `x` in place: one call, or one per chunk of
+  // chunk_bytes_ (RAILCOLL_TORCH_CHUNK_MIB) posted back to back.
+  void post_allreduce(RailcollWork& w, const at::Tensor& x, const ReducePlan& plan, const char* op) {
+    const int64_t n = x.numel(), per = chunk_bytes_ ? std::max<int64_t>(1, chunk_bytes_ / x.element_size()) : n;
+    for (int64_t at = 0; at < n || at == 0; at += per) {
+      const int64_t len = std::min(per, n - at);
+      check(railcoll_iallreduce(comm_, nullptr, static_cast<char*>(x.data_ptr()) + at * x.element_size(), len,
+                                plan.type.type, plan.op, &kInPlace, w.next_request()),
+            op);
+      if (n == 0) break;
+    }
   }
 
-  c10::intrusive_ptr<c10d::Work> enqueue(OpType type, const char* title, std::vector<at::Tensor> outputs,
-                                         std::function<void()> fn) {
-    auto work = c10::make_intrusive<RailcollWork>(rank_, type, title, std::move(outputs));
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (stopping_) fail(std::string(title) + ": the process group was destroyed");
-      queue_.emplace_back(work, std::move(fn));
+  // Posts an all-gather of `in` into `out`; returns what copies the result
+  // back when `out` had to be staged.
+  std::function<void()> post_allgather(RailcollWork& w, const at::Tensor& out, const at::Tensor& in, const char* op) {
+    at::Tensor x = stage(w, in, in.scalar_type()), y = stage(w, out, out.scalar_type());
+    check(railcoll_iallgather(comm_, x.data_ptr(), y.data_ptr(), bytes_of(x), nullptr, w.next_request()), op);
+    at::Tensor o = out;
+    return [o, y]() mutable { copy_back(o, y); };
+  }
+
+  // Posts the reduce-scatter of `flat` (world size blocks, in the carried
+  // dtype, only read); this rank's block lands in `out`.
+  void post_reduce_scatter(RailcollWork& w, const at::Tensor& flat, const at::Tensor& out, const ReducePlan& plan,
+                           const char* op) {
+    const int64_t n = out.numel();
+    at::Tensor block = at::empty({n}, flat.options());
+    w.keep(flat);
+    w.keep(block);
+    check(railcoll_ireduce_scatter_block(comm_, flat.data_ptr(), block.data_ptr(), n, plan.type.type, plan.op, nullptr,
+                                         w.next_request()),
+          op);
+    at::Tensor o = out;
+    w.then([this, o, block, plan]() mutable {
+      apply_after(block, plan.after, size_);
+      o.copy_(block.view(o.sizes()));
+    });
+  }
+
+  // Makes the Work of one operation and posts it (start() stages the tensors
+  // and calls railcoll_iCOLL) under the post lock, so the C API sees the
+  // group's operations in issue order. A failed post fails the Work, not the
+  // call: its error comes from wait() and the future, as a failure in the
+  // collective would. Works that finished meanwhile are completed first.
+  template <class Start>
+  c10::intrusive_ptr<c10d::Work> post(OpType type, const char* op, std::vector<at::Tensor> outputs, Start&& start) {
+    auto work = c10::make_intrusive<RailcollWork>(rank_, type, op, std::move(outputs));
+    work->on_future([this](RailcollWork* w) {
+      futures_.add(c10::intrusive_ptr<RailcollWork>::unsafe_reclaim_from_nonowning(w));
+    });
+    // Recursive: a future's callback run by reaping may post again.
+    std::lock_guard<std::recursive_mutex> lock(post_mutex_);
+    if (stopping_) fail(std::string(op) + ": the process group was destroyed");
+    while (!outstanding_.empty() && outstanding_.front()->reap()) outstanding_.pop_front();
+    try {
+      start(*work);
+    } catch (...) {
+      work->fail_post(std::current_exception());
+      return work;
     }
-    cv_.notify_one();
+    outstanding_.push_back(work);
     return work;
   }
 
-  // The worker: operations in issue order, each Work completed with the C
-  // API's status. A failure breaks the communicator (the C API's rule), so the
-  // operations queued after it fail at once with RAILCOLL_ERR_BROKEN.
-  void run() {
-    for (;;) {
-      std::pair<c10::intrusive_ptr<RailcollWork>, std::function<void()>> item;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        item = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      std::exception_ptr error;
-      try {
-        item.second();
-      } catch (...) {
-        error = std::current_exception();
-      }
-      item.first->complete(error);
-    }
-  }
-
   railcoll_comm_t comm_ = nullptr;
+  int64_t chunk_bytes_ = 4 << 20;  // 0: one call per all-reduce
   StoreExchange exchange_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<std::pair<c10::intrusive_ptr<RailcollWork>, std::function<void()>>> queue_;
+  std::recursive_mutex post_mutex_;
+  // Every posted operation until it completed (the caller may drop its Work):
+  // the buffers stay alive and shutdown() completes them.
+  std::deque<c10::intrusive_ptr<RailcollWork>> outstanding_;
   bool stopping_ = false;
-  std::thread worker_;
+  FutureThread futures_;
 };
 
 c10::intrusive_ptr<c10d::Backend> create_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
@@ -793,10 +1027,6 @@ std::vector<std::string> features() {
   std::vector<std::string> f;
 #define RAILCOLL_FEATURE(name, flag) \
   if (flag) f.push_back(name);
-  RAILCOLL_FEATURE("reduce", RAILCOLL_HAS_REDUCE)
-  RAILCOLL_FEATURE("reduce_scatter", RAILCOLL_HAS_REDUCE_SCATTER)
-  RAILCOLL_FEATURE("alltoall", RAILCOLL_HAS_ALLTOALL)
-  RAILCOLL_FEATURE("scatter", RAILCOLL_HAS_SCATTER)
   RAILCOLL_FEATURE("prod", RAILCOLL_HAS_PROD)
   RAILCOLL_FEATURE("bitwise", RAILCOLL_HAS_BITWISE)
   RAILCOLL_FEATURE("int8", RAILCOLL_HAS_INT8)
@@ -819,11 +1049,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("library_version", [] { return std::string(railcoll_version()); });
   m.def(
       "capi_allreduce_us",
-      [](const c10::intrusive_ptr<c10d::Backend>& backend, at::Tensor t, int iters) {
+      [](const c10::intrusive_ptr<c10d::Backend>& backend, at::Tensor t, int iters, bool nonblocking) {
         auto* b = dynamic_cast<BackendRailcoll*>(backend.get());
         if (!b) fail("capi_allreduce_us takes a railcoll backend");
         pybind11::gil_scoped_release no_gil;
-        return b->capi_allreduce_us(t, iters);
+        return b->capi_allreduce_us(t, iters, nonblocking);
       },
-      "mean microseconds of railcoll_allreduce itself on this backend's communicator (every rank calls it)");
+      "mean microseconds of railcoll_allreduce (or railcoll_iallreduce + railcoll_wait) itself on this "
+      "backend's communicator (every rank calls it)",
+      pybind11::arg("backend"), pybind11::arg("tensor"), pybind11::arg("iters"), pybind11::arg("nonblocking") = false);
 }

@@ -47,10 +47,12 @@ def flat_parameters(model):
 
 def train(group, args, check_every=0, on_check=None):
     """Trains a fresh model over `group`; returns (losses, steps/s). Every
-    check_every steps, on_check(model) (e.g. parameters equal on every rank)."""
+    check_every steps, on_check(model) (e.g. parameters equal on every rank).
+    group None: the model alone, no gradient exchange (the compute's own rate)."""
     rank = dist.get_rank()
-    model = DDP(make_model(args.width, args.depth, args.inputs, args.classes), process_group=group,
-                bucket_cap_mb=args.bucket_mb)
+    model = make_model(args.width, args.depth, args.inputs, args.classes)
+    if group is not None:
+        model = DDP(model, process_group=group, bucket_cap_mb=args.bucket_mb)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr)
     loss_fn = nn.CrossEntropyLoss()
     losses, start = [], None
@@ -93,7 +95,8 @@ def gloo_group():
 
 def parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--backends", default="railcoll,gloo", help="comma-separated, in order (railcoll, gloo)")
+    p.add_argument("--backends", default="railcoll,gloo",
+                   help="comma-separated, in order (railcoll, gloo; none: no gradient exchange, the compute alone)")
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--batch", type=int, default=16)
@@ -117,8 +120,10 @@ def main(argv=None):
             groups[name] = (dist.group.WORLD, "")
         elif name == "gloo":
             groups[name] = gloo_group()
+        elif name == "none":
+            groups[name] = (None, "")
         else:
-            raise SystemExit("unknown backend %r (railcoll, gloo)" % name)
+            raise SystemExit("unknown backend %r (railcoll, gloo, none)" % name)
     params = sum(p.numel() for p in make_model(args.width, args.depth, args.inputs, args.classes).parameters())
     results = {}
     for name, (group, ifs) in groups.items():
