@@ -203,7 +203,17 @@ FabricRail::Region FabricRail::region_for(const void* p, size_t len) {
   for (auto& r : regions_)
     if (c >= r.base && c + len <= r.base + r.len) return r;
   Region r;
-  r.kept = kept_base_ && c >= kept_base_ && c + len <= kept_base_ + kept_len_;
+  // FI_MR_ALLOCATED: pages must be backed when registered. The piece's own
+  // bytes are touched (a byte per page, rewritten with its value: nobody else
+  // writes a piece while it is a source, and a destination piece is the
+  // frame's alone until the frame lands). The node segment is then registered
+  // piece by piece as user memory is (touching all of it would back all of it).
+  const bool allocated = (mr_mode_ & FI_MR_ALLOCATED) != 0;
+  if (allocated) {
+    volatile char* v = const_cast<char*>(c);
+    for (size_t off = 0; off < len; off += 4096 - (reinterpret_cast<uintptr_t>(c + off) & 4095)) v[off] = v[off];
+  }
+  r.kept = !allocated && kept_base_ && c >= kept_base_ && c + len <= kept_base_ + kept_len_;
   r.base = r.kept ? kept_base_ : const_cast<char*>(c);
   r.len = r.kept ? kept_len_ : len;
   r.mr = register_memory(r.base, r.len, FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE, &r.key);

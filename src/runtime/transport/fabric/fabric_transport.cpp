@@ -75,6 +75,7 @@ struct Segment {  // one destination piece of the frame's payload, in order
 #pragma pack(pop)
 constexpr uint32_t kChunk = 0, kRts = 1, kCts = 2;
 constexpr uint32_t kAnswerDrop = 0, kAnswerMessages = 1, kAnswerWrites = 2;
+constexpr int64_t kRmaBytesDefault = 32 << 10;  // RAILCOLL_OFI_RMA_BYTES unset, off the socket providers
 constexpr uint32_t kSlots = 4096;            // frames coming by writes at once, per rank
 constexpr uint64_t kMaxWrites = 0xffff;      // writes per frame (16 bits of the CQ data)
 constexpr size_t kHeaders = sizeof(ChunkHeader) + sizeof(FrameHeader);
@@ -169,10 +170,21 @@ FabricTransport::FabricTransport(const Bootstrap& settings, int me, int nranks, 
   link_down_.assign(nranks, std::vector<char>(rails_.size(), 0));
   heard_.assign(nranks, std::vector<char>(rails_.size(), 0));
   token_of_.assign(nranks, 0);
-  bool rma = settings.ofi_rma_bytes > 0;
+  // Unset, the one-sided path is off over providers on kernel sockets: they
+  // copy anyway, and the rendezvous's round trip cost more than the copies it
+  // saves on the emulated cluster (docs/results.md, the libfabric section).
+  const std::string prov = rails_.empty() ? "" : rails_[0]->provider();
+  const bool sockets = prov.rfind("tcp", 0) == 0 || prov.rfind("sockets", 0) == 0 || prov.rfind("udp", 0) == 0;
+  const int64_t wanted = settings.ofi_rma_bytes >= 0 ? settings.ofi_rma_bytes : (sockets ? 0 : kRmaBytesDefault);
+  bool rma = wanted > 0;
   for (auto& r : rails_) rma &= r->rma_ok();
-  rma_bytes_ = rma ? settings.ofi_rma_bytes : 0;
+  rma_bytes_ = rma ? static_cast<uint64_t>(wanted) : 0;
   slots_.resize(kSlots);
+  write_bytes_in_flight_.assign(rails_.size(), std::vector<uint64_t>(nranks, 0));
+  // Writes are paced per link as chunks are (RAILCOLL_NOTSENT_LOWAT): writes of
+  // half the budget, two in flight; 0: whole pieces, unpaced.
+  link_write_budget_ = settings.notsent_lowat > 0 ? static_cast<uint64_t>(settings.notsent_lowat) : 0;
+  write_bytes_ = link_write_budget_ ? std::max<uint64_t>(4096, link_write_budget_ / 2) : UINT64_MAX;
   if (settings.ofi_verbose)
     fprintf(stderr, "railcoll: rank %d: %zu rails of %s opened in %.3f s\n", me, rails_.size(), describe().c_str(),
             now_seconds() - start);
@@ -732,6 +744,7 @@ void FabricTransport::start_rma(int peer, int rail, const FrameHeader& h, const 
   o.f.iov.assign(payload, payload + n);
   o.f.end = h.length;
   o.rail = rail;
+  o.announced_at = now_seconds();
   queue_special(peer, rail, kRts, h, id, "");
 }
 
@@ -804,6 +817,7 @@ void FabricTransport::on_cts(int rail, int from, uint64_t id, const char* body, 
   if (it == rma_.end() || it->second.f.peer != from || it->second.answered) return;  // answered before
   RmaOut& o = it->second;
   o.answered = true;
+  o.answered_at = now_seconds();
   if (o.messages) return;  // went by messages meanwhile
   if (c.answer == kAnswerDrop) return void(rma_.erase(it));
   if (c.answer != kAnswerWrites) return rma_by_messages(o, false);
@@ -827,7 +841,7 @@ void FabricTransport::on_cts(int rail, int from, uint64_t id, const char* body, 
       w.frame = id;
       w.src = static_cast<const char*>(o.f.iov[piece].iov_base) + piece_off;
       w.len = static_cast<size_t>(
-          std::min<uint64_t>({s.len - done, o.f.iov[piece].iov_len - piece_off, R.max_write()}));
+          std::min<uint64_t>({s.len - done, o.f.iov[piece].iov_len - piece_off, R.max_write(), write_bytes_}));
       w.addr = s.addr + done;
       w.key = s.key;
       ws.push_back(w);
@@ -844,6 +858,7 @@ void FabricTransport::on_cts(int rail, int from, uint64_t id, const char* body, 
   o.writes = std::move(ws);
   o.data = c.slot | static_cast<uint32_t>(o.writes.size() << 16);
   ++rma_frames_, rma_writes_ += o.writes.size();
+  rma_wait_s_ += o.answered_at - o.announced_at;
   post_writes(o);
 }
 
@@ -864,8 +879,11 @@ void FabricTransport::rma_by_messages(RmaOut& o, bool moved_flag) {
 
 void FabricTransport::post_writes(RmaOut& o) {
   FabricRail& R = *rails_[o.rail];
+  uint64_t& link_bytes = write_bytes_in_flight_[o.rail][o.f.peer];
   while (o.posted < o.writes.size() && !o.messages) {
     RmaWrite& w = o.writes[o.posted];
+    // Paced as chunks are: a link takes another write only within its budget.
+    if (link_write_budget_ && link_bytes > 0 && link_bytes + w.len > link_write_budget_) return;
     ssize_t rc = R.write(w.src, w.len, w.desc, o.data, o.f.peer, w.addr, w.key, &w.ctx);
     if (rc == -FI_EAGAIN) {
       if (o.in_flight == 0 && refused_since_[o.rail][o.f.peer] == 0) refused_since_[o.rail][o.f.peer] = now_seconds();
@@ -877,6 +895,7 @@ void FabricTransport::post_writes(RmaOut& o) {
       return;
     }
     refused_since_[o.rail][o.f.peer] = 0;
+    link_bytes += w.len;
     ++o.posted, ++o.in_flight;
   }
 }
@@ -888,12 +907,15 @@ void FabricTransport::write_done(int rail, RmaWrite* w, const std::string* error
   auto it = rma_.find(id);
   if (it == rma_.end()) throw RuntimeError(Status::Internal, "a write completed that no frame owns");
   --it->second.in_flight;
+  write_bytes_in_flight_[rail][it->second.f.peer] -= w->len;
   if (error && !it->second.messages)
     link_failed(it->second.f.peer, rail, "a write failed: " + *error);  // the frame goes by messages
   it = rma_.find(id);
   if (it != rma_.end() && it->second.in_flight == 0 &&
-      (it->second.messages || it->second.posted == it->second.writes.size()))
+      (it->second.messages || it->second.posted == it->second.writes.size())) {
+    if (!it->second.messages) rma_write_s_ += now_seconds() - it->second.answered_at;
     rma_.erase(it);
+  }
 }
 
 // The receiver: a write of a frame landed. Its CQ data names the slot and how
@@ -1126,10 +1148,11 @@ void FabricTransport::close(double deadline) {
   if (settings_.ofi_verbose)
     fprintf(stderr,
             "railcoll: rank %d: closed in %.3f s (libfabric %.3f s)%s; %llu frames by %llu one-sided writes, "
-            "%llu announced frames by messages\n",
+            "%llu announced frames by messages; waited %.1f ms for answers, %.1f ms for writes\n",
             me_, now_seconds() - flush_until + kAbortFlush, fabric_done - flush_until + kAbortFlush,
             broken_ ? " after a failure" : "", static_cast<unsigned long long>(rma_frames_),
-            static_cast<unsigned long long>(rma_writes_), static_cast<unsigned long long>(rma_declined_));
+            static_cast<unsigned long long>(rma_writes_), static_cast<unsigned long long>(rma_declined_),
+            rma_wait_s_ * 1e3, rma_write_s_ * 1e3);
 }
 
 }  // namespace railcoll::rt

@@ -115,6 +115,7 @@ class FabricTransport final : public ProcessTransport {
     std::vector<RmaWrite> writes;  // sized once (the contexts must not move)
     size_t posted = 0;
     int in_flight = 0;
+    double announced_at = 0, answered_at = 0;  // for RAILCOLL_OFI_VERBOSE's totals
   };
   // A receiver's slot for a frame coming by writes: which frame, how many came.
   struct InSlot {
@@ -207,7 +208,11 @@ class FabricTransport final : public ProcessTransport {
   std::unordered_map<uint64_t, RmaOut> rma_;    // frame id -> a frame on the RMA path
   std::vector<InSlot> slots_;                   // the receiver's slots for frames coming by writes
   uint32_t next_slot_ = 0;
+  std::vector<std::vector<uint64_t>> write_bytes_in_flight_;  // [rail][peer]
+  uint64_t link_write_budget_ = 0;                            // bytes of writes in flight per link (0: any)
+  uint64_t write_bytes_ = 0;                                  // a write's largest size
   uint64_t rma_frames_ = 0, rma_writes_ = 0, rma_declined_ = 0;  // for RAILCOLL_OFI_VERBOSE
+  double rma_wait_s_ = 0, rma_write_s_ = 0;  // RTS to CTS, CTS to the last write's completion (summed)
   double next_heartbeat_ = 0;
   bool in_call_ = false;
   bool closing_ = false;  // close(): frames of calls and aborts are no longer looked at
