@@ -143,13 +143,15 @@ void FabricRail::check(int rc, const char* what) const {
                                             "): " + fi_text(rc));
 }
 
-// One registration, as every mode asks (fi_mr(3), "MR Modes"): FI_MR_PROV_KEY:
-// the key is the provider's (read back, never chosen), else one this domain
-// has not used; FI_MR_ENDPOINT: bound to the endpoint and enabled before use.
+// One registration, as every mode asks (fi_mr(3), "MR Modes"): the key asked
+// for is one this domain has not used (a provider with FI_MR_PROV_KEY ignores
+// it; under RAILCOLL_OFI_STRICT_MR a provider that did not ask would take it,
+// and a repeated key fails), and the key used is always the one read back;
+// FI_MR_ENDPOINT: bound to the endpoint and enabled before use.
 // FI_MR_ALLOCATED holds for every caller (allocated memory only); FI_MR_LOCAL
 // and FI_MR_VIRT_ADDR are the callers' (descriptors, remote_addr).
 fid_mr* FabricRail::register_memory(void* p, size_t len, uint64_t access, uint64_t* key) {
-  const uint64_t requested_key = (mr_mode_ & FI_MR_PROV_KEY) ? 0 : next_key_++;
+  const uint64_t requested_key = next_key_++;
   fid_mr* mr = nullptr;
   check(fi_mr_reg(domain_, p, len, access, 0, requested_key, 0, &mr, nullptr), "fi_mr_reg");
   if (mr_mode_ & FI_MR_ENDPOINT) {
@@ -222,9 +224,14 @@ FabricRail::Region FabricRail::region_for(const void* p, size_t len) {
   return regions_.back();
 }
 
+// The provider's own mode, not the one strict_mr forces: FI_MR_VIRT_ADDR says
+// how the target's provider reads an address, so it cannot be taken as a path
+// of ours (an offset sent to a provider that expects a virtual address, or the
+// reverse, lands nowhere).
 uint64_t FabricRail::remote_addr(const Region& r, const void* p) const {
   const char* c = static_cast<const char*>(p);
-  return (mr_mode_ & FI_MR_VIRT_ADDR) ? reinterpret_cast<uint64_t>(c) : static_cast<uint64_t>(c - r.base);
+  return (info_->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? reinterpret_cast<uint64_t>(c)
+                                                          : static_cast<uint64_t>(c - r.base);
 }
 
 void FabricRail::release_call_regions() {

@@ -48,7 +48,8 @@ class FabricRail {
   };
 
   // strict_mr: take every registration path of kHonouredMrModes whether or not
-  // the provider asked for it.
+  // the provider asked for it (FI_MR_VIRT_ADDR excepted: it is how the peer's
+  // provider reads an address, not a path of ours).
   FabricRail(int index, const std::string& addr, const std::string& provider, bool strict_mr);
   ~FabricRail();
   FabricRail(const FabricRail&) = delete;
