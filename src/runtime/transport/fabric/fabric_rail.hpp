@@ -144,7 +144,7 @@ class FabricRail {
   bool strict_mr_ = false;
   bool rx_cq_data_ = false;
   size_t max_write_ = 0;
-  uint64_t next_key_ = 1;  // keys this rank chooses (no FI_MR_PROV_KEY): unique in the domain
+  uint64_t next_key_ = 1;  // the next key asked for: unique in the domain (FI_MR_PROV_KEY: ignored)
   std::vector<Region> regions_;
   char* kept_base_ = nullptr;
   size_t kept_len_ = 0;

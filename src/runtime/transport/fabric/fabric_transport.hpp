@@ -13,14 +13,15 @@
 // buffers, checks every chunk (token, the address it came from, the header
 // against its own schedule through the FrameSink) and copies the payload into
 // place. One-sided writes: a data frame of at least RAILCOLL_OFI_RMA_BYTES
-// announces itself (RTS), the receiver registers where the sink places it and
-// answers with addresses and keys (CTS), and the sender writes the payload
-// there with fi_writedata, whose 4 bytes of CQ data name the receiver's slot
-// and the number of writes, so the receiver counts arrivals on its completion
-// queue without another message. Memory registration honours what the provider asks for (FI_MR_LOCAL:
+// (unset: 32 KiB, off over the socket providers) announces itself (RTS), the
+// receiver registers where the sink places it and answers with addresses and
+// keys (CTS), and the sender writes the payload there with fi_writedata, whose
+// 4 bytes of CQ data name the receiver's slot and the number of writes, so the
+// receiver counts arrivals on its completion queue without another message.
+// Memory registration honours what the provider asks for (FI_MR_LOCAL:
 // descriptors for every buffer; FI_MR_ENDPOINT: regions bound to the endpoint;
 // FI_MR_PROV_KEY: the provider's key; FI_MR_ALLOCATED, FI_MR_VIRT_ADDR), and
-// RAILCOLL_OFI_STRICT_MR=1 takes every one of those paths as if the provider
+// RAILCOLL_OFI_STRICT_MR=1 takes every one of those paths (but VIRT_ADDR) as if the provider
 // had asked (the test of portability on a provider that asks for none).
 //
 // Files by topic:
