@@ -53,6 +53,13 @@ export RAILCOLL_TIMEOUT=3
 check "sizes differ between ranks" "allgather with mismatched sizes -> " 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" mismatch
 check "allreduce counts differ between ranks" "allreduce with mismatched counts -> " 4 -- \
   "$RC" run -n 4 --ppn 2 --rails 2 -- "$MORE" mismatch allreduce
+# The failed call's frames and writes still in flight when the ranks close
+# (a write that lands after the call was given up crashed the rank once):
+# every rank reports the error and none dies of a signal, three times.
+for i in 1 2 3; do
+  check "sizes differ, every frame by writes, run $i: errors, no crash" "allgather with mismatched sizes -> |signal" 4 -- \
+    env RAILCOLL_OFI_RMA_BYTES=1 "$RC" run -n 4 --ppn 1 --rails 2 -- "$MP" mismatch
+done
 check "a peer exits in the middle" "dead peer -> a peer failed" 3 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" peer-exit
 # A peer on another node dies: rxm only refuses sends to it, so the transport
 # asks its endpoint (a refused connect: gone) and every rank fails within a few

@@ -636,7 +636,7 @@ void FabricTransport::on_chunk(int rail, const char* buf, size_t len, uint64_t s
   if (ch.offset > h.length || n > h.length - ch.offset) protocol_error(from, rail, "a chunk beyond its frame");
   heard_at_[from] = now_seconds();
   if (ch.kind == kRts) {
-    if (closing_) return;  // no call is left to take it
+    if (closing_ || broken_) return;  // no call is left to take it
     if (!sink_ || h.type != static_cast<uint16_t>(Frame::Data)) protocol_error(from, rail, "an RTS out of place");
     return on_rts(rail, from, h, ch.frame);
   }
@@ -667,7 +667,9 @@ void FabricTransport::on_chunk(int rail, const char* buf, size_t len, uint64_t s
       return;
     case Frame::Data:
     case Frame::Notify:
-      if (closing_) return;  // no call is left to take it
+      // Closing, or the communicator failed (abort_peers drives the rails
+      // after the executor gave up its call): no call is left to take it.
+      if (closing_ || broken_) return;
       if (!sink_) protocol_error(from, rail, "a data frame before set-up ended");
       return on_frame_chunk(rail, h, ch.frame, ch.offset, data, n);
     default:
@@ -921,6 +923,7 @@ void FabricTransport::write_done(int rail, RmaWrite* w, const std::string* error
 // The receiver: a write of a frame landed. Its CQ data names the slot and how
 // many writes the frame takes; the last ends it.
 void FabricTransport::on_write_arrived(int rail, uint64_t data) {
+  if (closing_ || broken_) return;  // no call is left to take it (as for a chunk)
   const uint32_t slot = static_cast<uint32_t>(data & 0xffff), writes = static_cast<uint32_t>((data >> 16) & 0xffff);
   if (slot >= kSlots || !slots_[slot].used)
     throw RuntimeError(Status::Protocol, "a write on rail " + std::to_string(rail) + " into no slot of this rank");
@@ -948,6 +951,19 @@ bool FabricTransport::writes_outstanding() const {
   for (auto& [id, o] : rma_)
     if (o.in_flight > 0 || (o.answered && !o.messages && o.posted < o.writes.size())) return true;
   return false;
+}
+
+// A failed call returned without end_call: frames and writes that still read
+// its memory, which the caller may have freed since, are dropped (nobody
+// waits for them any more). Writes already posted finish or fail in the provider.
+void FabricTransport::forget_call_memory() {
+  for (auto& rq : out_)
+    for (auto& q : rq)
+      q.erase(std::remove_if(q.begin(), q.end(), [](const OutFrame& f) { return !f.iov.empty(); }), q.end());
+  for (auto it = rma_.begin(); it != rma_.end();) {
+    it->second.messages = true;
+    it = it->second.in_flight == 0 ? rma_.erase(it) : std::next(it);
+  }
 }
 
 // ------------------------------------------------------------------ the Transport contract
@@ -1112,6 +1128,7 @@ void FabricTransport::abort_peers(uint64_t call, const std::string& why) {
 // then the local part's goodbye, and the rails closed.
 void FabricTransport::close(double deadline) {
   closing_ = true;
+  if (broken_) forget_call_memory();
   const double flush_until = now_seconds() + kAbortFlush;
   try {
     for (int p = 0; p < n_; ++p) {

@@ -172,6 +172,7 @@ class FabricTransport final : public ProcessTransport {
   void frame_complete(std::unordered_map<uint64_t, InFrame>::iterator it);
   bool writes_to_post() const;
   bool writes_outstanding() const;
+  void forget_call_memory();
   void heartbeat(double now);
   void warm_up(double deadline);
   [[noreturn]] void protocol_error(int peer, int rail, const std::string& what) const;
