@@ -32,6 +32,20 @@ check "strict memory-registration modes: correct" "calls correct" 6 -- \
   env RAILCOLL_OFI_STRICT_MR=1 "$RC" run -n 6 --ppn 2 --rails 2 -- "$MP" correct
 check "strict memory-registration modes: more collectives" "calls correct" 6 -- \
   env RAILCOLL_OFI_STRICT_MR=1 "$RC" run -n 6 --ppn 2 --rails 2 -- "$MORE" correct "$marks/strict"
+# The one-sided path: every data frame between nodes by fi_writedata
+# (RAILCOLL_OFI_RMA_BYTES=1), every collective byte-exact; with the strict
+# registration modes (FI_MR_LOCAL sources, FI_MR_PROV_KEY keys, FI_MR_ENDPOINT
+# regions); and the writes counted, so a path that fell back to messages fails.
+check "one-sided writes: correct, every frame written" "calls correct" 6 -- \
+  env RAILCOLL_OFI_RMA_BYTES=1 "$RC" run -n 6 --ppn 2 --rails 2 -- "$MP" correct
+check "one-sided writes: more collectives" "calls correct" 5 -- \
+  env RAILCOLL_OFI_RMA_BYTES=1 "$RC" run -n 5 --ppn 2 --rails 3 -- "$MORE" correct "$marks/rma"
+check "one-sided writes with the strict registration modes" "calls correct" 6 -- \
+  env RAILCOLL_OFI_RMA_BYTES=1 RAILCOLL_OFI_STRICT_MR=1 "$RC" run -n 6 --ppn 2 --rails 2 -- "$MP" correct
+check "one-sided writes are used: frames written, none declined" \
+  "closed in .*; [1-9][0-9]* frames by [1-9][0-9]* one-sided writes, [0-9]+ announced frames by messages" 4 -- \
+  env RAILCOLL_OFI_RMA_BYTES=32768 RAILCOLL_OFI_VERBOSE=1 RAILCOLL_OFI_STRICT_MR=1 "$RC" run -n 4 --ppn 1 --rails 2 -- \
+  "$MP" steady 4194304 direct 1
 # A frame cut into many chunks: large all-gathers in a loop, validated.
 check "steady 4 MiB all-gathers, 2 rails" "steady [0-9]+ calls correct, 0 failed" 4 -- "$RC" run -n 4 --ppn 1 --rails 2 -- "$MP" steady 4194304 direct 2
 
@@ -39,12 +53,21 @@ export RAILCOLL_TIMEOUT=3
 check "sizes differ between ranks" "allgather with mismatched sizes -> " 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" mismatch
 check "allreduce counts differ between ranks" "allreduce with mismatched counts -> " 4 -- \
   "$RC" run -n 4 --ppn 2 --rails 2 -- "$MORE" mismatch allreduce
+# The failed call's frames and writes still in flight when the ranks close
+# (a write that lands after the call was given up crashed the rank once):
+# every rank reports the error and none dies of a signal, three times.
+for i in 1 2 3; do
+  check "sizes differ, every frame by writes, run $i: errors, no crash" "allgather with mismatched sizes -> |signal" 4 -- \
+    env RAILCOLL_OFI_RMA_BYTES=1 "$RC" run -n 4 --ppn 1 --rails 2 -- "$MP" mismatch
+done
 check "a peer exits in the middle" "dead peer -> a peer failed" 3 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" peer-exit
 # A peer on another node dies: rxm only refuses sends to it, so the transport
 # asks its endpoint (a refused connect: gone) and every rank fails within a few
 # seconds although the deadline is 20 s.
 check "a remote peer exits: every rank within 4 s, deadline 20 s" "dead peer -> a peer failed after [0-3]\." 3 -- \
   env RAILCOLL_TIMEOUT=20 "$RC" run -n 4 --ppn 1 --rails 2 -- "$MP" peer-exit
+check "a remote peer exits, every frame by writes: every rank within 4 s" "dead peer -> a peer failed after [0-3]\." 3 -- \
+  env RAILCOLL_TIMEOUT=20 RAILCOLL_OFI_RMA_BYTES=1 "$RC" run -n 4 --ppn 1 --rails 2 -- "$MP" peer-exit
 check "a replayed frame from an earlier call is refused" "replayed frame refused" 4 -- \
   env RAILCOLL_TEST_REPLAY_CALL=1 "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" replay
 check "a deadline passes" "sleeping peer -> (deadline passed|a peer failed) after [3-7]\." 3 -- "$RC" run -n 4 --ppn 2 -- "$MP" deadline
@@ -67,6 +90,8 @@ cluster_checks() {
     "$RC" cluster run --layout 1,3,2,2 --rails 2 -- "$MORE" correct "$marks/c2"
   check "cluster: strict memory-registration modes" "calls correct" 8 -- \
     env RAILCOLL_OFI_STRICT_MR=1 "$RC" cluster run --rails 2 -- "$MP" correct
+  check "cluster: one-sided writes, strict modes, uneven 1,3,2,2" "calls correct" 8 -- \
+    env RAILCOLL_OFI_RMA_BYTES=1 RAILCOLL_OFI_STRICT_MR=1 "$RC" cluster run --layout 1,3,2,2 --rails 2 -- "$MP" correct
   check "cluster: a peer exits in the middle" "dead peer -> a peer failed" 7 -- \
     env RAILCOLL_TIMEOUT=5 "$RC" cluster run -- "$MP" peer-exit
   check "cluster: sizes differ between ranks" "mismatched sizes -> " 8 -- \

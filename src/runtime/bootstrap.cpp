@@ -116,6 +116,9 @@ Bootstrap settings_from_env(std::exception_ptr* bad) {
   read([&] { b.ofi_strict_mr = env_int("RAILCOLL_OFI_STRICT_MR", 0) != 0; });
   read([&] { b.ofi_verbose = env_int("RAILCOLL_OFI_VERBOSE", 0) != 0; });
   read([&] {
+    if (env("RAILCOLL_OFI_RMA_BYTES")) b.ofi_rma_bytes = std::max(0, env_int("RAILCOLL_OFI_RMA_BYTES", 0));
+  });
+  read([&] {
     if (env("RAILCOLL_TEST_REPLAY_CALL"))
       b.replay_call = static_cast<uint64_t>(env_int("RAILCOLL_TEST_REPLAY_CALL", 0));
   });

@@ -63,6 +63,10 @@ struct Bootstrap {
   std::string ofi_provider;
   bool ofi_strict_mr = false;
   bool ofi_verbose = false;
+  // RAILCOLL_OFI_RMA_BYTES: a data frame to a peer on another node of at least
+  // this many bytes goes by one-sided writes (0: every frame by messages);
+  // -1 (unset): 32 KiB, but none over the socket providers (docs/runtime.md).
+  int64_t ofi_rma_bytes = -1;
   std::string source;       // which launcher's variables were used
   // RAILCOLL_TEST_REPLAY_CALL=n (tests only): send one data frame of call n
   // again at the start of call n+2, which its receiver must refuse.

@@ -41,7 +41,9 @@ fi_info* query(const std::string& addr, const std::string& provider, bool want_s
   if (!hints) throw RuntimeError(Status::Network, "fi_allocinfo: out of memory");
   hints->caps = FI_MSG | FI_RMA | (want_source ? FI_SOURCE : 0);
   hints->ep_attr->type = FI_EP_RDM;
-  hints->mode = FI_CONTEXT | FI_CONTEXT2;
+  // FI_RX_CQ_DATA: a write carrying CQ data may consume a posted receive
+  // (verbs asks for it); the transport's receives are always posted.
+  hints->mode = FI_CONTEXT | FI_CONTEXT2 | FI_RX_CQ_DATA;
   hints->domain_attr->mr_mode = kHonouredMrModes;
   hints->domain_attr->threading = FI_THREAD_DOMAIN;
   if (!provider.empty()) hints->fabric_attr->prov_name = strdup(provider.c_str());
@@ -81,6 +83,9 @@ FabricRail::FabricRail(int index, const std::string& addr, const std::string& pr
     info_ = fabric_info_for(addr, provider);
     mr_mode_ = info_->domain_attr->mr_mode | (strict_mr ? kHonouredMrModes : 0);
     has_source_ = (info_->caps & FI_SOURCE) != 0;
+    strict_mr_ = strict_mr;
+    rx_cq_data_ = (info_->mode & FI_RX_CQ_DATA) != 0;
+    max_write_ = info_->ep_attr->max_msg_size ? info_->ep_attr->max_msg_size : (1 << 20);
     check(fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric");
     check(fi_domain(fabric_, info_, &domain_, nullptr), "fi_domain");
     fi_av_attr av{};
@@ -90,7 +95,7 @@ FabricRail::FabricRail(int index, const std::string& addr, const std::string& pr
     // provider without one is polled instead (the transport caps its sleeps).
     fi_cq_attr cq{};
     cq.format = FI_CQ_FORMAT_DATA;
-    cq.size = 4 * (kRecvBufs + kSendBufs);
+    cq.size = 4096;  // room for the writes' completions at both ends as well
     cq.wait_obj = FI_WAIT_FD;
     if (fi_cq_open(domain_, &cq, &cq_, nullptr) != 0) {
       cq.wait_obj = FI_WAIT_NONE;
@@ -118,10 +123,14 @@ FabricRail::~FabricRail() { release(); }
 
 void FabricRail::release() {
   // Endpoint first (it holds the regions, the queue and the vector), the fabric last.
-  for (fid* f : {ep_ ? &ep_->fid : nullptr, mr_ ? &mr_->fid : nullptr, cq_ ? &cq_->fid : nullptr,
-                 av_ ? &av_->fid : nullptr, domain_ ? &domain_->fid : nullptr, fabric_ ? &fabric_->fid : nullptr})
+  if (ep_) fi_close(&ep_->fid);
+  ep_ = nullptr;
+  for (auto& r : regions_) fi_close(&r.mr->fid);
+  regions_.clear();
+  for (fid* f : {mr_ ? &mr_->fid : nullptr, cq_ ? &cq_->fid : nullptr, av_ ? &av_->fid : nullptr,
+                 domain_ ? &domain_->fid : nullptr, fabric_ ? &fabric_->fid : nullptr})
     if (f) fi_close(f);
-  ep_ = nullptr, mr_ = nullptr, cq_ = nullptr, av_ = nullptr, domain_ = nullptr, fabric_ = nullptr;
+  mr_ = nullptr, cq_ = nullptr, av_ = nullptr, domain_ = nullptr, fabric_ = nullptr;
   free(slab_);
   slab_ = nullptr;
   if (info_) fi_freeinfo(info_);
@@ -134,32 +143,50 @@ void FabricRail::check(int rc, const char* what) const {
                                             "): " + fi_text(rc));
 }
 
-// One region over every bounce buffer, registered once. FI_MR_ALLOCATED: it
-// is allocated memory; FI_MR_PROV_KEY: the key is the provider's (read back,
-// never chosen) else one this domain has not used; FI_MR_ENDPOINT: bound to
-// the endpoint and enabled before use; FI_MR_LOCAL: its descriptor goes with
-// every send and receive. The access flags allow what a layered provider
-// (rxm's rendezvous) does with our buffers: the peer reads a send buffer.
-void FabricRail::register_buffers(bool strict_mr) {
+// One registration, as every mode asks (fi_mr(3), "MR Modes"): the key asked
+// for is one this domain has not used (a provider with FI_MR_PROV_KEY ignores
+// it; under RAILCOLL_OFI_STRICT_MR a provider that did not ask would take it,
+// and a repeated key fails), and the key used is always the one read back;
+// FI_MR_ENDPOINT: bound to the endpoint and enabled before use.
+// FI_MR_ALLOCATED holds for every caller (allocated memory only); FI_MR_LOCAL
+// and FI_MR_VIRT_ADDR are the callers' (descriptors, remote_addr).
+fid_mr* FabricRail::register_memory(void* p, size_t len, uint64_t access, uint64_t* key) {
+  const uint64_t requested_key = next_key_++;
+  fid_mr* mr = nullptr;
+  check(fi_mr_reg(domain_, p, len, access, 0, requested_key, 0, &mr, nullptr), "fi_mr_reg");
+  if (mr_mode_ & FI_MR_ENDPOINT) {
+    int rc = fi_mr_bind(mr, &ep_->fid, 0);
+    // A provider that did not ask for FI_MR_ENDPOINT may not implement the
+    // bind at all; under strict_mr that is the only failure allowed.
+    const bool asked = (info_->domain_attr->mr_mode & FI_MR_ENDPOINT) != 0;
+    if (rc == -FI_ENOSYS && !asked && strict_mr_) rc = 0;
+    else if (rc == 0) rc = fi_mr_enable(mr);
+    if (rc == -FI_ENOSYS && !asked && strict_mr_) rc = 0;
+    if (rc) fi_close(&mr->fid);
+    check(rc, "fi_mr_bind/fi_mr_enable (FI_MR_ENDPOINT)");
+  }
+  *key = fi_mr_key(mr);
+  if (*key == FI_KEY_NOTAVAIL) {  // a raw key (FI_MR_RAW), which the hints do not allow
+    fi_close(&mr->fid);
+    check(-FI_ENOSYS, "fi_mr_key (raw keys are not supported)");
+  }
+  ++registrations_;
+  return mr;
+}
+
+// One region over every bounce buffer, registered once; under FI_MR_LOCAL
+// its descriptor goes with every send and receive. The access flags allow
+// what a layered provider (rxm's rendezvous) does with our buffers: the peer
+// reads a send buffer.
+void FabricRail::register_buffers(bool) {
   const size_t n = kRecvBufs + kSendBufs, bytes = n * kBufBytes;
   if (posix_memalign(reinterpret_cast<void**>(&slab_), 4096, bytes) != 0)
     throw RuntimeError(Status::Network, "no memory for the rail's buffers");
   memset(slab_, 0, bytes);
   const uint64_t access = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-  const uint64_t requested_key = (mr_mode_ & FI_MR_PROV_KEY) ? 0 : 1;
-  check(fi_mr_reg(domain_, slab_, bytes, access, 0, requested_key, 0, &mr_, nullptr), "fi_mr_reg");
-  if (mr_mode_ & FI_MR_ENDPOINT) {
-    int rc = fi_mr_bind(mr_, &ep_->fid, 0);
-    // A provider that did not ask for FI_MR_ENDPOINT may not implement the
-    // bind at all; under strict_mr that is the only failure allowed.
-    const bool asked = (info_->domain_attr->mr_mode & FI_MR_ENDPOINT) != 0;
-    if (rc == -FI_ENOSYS && !asked && strict_mr) rc = 0;
-    else if (rc == 0) rc = fi_mr_enable(mr_);
-    if (rc == -FI_ENOSYS && !asked && strict_mr) rc = 0;
-    check(rc, "fi_mr_bind/fi_mr_enable (FI_MR_ENDPOINT)");
-  }
+  uint64_t key;  // the message path sends no key
+  mr_ = register_memory(slab_, bytes, access, &key);
   desc_ = (mr_mode_ & FI_MR_LOCAL) ? fi_mr_desc(mr_) : nullptr;
-  (void)fi_mr_key(mr_);  // the provider's key (FI_MR_PROV_KEY); the message path sends no key
   bufs_.resize(n);
   for (size_t i = 0; i < n; ++i) {
     Buf& b = bufs_[i];
@@ -167,6 +194,63 @@ void FabricRail::register_buffers(bool strict_mr) {
     b.send = i >= static_cast<size_t>(kRecvBufs);
     b.data = slab_ + i * kBufBytes;
   }
+}
+
+bool FabricRail::rma_ok() const {
+  return (info_->caps & FI_RMA) && info_->domain_attr->cq_data_size >= 4;
+}
+
+FabricRail::Region FabricRail::region_for(const void* p, size_t len) {
+  const char* c = static_cast<const char*>(p);
+  for (auto& r : regions_)
+    if (c >= r.base && c + len <= r.base + r.len) return r;
+  Region r;
+  // FI_MR_ALLOCATED: pages must be backed when registered. The piece's own
+  // bytes are touched (a byte per page, rewritten with its value: nobody else
+  // writes a piece while it is a source, and a destination piece is the
+  // frame's alone until the frame lands). The node segment is then registered
+  // piece by piece as user memory is (touching all of it would back all of it).
+  const bool allocated = (mr_mode_ & FI_MR_ALLOCATED) != 0;
+  if (allocated) {
+    volatile char* v = const_cast<char*>(c);
+    for (size_t off = 0; off < len; off += 4096 - (reinterpret_cast<uintptr_t>(c + off) & 4095)) v[off] = v[off];
+  }
+  r.kept = !allocated && kept_base_ && c >= kept_base_ && c + len <= kept_base_ + kept_len_;
+  r.base = r.kept ? kept_base_ : const_cast<char*>(c);
+  r.len = r.kept ? kept_len_ : len;
+  r.mr = register_memory(r.base, r.len, FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE, &r.key);
+  r.desc = (mr_mode_ & FI_MR_LOCAL) ? fi_mr_desc(r.mr) : nullptr;
+  regions_.push_back(r);
+  return regions_.back();
+}
+
+// The provider's own mode, not the one strict_mr forces: FI_MR_VIRT_ADDR says
+// how the target's provider reads an address, so it cannot be taken as a path
+// of ours (an offset sent to a provider that expects a virtual address, or the
+// reverse, lands nowhere).
+uint64_t FabricRail::remote_addr(const Region& r, const void* p) const {
+  const char* c = static_cast<const char*>(p);
+  return (info_->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? reinterpret_cast<uint64_t>(c)
+                                                          : static_cast<uint64_t>(c - r.base);
+}
+
+void FabricRail::release_call_regions() {
+  auto keep = std::remove_if(regions_.begin(), regions_.end(), [](const Region& r) {
+    if (!r.kept) fi_close(&r.mr->fid);
+    return !r.kept;
+  });
+  regions_.erase(keep, regions_.end());
+}
+
+ssize_t FabricRail::write(const void* buf, size_t len, void* desc, uint32_t data, int peer, uint64_t addr,
+                          uint64_t key, fi_context2* ctx) {
+  return fi_writedata(ep_, buf, len, desc, data, peer_addr_[peer], addr, key, ctx);
+}
+
+bool FabricRail::is_buf(const void* ctx) const {
+  const char* c = static_cast<const char*>(ctx);
+  return !bufs_.empty() && c >= reinterpret_cast<const char*>(bufs_.data()) &&
+         c < reinterpret_cast<const char*>(bufs_.data() + bufs_.size());
 }
 
 std::string FabricRail::provider() const { return info_->fabric_attr->prov_name; }
@@ -265,13 +349,15 @@ ssize_t FabricRail::read_cq(fi_cq_data_entry* e, fi_addr_t* src, size_t n) {
   return got;
 }
 
-std::string FabricRail::cq_error(Buf** buf, int* err) {
+std::string FabricRail::cq_error(Buf** buf, void** ctx, int* err) {
   fi_cq_err_entry e{};
   ssize_t rc = fi_cq_readerr(cq_, &e, 0);
   *buf = nullptr;
+  *ctx = nullptr;
   *err = 0;
   if (rc != 1) return "a completion error that could not be read";
   *err = e.err;
+  *ctx = e.op_context;
   for (auto& b : bufs_)
     if (&b.ctx == e.op_context) *buf = &b;
   const char* prov = fi_cq_strerror(cq_, e.prov_errno, e.err_data, nullptr, 0);

@@ -9,6 +9,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_eq.h>
+#include <rdma/fi_rma.h>
 
 #include <cstdint>
 #include <string>
@@ -47,7 +48,8 @@ class FabricRail {
   };
 
   // strict_mr: take every registration path of kHonouredMrModes whether or not
-  // the provider asked for it.
+  // the provider asked for it (FI_MR_VIRT_ADDR excepted: it is how the peer's
+  // provider reads an address, not a path of ours).
   FabricRail(int index, const std::string& addr, const std::string& provider, bool strict_mr);
   ~FabricRail();
   FabricRail(const FabricRail&) = delete;
@@ -70,6 +72,41 @@ class FabricRail {
   static constexpr int kProbeRefused = -2;
   int probe_connect(int rank) const;
 
+  // ---- one-sided writes (the RMA path, fabric_transport.cpp)
+  // Whether this rail can carry them: FI_RMA granted and at least 4 bytes of
+  // remote CQ data (fi_getinfo(3), cq_data_size).
+  bool rma_ok() const;
+  // A write must not exceed this (ep_attr->max_msg_size).
+  size_t max_write() const { return max_write_; }
+  // A registered region of memory on this rail's domain.
+  struct Region {
+    char* base = nullptr;
+    size_t len = 0;
+    fid_mr* mr = nullptr;
+    void* desc = nullptr;  // for FI_MR_LOCAL (nullptr otherwise)
+    uint64_t key = 0;
+    bool kept = false;  // kept for the rail's life (the node segment), else released with release_call_regions
+  };
+  // The region that holds [p, p+len): from the cache, else registered now (the
+  // whole of `keep_range` if it holds the piece: registered once and kept).
+  // Every region allows both directions: a buffer is a source in one put and a
+  // destination in the next.
+  Region region_for(const void* p, size_t len);
+  void set_kept_range(char* base, size_t len) { kept_base_ = base, kept_len_ = len; }
+  // The address a peer writes to for p inside r (fi_mr(3): the virtual address
+  // under FI_MR_VIRT_ADDR, else the offset from the region's start).
+  uint64_t remote_addr(const Region& r, const void* p) const;
+  // Drops the regions of user memory (a call's buffers may be freed after it).
+  void release_call_regions();
+  int regions_registered() const { return registrations_; }
+  // A write with 4 bytes of remote CQ data; ctx: the completion's context.
+  ssize_t write(const void* buf, size_t len, void* desc, uint32_t data, int peer, uint64_t addr, uint64_t key,
+                fi_context2* ctx);
+  // Whether a completion context is one of the rail's buffers (else: a write's).
+  bool is_buf(const void* ctx) const;
+  // FI_RX_CQ_DATA: a write with CQ data consumes one of our posted receives.
+  bool rx_cq_data() const { return rx_cq_data_; }
+
   // Sending: a free buffer (nullptr: none until a send completes), then send it.
   Buf* free_send_buf();
   // Returns the provider's code (0, -FI_EAGAIN, or an error). delivered: the
@@ -80,7 +117,8 @@ class FabricRail {
 
   // Completions: fills up to n entries; returns their number, 0, or -FI_EAVAIL.
   ssize_t read_cq(fi_cq_data_entry* e, fi_addr_t* src, size_t n);
-  std::string cq_error(Buf** buf, int* err);  // after -FI_EAVAIL: the failed op
+  // After -FI_EAVAIL: the failed op (*buf, or for a write its *ctx).
+  std::string cq_error(Buf** buf, void** ctx, int* err);
   // Sleeping: the CQ's file descriptor (-1: none), and whether poll may sleep on it now.
   int wait_fd() const { return wait_fd_; }
   bool try_wait();
@@ -89,6 +127,7 @@ class FabricRail {
   void check(int rc, const char* what) const;
   void release();  // every object, in order (the destructor, and a constructor that failed)
   void register_buffers(bool strict_mr);
+  fid_mr* register_memory(void* p, size_t len, uint64_t access, uint64_t* key);
 
   const int index_;
   const std::string addr_;
@@ -102,6 +141,14 @@ class FabricRail {
   void* desc_ = nullptr;
   uint64_t mr_mode_ = 0;
   bool has_source_ = false;
+  bool strict_mr_ = false;
+  bool rx_cq_data_ = false;
+  size_t max_write_ = 0;
+  uint64_t next_key_ = 1;  // the next key asked for: unique in the domain (FI_MR_PROV_KEY: ignored)
+  std::vector<Region> regions_;
+  char* kept_base_ = nullptr;
+  size_t kept_len_ = 0;
+  int registrations_ = 0;
   int wait_fd_ = -1;
   std::string address_;
   char* slab_ = nullptr;

@@ -9,6 +9,25 @@
 // may arrive in any order and more than once (a frame sent again on another
 // rail after its rail failed): each is placed once.
 //
+// A data frame of at least RAILCOLL_OFI_RMA_BYTES goes by one-sided writes
+// instead (a rendezvous in three steps, all on the frame's rail):
+//   RTS  sender -> receiver: a message of headers only (kind kRts): the frame's
+//        header, so the receiver's sink says where the payload lands.
+//   CTS  receiver -> sender: where (kind kCts, body: CtsHead then one Segment
+//        per destination piece: the address the sender writes to and the key of
+//        the piece's region, registered through the rail's cache) and the
+//        receiver's slot; or "by messages" (a frame of a call the receiver has
+//        not entered: it holds it in a buffer of its own; no free slot) or "drop"
+//        (a copy it has already).
+//   writes: one fi_writedata per (source piece x destination piece), CQ data =
+//        slot | number of writes << 16. The receiver counts the completions
+//        that carry CQ data for the slot; the last one ends the frame.
+// No FI_RMA_EVENT, fence or atomics; 4 bytes of CQ data; the receiver's
+// progress (reading its CQ in progress()) is all the writes need at the target.
+// A write that fails takes its link out as a failed send does, and the frame
+// goes again by messages on another rail (same id: the receiver fills the
+// frame it knows, and counts nothing more on the slot).
+//
 // Liveness: a peer that dies shows as completion errors on our sends to it; a
 // rank waiting in a call pings the remote peers it has not heard from for
 // kHeartbeat s, so even a rank that only receives sends something the dead
@@ -39,10 +58,26 @@ namespace {
 #pragma pack(push, 1)
 struct ChunkHeader {
   uint64_t token;   // the sender's (fabric_token)
-  uint64_t frame;   // the frame's id among the sender's
+  uint64_t frame;   // the frame's id among the sender's (kCts: among the receiver's of the answer)
   uint64_t offset;  // where the chunk's bytes go in the frame's payload
+  uint32_t kind;    // kChunk, kRts, kCts
+  uint32_t unused;
+};
+struct CtsHead {
+  uint32_t answer;  // kAnswer*
+  uint32_t slot;
+  uint32_t segments;
+  uint32_t unused;
+};
+struct Segment {  // one destination piece of the frame's payload, in order
+  uint64_t addr, len, key;
 };
 #pragma pack(pop)
+constexpr uint32_t kChunk = 0, kRts = 1, kCts = 2;
+constexpr uint32_t kAnswerDrop = 0, kAnswerMessages = 1, kAnswerWrites = 2;
+constexpr int64_t kRmaBytesDefault = 32 << 10;  // RAILCOLL_OFI_RMA_BYTES unset, off the socket providers
+constexpr uint32_t kSlots = 4096;            // frames coming by writes at once, per rank
+constexpr uint64_t kMaxWrites = 0xffff;      // writes per frame (16 bits of the CQ data)
 constexpr size_t kHeaders = sizeof(ChunkHeader) + sizeof(FrameHeader);
 constexpr size_t kChunkPayload = FabricRail::kBufBytes - kHeaders;
 constexpr double kHeartbeat = 0.5;   // a silent remote peer is pinged this often while we wait
@@ -135,6 +170,21 @@ FabricTransport::FabricTransport(const Bootstrap& settings, int me, int nranks, 
   link_down_.assign(nranks, std::vector<char>(rails_.size(), 0));
   heard_.assign(nranks, std::vector<char>(rails_.size(), 0));
   token_of_.assign(nranks, 0);
+  // Unset, the one-sided path is off over providers on kernel sockets: they
+  // copy anyway, and the rendezvous's round trip cost more than the copies it
+  // saves on the emulated cluster (docs/results.md, the libfabric section).
+  const std::string prov = rails_.empty() ? "" : rails_[0]->provider();
+  const bool sockets = prov.rfind("tcp", 0) == 0 || prov.rfind("sockets", 0) == 0 || prov.rfind("udp", 0) == 0;
+  const int64_t wanted = settings.ofi_rma_bytes >= 0 ? settings.ofi_rma_bytes : (sockets ? 0 : kRmaBytesDefault);
+  bool rma = wanted > 0;
+  for (auto& r : rails_) rma &= r->rma_ok();
+  rma_bytes_ = rma ? static_cast<uint64_t>(wanted) : 0;
+  slots_.resize(kSlots);
+  write_bytes_in_flight_.assign(rails_.size(), std::vector<uint64_t>(nranks, 0));
+  // Writes are paced per link as chunks are (RAILCOLL_NOTSENT_LOWAT): writes of
+  // half the budget, two in flight; 0: whole pieces, unpaced.
+  link_write_budget_ = settings.notsent_lowat > 0 ? static_cast<uint64_t>(settings.notsent_lowat) : 0;
+  write_bytes_ = link_write_budget_ ? std::max<uint64_t>(4096, link_write_budget_ / 2) : UINT64_MAX;
   if (settings.ofi_verbose)
     fprintf(stderr, "railcoll: rank %d: %zu rails of %s opened in %.3f s\n", me, rails_.size(), describe().c_str(),
             now_seconds() - start);
@@ -183,6 +233,10 @@ void FabricTransport::connect(const Topology& topo, uint64_t comm_id, const std:
   }
   my_token_ = token_of_[me_];
   local_->connect(topo, comm_id, job, tag, local_contacts, oob, deadline);
+  // The node's segment lives as long as the communicator: registered once per
+  // rail when a write first lands in it (or is written from it), kept.
+  const NodeSegment seg = local_->node();
+  for (auto& r : rails_) r->set_kept_range(reinterpret_cast<char*>(seg.shm), seg.bytes);
   std::exception_ptr failed;
   try {
     for (size_t rail = 0; rail < rails_n; ++rail) {
@@ -271,6 +325,8 @@ void FabricTransport::send(int peer, int rail, const FrameHeader& h, const iovec
   int r = usable_rail(peer, std::max(0, rail), &moved);
   FrameHeader hh = h;
   if (moved) hh.flags |= kFlagMoved;
+  if (rma_bytes_ && h.type == static_cast<uint16_t>(Frame::Data) && h.length >= rma_bytes_)
+    return start_rma(peer, r, hh, payload, n);
   queue(peer, r, hh, payload, n, "");
 }
 
@@ -292,7 +348,7 @@ void FabricTransport::post_sends(int rail) {
         return;             // a send completion frees one (poll_completions)
       }
       const size_t len = static_cast<size_t>(std::min<uint64_t>(kChunkPayload, f.end - f.sent));
-      ChunkHeader ch{my_token_, f.id, f.sent};
+      ChunkHeader ch{my_token_, f.id, f.sent, f.kind, 0};
       memcpy(b->data, &ch, sizeof ch);
       memcpy(b->data + sizeof ch, &f.hdr, sizeof f.hdr);
       if (f.iov.empty())
@@ -387,8 +443,10 @@ bool FabricTransport::queued(int rail) const {
   return false;
 }
 
+// A frame on the RMA path is pending until its writes completed: the payload
+// is read in place until then.
 bool FabricTransport::sends_pending() const {
-  if (local_->sends_pending()) return true;
+  if (local_->sends_pending() || !rma_.empty()) return true;
   for (size_t r = 0; r < rails_.size(); ++r)
     if (queued(static_cast<int>(r))) return true;
   return false;
@@ -409,17 +467,26 @@ void FabricTransport::link_failed(int peer, int rail, const std::string& why) {
   } catch (const RuntimeError&) {
   }
   auto& q = out_[rail][peer];
+  std::vector<uint64_t> rma_ids;  // its frames on the RMA path over this link
+  for (auto& [id, o] : rma_)
+    if (o.f.peer == peer && (o.rail == rail || to < 0) && !o.messages) rma_ids.push_back(id);
   if (to < 0) {  // no rail left: the peer is gone, and nothing more goes to it
     for (auto& rq : out_) rq[peer].clear();
+    for (uint64_t id : rma_ids) {
+      rma_[id].messages = true;
+      if (rma_[id].in_flight == 0) rma_.erase(id);  // else its last completion (an error) erases it
+    }
     if (closing_) return;
     throw RuntimeError(Status::Peer, "lost " + link_name(peer, rail) + " and every other rail to it: " + why);
   }
   for (auto& f : q) {
+    if (f.kind == kRts) continue;  // its frame goes by messages (below)
     f.sent = f.base, f.started = false;  // from the start: chunks already out are placed once
     if (tracked(f.hdr.type)) f.hdr.flags |= kFlagMoved;
     out_[to][peer].push_back(std::move(f));
   }
   q.clear();
+  for (uint64_t id : rma_ids) rma_by_messages(rma_[id], true);
   post_sends(to);
 }
 
@@ -429,6 +496,13 @@ void FabricTransport::drive(bool* progressed) {
   for (size_t r = 0; r < rails_.size(); ++r) {
     poll_completions(static_cast<int>(r), progressed);
     post_sends(static_cast<int>(r));
+  }
+  if (writes_to_post()) {  // writes the provider refused (-FI_EAGAIN) before
+    std::vector<uint64_t> ids;
+    for (auto& [id, o] : rma_)
+      if (!o.messages && o.posted < o.writes.size()) ids.push_back(id);
+    for (uint64_t id : ids)
+      if (auto it = rma_.find(id); it != rma_.end()) post_writes(it->second);
   }
   check_refused(now_seconds());
 }
@@ -457,6 +531,18 @@ void FabricTransport::poll_completions(int rail, bool* progressed) {
     while (!todo.empty()) {
       const auto [e, src] = todo.front();
       todo.pop_front();
+      // A write's CQ data arrived (op_context: a receive it consumed under
+      // FI_RX_CQ_DATA, else nothing of ours, fi_cq(3)).
+      if (e.flags & FI_REMOTE_CQ_DATA) {
+        if (R.rx_cq_data() && e.op_context && R.is_buf(e.op_context))
+          R.repost(reinterpret_cast<FabricRail::Buf*>(e.op_context));
+        on_write_arrived(rail, e.data);
+        continue;
+      }
+      if (!R.is_buf(e.op_context)) {  // one of our writes completed
+        write_done(rail, static_cast<RmaWrite*>(e.op_context), nullptr);
+        continue;
+      }
       auto* b = reinterpret_cast<FabricRail::Buf*>(e.op_context);  // ctx is its first member
       b->busy = false;
       if (b->send) {
@@ -480,8 +566,10 @@ void FabricTransport::poll_completions(int rail, bool* progressed) {
 void FabricTransport::completion_error(int rail) {
   FabricRail& R = *rails_[rail];
   FabricRail::Buf* b = nullptr;
+  void* ctx = nullptr;
   int err = 0;
-  std::string why = R.cq_error(&b, &err);
+  std::string why = R.cq_error(&b, &ctx, &err);
+  if (!b && ctx && !R.is_buf(ctx)) return write_done(rail, static_cast<RmaWrite*>(ctx), &why);
   if (!b) throw RuntimeError(Status::Network, "libfabric on rail " + std::to_string(rail) + ": " + why);
   b->busy = false;
   if (b->send) --in_flight_[rail][b->peer];
@@ -500,7 +588,10 @@ void FabricTransport::completion_error(int rail) {
   memcpy(&ch, b->data, sizeof ch);
   memcpy(&f.hdr, b->data + sizeof ch, sizeof f.hdr);
   if (f.hdr.type == static_cast<uint16_t>(Frame::Bye) || bye_[peer]) return;  // nothing to say to it any more
+  // An RTS is not sent again: the link's RMA frames go by messages (link_failed).
+  if (ch.kind == kRts) return link_failed(peer, rail, why);
   f.id = ch.frame;
+  f.kind = ch.kind;
   f.owned.assign(b->data + kHeaders, b->len - kHeaders);
   f.base = f.sent = ch.offset;
   f.end = ch.offset + f.owned.size();
@@ -544,6 +635,13 @@ void FabricTransport::on_chunk(int rail, const char* buf, size_t len, uint64_t s
   const size_t n = len - kHeaders;
   if (ch.offset > h.length || n > h.length - ch.offset) protocol_error(from, rail, "a chunk beyond its frame");
   heard_at_[from] = now_seconds();
+  if (ch.kind == kRts) {
+    if (closing_ || broken_) return;  // no call is left to take it
+    if (!sink_ || h.type != static_cast<uint16_t>(Frame::Data)) protocol_error(from, rail, "an RTS out of place");
+    return on_rts(rail, from, h, ch.frame);
+  }
+  if (ch.kind == kCts) return on_cts(rail, from, ch.frame, data, n);
+  if (ch.kind != kChunk) protocol_error(from, rail, "message kind " + std::to_string(ch.kind));
   switch (static_cast<Frame>(h.type)) {
     case Frame::Hello:
       if (h.op != rail) protocol_error(from, rail, "a hello for rail " + std::to_string(h.op));
@@ -569,7 +667,9 @@ void FabricTransport::on_chunk(int rail, const char* buf, size_t len, uint64_t s
       return;
     case Frame::Data:
     case Frame::Notify:
-      if (closing_) return;  // no call is left to take it
+      // Closing, or the communicator failed (abort_peers drives the rails
+      // after the executor gave up its call): no call is left to take it.
+      if (closing_ || broken_) return;
       if (!sink_) protocol_error(from, rail, "a data frame before set-up ended");
       return on_frame_chunk(rail, h, ch.frame, ch.offset, data, n);
     default:
@@ -580,16 +680,11 @@ void FabricTransport::on_chunk(int rail, const char* buf, size_t len, uint64_t s
 void FabricTransport::on_frame_chunk(int rail, const FrameHeader& h, uint64_t id, uint64_t off, const char* data,
                                      size_t len) {
   if (off % kChunkPayload) protocol_error(h.sender, rail, "a chunk at an odd offset");
-  const uint64_t key = (static_cast<uint64_t>(h.sender) << 44) ^ id;
+  const uint64_t key = in_key(h.sender, id);
   auto it = in_.find(key);
   if (it == in_.end()) {
-    InFrame f;
-    f.hdr = h;
-    f.rail = rail;
-    f.landing = sink_->frame_header(h, rail, &f.dst);
-    if (f.landing == Landing::Hold) f.held.resize(h.length);
-    f.seen.assign(std::max<uint64_t>(1, (h.length + kChunkPayload - 1) / kChunkPayload), 0);
-    it = in_.emplace(key, std::move(f)).first;
+    new_in_frame(key, rail, h);
+    it = in_.find(key);
   }
   InFrame& f = it->second;
   if (f.hdr.length != h.length || f.hdr.seq != h.seq || f.hdr.op != h.op || f.hdr.part != h.part)
@@ -601,10 +696,274 @@ void FabricTransport::on_frame_chunk(int rail, const FrameHeader& h, uint64_t id
   if (f.landing == Landing::Hold) memcpy(f.held.data() + off, data, len);
   f.got += len;
   if (f.got < h.length || (h.length == 0 && !f.seen[0])) return;
-  InFrame done = std::move(f);
+  // Announced for writes but come by messages (its rail failed): writes still
+  // on their way must not count for another frame.
+  if (f.slot >= 0) slots_[f.slot].dead = true;
+  frame_complete(it);
+}
+
+void FabricTransport::frame_complete(std::unordered_map<uint64_t, InFrame>::iterator it) {
+  InFrame done = std::move(it->second);
   in_.erase(it);
   if (done.landing == Landing::Place) sink_->frame_done(done.hdr, done.rail, nullptr);
   if (done.landing == Landing::Hold) sink_->frame_done(done.hdr, done.rail, &done.held);
+}
+
+FabricTransport::InFrame& FabricTransport::new_in_frame(uint64_t key, int rail, const FrameHeader& h) {
+  InFrame f;
+  f.hdr = h;
+  f.rail = rail;
+  f.landing = sink_->frame_header(h, rail, &f.dst);
+  if (f.landing == Landing::Hold) f.held.resize(h.length);
+  f.seen.assign(std::max<uint64_t>(1, (h.length + kChunkPayload - 1) / kChunkPayload), 0);
+  return in_.emplace(key, std::move(f)).first->second;
+}
+
+// ------------------------------------------------------------------ the RMA path
+
+void FabricTransport::queue_special(int peer, int rail, uint32_t kind, const FrameHeader& h, uint64_t id,
+                                    std::string body) {
+  OutFrame f;
+  f.peer = peer;
+  f.id = id;
+  f.hdr = h;
+  f.kind = kind;
+  f.owned = std::move(body);
+  f.end = f.owned.size();
+  if (kind == kCts) f.hdr.length = f.end;  // an RTS's header keeps its frame's length (no payload goes)
+  out_[rail][peer].push_back(std::move(f));
+  post_sends(rail);
+}
+
+// The sender's first step: the frame waits (in place) for its answer, and its
+// header goes ahead alone.
+void FabricTransport::start_rma(int peer, int rail, const FrameHeader& h, const iovec* payload, size_t n) {
+  const uint64_t id = next_frame_id_++;
+  RmaOut& o = rma_[id];
+  o.f.peer = peer;
+  o.f.id = id;
+  o.f.hdr = h;
+  o.f.iov.assign(payload, payload + n);
+  o.f.end = h.length;
+  o.rail = rail;
+  o.announced_at = now_seconds();
+  queue_special(peer, rail, kRts, h, id, "");
+}
+
+// The receiver: where the frame lands (the sink says, as for a first chunk),
+// and the answer. An RTS sent again (after its rail failed) gets the same answer.
+void FabricTransport::on_rts(int rail, int from, const FrameHeader& h, uint64_t id) {
+  const uint64_t key = in_key(from, id);
+  auto it = in_.find(key);
+  InFrame* f = it != in_.end() ? &it->second : nullptr;
+  std::string answer;
+  if (f && !f->cts.empty()) {
+    answer = f->cts;
+  } else if (f) {  // its chunks came first (sent again after the rail failed)
+    CtsHead c{kAnswerMessages, 0, 0, 0};
+    answer.assign(reinterpret_cast<const char*>(&c), sizeof c);
+  } else {
+    f = &new_in_frame(key, rail, h);
+    answer = answer_rts(rail, from, key, *f);
+    if (f->landing == Landing::Drop) in_.erase(key);
+    else f->cts = answer;
+  }
+  bool moved;
+  queue_special(from, usable_rail(from, rail, &moved), kCts, header(Frame::Ping), id, std::move(answer));
+}
+
+std::string FabricTransport::answer_rts(int rail, int from, uint64_t key, InFrame& f) {
+  CtsHead c{kAnswerMessages, 0, 0, 0};
+  auto text = [&](const std::vector<Segment>& segs) {
+    std::string s(reinterpret_cast<const char*>(&c), sizeof c);
+    s.append(reinterpret_cast<const char*>(segs.data()), segs.size() * sizeof(Segment));
+    return s;
+  };
+  if (f.landing == Landing::Drop) c.answer = kAnswerDrop;
+  // Held (a call this rank has not entered): by messages into the buffer.
+  if (f.landing != Landing::Place) return text({});
+  std::vector<Segment> segs;
+  for (auto& v : f.dst)
+    if (v.iov_len > 0) segs.push_back({reinterpret_cast<uint64_t>(v.iov_base), v.iov_len, 0});
+  if (segs.empty() || sizeof c + segs.size() * sizeof(Segment) > kChunkPayload) return text({});
+  uint32_t slot = kSlots;
+  for (uint32_t i = 0; i < kSlots && slot == kSlots; ++i)
+    if (!slots_[(next_slot_ + i) % kSlots].used) slot = (next_slot_ + i) % kSlots;
+  if (slot == kSlots) return text({});
+  FabricRail& R = *rails_[rail];
+  try {
+    for (auto& s : segs) {
+      const void* p = reinterpret_cast<const void*>(s.addr);
+      FabricRail::Region reg = R.region_for(p, s.len);
+      s.addr = R.remote_addr(reg, p);
+      s.key = reg.key;
+    }
+  } catch (const RuntimeError& e) {  // cannot register: the message path still works
+    if (settings_.ofi_verbose) fprintf(stderr, "railcoll: rank %d: by messages: %s\n", me_, e.what());
+    return text({});
+  }
+  next_slot_ = (slot + 1) % kSlots;
+  slots_[slot] = InSlot{key, from, 0, true, false};
+  f.slot = static_cast<int>(slot);
+  c = CtsHead{kAnswerWrites, slot, static_cast<uint32_t>(segs.size()), 0};
+  return text(segs);
+}
+
+// The sender: the answer to one of its RTSs. Writes are cut where a source
+// piece or a destination piece ends (and at the provider's largest write).
+void FabricTransport::on_cts(int rail, int from, uint64_t id, const char* body, size_t len) {
+  CtsHead c;
+  if (len < sizeof c) protocol_error(from, rail, "a short CTS");
+  memcpy(&c, body, sizeof c);
+  auto it = rma_.find(id);
+  if (it == rma_.end() || it->second.f.peer != from || it->second.answered) return;  // answered before
+  RmaOut& o = it->second;
+  o.answered = true;
+  o.answered_at = now_seconds();
+  if (o.messages) return;  // went by messages meanwhile
+  if (c.answer == kAnswerDrop) return void(rma_.erase(it));
+  if (c.answer != kAnswerWrites) return rma_by_messages(o, false);
+  if (c.slot >= kSlots || c.segments == 0 || len != sizeof c + c.segments * sizeof(Segment))
+    protocol_error(from, rail, "a malformed CTS");
+  std::vector<Segment> segs(c.segments);
+  memcpy(segs.data(), body + sizeof c, c.segments * sizeof(Segment));
+  uint64_t total = 0;
+  for (auto& s : segs) total += s.len;
+  if (total != o.f.hdr.length) protocol_error(from, rail, "a CTS for another length");
+  FabricRail& R = *rails_[o.rail];
+  const bool local_desc = (R.mr_mode() & FI_MR_LOCAL) != 0;
+  std::vector<RmaWrite> ws;
+  size_t piece = 0, piece_off = 0;
+  for (auto& s : segs) {
+    uint64_t done = 0;
+    while (done < s.len) {
+      while (piece < o.f.iov.size() && piece_off == o.f.iov[piece].iov_len) ++piece, piece_off = 0;
+      if (piece == o.f.iov.size()) protocol_error(from, rail, "a CTS beyond the payload");
+      RmaWrite w;
+      w.frame = id;
+      w.src = static_cast<const char*>(o.f.iov[piece].iov_base) + piece_off;
+      w.len = static_cast<size_t>(
+          std::min<uint64_t>({s.len - done, o.f.iov[piece].iov_len - piece_off, R.max_write(), write_bytes_}));
+      w.addr = s.addr + done;
+      w.key = s.key;
+      ws.push_back(w);
+      done += w.len, piece_off += w.len;
+    }
+  }
+  if (ws.size() > kMaxWrites) return rma_by_messages(o, false);  // the receiver's frame takes chunks too
+  try {
+    if (local_desc)  // FI_MR_LOCAL: every source piece registered (the rail's cache)
+      for (auto& w : ws) w.desc = R.region_for(w.src, w.len).desc;
+  } catch (const RuntimeError&) {
+    return rma_by_messages(o, false);
+  }
+  o.writes = std::move(ws);
+  o.data = c.slot | static_cast<uint32_t>(o.writes.size() << 16);
+  ++rma_frames_, rma_writes_ += o.writes.size();
+  rma_wait_s_ += o.answered_at - o.announced_at;
+  post_writes(o);
+}
+
+// The frame goes by messages after all (same id: the receiver fills the frame
+// its RTS made), on its rail or the next one up (then marked moved).
+void FabricTransport::rma_by_messages(RmaOut& o, bool moved_flag) {
+  o.messages = true;
+  ++rma_declined_;
+  bool moved;
+  const int to = usable_rail(o.f.peer, o.rail, &moved);
+  OutFrame f = o.f;
+  if (moved || moved_flag) f.hdr.flags |= kFlagMoved;
+  out_[to][f.peer].push_back(std::move(f));
+  const uint64_t id = o.f.id;
+  if (o.in_flight == 0) rma_.erase(id);  // else the last completion erases it
+  post_sends(to);
+}
+
+void FabricTransport::post_writes(RmaOut& o) {
+  FabricRail& R = *rails_[o.rail];
+  uint64_t& link_bytes = write_bytes_in_flight_[o.rail][o.f.peer];
+  while (o.posted < o.writes.size() && !o.messages) {
+    RmaWrite& w = o.writes[o.posted];
+    // Paced as chunks are: a link takes another write only within its budget.
+    if (link_write_budget_ && link_bytes > 0 && link_bytes + w.len > link_write_budget_) return;
+    ssize_t rc = R.write(w.src, w.len, w.desc, o.data, o.f.peer, w.addr, w.key, &w.ctx);
+    if (rc == -FI_EAGAIN) {
+      if (o.in_flight == 0 && refused_since_[o.rail][o.f.peer] == 0) refused_since_[o.rail][o.f.peer] = now_seconds();
+      return;  // again after the provider's progress (drive)
+    }
+    if (rc != 0) {
+      const std::string why = std::string("fi_writedata: ") + fi_strerror(static_cast<int>(-rc));
+      link_failed(o.f.peer, o.rail, why);  // moves this frame to messages too
+      return;
+    }
+    refused_since_[o.rail][o.f.peer] = 0;
+    link_bytes += w.len;
+    ++o.posted, ++o.in_flight;
+  }
+}
+
+// A write completed (error: with the provider's words); the frame's last
+// completion ends it on this side.
+void FabricTransport::write_done(int rail, RmaWrite* w, const std::string* error) {
+  const uint64_t id = w->frame;
+  auto it = rma_.find(id);
+  if (it == rma_.end()) throw RuntimeError(Status::Internal, "a write completed that no frame owns");
+  --it->second.in_flight;
+  write_bytes_in_flight_[rail][it->second.f.peer] -= w->len;
+  if (error && !it->second.messages)
+    link_failed(it->second.f.peer, rail, "a write failed: " + *error);  // the frame goes by messages
+  it = rma_.find(id);
+  if (it != rma_.end() && it->second.in_flight == 0 &&
+      (it->second.messages || it->second.posted == it->second.writes.size())) {
+    if (!it->second.messages) rma_write_s_ += now_seconds() - it->second.answered_at;
+    rma_.erase(it);
+  }
+}
+
+// The receiver: a write of a frame landed. Its CQ data names the slot and how
+// many writes the frame takes; the last ends it.
+void FabricTransport::on_write_arrived(int rail, uint64_t data) {
+  if (closing_ || broken_) return;  // no call is left to take it (as for a chunk)
+  const uint32_t slot = static_cast<uint32_t>(data & 0xffff), writes = static_cast<uint32_t>((data >> 16) & 0xffff);
+  if (slot >= kSlots || !slots_[slot].used)
+    throw RuntimeError(Status::Protocol, "a write on rail " + std::to_string(rail) + " into no slot of this rank");
+  // The source address of a write's completion is not checked: fi_cq(3)
+  // promises FI_SOURCE for received messages only (rxm reports another
+  // address). Only the sender the CTS went to holds the regions' keys.
+  InSlot& s = slots_[slot];
+  heard_at_[s.sender] = now_seconds();
+  if (s.dead || ++s.arrived < writes) return;
+  const uint64_t key = s.key;
+  s = InSlot{};
+  auto it = in_.find(key);
+  if (it == in_.end()) return;
+  it->second.got = it->second.hdr.length;
+  frame_complete(it);
+}
+
+bool FabricTransport::writes_to_post() const {
+  for (auto& [id, o] : rma_)
+    if (!o.messages && o.posted < o.writes.size()) return true;
+  return false;
+}
+
+bool FabricTransport::writes_outstanding() const {
+  for (auto& [id, o] : rma_)
+    if (o.in_flight > 0 || (o.answered && !o.messages && o.posted < o.writes.size())) return true;
+  return false;
+}
+
+// A failed call returned without end_call: frames and writes that still read
+// its memory, which the caller may have freed since, are dropped (nobody
+// waits for them any more). Writes already posted finish or fail in the provider.
+void FabricTransport::forget_call_memory() {
+  for (auto& rq : out_)
+    for (auto& q : rq)
+      q.erase(std::remove_if(q.begin(), q.end(), [](const OutFrame& f) { return !f.iov.empty(); }), q.end());
+  for (auto it = rma_.begin(); it != rma_.end();) {
+    it->second.messages = true;
+    it = it->second.in_flight == 0 ? rma_.erase(it) : std::next(it);
+  }
 }
 
 // ------------------------------------------------------------------ the Transport contract
@@ -629,6 +988,27 @@ void FabricTransport::begin_call() {
 
 // The call's memory may change now: what still points into it is copied.
 void FabricTransport::end_call() {
+  // Writes read the call's memory in place: they finish first (the executor
+  // flushes before it ends a call, so this waits only after a failure).
+  const double deadline = now_seconds() + settings_.timeout;
+  while (writes_outstanding()) {
+    if (now_seconds() > deadline)
+      throw RuntimeError(Status::Timeout, "timed out waiting for one-sided writes to complete");
+    bool progressed = false;
+    drive(&progressed);
+    if (!progressed) sched_yield();
+  }
+  std::vector<uint64_t> unanswered;  // they go by messages, from a copy
+  for (auto& [id, o] : rma_)
+    if (!o.messages) unanswered.push_back(id);
+  for (uint64_t id : unanswered) {
+    RmaOut& o = rma_[id];
+    o.f.owned.resize(o.f.hdr.length);
+    gather(o.f.iov, 0, o.f.hdr.length, o.f.owned.data());
+    o.f.iov.clear();
+    o.f.base = 0;
+    rma_by_messages(o, false);
+  }
   for (auto& rq : out_)
     for (auto& q : rq)
       for (auto& f : q)
@@ -639,6 +1019,8 @@ void FabricTransport::end_call() {
         f.base = 0;
       }
   local_->end_call();
+  if (!writes_outstanding())  // the call's user memory may be freed now
+    for (auto& r : rails_) r->release_call_regions();
   in_call_ = false;
 }
 
@@ -673,7 +1055,7 @@ void FabricTransport::advance(double wait_s, const NodeWait* sleep_on) {
   // without a wait fd, or sends held back by the provider, is polled every ms.
   if (progressed) wait_s = 0;
   for (size_t r = 0; r < rails_.size() && wait_s > 0; ++r) {
-    if (rails_[r]->wait_fd() < 0 || queued(static_cast<int>(r))) wait_s = std::min(wait_s, 0.001);
+    if (rails_[r]->wait_fd() < 0 || queued(static_cast<int>(r)) || writes_to_post()) wait_s = std::min(wait_s, 0.001);
     if (rails_[r]->wait_fd() >= 0 && !rails_[r]->try_wait()) wait_s = 0;
   }
   // Chunks still to cut need completions to free their way: the local part
@@ -746,6 +1128,7 @@ void FabricTransport::abort_peers(uint64_t call, const std::string& why) {
 // then the local part's goodbye, and the rails closed.
 void FabricTransport::close(double deadline) {
   closing_ = true;
+  if (broken_) forget_call_memory();
   const double flush_until = now_seconds() + kAbortFlush;
   try {
     for (int p = 0; p < n_; ++p) {
@@ -761,6 +1144,7 @@ void FabricTransport::close(double deadline) {
       // waited for until the deadline): our goodbyes get kAbortFlush to go out.
       for (int p = 0; p < n_; ++p) waiting |= remote(p) && !bye_[p] && !lost(p) && !broken_;
       for (size_t r = 0; r < rails_.size(); ++r) waiting |= queued(static_cast<int>(r)) || rails_[r]->sends_in_flight();
+      waiting |= writes_outstanding();
       if (!waiting || now_seconds() > (broken_ ? std::min(deadline, flush_until) : deadline)) break;
       if (!progressed) {
         std::vector<pollfd> fds;
@@ -779,9 +1163,13 @@ void FabricTransport::close(double deadline) {
   local_->close(broken_ ? std::min(deadline, now_seconds() + kAbortFlush) : deadline);
   rails_.clear();
   if (settings_.ofi_verbose)
-    fprintf(stderr, "railcoll: rank %d: closed in %.3f s (libfabric %.3f s)%s\n", me_,
-            now_seconds() - flush_until + kAbortFlush, fabric_done - flush_until + kAbortFlush,
-            broken_ ? " after a failure" : "");
+    fprintf(stderr,
+            "railcoll: rank %d: closed in %.3f s (libfabric %.3f s)%s; %llu frames by %llu one-sided writes, "
+            "%llu announced frames by messages; waited %.1f ms for answers, %.1f ms for writes\n",
+            me_, now_seconds() - flush_until + kAbortFlush, fabric_done - flush_until + kAbortFlush,
+            broken_ ? " after a failure" : "", static_cast<unsigned long long>(rma_frames_),
+            static_cast<unsigned long long>(rma_writes_), static_cast<unsigned long long>(rma_declined_),
+            rma_wait_s_ * 1e3, rma_write_s_ * 1e3);
 }
 
 }  // namespace railcoll::rt

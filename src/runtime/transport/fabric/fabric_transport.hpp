@@ -4,18 +4,24 @@
 // transport's local part as it is (the node's shared memory, Unix sockets to
 // the local peers), which this transport owns and forwards to.
 //
-// What it lands today is the message path (docs/runtime.md, "The libfabric
-// transport"): every frame to a peer on another node goes as fi_send messages
+// Two paths (docs/runtime.md, "The libfabric transport"). Messages: a frame
+// to a peer on another node goes as fi_send messages
 // on the frame's rail (the executor's striping gives each part its rail, so a
 // striped put uses every rail's domain), each message a chunk of the frame
 // with the frame header, a chunk header and a per-sender token that only
 // holders of the job key can compute. The receiver posts registered bounce
 // buffers, checks every chunk (token, the address it came from, the header
 // against its own schedule through the FrameSink) and copies the payload into
-// place. Memory registration honours what the provider asks for (FI_MR_LOCAL:
+// place. One-sided writes: a data frame of at least RAILCOLL_OFI_RMA_BYTES
+// (unset: 32 KiB, off over the socket providers) announces itself (RTS), the
+// receiver registers where the sink places it and answers with addresses and
+// keys (CTS), and the sender writes the payload there with fi_writedata, whose
+// 4 bytes of CQ data name the receiver's slot and the number of writes, so the
+// receiver counts arrivals on its completion queue without another message.
+// Memory registration honours what the provider asks for (FI_MR_LOCAL:
 // descriptors for every buffer; FI_MR_ENDPOINT: regions bound to the endpoint;
 // FI_MR_PROV_KEY: the provider's key; FI_MR_ALLOCATED, FI_MR_VIRT_ADDR), and
-// RAILCOLL_OFI_STRICT_MR=1 takes every one of those paths as if the provider
+// RAILCOLL_OFI_STRICT_MR=1 takes every one of those paths (but VIRT_ADDR) as if the provider
 // had asked (the test of portability on a provider that asks for none).
 //
 // Files by topic:
@@ -90,6 +96,35 @@ class FabricTransport final : public ProcessTransport {
     uint64_t sent = 0;  // the payload's offset cut into chunks so far
     uint64_t end = 0;   // where this send stops (the payload's end; a chunk sent again: its own)
     bool started = false;
+    uint32_t kind = 0;  // ChunkHeader::kind: a chunk of the payload, an RTS or a CTS (body in `owned`)
+  };
+  // A data frame going by one-sided writes: announced, then answered, then written.
+  struct RmaWrite {
+    fi_context2 ctx;  // the write's completion context (first: the provider's scratch)
+    uint64_t frame = 0;
+    const char* src = nullptr;
+    size_t len = 0;
+    void* desc = nullptr;
+    uint64_t addr = 0, key = 0;
+  };
+  struct RmaOut {
+    OutFrame f;      // the frame (its id: the receiver's key for it, on either path)
+    int rail = -1;
+    bool answered = false;    // its CTS came
+    bool messages = false;    // it went (or goes) by messages after all: a CTS is ignored
+    uint32_t data = 0;        // the writes' CQ data: the receiver's slot | their number << 16
+    std::vector<RmaWrite> writes;  // sized once (the contexts must not move)
+    size_t posted = 0;
+    int in_flight = 0;
+    double announced_at = 0, answered_at = 0;  // for RAILCOLL_OFI_VERBOSE's totals
+  };
+  // A receiver's slot for a frame coming by writes: which frame, how many came.
+  struct InSlot {
+    uint64_t key = 0;  // the frame's key in in_
+    int sender = -1;
+    uint32_t arrived = 0;
+    bool used = false;
+    bool dead = false;  // the frame came by messages after all: never used again
   };
   // A frame coming in: where its payload goes, and how much of it came.
   struct InFrame {
@@ -100,6 +135,8 @@ class FabricTransport final : public ProcessTransport {
     std::vector<char> held;
     std::vector<char> seen;  // [chunk] arrived (a frame sent again may repeat chunks)
     uint64_t got = 0;
+    int slot = -1;     // the writes' slot (RMA path)
+    std::string cts;   // the answer to its RTS, given again to an RTS sent again
   };
 
   FrameHeader header(Frame type) const { return make_header(type, comm_id_, me_); }
@@ -120,6 +157,22 @@ class FabricTransport final : public ProcessTransport {
   void on_chunk(int rail, const char* buf, size_t len, uint64_t src);
   void on_frame_chunk(int rail, const FrameHeader& h, uint64_t id, uint64_t off, const char* data, size_t len);
   void link_failed(int peer, int rail, const std::string& why);
+  // The RMA path.
+  static uint64_t in_key(int sender, uint64_t id) { return (static_cast<uint64_t>(sender) << 44) ^ id; }
+  InFrame& new_in_frame(uint64_t key, int rail, const FrameHeader& h);
+  void start_rma(int peer, int rail, const FrameHeader& h, const iovec* payload, size_t n);
+  void queue_special(int peer, int rail, uint32_t kind, const FrameHeader& h, uint64_t id, std::string body);
+  void on_rts(int rail, int from, const FrameHeader& h, uint64_t id);
+  std::string answer_rts(int rail, int from, uint64_t key, InFrame& f);
+  void on_cts(int rail, int from, uint64_t id, const char* body, size_t len);
+  void rma_by_messages(RmaOut& o, bool moved);
+  void post_writes(RmaOut& o);
+  void write_done(int rail, RmaWrite* w, const std::string* error);
+  void on_write_arrived(int rail, uint64_t data);
+  void frame_complete(std::unordered_map<uint64_t, InFrame>::iterator it);
+  bool writes_to_post() const;
+  bool writes_outstanding() const;
+  void forget_call_memory();
   void heartbeat(double now);
   void warm_up(double deadline);
   [[noreturn]] void protocol_error(int peer, int rail, const std::string& what) const;
@@ -153,6 +206,15 @@ class FabricTransport final : public ProcessTransport {
   std::vector<std::deque<std::pair<fi_cq_data_entry, fi_addr_t>>> unhandled_;  // [rail] completions read, not handled
   std::unordered_map<uint64_t, InFrame> in_;   // (sender, frame id) -> a frame partly arrived
   uint64_t next_frame_id_ = 1;
+  uint64_t rma_bytes_ = 0;                      // data frames this large go by writes (0: never)
+  std::unordered_map<uint64_t, RmaOut> rma_;    // frame id -> a frame on the RMA path
+  std::vector<InSlot> slots_;                   // the receiver's slots for frames coming by writes
+  uint32_t next_slot_ = 0;
+  std::vector<std::vector<uint64_t>> write_bytes_in_flight_;  // [rail][peer]
+  uint64_t link_write_budget_ = 0;                            // bytes of writes in flight per link (0: any)
+  uint64_t write_bytes_ = 0;                                  // a write's largest size
+  uint64_t rma_frames_ = 0, rma_writes_ = 0, rma_declined_ = 0;  // for RAILCOLL_OFI_VERBOSE
+  double rma_wait_s_ = 0, rma_write_s_ = 0;  // RTS to CTS, CTS to the last write's completion (summed)
   double next_heartbeat_ = 0;
   bool in_call_ = false;
   bool closing_ = false;  // close(): frames of calls and aborts are no longer looked at
