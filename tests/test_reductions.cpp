@@ -78,6 +78,18 @@ TEST(ReduceScatter, SmpPipelinedSendsEachPieceOnceFromTheChainsEnd) {
   EXPECT_TRUE(v.ok()) << (v.errors.empty() ? "" : v.errors[0]);
 }
 
+// A node counter per piece, yet within the runtime's 256 a call however long the
+// blocks or many the nodes: long blocks get longer pieces.
+TEST(ReduceScatter, SmpPipelinedStaysWithinTheNodeCounters) {
+  for (auto [t, m] : {std::pair{Topology::from_ppn(16, 4, 2), uint64_t{16} << 20},
+                      std::pair{Topology::from_ppn(64, 1, 2), uint64_t{4} << 20},
+                      std::pair{Topology::from_ppn(96, 3, 2), uint64_t{1} << 20}}) {
+    const Schedule s = build(Collective::ReduceScatterBlock, "smp_pipelined", t, m);
+    EXPECT_LE(s.node_counters, 256) << t.nranks();
+    EXPECT_EQ(s.stats().max_net_bytes_recv_per_node, uint64_t(t.nnodes() - 1) * t.node_size(0) * m) << t.nranks();
+  }
+}
+
 // Pieces that span blocks, blocks that span pieces, empty blocks and nodes.
 TEST(ReduceScatter, SmpPipelinedVerifiesWithPiecesAcrossBlocks) {
   const Topology t = Topology::from_node_sizes({3, 1, 4, 2}, 2);

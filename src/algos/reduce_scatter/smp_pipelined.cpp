@@ -37,6 +37,8 @@ using allreduce::Chunks;
 // ranks stay apart by more than one piece; long enough that a piece's wait,
 // signal and frame cost little beside moving it.
 constexpr uint64_t kPieceBytes = 256 * 1024;
+// The runtime's shared segment holds 256 node counters a call (runtime/node_shm.hpp).
+constexpr int kCounterBudget = 192;
 
 void build_smp_pipelined(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes();
@@ -50,8 +52,11 @@ void build_smp_pipelined(ScheduleBuilder& b, const Topology& t, const BlockLayou
     for (int r : t.ranks_of(q)) packed_at[r] = node_bytes[q], node_bytes[q] += L.count[r];
   }
   // Every node cuts node q's string the same way: the sender's pieces are the receiver's.
+  // A node counter per piece, 2M-1 node strings' worth: at most kCounterBudget,
+  // so long blocks get longer pieces rather than more of them.
+  const uint64_t most = std::max(1, kCounterBudget / (2 * M - 1));
   auto cut = [&](int q) {
-    const uint64_t pieces = (node_bytes[q] + kPieceBytes - 1) / kPieceBytes;
+    const uint64_t pieces = std::min((node_bytes[q] + kPieceBytes - 1) / kPieceBytes, most);
     return Chunks(node_bytes[q], elem, static_cast<int>(std::max<uint64_t>(pieces, 1)));
   };
   // Node counters of node q: first its chain's (one per piece of its partial,
@@ -62,6 +67,10 @@ void build_smp_pipelined(ScheduleBuilder& b, const Topology& t, const BlockLayou
   auto arrived = [&](int q, int d, int piece) {
     return b.node_counter(q, chain_pieces[q] + (d - 1) * cut(q).parts + piece);
   };
+  // The rank of node q that reads the frames of the pieces from other nodes: the
+  // last of its chain, which waits for its predecessor at every piece (the first
+  // never waits, so would read its sockets only after its whole share).
+  auto reader_of = [&](int q) { return t.ranks_of(q).back(); };
   // Shared buffer of node q: its partial in rank order [0, T), then a slot per
   // sending node, nearest first, each node q's string packed.
   auto slot_at = [&](int q, int d) { return T + static_cast<uint64_t>(d - 1) * node_bytes[q]; };
@@ -90,17 +99,15 @@ void build_smp_pipelined(ScheduleBuilder& b, const Topology& t, const BlockLayou
           }
           b.signal(r, i ? 1 : 0, done);
           if (i == P - 1 && d != 0 && pieces.size(j) > 0) {
-            // The receiving rank reads the frames when it waits: the last of node q's
-            // chain waits for its predecessor at every piece, where the first never waits.
-            b.put(r, 1 + step, t.ranks_of(q).back(), wire, b.rail_for(pieces.size(j), j), arrived(q, d, j));
+            b.put(r, 1 + step, reader_of(q), wire, b.rail_for(pieces.size(j), j), arrived(q, d, j));
           }
         }
       }
     }
     for (int r : ranks) {  // 3. this rank's block: the own partial, then the others nearest first
       // The rank that reads the frames stays until every piece is in.
-      const bool reader = r == ranks.back();
-      if (L.count[r] == 0 && !reader) continue;
+      const bool reads = M > 1 && r == reader_of(n);
+      if (L.count[r] == 0 && !reads) continue;
       const uint64_t lo = packed_at[r], hi = lo + L.count[r];
       const Chunks pieces = cut(n);
       const Span mine = b.recv(r, 0, L.count[r]);
@@ -109,7 +116,7 @@ void build_smp_pipelined(ScheduleBuilder& b, const Topology& t, const BlockLayou
         for (int j = 0; j < pieces.parts; ++j) {
           const uint64_t a = std::max(lo, pieces.begin(j)), z = std::min(hi, pieces.begin(j) + pieces.size(j));
           if (a >= z) {
-            if (reader && d != 0 && pieces.size(j) > 0) b.wait(r, 1 + M, arrived(n, d, j), 1);
+            if (d != 0 && reads && pieces.size(j) > 0) b.wait(r, 1 + M, arrived(n, d, j), 1);
             continue;
           }
           if (d == 0) {
