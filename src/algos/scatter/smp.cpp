@@ -44,8 +44,12 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
       packed += L.count[r];
     }
     b.set_shared(n, packed);
-    b.put(root, step, ranks[0], segs, own ? 0 : b.rail_for(packed, (u - 1) % k), b.node_counter(n, kArrived));
-    if (own) b.wait(root, step, b.node_counter(n, kArrived), 1);  // its own memcpy: done at once
+    if (own) {
+      b.copy(root, step, segs);
+      b.signal(root, step, b.node_counter(n, kArrived));
+    } else {
+      b.put(root, step, ranks[0], segs, b.rail_for(packed, (u - 1) % k), b.node_counter(n, kArrived));
+    }
     packed = 0;
     for (int r : ranks) {
       b.wait(r, step, b.node_counter(n, kArrived), 1);
