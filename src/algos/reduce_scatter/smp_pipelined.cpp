@@ -13,6 +13,7 @@
 //   2. the last rank of the chain sends a finished piece bound for another
 //      node at once (striped over the rails above the threshold) into that
 //      node's slot for this node's partial, notifying a node counter per piece;
+//      the receiving node's ranks read the pieces' frames in turn;
 //   3. every rank copies its block of the own node's partial into its recv and
 //      combines the other nodes' pieces of it, nearest node first, piece by
 //      piece as they arrive.
@@ -67,10 +68,15 @@ void build_smp_pipelined(ScheduleBuilder& b, const Topology& t, const BlockLayou
   auto arrived = [&](int q, int d, int piece) {
     return b.node_counter(q, chain_pieces[q] + (d - 1) * cut(q).parts + piece);
   };
-  // The rank of node q that reads the frames of the pieces from other nodes: the
-  // last of its chain, which waits for its predecessor at every piece (the first
-  // never waits, so would read its sockets only after its whole share).
-  auto reader_of = [&](int q) { return t.ranks_of(q).back(); };
+  // The rank of node q that reads the frames of piece j from another node: the
+  // node's ranks in turn, so a node receives on every rail over P connections at
+  // once (one connection per rail delivered less through the shaped rails:
+  // emulated cluster 4x4, 1 MiB, docs/results.md). Each reader stays in the call
+  // until its pieces are in.
+  auto reader_of = [&](int q, int j) {
+    const auto& rq = t.ranks_of(q);
+    return rq[static_cast<size_t>(j) % rq.size()];
+  };
   // Shared buffer of node q: its partial in rank order [0, T), then a slot per
   // sending node, nearest first, each node q's string packed.
   auto slot_at = [&](int q, int d) { return T + static_cast<uint64_t>(d - 1) * node_bytes[q]; };
@@ -99,14 +105,14 @@ void build_smp_pipelined(ScheduleBuilder& b, const Topology& t, const BlockLayou
           }
           b.signal(r, i ? 1 : 0, done);
           if (i == P - 1 && d != 0 && pieces.size(j) > 0) {
-            b.put(r, 1 + step, reader_of(q), wire, b.rail_for(pieces.size(j), j), arrived(q, d, j));
+            b.put(r, 1 + step, reader_of(q, j), wire, b.rail_for(pieces.size(j), j), arrived(q, d, j));
           }
         }
       }
     }
     for (int r : ranks) {  // 3. this rank's block: the own partial, then the others nearest first
-      // The rank that reads the frames stays until every piece is in.
-      const bool reads = M > 1 && r == reader_of(n);
+      bool reads = false;
+      for (int j = 0; j < cut(n).parts && M > 1; ++j) reads |= r == reader_of(n, j);
       if (L.count[r] == 0 && !reads) continue;
       const uint64_t lo = packed_at[r], hi = lo + L.count[r];
       const Chunks pieces = cut(n);
@@ -116,7 +122,7 @@ void build_smp_pipelined(ScheduleBuilder& b, const Topology& t, const BlockLayou
         for (int j = 0; j < pieces.parts; ++j) {
           const uint64_t a = std::max(lo, pieces.begin(j)), z = std::min(hi, pieces.begin(j) + pieces.size(j));
           if (a >= z) {
-            if (d != 0 && reads && pieces.size(j) > 0) b.wait(r, 1 + M, arrived(n, d, j), 1);
+            if (d != 0 && r == reader_of(n, j) && pieces.size(j) > 0) b.wait(r, 1 + M, arrived(n, d, j), 1);
             continue;
           }
           if (d == 0) {
