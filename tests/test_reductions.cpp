@@ -53,6 +53,58 @@ TEST(ReduceScatter, RingSendsOneBlockPerStep) {
   EXPECT_EQ(s.stats().comm_steps, 11);
 }
 
+// The pipelined smp moves what smp moves (each node its partials, once, both
+// rails alike), but in pieces of at most 256 KiB that the last rank of each
+// node's chain sends as it finishes them: 4 MiB per node pair, 16 pieces each.
+TEST(ReduceScatter, SmpPipelinedSendsEachPieceOnceFromTheChainsEnd) {
+  const Topology t = Topology::from_ppn(16, 4, 2);
+  const uint64_t m = 1 << 20;
+  const Schedule s = build(Collective::ReduceScatterBlock, "smp_pipelined", t, m);
+  const ScheduleStats st = s.stats();
+  EXPECT_EQ(st.max_net_bytes_recv_per_node, 3u * 4 * m);
+  EXPECT_EQ(st.net_bytes, 4u * 3 * 4 * m);
+  ASSERT_EQ(st.rail_bytes.size(), 2u);
+  EXPECT_EQ(st.rail_bytes[0], st.rail_bytes[1]);
+  for (int r = 0; r < 16; ++r) {
+    int puts = 0;
+    for (const Op& op : s.programs[r])
+      if (op.kind == OpKind::Put) {
+        ++puts;
+        EXPECT_LE(op.bytes(), 256u * 1024) << r;
+      }
+    EXPECT_EQ(puts, t.local_rank(r) == 3 ? 3 * 16 : 0) << r;
+  }
+  const VerifyResult v = verify_schedule(s);
+  EXPECT_TRUE(v.ok()) << (v.errors.empty() ? "" : v.errors[0]);
+}
+
+// A node counter per piece, yet within the runtime's 256 a call however long the
+// blocks or many the nodes: long blocks get longer pieces.
+TEST(ReduceScatter, SmpPipelinedStaysWithinTheNodeCounters) {
+  for (auto [t, m] : {std::pair{Topology::from_ppn(16, 4, 2), uint64_t{16} << 20},
+                      std::pair{Topology::from_ppn(64, 1, 2), uint64_t{4} << 20},
+                      std::pair{Topology::from_ppn(96, 3, 2), uint64_t{1} << 20}}) {
+    const Schedule s = build(Collective::ReduceScatterBlock, "smp_pipelined", t, m);
+    EXPECT_LE(s.node_counters, 256) << t.nranks();
+    EXPECT_EQ(s.stats().max_net_bytes_recv_per_node, uint64_t(t.nnodes() - 1) * t.node_size(0) * m) << t.nranks();
+  }
+}
+
+// Pieces that span blocks, blocks that span pieces, empty blocks and nodes.
+TEST(ReduceScatter, SmpPipelinedVerifiesWithPiecesAcrossBlocks) {
+  const Topology t = Topology::from_node_sizes({3, 1, 4, 2}, 2);
+  const std::vector<uint64_t> counts = {300000, 0, 4, 600004, 0, 0, 4, 262144, 262148, 40};
+  AlgoOptions o = call_defaults(Collective::ReduceScatter);
+  o.dtype = DataType::Int32;
+  const Schedule s = build_schedule(Collective::ReduceScatter, "smp_pipelined", t, counts, o);
+  EXPECT_EQ(s.recv_bytes, counts);
+  const VerifyResult v = verify_schedule(s);
+  EXPECT_TRUE(v.ok()) << (v.errors.empty() ? "" : v.errors[0]);
+  const VerifyResult one_node = verify_schedule(
+      build_schedule(Collective::ReduceScatter, "smp_pipelined", Topology::from_node_sizes({3}, 1), {4, 700000, 8}, o));
+  EXPECT_TRUE(one_node.ok()) << (one_node.errors.empty() ? "" : one_node.errors[0]);
+}
+
 // Recursive halving sends (p2-1)/p2 of the input in log2 p2 steps, then the blocks of
 // the ranks folded in; with 16 ranks every rank sends 8 + 4 + 2 + 1 blocks.
 TEST(ReduceScatter, RecursiveHalvingHalvesTheBlocks) {
@@ -76,7 +128,7 @@ TEST(ReduceScatter, DirectPutsEveryPartialToItsOwner) {
 TEST(ReduceScatter, UnevenCountsVerify) {
   const Topology t = Topology::from_node_sizes({3, 1, 4, 2}, 2);
   const std::vector<uint64_t> counts = {8, 0, 4, 12, 0, 0, 4, 40, 8, 4};
-  for (const char* algo : {"ring", "recursive_halving", "direct", "smp"}) {
+  for (const char* algo : {"ring", "recursive_halving", "direct", "smp", "smp_pipelined"}) {
     AlgoOptions o = call_defaults(Collective::ReduceScatter);
     o.dtype = DataType::Int32;
     const Schedule s = build_schedule(Collective::ReduceScatter, algo, t, counts, o);
