@@ -25,6 +25,7 @@ SocketTransport::SocketTransport(const Bootstrap& settings, int me, int nranks, 
       rail_timeout_(settings.rail_timeout),
       shm_bytes_(settings.shm_bytes),
       notsent_lowat_(settings.notsent_lowat),
+      tcp_congestion_(settings.tcp_congestion),
       me_(me),
       n_(nranks),
       local_only_(local_only),
@@ -176,9 +177,14 @@ void SocketTransport::add_conn(int fd, int peer, int rail) {
   c.peer = peer;
   c.rail = rail;
   set_nonblocking(fd);
-  if (rail >= 0) limit_unsent(fd, notsent_lowat_);
+  if (rail >= 0) tune_rail(fd);
   conns_.push_back(std::move(c));
   conn_of_[peer][rail < 0 ? 0 : rail] = static_cast<int>(conns_.size()) - 1;
+}
+
+void SocketTransport::tune_rail(int fd) const {
+  limit_unsent(fd, notsent_lowat_);
+  choose_congestion(fd, tcp_congestion_);
 }
 
 // The Hello that opens a connection to `peer` on `rail` (-1: local); its seq is

@@ -139,6 +139,8 @@ class SocketTransport final : public ProcessTransport {
   void accept_peers(int expected, double deadline);
   bool admit(const Door::Admitted& a, double now);
   void add_conn(int fd, int peer, int rail);
+  // A rail socket's unsent limit and congestion control (Bootstrap).
+  void tune_rail(int fd) const;
   void queue(Conn& c, Frame type, int op = -1);
   void goodbye(double deadline);
 
@@ -191,6 +193,7 @@ class SocketTransport final : public ProcessTransport {
   const double timeout_, rail_timeout_;
   const uint64_t shm_bytes_;
   const int notsent_lowat_;
+  const std::string tcp_congestion_;
   const int me_, n_;
   const bool local_only_;
   const std::vector<std::string> rail_addr_;
