@@ -212,16 +212,22 @@ void expect_refused_by_rank_2(Ranks& ranks, const std::string& expect) {
   }
 }
 
-TEST(SpinBudget, WaitsSleepAtOnceWhereTheNodesRanksOutnumberTheCores) {
+TEST(SpinBudget, WaitsSleepAtOnceWhereTheNodesRanksOutnumberTheCoresUnlessTheCallIsShort) {
   Bootstrap b;  // RAILCOLL_SPIN_US not given: the default, 2 ms, where it fits
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   ASSERT_GT(cores, 0);
-  EXPECT_DOUBLE_EQ(spin_budget(b, 1), 0.002);
-  EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1), 0.0);
+  const uint64_t large = kShortCallBytes + 1;
+  EXPECT_DOUBLE_EQ(spin_budget(b, 1, large), 0.002);
+  EXPECT_DOUBLE_EQ(spin_budget(b, 1, 0), 0.002);
+  EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, large), 0.0);
+  EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, kShortCallBytes), kShortCallSpin);  // a small call spins briefly
+  EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, 0), kShortCallSpin);                // a barrier too
   b.spin_seconds = 0.0005, b.spin_given = true;  // the user's word stands
-  EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1), 0.0005);
+  EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, large), 0.0005);
+  EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, 0), 0.0005);
   b.spin_seconds = 0;
-  EXPECT_DOUBLE_EQ(spin_budget(b, 1), 0.0);
+  EXPECT_DOUBLE_EQ(spin_budget(b, 1, 0), 0.0);
+  EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, 0), 0.0);
 }
 
 // A TCP socket's congestion control, as the kernel reports it.

@@ -20,9 +20,10 @@ struct Bootstrap {
   uint64_t shm_bytes = 256ull << 20;
   // RAILCOLL_SPIN_US: how long a wait spins (yielding the core) before it sleeps.
   // Unset (spin_given false): 2 ms where every rank of the node has a core of
-  // its own, none where they outnumber the cores (Executor, spin_budget): there
-  // a spinning waiter takes the core from the rank it waits for, and calls back
-  // to back grew tails of 10-200x their median (docs/runtime.md, "Tails").
+  // its own; where they outnumber the cores (Executor, spin_budget) none, since
+  // a spinning waiter takes the core from the rank it waits for and calls back
+  // to back grew tails of 10-200x their median, except 200 us in calls of at
+  // most 16 KiB a rank, whose waits are short (docs/runtime.md, "Tails").
   double spin_seconds = 0.002;
   bool spin_given = false;
   // RAILCOLL_PROGRESS_THREAD=0: nonblocking and persistent calls advance only
