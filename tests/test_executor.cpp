@@ -255,6 +255,24 @@ TEST(RailSockets, TakeTheFirstCongestionControlTheKernelAllows) {
   close(fd);
 }
 
+TEST(RailSockets, TheUnsentLimitIsLiftedAndSetAgain) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  auto lowat = [&] {
+    int v = -1;
+    socklen_t len = sizeof v;
+    getsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, &len);
+    return v;
+  };
+  limit_unsent(fd, 32768);  // inside a call (Bootstrap::notsent_lowat)
+  EXPECT_EQ(lowat(), 32768);
+  unlimit_unsent(fd);  // its last frames (hand_over_sends): the system's setting
+  EXPECT_EQ(lowat(), 0);
+  limit_unsent(fd, 32768);  // the next call
+  EXPECT_EQ(lowat(), 32768);
+  close(fd);
+}
+
 TEST(ExecutorFaults, ADuplicatedFrameIsRefused) {
   Ranks ranks(two_by_two());
   alter_first_frame_to_2(ranks, [](FakeFrame* f, std::vector<FakeFrame>* extra) { extra->push_back(*f); });

@@ -382,6 +382,7 @@ bool Executor::advance() {
         if (!run_program()) return;
         phase_ = Phase::Flushing;
         wait_since_ = 0;
+        if (t_.sends_pending()) t_.hand_over_sends();
         [[fallthrough]];
       case Phase::Flushing:
         if (t_.sends_pending() &&

@@ -110,6 +110,11 @@ void limit_unsent(int fd, int bytes) {
   if (bytes > 0) setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &bytes, sizeof bytes);
 }
 
+void unlimit_unsent(int fd) {
+  int zero = 0;  // 0: the system's setting applies again
+  setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &zero, sizeof zero);
+}
+
 std::string choose_congestion(int fd, const std::string& names) {
   size_t at = 0;
   while (at <= names.size()) {

@@ -167,6 +167,7 @@ void SocketTransport::reconnected(Conn& c, int fd, double now) {
   c.fd = fd;
   set_nonblocking(fd);
   tune_rail(fd);
+  c.unsent_unlimited = false;
   c.down = c.closed = c.bye = c.connecting = false;
   reset_stream(c, now);
   for (auto& it : again) c.out.push_back(std::move(it));

@@ -65,6 +65,7 @@ class SocketTransport final : public ProcessTransport {
   void wake_node_sleepers() override;
   void send(int peer, int rail, const FrameHeader& h, const iovec* payload, size_t n) override;
   bool sends_pending() const override;
+  void hand_over_sends() override;
   void begin_call() override;
   void end_call() override;
   void progress(double wait_s, const NodeWait* sleep_on) override;
@@ -126,6 +127,7 @@ class SocketTransport final : public ProcessTransport {
     // read says EAGAIN), the socket takes more (until a write says EAGAIN).
     int ep_fd = -1;
     bool can_read = false, can_write = true;
+    bool unsent_unlimited = false;  // hand_over_sends lifted the unsent limit until the next call
     bool peer_held = false;  // the peer holds this rail down (RailHold): do not reconnect it
     uint64_t hold_seq = 0;   // the peer's last RailHold notice for this rail
     std::string name() const { return link_name(peer, rail); }
