@@ -5,6 +5,10 @@
 // duplicated frame, a frame of the wrong length or offset, a silent peer, a
 // peer that aborts or dies, frames of the next call arriving early.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <functional>
@@ -14,6 +18,7 @@
 #include "core/errors.hpp"
 #include "core/registry.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/net.hpp"
 #include "runtime/transport/fake/fake_transport.hpp"
 #include "runtime/plan.hpp"
 
@@ -207,16 +212,65 @@ void expect_refused_by_rank_2(Ranks& ranks, const std::string& expect) {
   }
 }
 
-TEST(SpinBudget, WaitsSleepAtOnceWhereTheNodesRanksOutnumberTheCores) {
+TEST(SpinBudget, WaitsSleepAtOnceWhereTheNodesRanksOutnumberTheCoresUnlessTheCallIsShort) {
   Bootstrap b;  // RAILCOLL_SPIN_US not given: the default, 2 ms, where it fits
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   ASSERT_GT(cores, 0);
-  EXPECT_DOUBLE_EQ(spin_budget(b, 1), 0.002);
-  EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1), 0.0);
+  const uint64_t large = kShortCallBytes + 1;
+  EXPECT_DOUBLE_EQ(spin_budget(b, 1, large), 0.002);
+  EXPECT_DOUBLE_EQ(spin_budget(b, 1, 0), 0.002);
+  EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, large), 0.0);
+  EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, kShortCallBytes), kShortCallSpin);  // a small call spins briefly
+  EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, 0), kShortCallSpin);                // a barrier too
   b.spin_seconds = 0.0005, b.spin_given = true;  // the user's word stands
-  EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1), 0.0005);
+  EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, large), 0.0005);
+  EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, 0), 0.0005);
   b.spin_seconds = 0;
-  EXPECT_DOUBLE_EQ(spin_budget(b, 1), 0.0);
+  EXPECT_DOUBLE_EQ(spin_budget(b, 1, 0), 0.0);
+  EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, 0), 0.0);
+}
+
+// A TCP socket's congestion control, as the kernel reports it.
+std::string congestion_of(int fd) {
+  char name[16] = {};
+  socklen_t len = sizeof name;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0) return "?";
+  return std::string(name, strnlen(name, sizeof name));
+}
+
+TEST(RailSockets, TakeTheFirstCongestionControlTheKernelAllows) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  const std::string system = congestion_of(fd);
+  EXPECT_EQ(choose_congestion(fd, ""), "");  // an empty list keeps the system's
+  EXPECT_EQ(congestion_of(fd), system);
+  EXPECT_EQ(choose_congestion(fd, "no-such-control"), "");
+  EXPECT_EQ(congestion_of(fd), system);
+  EXPECT_EQ(choose_congestion(fd, "no-such-control,,reno"), "reno");  // reno is always built in and allowed
+  EXPECT_EQ(congestion_of(fd), "reno");
+  // The default list never leaves a rail on BBR, whatever the system's default.
+  const std::string chosen = choose_congestion(fd, Bootstrap{}.tcp_congestion);
+  EXPECT_TRUE(chosen == "cubic" || chosen == "reno") << chosen;
+  EXPECT_EQ(congestion_of(fd), chosen);
+  close(fd);
+}
+
+TEST(RailSockets, TheUnsentLimitIsLiftedAndSetAgain) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  auto lowat = [&] {
+    int v = -1;
+    socklen_t len = sizeof v;
+    getsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, &len);
+    return v;
+  };
+  limit_unsent(fd, 32768);  // inside a call (Bootstrap::notsent_lowat)
+  EXPECT_EQ(lowat(), 32768);
+  unlimit_unsent(fd);  // its last frames (hand_over_sends): the system's setting
+  EXPECT_EQ(lowat(), 0);
+  limit_unsent(fd, 32768);  // the next call
+  EXPECT_EQ(lowat(), 32768);
+  close(fd);
 }
 
 TEST(ExecutorFaults, ADuplicatedFrameIsRefused) {

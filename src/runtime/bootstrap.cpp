@@ -85,6 +85,9 @@ Bootstrap settings_from_env(std::exception_ptr* bad) {
     if (env("RAILCOLL_NOTSENT_LOWAT")) b.notsent_lowat = env_int("RAILCOLL_NOTSENT_LOWAT", 0);
   });
   read([&] {
+    if (const char* t = env("RAILCOLL_TCP_CONGESTION")) b.tcp_congestion = t;
+  });
+  read([&] {
     if (env("RAILCOLL_SPIN_US")) b.spin_seconds = env_int("RAILCOLL_SPIN_US", 0) * 1e-6, b.spin_given = true;
   });
   read([&] {

@@ -20,9 +20,10 @@ struct Bootstrap {
   uint64_t shm_bytes = 256ull << 20;
   // RAILCOLL_SPIN_US: how long a wait spins (yielding the core) before it sleeps.
   // Unset (spin_given false): 2 ms where every rank of the node has a core of
-  // its own, none where they outnumber the cores (Executor, spin_budget): there
-  // a spinning waiter takes the core from the rank it waits for, and calls back
-  // to back grew tails of 10-200x their median (docs/runtime.md, "Tails").
+  // its own; where they outnumber the cores (Executor, spin_budget) none, since
+  // a spinning waiter takes the core from the rank it waits for and calls back
+  // to back grew tails of 10-200x their median, except 200 us in calls of at
+  // most 16 KiB a rank, whose waits are short (docs/runtime.md, "Tails").
   double spin_seconds = 0.002;
   bool spin_given = false;
   // RAILCOLL_PROGRESS_THREAD=0: nonblocking and persistent calls advance only
@@ -53,6 +54,15 @@ struct Bootstrap {
   // ms against 16.2 (91% of the rail bound against 78%); 32 KiB measured as good
   // as 4 or 16 KiB, better than 128 KiB (docs/runtime.md, "Rails kept full").
   int notsent_lowat = 32 << 10;
+  // RAILCOLL_TCP_CONGESTION: the congestion controls a rail socket tries, in
+  // order, before it keeps the system's default ("": keep it). Not BBR, which
+  // machines often default to: back to back, 64 KiB all-gathers had one call in
+  // ten 5-50x the median, every stall a share handed to the kernel that arrived
+  // 15-190 ms later without a loss (BBR's pacing timer and its 200 ms
+  // PROBE_RTT); with cubic or reno p99/p50 went from 18-31 to 1.2-2.3
+  // (docs/runtime.md, "Tails"). reno is there because unprivileged processes
+  // may only pick what net.ipv4.tcp_allowed_congestion_control allows.
+  std::string tcp_congestion = "cubic,reno";
   // RAILCOLL_TRANSPORT: "tcp" (the native socket transport) or "ofi" (libfabric
   // between nodes, docs/runtime.md "The libfabric transport"). Every rank must agree.
   std::string transport = "tcp";

@@ -21,7 +21,9 @@ Executor::Executor(Transport& transport, const Topology& topo, int me, uint64_t 
       node_(topo.node_of(me)),
       comm_id_(comm_id),
       timeout_(settings.timeout),
-      spin_seconds_(spin_budget(settings, topo.node_size(topo.node_of(me)))),
+      spin_settings_(settings),
+      node_ranks_(topo.node_size(topo.node_of(me))),
+      spin_seconds_(spin_budget(settings, node_ranks_, 0)),
       replay_call_(settings.replay_call),
       seg_(transport.node()),
       node_base_(kCounterSlots, 0) {
@@ -35,10 +37,11 @@ static int usable_cores() {
   return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
 }
 
-double spin_budget(const Bootstrap& settings, int node_ranks) {
+double spin_budget(const Bootstrap& settings, int node_ranks, uint64_t call_bytes) {
   if (settings.spin_given) return settings.spin_seconds;
   const int cores = usable_cores();
-  return cores > 0 && node_ranks > cores ? 0.0 : settings.spin_seconds;
+  if (cores <= 0 || node_ranks <= cores) return settings.spin_seconds;
+  return call_bytes <= kShortCallBytes ? kShortCallSpin : 0.0;
 }
 
 FrameHeader Executor::header(Frame type, int op) const {
@@ -349,6 +352,8 @@ void Executor::start(const Plan& p, const Buffers& b) {
                                                 std::to_string(kMaxNodeCounters));
   plan_ = &p;
   bufs_ = b;
+  const auto bytes_of = [&](const std::vector<uint64_t>& v) { return v.size() > static_cast<size_t>(me_) ? v[me_] : 0; };
+  spin_seconds_ = spin_budget(spin_settings_, node_ranks_, std::max(bytes_of(s.send_bytes), bytes_of(s.recv_bytes)));
   guard([&] {
     t_.begin_call();
     if (scratch_.size() < s.scratch_bytes[me_]) scratch_.resize(s.scratch_bytes[me_]);
@@ -377,6 +382,7 @@ bool Executor::advance() {
         if (!run_program()) return;
         phase_ = Phase::Flushing;
         wait_since_ = 0;
+        if (t_.sends_pending()) t_.hand_over_sends();
         [[fallthrough]];
       case Phase::Flushing:
         if (t_.sends_pending() &&

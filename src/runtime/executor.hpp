@@ -31,12 +31,17 @@ struct Buffers {
   void* recv = nullptr;
 };
 
-// How long this rank's waits spin before they sleep: RAILCOLL_SPIN_US when
-// given; else the default where each of the node's `node_ranks` ranks has a
-// core of its own, and 0 (sleep at once) where they outnumber the cores this
-// process may run on: a spinning waiter there holds the core that the rank it
-// waits for needs (docs/runtime.md, "Tails").
-double spin_budget(const Bootstrap& settings, int node_ranks);
+// How long this rank's waits in a call spin before they sleep: RAILCOLL_SPIN_US
+// when given; else the default where each of the node's `node_ranks` ranks has
+// a core of its own. Where they outnumber the cores this process may run on, a
+// spinning waiter holds the core that the rank it waits for needs, so waits
+// sleep at once, except in a short call (this rank sends and receives at most
+// kShortCallBytes: a barrier, a small broadcast or all-gather), whose waits
+// mostly end within a scheduling round: they spin kShortCallSpin seconds first,
+// which costs less than a wake-up (docs/runtime.md, "Tails").
+constexpr uint64_t kShortCallBytes = 16 << 10;
+constexpr double kShortCallSpin = 200e-6;
+double spin_budget(const Bootstrap& settings, int node_ranks, uint64_t call_bytes);
 
 class Executor final : private FrameSink {
  public:
@@ -63,7 +68,7 @@ class Executor final : private FrameSink {
   void start(const Plan& plan, const Buffers& b);
   bool advance();
   void idle(double max_s);
-  // How long a wait spins before it sleeps (spin_budget).
+  // How long a wait of the current (or last) call spins before it sleeps (spin_budget).
   double spin_seconds() const { return spin_seconds_; }
   // Between start() and the end of the call.
   bool in_call() const { return phase_ != Phase::Idle; }
@@ -125,7 +130,10 @@ class Executor final : private FrameSink {
   const Topology topo_;
   const int me_, node_;
   const uint64_t comm_id_;
-  const double timeout_, spin_seconds_;
+  const double timeout_;
+  const Bootstrap spin_settings_;  // RAILCOLL_SPIN_US, for spin_budget at each call
+  const int node_ranks_;
+  double spin_seconds_;  // the current call's (spin_budget)
   const uint64_t replay_call_;  // RAILCOLL_TEST_REPLAY_CALL
   const NodeSegment seg_;
 

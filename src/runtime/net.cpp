@@ -110,6 +110,27 @@ void limit_unsent(int fd, int bytes) {
   if (bytes > 0) setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &bytes, sizeof bytes);
 }
 
+void unlimit_unsent(int fd) {
+  int zero = 0;  // 0: the system's setting applies again
+  setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &zero, sizeof zero);
+}
+
+std::string choose_congestion(int fd, const std::string& names) {
+  size_t at = 0;
+  while (at <= names.size()) {
+    size_t comma = names.find(',', at);
+    if (comma == std::string::npos) comma = names.size();
+    const std::string name = names.substr(at, comma - at);
+    at = comma + 1;
+    // An unknown name fails with ENOENT, one the system does not allow to
+    // unprivileged processes (net.ipv4.tcp_allowed_congestion_control) with EPERM.
+    if (!name.empty() &&
+        setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(), static_cast<socklen_t>(name.size())) == 0)
+      return name;
+  }
+  return "";
+}
+
 std::string describe_peer(int fd) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;

@@ -36,6 +36,12 @@ std::string describe_peer(int fd);
 void tune_socket(int fd, bool tcp);
 // TCP_NOTSENT_LOWAT on a rail socket (Bootstrap::notsent_lowat); 0 leaves it alone.
 void limit_unsent(int fd, int bytes);
+// Back to the kernel's unsent limit (net.ipv4.tcp_notsent_lowat; by default none).
+void unlimit_unsent(int fd);
+// The first congestion control of a comma-separated list (Bootstrap::tcp_congestion)
+// that the kernel lets this process set on a TCP socket; "" when the list is
+// empty or none could be set (the system's default stays). Returns its name.
+std::string choose_congestion(int fd, const std::string& names);
 
 // Writes/reads exactly n bytes on a blocking-mode call with a deadline.
 void write_all(int fd, const void* data, size_t n, double deadline, const std::string& what);

@@ -108,6 +108,11 @@ class Transport {
   virtual void send(int peer, int rail, const FrameHeader& h, const iovec* payload, size_t n) = 0;
   // Frames not yet handed over (to the kernel, or to the peer).
   virtual bool sends_pending() const = 0;
+  // The call's program is over and only its last frames are left: hand them
+  // over as fast as the transport can take them, past any limit that paced
+  // them inside the call (the socket transport's unsent limit), so the rank can
+  // leave instead of waiting for the network to carry them. Until begin_call.
+  virtual void hand_over_sends() {}
 
   // ---- a call
   // Throws RuntimeError(Peer) if a peer is already known to be gone.

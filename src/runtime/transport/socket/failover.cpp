@@ -166,7 +166,8 @@ void SocketTransport::reconnected(Conn& c, int fd, double now) {
   if (c.down) rail_state(c.rail, -1, "");
   c.fd = fd;
   set_nonblocking(fd);
-  limit_unsent(fd, notsent_lowat_);
+  tune_rail(fd);
+  c.unsent_unlimited = false;
   c.down = c.closed = c.bye = c.connecting = false;
   reset_stream(c, now);
   for (auto& it : again) c.out.push_back(std::move(it));

@@ -25,6 +25,7 @@ SocketTransport::SocketTransport(const Bootstrap& settings, int me, int nranks, 
       rail_timeout_(settings.rail_timeout),
       shm_bytes_(settings.shm_bytes),
       notsent_lowat_(settings.notsent_lowat),
+      tcp_congestion_(settings.tcp_congestion),
       me_(me),
       n_(nranks),
       local_only_(local_only),
@@ -176,9 +177,14 @@ void SocketTransport::add_conn(int fd, int peer, int rail) {
   c.peer = peer;
   c.rail = rail;
   set_nonblocking(fd);
-  if (rail >= 0) limit_unsent(fd, notsent_lowat_);
+  if (rail >= 0) tune_rail(fd);
   conns_.push_back(std::move(c));
   conn_of_[peer][rail < 0 ? 0 : rail] = static_cast<int>(conns_.size()) - 1;
+}
+
+void SocketTransport::tune_rail(int fd) const {
+  limit_unsent(fd, notsent_lowat_);
+  choose_congestion(fd, tcp_congestion_);
 }
 
 // The Hello that opens a connection to `peer` on `rail` (-1: local); its seq is
@@ -218,9 +224,29 @@ bool SocketTransport::sends_pending() const {
   return false;
 }
 
+// A rail's unsent limit keeps a rank's streams one after another inside a
+// call; the last ones, at the end, need no such order, and a rank that waits
+// for the network to carry them out of its own queue stays in the call for the
+// transmission: a gather's node leader put 4 MiB to the root at 1 MiB a rank
+// and left when nearly all of it had crossed the shared rails (docs/runtime.md,
+// "Tails"). The kernel's default limit (none) lets the send buffer take it all.
+void SocketTransport::hand_over_sends() {
+  if (notsent_lowat_ <= 0) return;
+  for (auto& c : conns_) {
+    if (c.rail < 0 || c.closed || c.down || c.out.empty() || c.unsent_unlimited) continue;
+    unlimit_unsent(c.fd);
+    c.unsent_unlimited = true;
+    c.can_write = true;
+    drive_sends(c);
+  }
+}
+
 void SocketTransport::begin_call() {
-  for (auto& c : conns_)
+  for (auto& c : conns_) {
     if (c.closed && !c.bye && !c.down) throw RuntimeError(Status::Peer, c.name() + " is gone");
+    if (c.unsent_unlimited && !c.closed) limit_unsent(c.fd, notsent_lowat_);
+    c.unsent_unlimited = false;
+  }
 }
 
 void SocketTransport::end_call() { keep_unconfirmed(); }

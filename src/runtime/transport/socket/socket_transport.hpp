@@ -65,6 +65,7 @@ class SocketTransport final : public ProcessTransport {
   void wake_node_sleepers() override;
   void send(int peer, int rail, const FrameHeader& h, const iovec* payload, size_t n) override;
   bool sends_pending() const override;
+  void hand_over_sends() override;
   void begin_call() override;
   void end_call() override;
   void progress(double wait_s, const NodeWait* sleep_on) override;
@@ -126,6 +127,7 @@ class SocketTransport final : public ProcessTransport {
     // read says EAGAIN), the socket takes more (until a write says EAGAIN).
     int ep_fd = -1;
     bool can_read = false, can_write = true;
+    bool unsent_unlimited = false;  // hand_over_sends lifted the unsent limit until the next call
     bool peer_held = false;  // the peer holds this rail down (RailHold): do not reconnect it
     uint64_t hold_seq = 0;   // the peer's last RailHold notice for this rail
     std::string name() const { return link_name(peer, rail); }
@@ -139,6 +141,8 @@ class SocketTransport final : public ProcessTransport {
   void accept_peers(int expected, double deadline);
   bool admit(const Door::Admitted& a, double now);
   void add_conn(int fd, int peer, int rail);
+  // A rail socket's unsent limit and congestion control (Bootstrap).
+  void tune_rail(int fd) const;
   void queue(Conn& c, Frame type, int op = -1);
   void goodbye(double deadline);
 
@@ -191,6 +195,7 @@ class SocketTransport final : public ProcessTransport {
   const double timeout_, rail_timeout_;
   const uint64_t shm_bytes_;
   const int notsent_lowat_;
+  const std::string tcp_congestion_;
   const int me_, n_;
   const bool local_only_;
   const std::vector<std::string> rail_addr_;
