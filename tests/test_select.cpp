@@ -21,7 +21,7 @@ namespace {
 // The rules as src/core/select.cpp wrote them before they became a table
 // (commit bbabf9d), kept here as the reference the table must reproduce; a
 // threshold the measurements move is moved here too (smp_bruck up to 64 KiB
-// per node: docs/selection.md).
+// per node; smp_direct before it on up to 4 nodes: docs/selection.md).
 std::string old_if_chain(Collective collective, const Topology& t, uint64_t bytes) {
   if (collective == Collective::Barrier) return t.nnodes() < t.nranks() ? "smp" : "dissemination";
   if (collective == Collective::Allreduce) {
@@ -41,8 +41,8 @@ std::string old_if_chain(Collective collective, const Topology& t, uint64_t byte
   }
   if (t.nranks() == 1 || t.nnodes() == 1) return "smp_direct";
   uint64_t node_bytes = bytes * static_cast<uint64_t>(t.max_node_size());
-  if (node_bytes <= 8 * 1024) return "smp_gather_bcast";
-  if (node_bytes <= 64 * 1024) return "smp_bruck";
+  if (node_bytes <= 2 * 1024) return "smp_gather_bcast";
+  if (node_bytes <= 64 * 1024) return t.nnodes() <= 4 ? "smp_direct" : "smp_bruck";
   if (t.max_node_size() == 1 && node_bytes <= 512 * 1024) return "smp_multileader_paced";
   return "smp_multileader";
 }
@@ -251,7 +251,7 @@ TEST(Select, PrecedenceCallThenVariableThenFileThenDefaults) {
   Selector file_only = Selector::from_variables({"RAILCOLL_TUNING=" + f.path});
   EXPECT_EQ(file_only.choose(bcast).algorithm, "binomial");
   EXPECT_EQ(file_only.choose(bcast).origin, "file:" + f.path + "#0");
-  EXPECT_EQ(file_only.choose(at(Collective::Gather, 16, 4, 4, 2, 2048)).origin, "default#9");  // outside the file's range
+  EXPECT_EQ(file_only.choose(at(Collective::Gather, 16, 4, 4, 2, 2048)).origin, "default#10");  // outside the file's range
   Selector env = Selector::from_variables({"RAILCOLL_TUNING=" + f.path, "RAILCOLL_BCAST_ALGO=pipelined_chain"});
   EXPECT_EQ(env.choose(bcast).algorithm, "pipelined_chain");
   EXPECT_EQ(env.choose(bcast).origin, "RAILCOLL_BCAST_ALGO");
