@@ -545,12 +545,19 @@ static void after_call(const Options* o, const Buffers* b, uint64_t bytes, uint3
   if (o->check && !*wrong) *wrong = count_wrong(o->coll, b, bytes, call);
 }
 
-static SizeResult run_size(const Options* o, const Buffers* b, uint64_t bytes, uint32_t* call) {
+/* A size's result with room for its timed calls' entries and exits; *iters and
+ * *warmup: how many calls it times and runs untimed first. */
+static SizeResult new_size_result(const Options* o, const Buffers* b, uint64_t bytes, int* iters, int* warmup) {
   SizeResult r = {0};
+  calls_for(o, bytes, b->nranks, iters, warmup);
+  r.iters = *iters;
+  r.times = calloc(2 * (size_t)*iters, sizeof(double));
+  return r;
+}
+
+static SizeResult run_size(const Options* o, const Buffers* b, uint64_t bytes, uint32_t* call) {
   int iters, warmup;
-  calls_for(o, bytes, b->nranks, &iters, &warmup);
-  r.iters = iters;
-  r.times = calloc(2 * (size_t)iters, sizeof(double));
+  SizeResult r = new_size_result(o, b, bytes, &iters, &warmup);
   uint32_t skew_state = (uint32_t)b->me * 7919u + (uint32_t)bytes + 1u;
   for (int i = -warmup; i < iters; ++i, ++*call) {
     before_call(o, b, bytes, *call);
@@ -569,11 +576,8 @@ static SizeResult run_size(const Options* o, const Buffers* b, uint64_t bytes, u
  * same machine); then post, a busy loop as long as this rank's mean post +
  * wait that calls nothing of MPI (busy_compute.h), wait. */
 static SizeResult run_nonblocking_size(const Options* o, const Buffers* b, uint64_t bytes, uint32_t* call) {
-  SizeResult r = {0};
   int iters, warmup;
-  calls_for(o, bytes, b->nranks, &iters, &warmup);
-  r.iters = iters;
-  r.times = calloc(2 * (size_t)iters, sizeof(double));
+  SizeResult r = new_size_result(o, b, bytes, &iters, &warmup);
   r.blocking = calloc(2 * (size_t)iters, sizeof(double));
   r.overlapped = calloc(2 * (size_t)iters, sizeof(double));
   r.compute = calloc((size_t)iters, sizeof(double));
