@@ -230,6 +230,21 @@ TEST(SpinBudget, WaitsSleepAtOnceWhereTheNodesRanksOutnumberTheCoresUnlessTheCal
   EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, 0), 0.0);
 }
 
+TEST(SpinBudget, AnAllGathersResultCountsOnceForAllOfANodesRanks) {
+  const Topology t = Topology::from_ppn(16, 4, 2);
+  const std::vector<uint64_t> four_k(16, 4096), eight_k(16, 8192), big(16, 64 << 10);
+  const AlgoOptions o = call_defaults(Collective::Allgather);
+  // 16 blocks of 4 KiB reach a node of 4 ranks once: a short call, unlike a 64 KiB broadcast.
+  EXPECT_EQ(wait_bytes(build_schedule(Collective::Allgather, "smp_direct", t, four_k, o), 5), 16u << 10);
+  EXPECT_EQ(wait_bytes(build_schedule(Collective::Allgather, "smp_direct", t, eight_k, o), 5), 32u << 10);
+  EXPECT_EQ(wait_bytes(build_schedule(Collective::Allgather, "smp_bruck", t, big, o), 5), 256u << 10);
+  const std::vector<uint64_t> bcast(16, 32 << 10);
+  EXPECT_EQ(wait_bytes(build_schedule(Collective::Bcast, "smp", t, bcast, call_defaults(Collective::Bcast)), 5),
+            32u << 10);
+  EXPECT_EQ(wait_bytes(build_schedule(Collective::Allreduce, "smp", t, big, call_defaults(Collective::Allreduce)), 0),
+            64u << 10);
+}
+
 // A TCP socket's congestion control, as the kernel reports it.
 std::string congestion_of(int fd) {
   char name[16] = {};

@@ -44,6 +44,15 @@ double spin_budget(const Bootstrap& settings, int node_ranks, uint64_t call_byte
   return call_bytes <= kShortCallBytes ? kShortCallSpin : 0.0;
 }
 
+uint64_t wait_bytes(const Schedule& s, int me) {
+  const auto bytes_of = [&](const std::vector<uint64_t>& v) { return v.size() > static_cast<size_t>(me) ? v[me] : 0; };
+  uint64_t recv = bytes_of(s.recv_bytes);
+  // An all-gather's or a gather's blocks reach a node once for all of its ranks,
+  // which copy them out of the node's shared memory: count a node rank's share.
+  if (traits(s.collective).result == Result::Blocks) recv /= s.topo.node_size(s.topo.node_of(me));
+  return std::max(bytes_of(s.send_bytes), recv);
+}
+
 FrameHeader Executor::header(Frame type, int op) const {
   FrameHeader h = make_header(type, comm_id_, me_);
   h.seq = seq_;
@@ -352,8 +361,7 @@ void Executor::start(const Plan& p, const Buffers& b) {
                                                 std::to_string(kMaxNodeCounters));
   plan_ = &p;
   bufs_ = b;
-  const auto bytes_of = [&](const std::vector<uint64_t>& v) { return v.size() > static_cast<size_t>(me_) ? v[me_] : 0; };
-  spin_seconds_ = spin_budget(spin_settings_, node_ranks_, std::max(bytes_of(s.send_bytes), bytes_of(s.recv_bytes)));
+  spin_seconds_ = spin_budget(spin_settings_, node_ranks_, wait_bytes(s, me_));
   guard([&] {
     t_.begin_call();
     if (scratch_.size() < s.scratch_bytes[me_]) scratch_.resize(s.scratch_bytes[me_]);

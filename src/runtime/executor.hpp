@@ -36,12 +36,17 @@ struct Buffers {
 // a core of its own. Where they outnumber the cores this process may run on, a
 // spinning waiter holds the core that the rank it waits for needs, so waits
 // sleep at once, except in a short call (this rank sends and receives at most
-// kShortCallBytes: a barrier, a small broadcast or all-gather), whose waits
-// mostly end within a scheduling round: they spin kShortCallSpin seconds first,
-// which costs less than a wake-up (docs/runtime.md, "Tails").
+// kShortCallBytes by wait_bytes: a barrier, a small broadcast, an all-gather of
+// small blocks), whose waits mostly end within a scheduling round: they spin
+// kShortCallSpin seconds first, which costs less than a wake-up (docs/runtime.md,
+// "Tails").
 constexpr uint64_t kShortCallBytes = 16 << 10;
 constexpr double kShortCallSpin = 200e-6;
 double spin_budget(const Bootstrap& settings, int node_ranks, uint64_t call_bytes);
+// The bytes rank `me` sends or waits for in a call of `s`: its send or receive
+// buffer, its node's ranks' share of it where the result is every rank's block
+// (all-gather, gather).
+uint64_t wait_bytes(const Schedule& s, int me);
 
 class Executor final : private FrameSink {
  public:
