@@ -270,6 +270,19 @@ TEST(RailSockets, TakeTheFirstCongestionControlTheKernelAllows) {
   close(fd);
 }
 
+// Set before the connection exists, so the system's default (often BBR) never
+// initialises it: BBR leaves the kernel pacing a socket switched away from it.
+TEST(RailSockets, BothEndsAreBornWithTheChosenCongestionControl) {
+  int port = 0;
+  const int listener = tcp_listen("127.0.0.1", 0, &port, "no-such-control,reno");
+  const int connected = tcp_connect("", "127.0.0.1", port, now_seconds() + 5, "reno");
+  const int accepted = accept_until(listener, now_seconds() + 5);
+  ASSERT_GE(accepted, 0);
+  EXPECT_EQ(congestion_of(connected), "reno");
+  EXPECT_EQ(congestion_of(accepted), "reno");  // inherited from the listener
+  close(accepted), close(connected), close(listener);
+}
+
 TEST(RailSockets, TheUnsentLimitIsLiftedAndSetAgain) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(fd, 0);

@@ -60,7 +60,9 @@ struct Bootstrap {
   // ten 5-50x the median, every stall a share handed to the kernel that arrived
   // 15-190 ms later without a loss (BBR's pacing timer and its 200 ms
   // PROBE_RTT); with cubic or reno p99/p50 went from 18-31 to 1.2-2.3
-  // (docs/runtime.md, "Tails"). reno is there because unprivileged processes
+  // (docs/runtime.md, "Tails"). Set before a rail connects: a socket BBR has
+  // initialised stays paced by the kernel after it switches (a frame's tail
+  // held 2-4 ms after a rest). reno is there because unprivileged processes
   // may only pick what net.ipv4.tcp_allowed_congestion_control allows.
   std::string tcp_congestion = "cubic,reno";
   // RAILCOLL_TRANSPORT: "tcp" (the native socket transport) or "ofi" (libfabric

@@ -150,11 +150,12 @@ std::string describe_peer(int fd) {
 
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
-int tcp_listen(const std::string& address, int port, int* bound_port) {
+int tcp_listen(const std::string& address, int port, int* bound_port, const std::string& congestion) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) sys_fail("socket");
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  choose_congestion(fd, congestion);
   sockaddr_in a = inet_addr_of(address, port);
   if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
     int e = errno;
@@ -169,13 +170,15 @@ int tcp_listen(const std::string& address, int port, int* bound_port) {
   return fd;
 }
 
-int tcp_connect(const std::string& from, const std::string& address, int port, double deadline) {
+int tcp_connect(const std::string& from, const std::string& address, int port, double deadline,
+                const std::string& congestion) {
   sockaddr_in to = inet_addr_of(address, port);
   int last_errno = 0;
   for (double backoff = 0.001;; backoff = std::min(backoff * 2, 0.1)) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) sys_fail("socket");
     tune_socket(fd, true);
+    choose_congestion(fd, congestion);
     if (!from.empty()) {
       sockaddr_in me = inet_addr_of(from, 0);
       if (bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me) != 0) {
@@ -196,11 +199,12 @@ int tcp_connect(const std::string& from, const std::string& address, int port, d
            " before the deadline");
 }
 
-int tcp_connect_start(const std::string& from, const std::string& address, int port) {
+int tcp_connect_start(const std::string& from, const std::string& address, int port, const std::string& congestion) {
   sockaddr_in to = inet_addr_of(address, port), me = inet_addr_of(from, 0);
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
   tune_socket(fd, true);
+  choose_congestion(fd, congestion);
   if (bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me) != 0 ||
       (connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0 && errno != EINPROGRESS)) {
     close(fd);

@@ -21,12 +21,18 @@ std::pair<std::string, int> split_host_port(const std::string& hp);
 // timeouts bound the wait). Throws RuntimeError(Bootstrap) naming `what`.
 std::string resolve_ipv4(const std::string& host, const std::string& what);
 
-int tcp_listen(const std::string& address, int port, int* bound_port);
+// `congestion`: the congestion controls to try (choose_congestion), set before
+// the connection exists, so that the system's default never initialises it:
+// BBR, switched away from afterwards, leaves the kernel pacing the socket.
+// Sockets a listener accepts inherit its choice.
+int tcp_listen(const std::string& address, int port, int* bound_port, const std::string& congestion = "");
 // Connects to address:port from local address `from` (empty: any); retries
 // until `deadline` while the peer is not listening yet.
-int tcp_connect(const std::string& from, const std::string& address, int port, double deadline);
+int tcp_connect(const std::string& from, const std::string& address, int port, double deadline,
+                const std::string& congestion = "");
 // Starts a non-blocking connect from `from`; the fd (writable when connected), or -1.
-int tcp_connect_start(const std::string& from, const std::string& address, int port);
+int tcp_connect_start(const std::string& from, const std::string& address, int port,
+                      const std::string& congestion = "");
 int unix_listen(const std::string& abstract_name);
 int unix_connect(const std::string& abstract_name, double deadline);
 int accept_until(int listen_fd, double deadline);

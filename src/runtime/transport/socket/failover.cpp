@@ -193,7 +193,7 @@ SocketTransport::Conn& SocketTransport::route(int peer, int rail, bool* moved) {
 
 void SocketTransport::start_reconnect(Conn& c, double now) {
   auto hp = split_host_port(peer_addr_[c.peer][c.rail]);
-  c.fd = tcp_connect_start(rail_addr_[c.rail], hp.first, hp.second);
+  c.fd = tcp_connect_start(rail_addr_[c.rail], hp.first, hp.second, tcp_congestion_);
   c.retry_at = now + kRailRetry;
   if (c.fd < 0) return;
   c.connecting = true;

@@ -37,7 +37,7 @@ SocketTransport::SocketTransport(const Bootstrap& settings, int me, int nranks, 
       hold_seq_(rail_addr_.size(), 0) {
   for (auto& a : rail_addr_) {
     int port = 0;
-    door_.add_listener(tcp_listen(a, 0, &port), true);
+    door_.add_listener(tcp_listen(a, 0, &port, tcp_congestion_), true);
     rail_port_.push_back(port);
   }
 }
@@ -116,7 +116,7 @@ void SocketTransport::connect_peers(const std::vector<std::vector<std::string>>&
     } else {
       for (int r = 0; r < rails_n; ++r) {
         auto hp = split_host_port(peer_addr_[j][r]);
-        int fd = tcp_connect(rail_addr_[r], hp.first, hp.second, deadline);
+        int fd = tcp_connect(rail_addr_[r], hp.first, hp.second, deadline, tcp_congestion_);
         add_conn(fd, j, r);
         hello(fd, j, r);
       }
@@ -182,10 +182,7 @@ void SocketTransport::add_conn(int fd, int peer, int rail) {
   conn_of_[peer][rail < 0 ? 0 : rail] = static_cast<int>(conns_.size()) - 1;
 }
 
-void SocketTransport::tune_rail(int fd) const {
-  limit_unsent(fd, notsent_lowat_);
-  choose_congestion(fd, tcp_congestion_);
-}
+void SocketTransport::tune_rail(int fd) const { limit_unsent(fd, notsent_lowat_); }
 
 // The Hello that opens a connection to `peer` on `rail` (-1: local); its seq is
 // the connection's generation, so an old Hello cannot open a new one.

@@ -141,7 +141,8 @@ class SocketTransport final : public ProcessTransport {
   void accept_peers(int expected, double deadline);
   bool admit(const Door::Admitted& a, double now);
   void add_conn(int fd, int peer, int rail);
-  // A rail socket's unsent limit and congestion control (Bootstrap).
+  // A rail socket's unsent limit (Bootstrap); its congestion control is set
+  // before it connects (tcp_listen, tcp_connect).
   void tune_rail(int fd) const;
   void queue(Conn& c, Frame type, int op = -1);
   void goodbye(double deadline);
