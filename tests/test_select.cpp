@@ -41,7 +41,7 @@ std::string old_if_chain(Collective collective, const Topology& t, uint64_t byte
   }
   if (t.nranks() == 1 || t.nnodes() == 1) return "smp_direct";
   uint64_t node_bytes = bytes * static_cast<uint64_t>(t.max_node_size());
-  if (node_bytes <= 4 * 1024) return "smp_gather_bcast";
+  if (node_bytes <= 2 * 1024) return "smp_gather_bcast";
   if (node_bytes <= 64 * 1024) return t.nnodes() <= 4 ? "smp_direct" : "smp_bruck";
   if (t.max_node_size() == 1 && node_bytes <= 512 * 1024) return "smp_multileader_paced";
   return "smp_multileader";

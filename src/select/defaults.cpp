@@ -63,10 +63,10 @@ const Row kRows[] = {
   // collective           ranks      nodes  ranks/node bytes/rank       bytes/node     algorithm
   {Collective::Allgather, kAny,      kOne,  kAny,      kAny,            kAny,          "smp_direct",
    "one node: shared memory only, no network step"},
-  {Collective::Allgather, kAny,      kAny,  kAny,      kAny,            upto(4 * KiB), "smp_gather_bcast",
-   "few network steps for small messages (seed 001 §7; emulated cluster 4x4, 2 rails, back to back, 4 rounds: 115-127 us at 1 KiB a rank, smp_direct 150-191, docs/selection.md)"},
+  {Collective::Allgather, kAny,      kAny,  kAny,      kAny,            upto(2 * KiB), "smp_gather_bcast",
+   "few network steps for small messages (seed 001 §7; emulated cluster 4x4, 2 rails, back to back, 3 rounds: 83-108 us at 512 B a rank, smp_direct 89-120, docs/selection.md)"},
   {Collective::Allgather, kAny,      upto(4), kAny,    kAny,            upto(64 * KiB), "smp_direct",
-   "few nodes: each leader's one step to every other node (emulated cluster 4x4, 2-16 KiB a rank back to back: 2 KiB 140-175 us against smp_gather_bcast 211-225, 4 KiB 322-386 against smp_bruck 545-549, docs/selection.md)"},
+   "few nodes: each leader's one step to every other node (emulated cluster 4x4, 1-16 KiB a rank back to back, 3 rounds: 1 KiB 90-116 us against smp_gather_bcast 128-142, 2 KiB 97-131 against 203-219, 4 KiB 322-386 against smp_bruck 545-549, docs/selection.md)"},
   {Collective::Allgather, kAny,      kAny,  kAny,      kAny,            upto(64 * KiB), "smp_bruck",
    "SMP Bruck next (seed 001 §7: from 512 B to 8 KiB; emulated cluster 4x4: ahead of smp_multileader at 8-16 KiB per rank, docs/selection.md)"},
   {Collective::Allgather, kAny,      kAny,  kOne,      kAny,            upto(512 * KiB), "smp_multileader_paced",
