@@ -75,11 +75,9 @@ Bootstrap settings_from_env(std::exception_ptr* bad) {
     }
   });
   read([&] {
-    if (env("RAILCOLL_STRIPE_BYTES")) {
-      int x = env_int("RAILCOLL_STRIPE_BYTES", 16 << 10);
-      if (x < 1) throw RuntimeError(Status::Bootstrap, "RAILCOLL_STRIPE_BYTES must be at least 1");
-      b.stripe_bytes = static_cast<uint64_t>(x);
-    }
+    const int x = env_int("RAILCOLL_STRIPE_BYTES", static_cast<int>(b.stripe_bytes));
+    if (x < 1) throw RuntimeError(Status::Bootstrap, "RAILCOLL_STRIPE_BYTES must be at least 1");
+    b.stripe_bytes = static_cast<uint64_t>(x);
   });
   read([&] {
     if (env("RAILCOLL_NOTSENT_LOWAT")) b.notsent_lowat = env_int("RAILCOLL_NOTSENT_LOWAT", 0);
