@@ -25,8 +25,8 @@
 
 #include "core/topology.hpp"
 #include "runtime/bootstrap.hpp"
-#include "runtime/transport/socket/door.hpp"
-#include "runtime/transport/socket/link_monitor.hpp"
+#include "runtime/transport/stream/door.hpp"
+#include "runtime/transport/rails/link_monitor.hpp"
 #include "runtime/transport/transport.hpp"
 
 namespace railcoll::rt {
