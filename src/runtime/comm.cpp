@@ -1,9 +1,9 @@
 // The communicator (comm.hpp): set-up in order (listeners, the out-of-band
 // exchange, topology, connections and the node segment, the executor), a call
 // (its plan built once and cached), the end. The work is elsewhere: the
-// executor in executor.cpp, the transports under transport/ (socket, fabric;
-// RAILCOLL_TRANSPORT picks), the exchange in oob.cpp, the environment in
-// bootstrap.cpp.
+// executor in executor.cpp, the transports under transport/ (the rails layer
+// over the node's room and one kind of network link, RAILCOLL_TRANSPORT
+// picks), the exchange in oob.cpp, the environment in bootstrap.cpp.
 #include "runtime/comm.hpp"
 
 #include <unistd.h>
@@ -15,7 +15,9 @@
 #include "runtime/auth.hpp"
 #include "runtime/net.hpp"
 #include "runtime/plan_cache.hpp"
-#include "runtime/transport/socket/socket_transport.hpp"
+#include "runtime/transport/local/local_node.hpp"
+#include "runtime/transport/rails/rail_transport.hpp"
+#include "runtime/transport/tcp/tcp_links.hpp"
 #ifdef RAILCOLL_HAVE_OFI
 #include "runtime/transport/fabric/fabric_transport.hpp"
 #endif
@@ -60,7 +62,8 @@ std::unique_ptr<ProcessTransport> make_transport(const Bootstrap& b, int me, int
                        "RAILCOLL_TRANSPORT=ofi: this railcoll was built without libfabric (-DRAILCOLL_WITH_OFI=OFF)");
 #endif
   }
-  return std::make_unique<SocketTransport>(b, me, n, rails);
+  return std::make_unique<RailTransport>(b, me, n, rails, std::make_unique<LocalNode>(b, me, n),
+                                         std::make_unique<TcpLinks>(b, me, n, rails));
 }
 
 }  // namespace
