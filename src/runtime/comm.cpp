@@ -19,7 +19,7 @@
 #include "runtime/transport/rails/rail_transport.hpp"
 #include "runtime/transport/tcp/tcp_links.hpp"
 #ifdef RAILCOLL_HAVE_OFI
-#include "runtime/transport/fabric/fabric_transport.hpp"
+#include "runtime/transport/ofi/ofi_links.hpp"
 #endif
 
 namespace railcoll::rt {
@@ -52,18 +52,21 @@ bool same_key(const std::string& key, const std::string& theirs) {
 
 enum Field { kJob, kTag, kNode, kRails, kContact, kShm, kKeyCheck, kTransport, kFields };
 
-// The transport RAILCOLL_TRANSPORT names, opened on this rank's rails.
+// The rails layer over the node's room and the network links RAILCOLL_TRANSPORT
+// names, opened on this rank's rails. A new kind of link is one more line here.
 std::unique_ptr<ProcessTransport> make_transport(const Bootstrap& b, int me, int n, const std::vector<std::string>& rails) {
+  std::unique_ptr<Links> net;
   if (b.transport == "ofi") {
 #ifdef RAILCOLL_HAVE_OFI
-    return std::make_unique<FabricTransport>(b, me, n, rails);
+    net = std::make_unique<OfiLinks>(b, me, n, rails);
 #else
     throw RuntimeError(Status::Unsupported,
                        "RAILCOLL_TRANSPORT=ofi: this railcoll was built without libfabric (-DRAILCOLL_WITH_OFI=OFF)");
 #endif
+  } else {
+    net = std::make_unique<TcpLinks>(b, me, n, rails);
   }
-  return std::make_unique<RailTransport>(b, me, n, rails, std::make_unique<LocalNode>(b, me, n),
-                                         std::make_unique<TcpLinks>(b, me, n, rails));
+  return std::make_unique<RailTransport>(b, me, n, rails, std::make_unique<LocalNode>(b, me, n), std::move(net));
 }
 
 }  // namespace

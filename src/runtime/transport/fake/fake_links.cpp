@@ -1,11 +1,11 @@
 // Fake links with rails (fake_links.hpp): the fake node room, the fake
 // network links, and the fabric that joins them.
 #include "runtime/transport/fake/fake_links.hpp"
+#include "runtime/transport/fake/fake_transport.hpp"
 
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <new>
 
 #include "core/errors.hpp"
 #include "runtime/net.hpp"
@@ -327,17 +327,8 @@ FakeRails::FakeRails(const Topology& topo, const Bootstrap& settings, uint64_t s
       up_(new std::atomic<bool>[static_cast<size_t>(topo.nnodes()) * topo.rails()]) {
   for (int i = 0; i < topo.nnodes() * topo.rails(); ++i) up_[i] = true;
   for (int n = 0; n < topo.nnodes(); ++n) {
-    // calloc: zeroed, and the kernel gives pages only when they are touched.
-    char* mem = static_cast<char*>(std::calloc(1, node_segment_bytes(shm_bytes)));
-    if (!mem) throw std::bad_alloc();
-    node_mem_.emplace_back(mem, std::free);
-    NodeSegment seg;
-    seg.shm = new (mem) NodeShm{};
-    seg.shm->capacity = shm_bytes;
-    seg.shm->magic = kShmMagic;
-    seg.data = mem + kShmHeader;
-    seg.bytes = node_segment_bytes(shm_bytes);
-    segs_.push_back(seg);
+    node_mem_.emplace_back(nullptr, std::free);
+    segs_.push_back(fake_node_segment(shm_bytes, &node_mem_.back()));
   }
   std::vector<std::string> rails;
   for (int r = 0; r < topo.rails(); ++r) rails.push_back("fake-rail-" + std::to_string(r));
@@ -377,26 +368,24 @@ bool FakeRails::carries(int a, int b, int rail) const {
 
 void FakeRails::cut(int node, int rail, bool silent) {
   up_[node * topo_.rails() + rail] = false;
-  if (silent) return;
-  for (int r : topo_.ranks_of(node)) {
-    Item it;
-    it.kind = Item::Interface;
-    it.rail = rail;
-    it.running = false;
-    post(r, std::move(it), false);
-  }
+  if (!silent) tell_interface(node, rail, false);
 }
 
 void FakeRails::mend(int node, int rail) {
   up_[node * topo_.rails() + rail] = true;
+  tell_interface(node, rail, true);
+  for (int r = 0; r < topo_.nranks(); ++r) poke(r);  // frames waiting for the rail may go now
+}
+
+// The ranks of the node hear that its interface of `rail` lost or regained its link.
+void FakeRails::tell_interface(int node, int rail, bool running) {
   for (int r : topo_.ranks_of(node)) {
     Item it;
     it.kind = Item::Interface;
     it.rail = rail;
-    it.running = true;
+    it.running = running;
     post(r, std::move(it), false);
   }
-  for (int r = 0; r < topo_.nranks(); ++r) poke(r);  // frames waiting for the rail may go now
 }
 
 }  // namespace railcoll::rt

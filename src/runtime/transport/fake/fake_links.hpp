@@ -78,6 +78,7 @@ class FakeRails {
   struct Counters {
     std::atomic<uint64_t> in_box{0}, taken{0};
   };
+  void tell_interface(int node, int rail, bool running);
   size_t index(int from, int to, int rail) const {
     return (static_cast<size_t>(from) * topo_.nranks() + to) * topo_.rails() + rail;
   }

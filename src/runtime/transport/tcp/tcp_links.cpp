@@ -383,15 +383,20 @@ void TcpLinks::reconnected(Conn& c, int fd, double now) {
   c.out.clear();
   if (c.fd >= 0) ::close(c.fd);
   set_nonblocking(fd);
+  c.ep_fd = -2;  // the new fd may reuse the number of one closed before: register it again
+  for (auto& it : again) c.out.push_back(std::move(it));
+  restored(c, fd, now);
+}
+
+// A new connection carries the link from now on, its stream from the start.
+void TcpLinks::restored(Conn& c, int fd, double now) {
   tune(fd);
   c.restart(fd, now);
   c.unsent_unlimited = false;
   c.down = c.connecting = false;
   c.drain_to = -1;
   c.outq = -1;
-  c.ep_fd = -2;  // the new fd may reuse the number of one closed before: register it again
   rewatch_ = true;
-  for (auto& it : again) c.out.push_back(std::move(it));
   ev_->link_restored(c.peer, c.rail);
 }
 
@@ -427,15 +432,7 @@ void TcpLinks::finish_connect(Conn& c, double now) {
   if (err != 0 || ::send(c.fd, hello.data(), hello.size(), MSG_NOSIGNAL | MSG_DONTWAIT) != ssize_t(hello.size()))
     return abort_connect(c);
   ++c.generation;
-  const int fd = c.fd;
-  tune(fd);
-  c.restart(fd, now);
-  c.unsent_unlimited = false;
-  c.down = c.connecting = false;
-  c.drain_to = -1;
-  c.outq = -1;
-  rewatch_ = true;
-  ev_->link_restored(c.peer, c.rail);
+  restored(c, c.fd, now);
 }
 
 // ------------------------------------------------------------------ the end

@@ -88,6 +88,7 @@ class TcpLinks final : public Links, private FdWatcher {
   void close_if_drained(Conn& c);
   bool admit(const Door::Admitted& a, double now);
   void reconnected(Conn& c, int fd, double now);
+  void restored(Conn& c, int fd, double now);
   void finish_connect(Conn& c, double now);
   void abort_connect(Conn& c);
   void serve_door(double now);
