@@ -12,16 +12,15 @@
 
 #include "core/errors.hpp"
 #include "core/registry.hpp"
-#include "runtime/executor.hpp"
-#include "runtime/plan.hpp"
+#include "runtime/engine/executor.hpp"
+#include "runtime/engine/plan.hpp"
 
 namespace railcoll::rt::test {
 
-inline Bootstrap settings(double timeout = 30) {
-  Bootstrap b;
+inline ExecutorSettings settings(double timeout = 30) {
+  ExecutorSettings b;
   b.timeout = timeout;
   b.spin_seconds = 0.0002;  // up to 12 threads share 2 cores: sleep soon
-  b.spin_given = true;
   return b;
 }
 

@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "rank_threads.hpp"
-#include "runtime/net.hpp"
+#include "runtime/bootstrap/net.hpp"
 #include "runtime/transport/fake/fake_links.hpp"
 #include "runtime/transport/rails/link_monitor.hpp"
 
@@ -33,11 +33,21 @@ const Topology& three_by_two() {
   return t;
 }
 
+// The transport's settings: the table's defaults, with the deadline and the
+// rail timeout of the test.
+TransportSettings links(double timeout, double rail_timeout = 0) {
+  TransportSettings t = TransportSettings::from(Settings());
+  t.timeout = timeout;
+  if (rail_timeout > 0) t.rail_timeout = rail_timeout;
+  return t;
+}
+
 struct Rails {
-  explicit Rails(const Bootstrap& s) : net(three_by_two(), s) {
+  Rails(const ExecutorSettings& e, const TransportSettings& t) : net(three_by_two(), t) {
     for (int r = 0; r < topo().nranks(); ++r)
-      exec.push_back(std::make_unique<Executor>(net.transport(r), topo(), r, FakeRails::kCommId, s));
+      exec.push_back(std::make_unique<Executor>(net.transport(r), topo(), r, FakeRails::kCommId, e));
   }
+  explicit Rails(double timeout) : Rails(settings(timeout), links(timeout)) {}
   const Topology& topo() const { return net.topo(); }
   int rails_up(int r) { return net.transport(r).rails_up(); }
 
@@ -92,7 +102,7 @@ std::vector<int> count_lines(const std::string& log, int ranks, int rail, const 
 }
 
 TEST(RailsOverFakeLinks, ARailLostMidCallMovesItsFramesAndComesBack) {
-  Rails rails(settings(20));
+  Rails rails(20);
   const double start = now_seconds();
   std::thread fault([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -118,9 +128,7 @@ TEST(RailsOverFakeLinks, ARailLostMidCallMovesItsFramesAndComesBack) {
 }
 
 TEST(RailsOverFakeLinks, ASilentRailIsGivenUpWhenTheOtherRailAnswers) {
-  Bootstrap s = settings(20);
-  s.rail_timeout = 0.4;
-  Rails rails(s);
+  Rails rails(settings(20), links(20, 0.4));
   const double start = now_seconds();
   std::thread fault([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -142,7 +150,7 @@ TEST(RailsOverFakeLinks, ASilentRailIsGivenUpWhenTheOtherRailAnswers) {
 }
 
 TEST(RailsOverFakeLinks, AFlappingRailIsHeldDownUntilItIsStable) {
-  Rails rails(settings(20));
+  Rails rails(20);
   const double start = now_seconds();
   std::atomic<double> last_up{0};
   std::thread fault([&] {
@@ -178,7 +186,7 @@ TEST(RailsOverFakeLinks, AFlappingRailIsHeldDownUntilItIsStable) {
 }
 
 TEST(RailsOverFakeLinks, EveryRailToANodeLostFailsEveryRankByItsDeadline) {
-  Rails rails(settings(2.0));
+  Rails rails(2.0);
   Call warm(rails.topo(), Collective::Allgather, "direct", 64 << 10, 1);
   auto ok = each_rank(6, [&](int r) { warm.run(*rails.exec[r], r); });
   for (int r = 0; r < 6; ++r) ASSERT_EQ(ok[r].status, Status::Ok) << ok[r].error;

@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "core/errors.hpp"
-#include "runtime/net.hpp"
-#include "runtime/oob.hpp"
+#include "runtime/bootstrap/net.hpp"
+#include "runtime/bootstrap/oob.hpp"
 #include "runtime/transport/link.hpp"
 #include "runtime/transport/rails/rail_transport.hpp"
 
@@ -321,7 +321,7 @@ class NoOutOfBand final : public OutOfBand {
 
 }  // namespace
 
-FakeRails::FakeRails(const Topology& topo, const Bootstrap& settings, uint64_t shm_bytes)
+FakeRails::FakeRails(const Topology& topo, const TransportSettings& settings, uint64_t shm_bytes)
     : topo_(topo),
       counters_(new Counters[static_cast<size_t>(topo.nranks()) * topo.nranks() * topo.rails()]),
       up_(new std::atomic<bool>[static_cast<size_t>(topo.nnodes()) * topo.rails()]) {

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "core/topology.hpp"
-#include "runtime/bootstrap.hpp"
+#include "runtime/transport/transport_settings.hpp"
 #include "runtime/transport/transport.hpp"
 
 namespace railcoll::rt {
@@ -36,7 +36,7 @@ class RailTransport;
 class FakeRails {
  public:
   static constexpr uint64_t kCommId = 0x5241494c52414c53ull;  // "RAILRALS"
-  FakeRails(const Topology& topo, const Bootstrap& settings, uint64_t shm_bytes = 4u << 20);
+  FakeRails(const Topology& topo, const TransportSettings& settings, uint64_t shm_bytes = 4u << 20);
   ~FakeRails();
   FakeRails(const FakeRails&) = delete;
   FakeRails& operator=(const FakeRails&) = delete;

@@ -12,9 +12,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "runtime/auth.hpp"
-#include "runtime/net.hpp"
-#include "runtime/oob.hpp"
+#include "runtime/bootstrap/auth.hpp"
+#include "runtime/bootstrap/net.hpp"
+#include "runtime/bootstrap/oob.hpp"
 
 namespace railcoll::rt {
 
@@ -34,7 +34,7 @@ timespec timespec_of(double s) {
 
 }  // namespace
 
-LocalNode::LocalNode(const Bootstrap& settings, int me, int nranks)
+LocalNode::LocalNode(const TransportSettings& settings, int me, int nranks)
     : job_key_(settings.job_key),
       shm_bytes_(settings.shm_bytes),
       me_(me),

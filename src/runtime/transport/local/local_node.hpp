@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "core/topology.hpp"
-#include "runtime/bootstrap.hpp"
+#include "runtime/transport/transport_settings.hpp"
 #include "runtime/transport/link.hpp"
 #include "runtime/transport/stream/door.hpp"
 #include "runtime/transport/stream/frame_stream.hpp"
@@ -37,7 +37,7 @@ namespace railcoll::rt {
 
 class LocalNode final : public NodeRoom, private FdWatcher {
  public:
-  LocalNode(const Bootstrap& settings, int me, int nranks);
+  LocalNode(const TransportSettings& settings, int me, int nranks);
   ~LocalNode() override;
   LocalNode(const LocalNode&) = delete;
   LocalNode& operator=(const LocalNode&) = delete;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "runtime/transport/ofi/ofi_rail.hpp"
-#include "runtime/wire.hpp"
+#include "runtime/transport/wire.hpp"
 
 namespace railcoll::rt {
 

@@ -26,9 +26,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "runtime/auth.hpp"
-#include "runtime/net.hpp"
-#include "runtime/oob.hpp"
+#include "runtime/bootstrap/auth.hpp"
+#include "runtime/bootstrap/net.hpp"
+#include "runtime/bootstrap/oob.hpp"
 #include "runtime/transport/ofi/ofi_chunks.hpp"
 #include "runtime/transport/ofi/ofi_rail.hpp"
 
@@ -61,7 +61,7 @@ uint64_t fabric_token(const std::string& key, const std::string& nonce, uint64_t
 
 }  // namespace
 
-OfiLinks::OfiLinks(const Bootstrap& settings, int me, int nranks, std::vector<std::string> rail_addr)
+OfiLinks::OfiLinks(const TransportSettings& settings, int me, int nranks, std::vector<std::string> rail_addr)
     : settings_(settings),
       me_(me),
       n_(nranks),

@@ -50,7 +50,7 @@
 #include <rdma/fi_eq.h>
 
 #include "core/topology.hpp"
-#include "runtime/bootstrap.hpp"
+#include "runtime/transport/transport_settings.hpp"
 #include "runtime/transport/link.hpp"
 
 namespace railcoll::rt {
@@ -61,7 +61,7 @@ class OfiLinks final : public Links {
  public:
   // Opens one endpoint per rail address. settings.ofi_provider: the provider
   // asked for ("" = the first libfabric offers on the rails' addresses).
-  OfiLinks(const Bootstrap& settings, int me, int nranks, std::vector<std::string> rail_addr);
+  OfiLinks(const TransportSettings& settings, int me, int nranks, std::vector<std::string> rail_addr);
   ~OfiLinks() override;
   OfiLinks(const OfiLinks&) = delete;
   OfiLinks& operator=(const OfiLinks&) = delete;
@@ -184,7 +184,7 @@ class OfiLinks final : public Links {
   void warm_up(double deadline);
   [[noreturn]] void protocol_error(int peer, int rail, const std::string& what) const;
 
-  const Bootstrap settings_;
+  const TransportSettings settings_;
   const int me_, n_;
   const std::vector<std::string> rail_addr_;
   const std::string nonce_;  // this rank's token seed, published in its contact

@@ -21,7 +21,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "runtime/net.hpp"
+#include "runtime/bootstrap/net.hpp"
 #include "runtime/transport/ofi/ofi_chunks.hpp"
 #include "runtime/transport/ofi/ofi_links.hpp"
 #include "runtime/transport/ofi/ofi_rail.hpp"

@@ -23,7 +23,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "runtime/net.hpp"
+#include "runtime/bootstrap/net.hpp"
 #include "runtime/transport/rails/rail_transport.hpp"
 
 namespace railcoll::rt {

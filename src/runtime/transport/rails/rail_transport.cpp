@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "runtime/net.hpp"
-#include "runtime/oob.hpp"
+#include "runtime/bootstrap/net.hpp"
+#include "runtime/bootstrap/oob.hpp"
 
 namespace railcoll::rt {
 
-RailTransport::RailTransport(const Bootstrap& settings, int me, int nranks, std::vector<std::string> rail_addr,
+RailTransport::RailTransport(const TransportSettings& settings, int me, int nranks, std::vector<std::string> rail_addr,
                              std::unique_ptr<NodeRoom> node, std::unique_ptr<Links> net, bool watch_interfaces)
     : timeout_(settings.timeout),
       rail_timeout_(settings.rail_timeout),

@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/bootstrap.hpp"
+#include "runtime/transport/transport_settings.hpp"
 #include "runtime/transport/link.hpp"
 #include "runtime/transport/rails/link_monitor.hpp"
 #include "runtime/transport/transport.hpp"
@@ -42,7 +42,7 @@ class RailTransport final : public ProcessTransport, private LinkEvents, private
  public:
   // rail_addr: this rank's rail addresses (the link monitor watches their
   // interfaces; watch_interfaces false: the links report them, as the fake does).
-  RailTransport(const Bootstrap& settings, int me, int nranks, std::vector<std::string> rail_addr,
+  RailTransport(const TransportSettings& settings, int me, int nranks, std::vector<std::string> rail_addr,
                 std::unique_ptr<NodeRoom> node, std::unique_ptr<Links> net, bool watch_interfaces = true);
   ~RailTransport() override;
   RailTransport(const RailTransport&) = delete;

@@ -12,13 +12,13 @@
 #include <cerrno>
 #include <cstring>
 
-#include "runtime/auth.hpp"
-#include "runtime/net.hpp"
-#include "runtime/oob.hpp"
+#include "runtime/bootstrap/auth.hpp"
+#include "runtime/bootstrap/net.hpp"
+#include "runtime/bootstrap/oob.hpp"
 
 namespace railcoll::rt {
 
-TcpLinks::TcpLinks(const Bootstrap& settings, int me, int nranks, std::vector<std::string> rail_addr)
+TcpLinks::TcpLinks(const TransportSettings& settings, int me, int nranks, std::vector<std::string> rail_addr)
     : job_key_(settings.job_key),
       notsent_lowat_(settings.notsent_lowat),
       tcp_congestion_(settings.tcp_congestion),

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "core/topology.hpp"
-#include "runtime/bootstrap.hpp"
+#include "runtime/transport/transport_settings.hpp"
 #include "runtime/transport/link.hpp"
 #include "runtime/transport/stream/door.hpp"
 #include "runtime/transport/stream/frame_stream.hpp"
@@ -33,7 +33,7 @@ namespace railcoll::rt {
 class TcpLinks final : public Links, private FdWatcher {
  public:
   // Opens this rank's rail listeners (one per rail address, bound to it).
-  TcpLinks(const Bootstrap& settings, int me, int nranks, std::vector<std::string> rail_addr);
+  TcpLinks(const TransportSettings& settings, int me, int nranks, std::vector<std::string> rail_addr);
   ~TcpLinks() override;
   TcpLinks(const TcpLinks&) = delete;
   TcpLinks& operator=(const TcpLinks&) = delete;
