@@ -24,13 +24,13 @@
 //    go to the sink too; everything else (hellos, pings, goodbyes, rail
 //    notices) stays inside the transport.
 //  * Node memory: node() is this rank's view of its node's shared segment
-//    (counters, call words, the shared buffer; layout in node_shm.hpp). The
+//    (counters, call words, the shared buffer; layout in node_segment.hpp). The
 //    executor reads and writes it directly: memcpy puts into the shared buffer
 //    and counter increments cost no call. After raising a node counter it calls
 //    wake_node_sleepers(), and a wait on a node counter passes a NodeWait to
 //    progress() so that the transport may sleep until a local peer raises it
 //    (the node room: a futex when nothing else is awaited, else a Wake
-//    frame into its epoll set; node_shm.hpp, NodeSleeper).
+//    frame into its epoll set; node_segment.hpp, NodeSleeper).
 //  * Errors: a transport throws RuntimeError (Peer, Network, Protocol, Timeout)
 //    from any call; the executor then marks the communicator broken and calls
 //    abort_peers(), which never throws.
@@ -44,7 +44,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
-#include "runtime/transport/local/node_shm.hpp"
+#include "runtime/transport/node_segment.hpp"
 #include "runtime/transport/wire.hpp"
 
 namespace railcoll::rt {

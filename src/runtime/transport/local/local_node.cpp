@@ -15,6 +15,7 @@
 #include "runtime/bootstrap/auth.hpp"
 #include "runtime/bootstrap/net.hpp"
 #include "runtime/bootstrap/oob.hpp"
+#include "runtime/transport/local/node_shm.hpp"
 
 namespace railcoll::rt {
 
