@@ -147,7 +147,7 @@ struct DataView {
   MPI_Datatype type = MPI_DATATYPE_NULL;
   int64_t count = 0;
   bool valid = false;       // the datatype and count are usable (else MPI reports the error)
-  bool contiguous = false;  // the bytes lie in one piece (always true for 0 bytes); else packed
+  bool contiguous = false;  // the typemap is its bytes in order, in one piece (always true for 0 bytes); else packed
   uint64_t bytes = 0;       // the signature's size
   uint64_t type_size = 0;   // of one element
   MPI_Aint offset = 0;      // where the bytes start, from the buffer pointer (the true lower bound)
@@ -159,6 +159,10 @@ struct DataView {
   void* at(void* buf) const { return static_cast<char*>(buf) + offset; }
 };
 DataView view(MPI_Datatype type, int64_t count);
+// One element's typemap, in MPI's order, is one run of ascending addresses
+// with no gap (typemap.cpp): with extent = size, any number of them may be
+// read and written in place; otherwise the layer packs.
+bool typemap_in_order(MPI_Datatype type);
 // MPI's groups of predefined types, as its predefined operators take them.
 enum ReduceGroup : unsigned { kIntegerGroup = 1, kFloatingGroup = 2, kLogicalGroup = 4, kByteGroup = 8, kPairGroup = 16 };
 // A predefined operator on a type of `groups` as railcoll_op_t; -1 when
