@@ -75,6 +75,7 @@ struct Layer {
   int verbose = 0;       // RAILCOLL_MPI_VERBOSE
   int spin_us = 0;       // how long a wait over MPI's and railcoll's requests polls before it sleeps (requests.cpp)
   std::string node;      // this rank's node identity for railcoll (layer.cpp, "node identity")
+  MPI_Comm poke = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD nothing is sent on (poke_mpi_progress)
   std::atomic<uint64_t> served[kModes][kColls] = {};
   std::atomic<uint64_t> passed[kModes][kColls][kReasons] = {};
 };
@@ -229,6 +230,15 @@ void release(CommState* s);
 MPI_Comm errors_comm(const CommState* s);
 // Destroys every railcoll communicator left (MPI_Finalize), newest first.
 void comms_finalize();
+// The railcoll communicator of a state (null before its first served call).
+railcoll_comm_t railcoll_of(const CommState* s);
+// One turn of MPI's progress engine, completing nothing of the program's: a
+// PMPI_Iprobe on Layer::poke (Open MPI progresses on any communicator, MPICH
+// 4.0 not on a one-rank one). railcoll's waits run it while they sleep
+// (railcoll_comm_set_wait_hook), so a peer waiting inside MPI for this rank's
+// MPI (the rest of a large send, a round of MPI's own nonblocking
+// collective) is not starved while this rank waits inside railcoll.
+void poke_mpi_progress(void* = nullptr);
 
 // ---- requests of nonblocking and persistent calls (requests.cpp) ----
 // MPI_Finalize: every outstanding request let go (railcoll's and the MPI

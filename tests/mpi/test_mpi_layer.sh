@@ -13,9 +13,12 @@
 # wrong ABI, nonblocking and persistent collectives mixed with point-to-point
 # requests in every completion call (tests/mpi/mpi_nonblocking.c), threads
 # calling collectives on their own communicators at once
-# (tests/mpi/mpi_threads.c), and mpi4py at its default thread level (Debian's,
-# on Open MPI). The new tests run under RAILCOLL_TIMEOUT=15: a broken route
-# fails in seconds.
+# (tests/mpi/mpi_threads.c), typemap order against MPI's own collectives
+# (tests/mpi/mpi_typemaps.c), what served calls hold while the program frees
+# it (tests/mpi/mpi_lifetimes.c), progress across both libraries on 4, 5 and
+# 10 ranks (tests/mpi/mpi_progress.c), and mpi4py at its default thread level
+# (Debian's, on Open MPI). The new tests run under RAILCOLL_TIMEOUT=15: a
+# broken route, or a rank stuck in one library, fails in seconds.
 #   usage: test_mpi_layer.sh BUILD_DIR local|cluster ABI...
 set -u
 BUILD=$(cd "${1:?usage: test_mpi_layer.sh BUILD_DIR local|cluster ABI...}" && pwd) || exit 1
@@ -209,6 +212,60 @@ test_typemaps() {
   grep -E "^(case|typemaps)" "$out" | head -4 | sed 's/^/     /'
 }
 
+# Handle lifetimes (tests/mpi/mpi_lifetimes.c): types, the communicator and
+# requests freed while served calls run; MPI_Request_free and MPI_Cancel of
+# a collective refused as MPI does.
+test_lifetimes() {
+  local abi=$1 n=4 st
+  [ "$MODE" = cluster ] && n=6
+  if [ "$MODE" = local ]; then
+    PRELOAD=0 launch "$abi" -- "$BIN/mpi_lifetimes_$abi" --mpi-alone
+    st=$?
+    [ $st -eq 0 ] && grep -q '^lifetimes correct: 0 wrong' "$out"
+    verdict $? "$abi: the lifetimes test itself holds under MPI's own collectives (exit $st)"
+  fi
+  launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 -- "$BIN/mpi_lifetimes_$abi"
+  st=$?
+  [ $st -eq 0 ] && grep -q '^lifetimes correct: 0 wrong' "$out" && served_everywhere $n Ibcast Iallgather Igatherv Ibarrier
+  verdict $? "$abi: types and a communicator freed under served MPI_Ibcast/Iallgather/Igatherv/Ibarrier (and a persistent MPI_Bcast_init where declared), handles reused: exact, no crash; MPI_Request_free and MPI_Cancel of an active collective refused, the request completing as usual (exit $st)"
+  grep -E "^(free|cancel):" "$out" | sed 's/^/     /'
+}
+
+# Progress across both libraries (tests/mpi/mpi_progress.c): served and MPI's
+# own nonblocking collectives and point-to-point outstanding at once, completed
+# in every order, staggered between ranks; then served blocking calls and
+# waits beside MPI's pending 1 MiB send (over TCP alone, so the sender's MPI
+# must progress it).
+test_progress() {
+  local abi=$1 np st t0 served=(RAILCOLL_MPI_COLLS=gatherv,barrier,allgather,scatterv,bcast RAILCOLL_TIMEOUT=15)
+  local sizes=(4 5 10)
+  [ "$MODE" = cluster ] && sizes=(6)
+  if [ "$MODE" = local ]; then
+    PRELOAD=0 launch "$abi" -- "$BIN/mpi_progress_$abi" --rounds 12
+    st=$?
+    [ $st -eq 0 ] && grep -q '^progress correct: 0 wrong' "$out"
+    verdict $? "$abi: the progress test itself is right under MPI's own collectives (exit $st)"
+  fi
+  for np in "${sizes[@]}"; do
+    t0=$SECONDS
+    NP=$np launch "$abi" RAILCOLL_MPI_VERBOSE=1 "${served[@]}" -- "$BIN/mpi_progress_$abi" --rounds 30
+    st=$?
+    [ $st -eq 0 ] && grep -q '^progress correct: 0 wrong' "$out" &&
+      served_everywhere "$np" Igatherv Ibarrier Iallgather Iscatterv Ibcast
+    verdict $? "$abi: $np ranks: served MPI_Igatherv/Ibarrier/Iallgather/Iscatterv/Ibcast and MPI's MPI_Iscan/Iexscan/Ialltoallw/Ireduce (user operator)/Isend/Irecv outstanding together, completed by every wait and test in every order, staggered between ranks: exact, no hang (exit $st, $((SECONDS - t0)) s)"
+  done
+  if [ "$MODE" = local ]; then
+    launch "$abi" "${served[@]}" RAILCOLL_PROGRESS_THREAD=0 -- "$BIN/mpi_progress_$abi" --rounds 15
+    st=$?
+    [ $st -eq 0 ] && grep -q '^progress correct: 0 wrong' "$out"
+    verdict $? "$abi: the same without railcoll's progress thread: the completion calls over MPI's requests drive railcoll's (exit $st)"
+  fi
+  OMPI_BTL=tcp,self launch "$abi" "${served[@]}" -- "$BIN/mpi_progress_$abi" blocking --rounds 10
+  st=$?
+  [ $st -eq 0 ] && grep -q '^progress correct: 0 wrong' "$out"
+  verdict $? "$abi: a served blocking MPI_Allgather and a served MPI_Wait while a peer waits in MPI_Recv for this rank's 1 MiB MPI_Isend: railcoll's wait turns MPI's progress (exit $st)"
+}
+
 test_abi() {
   local abi=$1 prog=$BIN/mpi_collectives_$1 errs=$BIN/mpi_errors_$1 n=4
   [ "$MODE" = cluster ] && n=6
@@ -273,6 +330,8 @@ test_abi() {
   test_nonblocking "$abi"
 
   test_typemaps "$abi"
+  test_lifetimes "$abi"
+  test_progress "$abi"
 
   [ "$MODE" = cluster ] && return
   launch "$abi" RAILCOLL_MPI_COLLS=allgathr -- "$prog"
