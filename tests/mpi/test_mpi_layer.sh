@@ -40,6 +40,9 @@ verdict() {  # verdict CONDITION-STATUS "what": counts the check
 }
 lib_of() { [ "$1" = mpich ] && echo "$BUILD/lib/mpich/librailcoll_mpi.so" || echo "$BUILD/lib/librailcoll_mpi.so"; }
 
+# Open MPI's mpirun by its Debian name: another `mpirun` may come first in PATH
+# (a pip package's Intel MPI in a Python environment's bin, say).
+OMPI_MPIRUN=$(command -v mpirun.openmpi || command -v mpirun)
 # launch ABI [NAME=VALUE...] -- PROG ARGS: the job, stdout in $out, stderr in
 # $err, its exit status returned; railcoll's collectives unless PRELOAD=0.
 PRELOAD=1
@@ -54,7 +57,7 @@ launch() {
     [ "$PRELOAD" = 1 ] && cmd+=(--railcoll)
     cmd+=(--)
   elif [ "$abi" = openmpi ]; then
-    cmd=(mpirun --allow-run-as-root --oversubscribe -n 4 --mca btl tcp,vader,self --mca mpi_yield_when_idle 1
+    cmd=("$OMPI_MPIRUN" --allow-run-as-root --oversubscribe -n 4 --mca btl tcp,vader,self --mca mpi_yield_when_idle 1
          --bind-to none)
     [ "$PRELOAD" = 1 ] && cmd+=(-x "LD_PRELOAD=$(lib_of openmpi)")
     for e in "${envs[@]}"; do cmd+=(-x "$e"); done
@@ -76,6 +79,10 @@ report_matches() {
   [ -n "$want" ] && [ "$got" = "$want" ]
 }
 correct() { grep -q '^collectives correct: 0 wrong' "$out"; }
+# ended_well STATUS: the job exited 0 and no process of it died of a signal
+# or was caught by a sanitizer (check_lib.sh's died_re), also after its
+# verdict line (at MPI_Finalize, where the library destroys its communicators).
+ended_well() { [ "$1" -eq 0 ] && ! grep -qE "$died_re" "$out" "$err"; }
 count() { grep -cE "$1" "$2"; }
 
 run_collectives() {  # run_collectives ABI "what" [NAME=VALUE...] -- [WRAPPER...] PROG-SUFFIX [ARGS]: correct + report
@@ -83,7 +90,7 @@ run_collectives() {  # run_collectives ABI "what" [NAME=VALUE...] -- [WRAPPER...
   shift 2
   launch "$abi" RAILCOLL_MPI_VERBOSE=1 "$@"
   local st=$?
-  correct && report_matches
+  ended_well $st && correct && report_matches
   verdict $? "$abi: $what (exit $st)"
 }
 
@@ -103,20 +110,20 @@ test_layouts() {
   if [ "$MODE" = local ]; then
     [ "$abi" = openmpi ] && mpi_own=(OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allgatherv_algorithm=2)
     PRELOAD=0 launch "$abi" "${mpi_own[@]}" -- "$prog" --mpi-alone
-    grep -q '^layouts correct: 0 wrong' "$out"
+    ended_well $? && grep -q '^layouts correct: 0 wrong' "$out"
     verdict $? "$abi: the layouts test itself is right under MPI's own collectives"
   fi
 
   local t0=$SECONDS
   launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 -- "$prog"
   local st=$?
-  grep -q '^layouts correct: 0 wrong' "$out" && report_matches
+  ended_well $st && grep -q '^layouts correct: 0 wrong' "$out" && report_matches
   verdict $? "$abi: one type signature, a different layout on every rank (13 constructors, int+double structs, in place, counts 0-262140, split communicators): every call railcoll's, every byte and gap exact (exit $st, $((SECONDS - t0)) s)"
 
   t0=$SECONDS
   launch "$abi" RAILCOLL_TIMEOUT=15 -- "$prog" mismatch
   st=$?
-  [ $st -eq 0 ] && [ "$(count '^rank [0-9]+: mismatch: error after' "$out")" -eq "$n" ] && [ $((SECONDS - t0)) -lt 60 ]
+  ended_well $st && [ "$(count '^rank [0-9]+: mismatch: error after' "$out")" -eq "$n" ] && [ $((SECONDS - t0)) -lt 60 ]
   verdict $? "$abi: different basic types (4 MPI_INT against 4 MPI_DOUBLE): an error on every rank, no hang (exit $st, $((SECONDS - t0)) s)"
   grep -m1 "mismatch: error" "$out" | cut -c1-200 | sed 's/^/     /'
 }
@@ -133,34 +140,34 @@ test_nonblocking() {
     # MPI_Waitany over inactive ones): one start there.
     [ "$abi" = mpich ] && starts=1
     PRELOAD=0 launch "$abi" -- "$prog" --starts $starts
-    grep -q '^nonblocking correct: 0 wrong' "$out"
+    ended_well $? && grep -q '^nonblocking correct: 0 wrong' "$out"
     verdict $? "$abi: the nonblocking test itself is right under MPI's own collectives ($starts persistent starts)"
     PRELOAD=0 launch "$abi" -- "$threads" --loops 5
-    grep -q '^threads correct: 0 wrong' "$out"
+    ended_well $? && grep -q '^threads correct: 0 wrong' "$out"
     verdict $? "$abi: the threads test itself is right under MPI's own collectives"
   fi
   t0=$SECONDS
   launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 -- "$prog"
   local st=$?
-  grep -q '^nonblocking correct: 0 wrong' "$out" && report_matches && served_by_railcoll Iallgather Igatherv Ibarrier
+  ended_well $st && grep -q '^nonblocking correct: 0 wrong' "$out" && report_matches && served_by_railcoll Iallgather Igatherv Ibarrier
   verdict $? "$abi: every nonblocking collective with MPI_Isend/Irecv in one array, 8 completion calls, one and two communicators; 1000 persistent starts; MPI_Request_free; MPI_Comm_free outstanding: exact, all railcoll's (exit $st, $((SECONDS - t0)) s)"
   grep -m2 "^batches\|^persistent" "$out" | sed 's/^/     /'
 
   launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 RAILCOLL_PROGRESS_THREAD=0 -- "$prog" --starts 100
   st=$?
-  grep -q '^nonblocking correct: 0 wrong' "$out" && report_matches
+  ended_well $st && grep -q '^nonblocking correct: 0 wrong' "$out" && report_matches
   verdict $? "$abi: the same without railcoll's progress thread (the completion calls drive it; exit $st)"
 
   t0=$SECONDS
   launch "$abi" RAILCOLL_TIMEOUT=15 -- "$prog" leave
   st=$?
-  [ $st -eq 0 ] && [ "$(count '^rank [0-9]+: finalized with a request outstanding' "$out")" -eq "$n" ] && [ $((SECONDS - t0)) -lt 40 ]
+  ended_well $st && [ "$(count '^rank [0-9]+: finalized with a request outstanding' "$out")" -eq "$n" ] && [ $((SECONDS - t0)) -lt 40 ]
   verdict $? "$abi: MPI_Finalize with an MPI_Iallreduce outstanding ends cleanly (exit $st, $((SECONDS - t0)) s)"
 
   t0=$SECONDS
   launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 -- "$threads"
   st=$?
-  grep -q '^threads correct: 0 wrong' "$out" && report_matches
+  ended_well $st && grep -q '^threads correct: 0 wrong' "$out" && report_matches
   verdict $? "$abi: MPI_THREAD_MULTIPLE, 3 threads calling collectives on their own communicators at once (and making and freeing communicators): exact, all railcoll's (exit $st, $((SECONDS - t0)) s)"
   grep -m1 "^threads:" "$out" | sed 's/^/     /'
 
@@ -168,11 +175,11 @@ test_nonblocking() {
     local pretend=(sh -c 'RAILCOLL_NODE=$(( ${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} / 2 )) exec "$0" "$@"')
     launch "$abi" RAILCOLL_MPI_VERBOSE=2 RAILCOLL_TIMEOUT=15 RAILCOLL_RAILS=127.0.0.1,127.0.0.2 -- "${pretend[@]}" "$threads"
     st=$?
-    grep -q '^threads correct: 0 wrong' "$out" && report_matches && grep -q "railcoll communicator of 4 ranks on 2 nodes, 2 rails" "$err"
+    ended_well $st && grep -q '^threads correct: 0 wrong' "$out" && report_matches && grep -q "railcoll communicator of 4 ranks on 2 nodes, 2 rails" "$err"
     verdict $? "$abi: the threads on 2 pretend nodes, 2 loopback rails: exact, all railcoll's (exit $st)"
     launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 RAILCOLL_RAILS=127.0.0.1,127.0.0.2 -- "${pretend[@]}" "$prog" --starts 300
     st=$?
-    grep -q '^nonblocking correct: 0 wrong' "$out" && report_matches
+    ended_well $st && grep -q '^nonblocking correct: 0 wrong' "$out" && report_matches
     verdict $? "$abi: the nonblocking test on 2 pretend nodes, 2 loopback rails: exact, all railcoll's (exit $st)"
   fi
 }
@@ -182,11 +189,11 @@ test_abi() {
   [ "$MODE" = cluster ] && n=6
 
   PRELOAD=0 launch "$abi" -- "$prog"
-  correct
+  ended_well $? && correct
   verdict $? "$abi: the test itself is right under MPI's own collectives"
 
   launch "$abi" RAILCOLL_MPI_VERBOSE=2 -- "$prog"
-  correct && report_matches && grep -q "MPI_Allreduce railcoll=[0-9]* mpi=[0-9]* (operator" "$err" &&
+  ended_well $? && correct && report_matches && grep -q "MPI_Allreduce railcoll=[0-9]* mpi=[0-9]* (operator" "$err" &&
     grep -q "railcoll communicator of $n ranks" "$err"
   verdict $? "$abi: every collective exact through railcoll, the report counts what railcoll and MPI served and why"
   grep -m1 "^free loop" "$out" | sed 's/^/     /'
@@ -194,7 +201,7 @@ test_abi() {
   if [ "$MODE" = local ]; then
     launch "$abi" RAILCOLL_MPI_VERBOSE=2 RAILCOLL_RAILS=127.0.0.1,127.0.0.2 -- \
       sh -c 'RAILCOLL_NODE=$(( ${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} / 2 )) exec "$0" "$@"' "$prog"
-    correct && report_matches && grep -q "railcoll communicator of 4 ranks on 2 nodes, 2 rails" "$err"
+    ended_well $? && correct && report_matches && grep -q "railcoll communicator of 4 ranks on 2 nodes, 2 rails" "$err"
     verdict $? "$abi: 2 pretend nodes (RAILCOLL_NODE), 2 loopback rails: exact, sockets between the nodes"
   fi
 
@@ -211,7 +218,7 @@ test_abi() {
 
   # Errors: every rank gets one, the string is railcoll's; the fatal handler ends the job.
   launch "$abi" RAILCOLL_TIMEOUT=30 -- "$errs" mismatch return
-  [ $? -eq 0 ] && [ "$(count '^rank [0-9]+: error returned: class [0-9]+: railcoll: MPI_Allgather' "$out")" -eq "$n" ] &&
+  ended_well $? && [ "$(count '^rank [0-9]+: error returned: class [0-9]+: railcoll: MPI_Allgather' "$out")" -eq "$n" ] &&
     [ "$(count '^rank [0-9]+: next call: class [0-9]+: railcoll: MPI_Barrier: communicator is broken' "$out")" -eq "$n" ]
   verdict $? "$abi: mismatched counts, MPI_ERRORS_RETURN: an MPI error on every rank, MPI_Error_string says what railcoll saw"
   grep -m1 "error returned" "$out" | cut -c1-200 | sed 's/^/     /'
@@ -221,7 +228,7 @@ test_abi() {
   verdict $? "$abi: mismatched counts, MPI_ERRORS_ARE_FATAL: the job ends with railcoll's message"
 
   launch "$abi" RAILCOLL_TIMEOUT=15 -- "$errs" nonblocking return
-  [ $? -eq 0 ] && [ "$(count '^rank [0-9]+: error in status: class [0-9]+: railcoll: MPI_Iallgather' "$out")" -eq "$n" ] &&
+  ended_well $? && [ "$(count '^rank [0-9]+: error in status: class [0-9]+: railcoll: MPI_Iallgather' "$out")" -eq "$n" ] &&
     [ "$(count '^rank [0-9]+: next call: class [0-9]+: railcoll: MPI_Ibarrier: communicator is broken' "$out")" -eq "$n" ]
   verdict $? "$abi: mismatched counts in MPI_Iallgather beside MPI_Isend/Irecv, MPI_ERRORS_RETURN: MPI_Waitall gives MPI_ERR_IN_STATUS with railcoll's error in the collective's status on every rank, the point-to-point ones done"
 
@@ -230,7 +237,7 @@ test_abi() {
   verdict $? "$abi: the same with MPI_ERRORS_ARE_FATAL: the job ends with railcoll's message"
 
   launch "$abi" RAILCOLL_ALLGATHER_ALGO=nonsense -- "$errs" setup
-  [ $? -eq 0 ] && [ "$(count "error returned: .*setting up railcoll.*RAILCOLL_ALLGATHER_ALGO" "$out")" -eq "$n" ] &&
+  ended_well $? && [ "$(count "error returned: .*setting up railcoll.*RAILCOLL_ALLGATHER_ALGO" "$out")" -eq "$n" ] &&
     [ "$(count 'MPI served it: ok' "$out")" -eq "$n" ]
   verdict $? "$abi: a failed set-up is an error on every rank, then MPI serves the communicator"
 
@@ -275,7 +282,7 @@ test_install() {
   done
   PRELOAD=0 launch openmpi RAILCOLL_MPI_VERBOSE=1 LD_PRELOAD="$prefix/lib/librailcoll_mpi.so" -- \
     "$BIN/mpi_collectives_openmpi" --loops 0
-  [ $all -eq 0 ] && correct && report_matches
+  ended_well $? && [ $all -eq 0 ] && correct && report_matches
   verdict $? "installed (${ABIS[*]}): each library finds the installed librailcoll.so.0, and serves from there"
   rm -rf "$prefix"
 }
@@ -284,7 +291,7 @@ test_install() {
 test_launcher_choice() {
   local abi=$1 want=$2
   "$RC" cluster mpirun --railcoll --verbose --timeout 120 -- "$BIN/mpi_collectives_$abi" --loops 0 >"$out" 2>"$err"
-  [ $? -eq 0 ] && correct && grep -q "^railcoll cluster mpirun: [^ ]*/$want " "$err"
+  ended_well $? && correct && grep -q "^railcoll cluster mpirun: [^ ]*/$want " "$err"
   verdict $? "cluster mpirun --railcoll without --mpi runs an $abi program with $want"
 }
 
@@ -294,22 +301,19 @@ served_by_railcoll() {  # served_by_railcoll COLL...: rank 0's report says railc
 
 test_mpi4py() {
   if ! /usr/bin/python3 -c 'import mpi4py, numpy' 2>/dev/null; then
-    echo "skipped: mpi4py with numpy for /usr/bin/python3 (Debian python3-mpi4py, python3-numpy)"
+    bad "no mpi4py with numpy for /usr/bin/python3 (scripts/install-deps.sh installs python3-mpi4py, python3-numpy)"
     return
   fi
   launch openmpi RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 -- /usr/bin/python3 "$HERE/mpi4py_collectives.py"
   local st=$?
-  [ $st -eq 0 ] && grep -q '^mpi4py collectives correct' "$out" && grep -q '^thread level: MPI_THREAD_MULTIPLE' "$out" &&
+  ended_well $st && grep -q '^mpi4py collectives correct' "$out" && grep -q '^thread level: MPI_THREAD_MULTIPLE' "$out" &&
     served_by_railcoll Allgather Allreduce Bcast Barrier Alltoall Reduce_scatter_block Reduce Scatter Iallgather \
       Iallreduce Ibcast && ! grep -q "MPI_THREAD_MULTIPLE [0-9]" "$err"
   verdict $? "mpi4py, unmodified (default thread level MPI_THREAD_MULTIPLE): Allgather, Allreduce, Bcast, Barrier, Alltoall, Reduce_scatter_block, Reduce, Scatter, Iallgather, Iallreduce, Ibcast on numpy arrays served by railcoll, results exact (exit $st)"
 }
 
 if [ "$MODE" = cluster ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "skipped: needs root (network namespaces)"
-    exit 0
-  fi
+  [ "$(id -u)" -eq 0 ] || skip "the emulated cluster needs root (network namespaces)"
   . "$HERE/../cluster_lock.sh"
   cluster_lock
   "$RC" cluster down >/dev/null 2>&1
@@ -341,7 +345,7 @@ if [ -x "$BIN/railcoll-mpi-layer-cost" ] && case " ${ABIS[*]} " in *" openmpi "*
     [ $coll = gather ] && cpu=(--cpu-us 2)  # the calibration's CPU before each C API call
     launch openmpi -- "$BIN/railcoll-mpi-layer-cost" --coll $coll -m 8:65536 -i 5 "${cpu[@]}" >"$out" 2>"$err"
     st=$?
-    [ $st -eq 0 ] && [ "$(grep -c '^  [0-9]' "$out")" -eq 14 ] && ! grep -q WRONG "$out" &&
+    ended_well $st && [ "$(grep -c '^  [0-9]' "$out")" -eq 14 ] && ! grep -q WRONG "$out" &&
       { [ ${#cpu[@]} = 0 ] || grep -q "spends 2.00 us of CPU" "$out"; }
     verdict $? "railcoll-mpi-layer-cost --coll $coll ${cpu[*]}: 14 sizes, both sides, right results"
   done
