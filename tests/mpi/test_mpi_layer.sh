@@ -184,6 +184,32 @@ test_nonblocking() {
   fi
 }
 
+# Fortran (tests/mpi/fortran_collectives.F90) through mpif.h, use mpi and
+# use mpi_f08, each built with this MPI's mpifort: the test itself under
+# MPI's collectives, then preloaded: every result exact and the report the
+# program expects, every call railcoll's (blocking, nonblocking, persistent),
+# the report coming from MPI_FINALIZE called from Fortran.
+test_fortran() {
+  local abi=$1 binding prog st
+  for binding in mpif mpi f08; do
+    prog=$BIN/fortran_collectives_${binding}_$abi
+    if [ ! -x "$prog" ]; then
+      bad "$abi: no Fortran program $prog (no mpifort for $abi? scripts/install-deps.sh installs gfortran)"
+      continue
+    fi
+    if [ "$MODE" = local ]; then
+      PRELOAD=0 launch "$abi" -- "$prog" --mpi-alone
+      ended_well $? && grep -q '^fortran collectives correct: 0 wrong' "$out"
+      verdict $? "$abi: the Fortran test ($binding) itself is right under MPI's own collectives"
+    fi
+    launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 -- "$prog"
+    st=$?
+    ended_well $st && grep -q '^fortran collectives correct: 0 wrong' "$out" && report_matches &&
+      served_by_railcoll Allgather Iallgather Barrier Ibarrier Allreduce
+    verdict $? "$abi: Fortran $binding: every served collective, blocking, nonblocking (8 completion calls) and persistent, MPI_IN_PLACE, MPI_BOTTOM, 7 Fortran types reduced: exact, every call railcoll's (exit $st)"
+  done
+}
+
 test_abi() {
   local abi=$1 prog=$BIN/mpi_collectives_$1 errs=$BIN/mpi_errors_$1 n=4
   [ "$MODE" = cluster ] && n=6
@@ -247,15 +273,35 @@ test_abi() {
 
   test_nonblocking "$abi"
 
+  test_fortran "$abi"
+
   [ "$MODE" = cluster ] && return
   launch "$abi" RAILCOLL_MPI_COLLS=allgathr -- "$prog"
   [ $? -ne 0 ] && grep -q "RAILCOLL_MPI_COLLS=allgathr: unknown collective 'allgathr'" "$err"
   verdict $? "$abi: a wrong name in RAILCOLL_MPI_COLLS ends the job at MPI_Init, saying which"
 
   local exports
-  exports=$(nm -D --defined-only "$(lib_of "$abi")" | awk '$3 !~ /^MPIX?_/ {print $3}' | tr '\n' ' ')
+  exports=$(nm -D --defined-only "$(lib_of "$abi")" | awk '$3 !~ /^(MPIX?_|mpix?_)/ {print $3}' | tr '\n' ' ')
   [ -z "$exports" ] && nm -D --defined-only "$(lib_of "$abi")" | grep -q ' T MPI_Allgatherv$'
-  verdict $? "$abi: the library exports MPI_* (and Open MPI's MPIX_*_init) alone ${exports:+(also: $exports)}"
+  verdict $? "$abi: the library exports MPI_* (and Open MPI's MPIX_*_init) and their Fortran entry points alone ${exports:+(also: $exports)}"
+
+  # Every row of the one list of served collectives has its C entry points and,
+  # where this MPI's Fortran binding goes around them, its Fortran ones.
+  local syms missing=() name iname lower buffers want
+  syms=" $(nm -D --defined-only "$(lib_of "$abi")" | awk '{print $3}' | tr '\n' ' ') "
+  while IFS=', ' read -r name iname lower buffers; do
+    want=("MPI_$name" "MPI_$iname")
+    if [ "$abi" = openmpi ]; then
+      want+=("mpi_${lower}_" "mpi_${lower}__" "mpi_$lower" "MPI_${lower^^}" "mpi_${lower}_f08_" "mpi_i${lower}_"
+             "MPI_I${lower^^}" "mpi_i${lower}_f08_" "mpix_${lower}_init_" "MPIX_${lower^^}_INIT" "mpix_${lower}_init_f08_")
+    elif [ "$buffers" = none ]; then
+      want+=("mpi_${lower}_f08_" "mpi_i${lower}_f08_" "mpi_${lower}_init_f08_")
+    fi
+    for w in "${want[@]}"; do [[ $syms == *" $w "* ]] || missing+=("$w"); done
+  done < <(sed -n 's/^RAILCOLL_MPI_SERVED(\([A-Za-z_]*\), \([A-Za-z_]*\), \([a-z_]*\), [A-Z_]*, [0-9]*, \([a-z]*\))$/\1, \2, \3, \4/p' \
+             "$HERE/../../src/mpi/served.def")
+  [ ${#missing[@]} -eq 0 ] && [ "$(grep -c '^RAILCOLL_MPI_SERVED(' "$HERE/../../src/mpi/served.def")" -ge 14 ]
+  verdict $? "$abi: every served collective of src/mpi/served.def has its C and Fortran entry points ${missing[*]:+(missing: ${missing[*]})}"
 }
 
 wrong_abi() {  # each library refuses a program of the other ABI, naming the right one
