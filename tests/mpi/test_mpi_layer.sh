@@ -16,7 +16,10 @@
 # (tests/mpi/mpi_threads.c), and mpi4py at its default thread level (Debian's,
 # on Open MPI). The new tests run under RAILCOLL_TIMEOUT=15: a broken route
 # fails in seconds.
-#   usage: test_mpi_layer.sh BUILD_DIR local|cluster ABI...
+#   threads  (make sanitize, under ThreadSanitizer) the threads alone: 3
+#            threads on their own communicators at MPI_THREAD_MULTIPLE, and a
+#            thread waiting while another posts on the same communicator
+#   usage: test_mpi_layer.sh BUILD_DIR local|cluster|threads ABI...
 set -u
 BUILD=$(cd "${1:?usage: test_mpi_layer.sh BUILD_DIR local|cluster ABI...}" && pwd) || exit 1
 MODE=${2:?local or cluster}
@@ -52,6 +55,7 @@ launch() {
   local envs=()
   while [ "$1" != -- ]; do envs+=("$1"); shift; done
   shift
+  [ -n "${TSAN_OPTIONS:-}" ] && envs+=("TSAN_OPTIONS=$TSAN_OPTIONS")  # mpirun passes on only what it is told
   if [ "$MODE" = cluster ]; then
     cmd=(env "${envs[@]}" "$RC" cluster mpirun --mpi "$abi" --timeout 300)
     [ "$PRELOAD" = 1 ] && cmd+=(--railcoll)
@@ -170,6 +174,11 @@ test_nonblocking() {
   ended_well $st && grep -q '^threads correct: 0 wrong' "$out" && report_matches
   verdict $? "$abi: MPI_THREAD_MULTIPLE, 3 threads calling collectives on their own communicators at once (and making and freeing communicators): exact, all railcoll's (exit $st, $((SECONDS - t0)) s)"
   grep -m1 "^threads:" "$out" | sed 's/^/     /'
+
+  launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 -- "$BIN/mpi_wait_post_$abi"
+  st=$?
+  ended_well $st && grep -q '^wait-post correct: 0 wrong' "$out" && report_matches
+  verdict $? "$abi: MPI_THREAD_MULTIPLE, MPI_Wait on one thread while another posts the next nonblocking collectives on the same communicator, two communicators at once: exact, all railcoll's (exit $st)"
 
   if [ "$MODE" = local ]; then  # the same across 2 pretend nodes: railcoll's sockets, several communicators at once
     local pretend=(sh -c 'RAILCOLL_NODE=$(( ${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} / 2 )) exec "$0" "$@"')
@@ -371,6 +380,20 @@ if [ "$MODE" = cluster ]; then
   fi
 fi
 
+if [ "$MODE" = threads ]; then
+  for abi in "${ABIS[@]}"; do
+    launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=60 -- "$BIN/mpi_threads_$abi" --loops 5
+    st=$?
+    ended_well $st && grep -q '^threads correct: 0 wrong' "$out" && report_matches
+    verdict $? "$abi: MPI_THREAD_MULTIPLE, 3 threads on their own communicators: exact, all railcoll's, no report (exit $st)"
+    launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=60 -- "$BIN/mpi_wait_post_$abi" --rounds 5
+    st=$?
+    ended_well $st && grep -q '^wait-post correct: 0 wrong' "$out" && report_matches
+    verdict $? "$abi: MPI_Wait on one thread while another posts on the same communicator, two at once: exact, no report (exit $st)"
+  done
+  summary
+  exit
+fi
 for abi in "${ABIS[@]}"; do test_abi "$abi"; done
 case " ${ABIS[*]} " in *" openmpi "*) test_mpi4py ;; esac
 if [ "$MODE" = local ] && [ ${#ABIS[@]} -eq 2 ]; then
