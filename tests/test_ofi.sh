@@ -19,9 +19,10 @@
 # As root, on the emulated cluster (4 nodes, 3 and 2 rails, uneven layouts,
 # under the cluster lock): the collectives of the C API, blocking,
 # nonblocking and persistent, by messages and by writes, and the faults.
-#   usage: test_ofi.sh BUILD_DIR local|cluster [PYTHON]
+# (local: the C API's part; layers: the MPI layer's and torch's; cluster.)
+#   usage: test_ofi.sh BUILD_DIR local|layers|cluster [PYTHON]
 set -u
-BUILD=$(cd "${1:?usage: test_ofi.sh BUILD_DIR local|cluster [PYTHON]}" && pwd) || exit 1
+BUILD=$(cd "${1:?usage: test_ofi.sh BUILD_DIR local|layers|cluster [PYTHON]}" && pwd) || exit 1
 WHERE=${2:-local}; PY=${3:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
 BIN=$BUILD/bin
@@ -36,6 +37,11 @@ cleanup() {
 }
 trap cleanup EXIT
 export RAILCOLL_TRANSPORT=ofi
+ofi_used() {  # ofi_used "what" N: N ranks' transports said they closed having written frames
+  local n; n=$(grep -cE "closed in .*; [1-9][0-9]* frames by [1-9][0-9]* one-sided writes" "$log")
+  if [ "$n" -ge "$2" ]; then pass=$((pass + 1)); echo "ok   $1: frames by one-sided writes on $n ranks"
+  else fail=$((fail + 1)); echo "FAIL $1: $n of $2 ranks said they wrote frames one-sided"; fi
+}
 
 if [ "$WHERE" = local ]; then
 check "railcoll info lists a provider per rail" "rail [01] 127.0.0.[12]: provider " 2 -- "$RC" info --rails 127.0.0.1,127.0.0.2
@@ -81,15 +87,43 @@ for rma in "" 1; do
   check "persistent collectives started 1,000 times$how" "persist ok" 6 -- \
     "${by[@]}" RAILCOLL_TIMEOUT=20 "$RC" run -n 6 --ppn 3 --rails 2 -- "$NONBLOCKING" persist
 done
-ofi_used() {  # ofi_used "what" N: N ranks' transports said they closed having written frames
-  local n; n=$(grep -cE "closed in .*; [1-9][0-9]* frames by [1-9][0-9]* one-sided writes" "$log")
-  if [ "$n" -ge "$2" ]; then pass=$((pass + 1)); echo "ok   $1: frames by one-sided writes on $n ranks"
-  else fail=$((fail + 1)); echo "FAIL $1: $n of $2 ranks said they wrote frames one-sided"; fi
-}
 check "reductions, every frame by writes, counted" "calls correct" 4 -- \
   env RAILCOLL_OFI_RMA_BYTES=1 RAILCOLL_OFI_VERBOSE=1 "$RC" run -n 4 --ppn 1 --rails 2 -- "$REDUCTIONS" quick
 ofi_used "reductions by writes" 4
 
+export RAILCOLL_TIMEOUT=3
+check "sizes differ between ranks" "allgather with mismatched sizes -> " 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" mismatch
+check "allreduce counts differ between ranks" "allreduce with mismatched counts -> " 4 -- \
+  "$RC" run -n 4 --ppn 2 --rails 2 -- "$MORE" mismatch allreduce
+# The failed call's frames and writes still in flight when the ranks close
+# (a write that lands after the call was given up crashed the rank once):
+# every rank reports the error and none dies of a signal (check fails on
+# one), three times.
+for i in 1 2 3; do
+  check "sizes differ, every frame by writes, run $i: errors, no crash" "allgather with mismatched sizes -> " 4 -- \
+    env RAILCOLL_OFI_RMA_BYTES=1 "$RC" run -n 4 --ppn 1 --rails 2 -- "$MP" mismatch
+done
+check "a peer exits in the middle" "dead peer -> a peer failed" 3 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" peer-exit
+# A peer on another node dies: rxm only refuses sends to it, so the transport
+# asks its endpoint (a refused connect: gone) and every rank fails within a few
+# seconds although the deadline is 20 s.
+check "a remote peer exits: every rank within 4 s, deadline 20 s" "dead peer -> a peer failed after [0-3]\." 3 -- \
+  env RAILCOLL_TIMEOUT=20 "$RC" run -n 4 --ppn 1 --rails 2 -- "$MP" peer-exit
+check "a remote peer exits, every frame by writes: every rank within 4 s" "dead peer -> a peer failed after [0-3]\." 3 -- \
+  env RAILCOLL_TIMEOUT=20 RAILCOLL_OFI_RMA_BYTES=1 "$RC" run -n 4 --ppn 1 --rails 2 -- "$MP" peer-exit
+check "a replayed frame from an earlier call is refused" "replayed frame refused" 4 -- \
+  env RAILCOLL_TEST_REPLAY_CALL=1 "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" replay
+check "a deadline passes" "sleeping peer -> (deadline passed|a peer failed) after [3-7]\." 3 -- "$RC" run -n 4 --ppn 2 -- "$MP" deadline
+check --status 1 "one rank on the native transport: refused on every rank" "RAILCOLL_TRANSPORT=(ofi|tcp), this rank" 4 -- \
+  "$RC" run --grace 10 -n 4 --ppn 2 --rails 2 -- sh -c '[ $RAILCOLL_RANK = 1 ] && export RAILCOLL_TRANSPORT=tcp; exec "$0" correct' "$MP"
+check --status 1 "one rank with another job key: every rank fails set-up with the hint" "RAILCOLL_JOB_KEY differ" 4 -- \
+  "$RC" run --grace 10 -n 4 --ppn 2 --rails 2 -- sh -c '[ $RAILCOLL_RANK = 1 ] && export RAILCOLL_JOB_KEY=another-key; exec "$0" correct' "$MP"
+check --status 1 "no such provider: a clear error" "libfabric offers no RDM endpoint .* from provider 'no-such-provider'" 2 -- \
+  env RAILCOLL_OFI_PROVIDER=no-such-provider "$RC" run --grace 10 -n 2 --ppn 1 -- "$MP" correct
+unset RAILCOLL_TIMEOUT
+fi
+
+if [ "$WHERE" = layers ]; then
 # The MPI layer over libfabric: 4 ranks of an unmodified MPI program on 2
 # pretend nodes, 2 loopback rails, under each MPI; by messages and by writes.
 mpi_over_ofi() {  # mpi_over_ofi ABI PROGRAM VERDICT "what" [NAME=VALUE...]
@@ -135,36 +169,6 @@ else
   fail=$((fail + 1)); echo "FAIL torch backend over libfabric: no torch for '${PY:-python3}' (scripts/install-deps.sh installs it)"
 fi
 
-export RAILCOLL_TIMEOUT=3
-check "sizes differ between ranks" "allgather with mismatched sizes -> " 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" mismatch
-check "allreduce counts differ between ranks" "allreduce with mismatched counts -> " 4 -- \
-  "$RC" run -n 4 --ppn 2 --rails 2 -- "$MORE" mismatch allreduce
-# The failed call's frames and writes still in flight when the ranks close
-# (a write that lands after the call was given up crashed the rank once):
-# every rank reports the error and none dies of a signal (check fails on
-# one), three times.
-for i in 1 2 3; do
-  check "sizes differ, every frame by writes, run $i: errors, no crash" "allgather with mismatched sizes -> " 4 -- \
-    env RAILCOLL_OFI_RMA_BYTES=1 "$RC" run -n 4 --ppn 1 --rails 2 -- "$MP" mismatch
-done
-check "a peer exits in the middle" "dead peer -> a peer failed" 3 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" peer-exit
-# A peer on another node dies: rxm only refuses sends to it, so the transport
-# asks its endpoint (a refused connect: gone) and every rank fails within a few
-# seconds although the deadline is 20 s.
-check "a remote peer exits: every rank within 4 s, deadline 20 s" "dead peer -> a peer failed after [0-3]\." 3 -- \
-  env RAILCOLL_TIMEOUT=20 "$RC" run -n 4 --ppn 1 --rails 2 -- "$MP" peer-exit
-check "a remote peer exits, every frame by writes: every rank within 4 s" "dead peer -> a peer failed after [0-3]\." 3 -- \
-  env RAILCOLL_TIMEOUT=20 RAILCOLL_OFI_RMA_BYTES=1 "$RC" run -n 4 --ppn 1 --rails 2 -- "$MP" peer-exit
-check "a replayed frame from an earlier call is refused" "replayed frame refused" 4 -- \
-  env RAILCOLL_TEST_REPLAY_CALL=1 "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" replay
-check "a deadline passes" "sleeping peer -> (deadline passed|a peer failed) after [3-7]\." 3 -- "$RC" run -n 4 --ppn 2 -- "$MP" deadline
-check --status 1 "one rank on the native transport: refused on every rank" "RAILCOLL_TRANSPORT=(ofi|tcp), this rank" 4 -- \
-  "$RC" run --grace 10 -n 4 --ppn 2 --rails 2 -- sh -c '[ $RAILCOLL_RANK = 1 ] && export RAILCOLL_TRANSPORT=tcp; exec "$0" correct' "$MP"
-check --status 1 "one rank with another job key: every rank fails set-up with the hint" "RAILCOLL_JOB_KEY differ" 4 -- \
-  "$RC" run --grace 10 -n 4 --ppn 2 --rails 2 -- sh -c '[ $RAILCOLL_RANK = 1 ] && export RAILCOLL_JOB_KEY=another-key; exec "$0" correct' "$MP"
-check --status 1 "no such provider: a clear error" "libfabric offers no RDM endpoint .* from provider 'no-such-provider'" 2 -- \
-  env RAILCOLL_OFI_PROVIDER=no-such-provider "$RC" run --grace 10 -n 2 --ppn 1 -- "$MP" correct
-unset RAILCOLL_TIMEOUT
 fi
 
 cluster_checks() {
