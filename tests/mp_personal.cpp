@@ -200,7 +200,7 @@ int mode_correct() {
       for (int root = 0; root < size_; ++root)
         if (check_gatherv(comm, algo, scale, root, call, call % 3 == 1, call % 2 == 0)) return 1; else ++call;
   railcoll_comm_destroy(comm);
-  printf("rank %d: %d personalised calls correct\n", rank_, call);
+  mp::say("rank %d: %d personalised calls correct\n", rank_, call);
   return 0;
 }
 
@@ -251,7 +251,7 @@ int mode_badargs() {
       FAIL("%s: expected %s or a peer's error, got %s: %s", k.what, railcoll_strerror(k.want), railcoll_strerror(st),
            railcoll_last_error());
   }
-  printf("rank %d: bad arguments rejected\n", rank_);
+  mp::say("rank %d: bad arguments rejected\n", rank_);
   return 0;
 }
 
@@ -265,5 +265,5 @@ int main(int argc, char** argv) {
   rank_ = r ? atoi(r) : -1;
   const char* n = getenv("RAILCOLL_SIZE");
   size_ = n ? atoi(n) : 1;
-  return mode == "correct" ? mode_correct() : mode == "badargs" ? mode_badargs() : 2;
+  return mp::finish(nullptr, mode == "correct" ? mode_correct() : mode == "badargs" ? mode_badargs() : 2);
 }

@@ -220,10 +220,10 @@ void ensure_railcoll(MPI_Comm comm, const char* call, Target* t) {
     live.push_back(s);
   }
   if (layer().verbose >= 2 && s->rank == 0)
-    fprintf(stderr, "railcoll-mpi: rank %d: railcoll communicator of %d ranks on %d nodes, %d rails, made at %s "
+    fprintf(stderr, "railcoll-mpi: rank %d: railcoll communicator of %d ranks on %d nodes, %d rails (%s), made at %s "
                     "in %.1f ms\n",
-            layer().world_rank, s->size, railcoll_comm_nodes(rc), railcoll_comm_rails(rc), call,
-            now_ms() - t0);
+            layer().world_rank, s->size, railcoll_comm_nodes(rc), railcoll_comm_rails(rc), railcoll_comm_transport(rc),
+            call, now_ms() - t0);
 }
 
 void comms_finalize() {

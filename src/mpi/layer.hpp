@@ -165,7 +165,10 @@ DataView view(MPI_Datatype type, int64_t count);
 // read and written in place; otherwise the layer packs.
 bool typemap_in_order(MPI_Datatype type);
 // MPI's groups of predefined types, as its predefined operators take them.
-enum ReduceGroup : unsigned { kIntegerGroup = 1, kFloatingGroup = 2, kLogicalGroup = 4, kByteGroup = 8, kPairGroup = 16 };
+enum ReduceGroup : unsigned {
+  kIntegerGroup = 1, kFloatingGroup = 2, kLogicalGroup = 4, kByteGroup = 8, kPairGroup = 16,
+  kFortranIntegerGroup = 32  // MPI_INTEGER...: as C integers, but not for MPI_LAND, MPI_LOR, MPI_LXOR
+};
 // A predefined operator on a type of `groups` as railcoll_op_t; -1 when
 // railcoll does not serve it, with *why: Operator (not one of MPI's
 // arithmetic, logical, bitwise or location operators) or ReduceType (not defined on the
