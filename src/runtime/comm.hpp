@@ -1,6 +1,6 @@
 // A communicator: the processes of one job or group, connected by per-rail TCP
 // sockets between nodes and Unix sockets inside a node, sharing one POSIX
-// shared-memory segment per node (SocketTransport), and the executor that runs
+// shared-memory segment per node (RailTransport), and the executor that runs
 // the calling rank's program of a schedule over it (the architecture page,
 // ../shared/design/ARCHITECTURE.md, "Runtime"). This file's class only puts
 // them together: set-up in order, a call, the end.

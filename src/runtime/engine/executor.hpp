@@ -5,7 +5,7 @@
 // arrived, frames held for a call not yet entered, mismatch detection between
 // ranks, deadlines, and whether the communicator is broken. It knows nothing
 // of sockets, rails or how the node's memory was made, so the same executor
-// runs on real processes (SocketTransport) and on N ranks in one process
+// runs on real processes (RailTransport) and on N ranks in one process
 // (FakeTransport, for tests).
 #pragma once
 #include <sys/uio.h>
