@@ -276,6 +276,9 @@ void Comm::post(const std::shared_ptr<Request>& r) { impl_->engine->post(r); }
 bool Comm::test(Request& r) { return impl_->engine->test(r); }
 void Comm::wait(Request& r) { impl_->engine->wait(r); }
 void Comm::progress() { impl_->engine->poll(); }
+void Comm::set_wait_hook(std::function<void()> hook, double every_s) {
+  impl_->exec->set_wait_hook(std::move(hook), every_s);
+}
 
 void Comm::abandon(const std::string& why) { impl_->engine->abandon(why); }
 std::string Comm::broken() const { return impl_->engine->broken(); }

@@ -81,6 +81,8 @@ class Comm {
   bool test(Request& r);
   void wait(Request& r);
   void progress();
+  // Executor::set_wait_hook: another library's progress while this rank's threads wait here.
+  void set_wait_hook(std::function<void()> hook, double every_s);
   // This rank does not join the call it was about to make (its arguments were
   // wrong): every peer's call, or its next one, fails with Status::Peer naming
   // this rank and `why`, and the communicator is broken on every rank. Nothing
