@@ -19,6 +19,18 @@ const Verb kVerbs[] = {
      "  --json      the same as a JSON list (collective, algorithm, summary, cost, source, options)\n"
      "  --rules     the selection rules in force (defaults, RAILCOLL_TUNING file, RAILCOLL_<COLL>_ALGO)\n"
      "              and where each came from (docs/selection.md); --markdown as a table\n"},
+    {"report",
+     "  report results DIR... [--into FILE] the current results table (docs/results.md) from bench records\n",
+     "usage: railcoll report results DIR... [--into FILE]\n"
+     "\n"
+     "The table docs/results.md opens with: one section per DIR (a regime: the faithful\n"
+     "cluster, the 1 Gbit/s one), each a table of every collective x size with railcoll's\n"
+     "busbw (auto) and its share of the binding bound, every peer's, and the best peer's\n"
+     "time over railcoll's. A DIR holds the JSON files of `railcoll bench --json` (written\n"
+     "with their context) and optionally a NOTE (how and when they were measured).\n"
+     "--into FILE replaces the table between its markers in FILE (or puts it after the\n"
+     "first heading); without it the table goes to stdout. scripts/results.sh measures\n"
+     "both regimes and calls this.\n"},
     {"tune",
      "  tune [-o FILE] [--collectives C,C] [bench options] | sim tune --preset P [-o FILE] ...\n"
      "                                      measure (or simulate) every algorithm into a tuning file\n",
@@ -82,8 +94,8 @@ const Verb kVerbs[] = {
      "status is the failed rank's.\n"},
     {"bench",
      "  bench COLL [--algo A|all|auto] [-m MIN:MAX] [-i N] [-x N]\n"
-     "        [-f] [-c] [--mpi] [--background complement|uniform|hotspot] [--json F] [--csv F] [--plot F]\n"
-     "        [-n N] [--ppn P | --layout 5,5,3] [--rails K] [--local]\n"
+     "        [-f] [-c] [--mpi] [--peer mpi,oneccl] [--rounds R] [--background complement|uniform|hotspot]\n"
+     "        [--json F] [--csv F] [--plot F] [-n N] [--ppn P | --layout 5,5,3] [--rails K] [--local]\n"
      "        [--fault rail-down@T[:D] | flap@T:D[:P] | kill@T] [--nonblocking | --persistent]\n"
      "                                      OSU-style benchmark, side by side with Open MPI\n"
      "  bench --torch all_reduce[,broadcast,...] [-m MIN:MAX] [--json F] [--ppn P] [--call-cost] [--local]\n"
@@ -102,7 +114,18 @@ const Verb kVerbs[] = {
      "                      barrier 10000 and 100); large sizes run fewer\n"
      "  -f                  full statistics: min, max, iterations\n"
      "  -c                  validate every byte of every call (outside the timed calls)\n"
-     "  --mpi               also Open MPI's tuned and HAN collectives on the same ranks\n"
+     "  --mpi               also Open MPI's tuned and HAN collectives on the same ranks, and railcoll\n"
+     "                      through the MPI layer in the same program (--peer mpi,mpi-layer)\n"
+     "  --peer mpi,oneccl   the peers on the same ranks: mpi (Open MPI's tuned and HAN), oneccl (Intel\n"
+     "                      oneCCL, railcoll-oneccl-bench: each setting of --oneccl-settings tried, the\n"
+     "                      best at each size reported as \"oneccl\"), mpi-layer (mpi:railcoll)\n"
+     "  --oneccl-settings S oneCCL settings to try, comma-separated, or all (default w1,w2-mnic):\n"
+     "                      w1 ATL ofi/tcp, 1 sleeping worker; w2-mnic 2 workers, one rail each\n"
+     "                      (CCL_MNIC); w1-spin 1 spinning worker; w1-shm libfabric shm inside a node\n"
+     "  --rounds R          like for like: railcoll and each peer run R times, alternating, each\n"
+     "                      round timing its share of every size's calls after its own warm-up;\n"
+     "                      records pool the calls (default 1). Every table has algbw and busbw\n"
+     "                      (nccl-tests), the summaries the rail and compute bounds and which binds\n"
      "  --idle-us N         rest before every timed call, both sides alike (default: on the\n"
      "                      cluster the time its shaped rails take to refill their burst;\n"
      "                      0: back to back, a barrier between calls, as OSU times them)\n"
@@ -175,13 +198,27 @@ const Verb kVerbs[] = {
      "Measures this cluster (or local processes) into a simulator preset; --compare sets\n"
      "simulated records beside measured ones (docs/calibration.md).\n"},
     {"cluster",
-     "  cluster up|status|down|run|mpirun|torchrun   the emulated multi-rail cluster (railcoll cluster --help)\n",
+     "  cluster up|status|down|ceiling|run|mpirun|torchrun   the emulated multi-rail cluster (railcoll cluster --help)\n",
      "usage: railcoll cluster <verb> [options]\n"
      "\n"
-     "  up [--nodes M] [--ppn P] [--rails K] [--rate R]\n"
+     "  up [--nodes M] [--ppn P] [--rails K] [--rate R|auto]\n"
      "        create M nodes (network namespaces rc-n0..) with K rails each, every\n"
      "        rail shaped to R in both directions (defaults 4, 4, 2, 1gbit; R in\n"
-     "        tc syntax: 1gbit, 500mbit, 100mbps). Needs root.\n"
+     "        tc syntax: 1gbit, 500mbit, 100mbps). --rate auto: the highest rate this\n"
+     "        machine can feed, found as `ceiling` finds it (about a minute), and kept\n"
+     "        in the cluster's description and every bench record. Needs root.\n"
+     "  ceiling [--bytes B] [--calls N] [--repeats R] [--target PCT] [--start R] [--low R]\n"
+     "      [--high R] [--json F] [--plot F] [--set]\n"
+     "        on the cluster that is up: the share of the rail bound a plain TCP\n"
+     "        all-to-all (railcoll-tcp-alltoall, in the cluster's nodes x ranks x rails)\n"
+     "        reaches, from --start (400mbit) doubling while it reaches --target (95)\n"
+     "        or halving until it does, within --low..--high (50mbit..10gbit), then\n"
+     "        bisected 3 times; R runs of N calls (3, 6) per rate, B bytes per pair\n"
+     "        (default: a rail carries the larger of 1 MiB and 40 ms at the rate). Prints\n"
+     "        the curve, the highest rate that reaches the target (when none does, the\n"
+     "        knee: the highest within 5 points of the best), how long it took;\n"
+     "        --json/--plot write the curve; the rails get their rate back unless --set\n"
+     "        keeps the one found\n"
      "  status                             the configuration and each node's health\n"
      "                                     (exit 0 healthy, 1 partly there, 3 none)\n"
      "  down                               remove everything (also a half-made cluster)\n"
