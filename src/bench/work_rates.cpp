@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "bench/harness.hpp"  // monotonic_us
-#include "runtime/reduce.hpp"
+#include "runtime/engine/reduce.hpp"
 
 namespace railcoll::bench {
 
