@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make run`: the project's main job (README, "The main job"). The verifier
-# sweep, then every collective against every peer on the emulated cluster
+# `make run`: the project's main job (README, "The main job"). The verifier on
+# every algorithm, then every collective against every peer on the emulated cluster
 # (4 nodes x 4 ranks, 2 rails) in both regimes, one after the other:
 #   faithful  rails at the rate this machine can feed (`cluster up --rate auto`:
 #             the highest rate at which a plain TCP all-to-all reaches 95% of
@@ -27,15 +27,33 @@ full=${FULL:-0}
 start=$(date +%s)
 
 "$RC" show allgather --algo bruck --ranks 9 --rails 2 | tail -4
-"$RC" verify --all | tail -1
+# Every algorithm proven by the verifier in the shape the benchmarks run (16
+# ranks, 4 nodes of 4, 2 rails, an odd size); the whole sweep over every
+# topology is `railcoll verify --all` (make test runs it).
+"$RC" algos --json | python3 -c '
+import json, sys
+for a in json.load(sys.stdin):
+    print(a["collective"], a["algorithm"])' | {
+  proven=0 wrong=0
+  while read -r coll algo; do
+    if "$RC" verify "$coll" --algo "$algo" --ranks 16 --ppn 4 --rails 2 --bytes 1000 >/dev/null 2>&1; then
+      proven=$((proven + 1))
+    else
+      wrong=$((wrong + 1))
+      echo "verify: $coll/$algo FAILED at 16 ranks, 4 per node, 2 rails, 1000 B"
+    fi
+  done
+  echo "verify: $proven passed, $wrong failed (every algorithm at the benchmarks' shape)"
+}
 
 collectives=(allgather bcast gather scatter allreduce reduce reduce_scatter_block alltoall barrier)
 if [ "$full" = 1 ]; then
   sweep=(--algo all -m 8:1M --rounds 3 --oneccl-settings all)
 else
-  sweep=(--algo auto -m 8:1M --rounds 2)
+  # 9 sizes, 16 B to 1 MiB, each 4 times the last; 40 calls a size at most.
+  sweep=(--algo auto -m 16:1M --factor 4 -i 40 -x 4 --rounds 2)
 fi
-peers=(--peer mpi,oneccl)
+peers=(--peer mpi,oneccl --timeout 600)  # a job that hangs fails its row after 10 minutes
 
 # One regime: every collective at `where`, into results/$1.
 run_regime() {
@@ -46,11 +64,11 @@ run_regime() {
   mkdir -p "$dir"
   echo "measured by scripts/main-job.sh$([ "$full" = 1 ] && echo ' --full') on $(date -u '+%Y-%m-%d %H:%M UTC'); load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)" >"$dir/NOTE"
   for c in "${collectives[@]}"; do
-    local extra=()
-    [ "$c" = barrier ] && extra=(-i 2000 -x 50)
+    local how=("${sweep[@]}")
+    [ "$c" = barrier ] && how=(--algo "${sweep[1]}" -i 1000 -x 20 --rounds 2)
     echo
     echo "=== $name: $c"
-    "$RC" bench "$c" "${sweep[@]}" "${extra[@]}" -c "${peers[@]}" "$@" \
+    "$RC" bench "$c" "${how[@]}" -c "${peers[@]}" "$@" \
       --json "$dir/$c.json" --csv "$dir/$c.csv" --plot "$dir/$c.png" | tee "$dir/$c.txt"
   done
   if [ "$full" = 1 ] && [ "$(id -u)" = 0 ]; then
@@ -66,6 +84,7 @@ if [ "$(id -u)" = 0 ]; then
   exec 9>/tmp/railcoll-cluster.lock
   flock 9
   trap '"$RC" cluster down >/dev/null 2>&1 || true' EXIT
+  trap 'exit 130' INT TERM  # the EXIT trap takes the cluster down then too
   "$RC" cluster down >/dev/null 2>&1 || true
   "$RC" cluster up --nodes 4 --ppn 4 --rails 2 --rate auto
   run_regime faithful

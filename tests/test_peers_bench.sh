@@ -45,7 +45,7 @@ have_ccl=0
 [ -x "$BIN/railcoll-oneccl-bench" ] && have_ccl=1
 peers=mpi
 [ $have_ccl = 1 ] && peers=mpi,oneccl
-timeout 600 "$RC" bench allgather --local -n 4 --ppn 2 --algo auto -m 64:4K -i 6 -x 2 --rounds 2 -c \
+timeout 600 "$RC" bench allgather --local -n 4 --ppn 2 --algo auto -m 64:4K --factor 4 -i 6 -x 2 --rounds 2 -c \
   --peer "$peers" --json "$tmp/ag.json" >"$tmp/out" 2>"$tmp/err"
 st=$?
 if [ $st -eq 0 ]; then
@@ -54,8 +54,11 @@ if [ $st -eq 0 ]; then
   want="auto mpi:han mpi:tuned "
   [ $have_ccl = 1 ] && want="auto mpi:han mpi:tuned oneccl oneccl:w1 oneccl:w2-mnic "
   [ "$labels" = "$want" ] && ok "bench --rounds 2 --peer $peers: rows $labels" || bad "rows '$labels', expected '$want'"
-  # 64 B - 4 KiB: 7 sizes; every row times 3 + 3 calls of each, in 2 rounds, every one validated.
-  if awk '$3 != 6 || $4 != 2 || $5 != "True" { bad = 1 } END { exit bad }' "$tmp/f" && [ "$(wc -l <"$tmp/f")" -ge 21 ]; then
+  # 64 B - 4 KiB, each 4 times the last: 4 sizes on every side; every row times
+  # 3 + 3 calls of each, in 2 rounds, every one validated.
+  sizes=$(cut -d' ' -f2 "$tmp/f" | sort -un | tr '\n' ' ')
+  [ "$sizes" = "64 256 1024 4096 " ] && ok "--factor 4: the same 4 sizes on every side" || bad "sizes '$sizes'"
+  if awk '$3 != 6 || $4 != 2 || $5 != "True" { bad = 1 } END { exit bad }' "$tmp/f" && [ "$(wc -l <"$tmp/f")" -ge 12 ]; then
     ok "every record: 6 calls from 2 rounds, validated, on both sides alike"
   else
     bad "iterations/rounds/validated: $(head -5 "$tmp/f" | tr '\n' ';')"

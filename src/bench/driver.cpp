@@ -31,17 +31,18 @@ const std::vector<OnecclSetting>& oneccl_settings() {
   // Every one over libfabric's tcp provider (ATL ofi): the ATL mpi transport
   // needs Intel MPI in the process, and the side channel here is Open MPI.
   static const std::vector<OnecclSetting> settings = {
-      {"w1", "ATL ofi/tcp, 1 worker thread that sleeps when idle",
-       {{"CCL_ATL_TRANSPORT", "ofi"}, {"FI_PROVIDER", "tcp"}, {"CCL_WORKER_COUNT", "1"}, {"CCL_WORKER_WAIT", "1"},
-        {"CCL_YIELD", "sched_yield"}}},
+      {"w1", "ATL ofi/tcp on the first rail, 1 worker thread that sleeps when idle",
+       {{"CCL_ATL_TRANSPORT", "ofi"}, {"FI_PROVIDER", "tcp"}, {"FI_TCP_IFACE", "RAIL0"}, {"CCL_WORKER_COUNT", "1"},
+        {"CCL_WORKER_WAIT", "1"}, {"CCL_YIELD", "sched_yield"}}},
       {"w2-mnic", "ATL ofi/tcp, 2 worker threads, one rail each (CCL_MNIC=global over the rails)",
        {{"CCL_ATL_TRANSPORT", "ofi"}, {"FI_PROVIDER", "tcp"}, {"CCL_WORKER_COUNT", "2"}, {"CCL_WORKER_WAIT", "1"},
         {"CCL_YIELD", "sched_yield"}, {"CCL_MNIC", "global"}, {"CCL_MNIC_NAME", "RAILS"}}},
-      {"w1-spin", "ATL ofi/tcp, 1 worker thread spinning (oneCCL's default wait)",
-       {{"CCL_ATL_TRANSPORT", "ofi"}, {"FI_PROVIDER", "tcp"}, {"CCL_WORKER_COUNT", "1"}}},
-      {"w1-shm", "ATL ofi/tcp between nodes and libfabric's shm inside one (CCL_ATL_SHM=1), 1 sleeping worker",
-       {{"CCL_ATL_TRANSPORT", "ofi"}, {"FI_PROVIDER", "tcp"}, {"CCL_ATL_SHM", "1"}, {"CCL_WORKER_COUNT", "1"},
-        {"CCL_WORKER_WAIT", "1"}, {"CCL_YIELD", "sched_yield"}}},
+      {"w1-spin", "ATL ofi/tcp on the first rail, 1 worker thread spinning (oneCCL's default wait)",
+       {{"CCL_ATL_TRANSPORT", "ofi"}, {"FI_PROVIDER", "tcp"}, {"FI_TCP_IFACE", "RAIL0"}, {"CCL_WORKER_COUNT", "1"}}},
+      {"w1-shm", "ATL ofi/tcp on the first rail between nodes and libfabric's shm inside one (CCL_ATL_SHM=1), "
+                 "1 sleeping worker",
+       {{"CCL_ATL_TRANSPORT", "ofi"}, {"FI_PROVIDER", "tcp"}, {"FI_TCP_IFACE", "RAIL0"}, {"CCL_ATL_SHM", "1"},
+        {"CCL_WORKER_COUNT", "1"}, {"CCL_WORKER_WAIT", "1"}, {"CCL_YIELD", "sched_yield"}}},
   };
   return settings;
 }
@@ -149,6 +150,7 @@ std::vector<std::string> worker_command(const BenchPlan& plan) {
   std::vector<std::string> w = {testbed::self_exe(), "bench", collective_name(plan.collective), "--worker",
                                 "--algo", plan.algo, "-m", std::to_string(plan.min) + ":" + std::to_string(plan.max),
                                 "-i", std::to_string(plan.iters), "-x", std::to_string(plan.warmup)};
+  if (plan.factor != 2) w.insert(w.end(), {"--factor", std::to_string(plan.factor)});
   if (plan.full) w.push_back("-f");
   if (plan.validate) w.push_back("-c");
   if (plan.idle_us > 0) w.insert(w.end(), {"--idle-us", std::to_string(plan.idle_us)});
@@ -256,6 +258,7 @@ std::vector<PeerRow> peer_rows(const BenchPlan& plan, int rails) {
     for (auto& n : plan.oneccl_settings) names += (names.empty() ? "" : ",") + n;
     std::string rail_names;  // the cluster's nodes have rail0, rail1, ...; local processes loopback only
     for (int r = 0; r < std::max(1, rails); ++r) rail_names += (r ? ",rail" : "rail") + std::to_string(r);
+    const std::string rail0 = plan.where.cluster ? "rail0" : "lo";
     if (!plan.where.cluster) rail_names = "lo";
     for (size_t at = 0; at <= names.size();) {
       size_t comma = std::min(names.find(',', at), names.size());
@@ -267,9 +270,12 @@ std::vector<PeerRow> peer_rows(const BenchPlan& plan, int rails) {
       PeerRow row{"oneccl:" + name, "railcoll-oneccl-bench", false, false, {}, ""};
       // Open MPI is only the side channel: ob1 over TCP, and not its libfabric
       // component (oneCCL brings a libfabric of its own into the process).
-      row.env = {{"OMPI_MCA_pml", "ob1"}, {"OMPI_MCA_mtl", "^ofi"}, {"OMPI_MCA_btl", "tcp,vader,self"}};
+      row.env = {{"OMPI_MCA_pml", "ob1"}, {"OMPI_MCA_mtl", "^ofi"}, {"OMPI_MCA_btl", "tcp,vader,self"},
+                 // oneCCL's key-value store on a rail: by default it may take loopback, which other nodes cannot reach.
+                 {"CCL_KVS_IFACE", rail0}};
       for (auto [var, value] : it->env) {
         if (value == "RAILS") value = rail_names;
+        if (value == "RAIL0") value = rail0;
         row.env[var] = value;
       }
       row.what = "Intel oneCCL, setting " + name + " (" + it->meaning + ")";
@@ -318,6 +324,7 @@ std::vector<BenchRecord> run_peer(const BenchPlan& plan, const BenchContext& ctx
   if (plan.skew_us > 0) args.insert(args.end(), {"--skew", std::to_string(plan.skew_us)});
   if (plan.form == CallForm::Nonblocking) args.push_back("--nonblocking");  // Open MPI's: libnbc
   if (rounds > 1) args.insert(args.end(), {"--rounds", std::to_string(rounds), "--raw"});
+  if (plan.factor != 2) args.insert(args.end(), {"--factor", std::to_string(plan.factor)});
   if (access(program.c_str(), X_OK) != 0) {
     std::cerr << "railcoll bench: no " << row.program << " beside this program"
               << (row.program == "railcoll-oneccl-bench" ? " (built when scripts/install-deps.sh has installed oneCCL)"
@@ -573,7 +580,9 @@ int run_bench(const BenchPlan& asked) {
   if (transports.size() > 1) print_transport_ratio(std::cout, recs, ctx);
   if (plan.background != BackgroundPattern::None) {
     std::vector<BenchRecord> loaded;
-    if (run_under_background(plan, jo, &loaded) != 0) return 1;
+    BenchPlan once = plan;  // one run under load: nothing to pool
+    once.rounds = 1;
+    if (run_under_background(once, jo, &loaded) != 0) return 1;
     set_bounds(&loaded, ctx);
     print_background_summary(std::cout, recs, loaded, ctx, background_name(plan.background));
     recs.insert(recs.end(), loaded.begin(), loaded.end());

@@ -53,8 +53,9 @@ struct BenchPlan {
   Collective collective = Collective::Allgather;
   std::string algo = "all";
   uint64_t min = 8, max = 1 << 20;
+  int factor = 2;  // each size this times the last (--factor)
   int iters = 100, warmup = 10;
-  bool full = false, validate = false, mpi = false;
+  bool full = false, validate = false;
   // Idle time before each timed call, in both benchmarks alike: a shaped rail
   // passes its burst at memory speed after a pause, so calls moving less than
   // that per rail are timed by how long the rails rested before them, which
@@ -93,7 +94,8 @@ struct BenchPlan {
 // rails. `railcoll bench --help` lists them.
 struct OnecclSetting {
   std::string name, meaning;
-  std::vector<std::pair<std::string, std::string>> env;  // RAILS: the rails' interface names
+  // RAILS: the rails' interface names, RAIL0 the first's (locally both "lo").
+  std::vector<std::pair<std::string, std::string>> env;
 };
 const std::vector<OnecclSetting>& oneccl_settings();
 extern const char* const kDefaultOnecclSettings;  // "w1,w2-mnic"

@@ -234,7 +234,7 @@ int run_worker(const WorkerOptions& o) {
       print_overlap_header(std::cout, algo, ctx, call_form_name(o.form), o.validate);
     else if (tables)
       print_table_header(std::cout, algo, ctx, o.full, o.validate);
-    for (uint64_t bytes : bench_sizes(o.collective, o.min, o.max)) {
+    for (uint64_t bytes : bench_sizes(o.collective, o.min, o.max, o.factor)) {
       const CallCounts counts = calls_for(bytes, N, o.iters, o.warmup, o.rounds);
       const int iters = counts.timed, warmup = counts.untimed;
       BenchCall call(o.collective, bytes, me, N);

@@ -42,6 +42,7 @@ struct WorkerOptions {
   Collective collective = Collective::Allgather;
   std::string algo = "all";  // a name, "auto", or "all" (every software algorithm, then auto)
   uint64_t min = 8, max = 1 << 20;
+  int factor = 2;  // each size this times the last (bench_sizes)
   int iters = 100, warmup = 10;
   bool full = false, validate = false;
   // Sleep before each call's barrier (not barriers'): every call finds the

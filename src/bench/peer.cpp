@@ -160,7 +160,7 @@ std::string parse_peer_options(const std::vector<std::string>& args, const std::
     else if (a == "--raw") o->raw = true;
     else if (a == "-h" || a == "--help") return "help";
     else if (a == "--coll" || a == "-m" || a == "-i" || a == "-x" || a == "--label" || a == "--rails" ||
-             a == "--idle-us" || a == "--skew" || a == "--rounds") {
+             a == "--idle-us" || a == "--skew" || a == "--rounds" || a == "--factor") {
       if (i + 1 >= args.size()) return "option " + a + " needs a value";
       const std::string v = args[++i];
       uint64_t x = 0;
@@ -180,6 +180,10 @@ std::string parse_peer_options(const std::vector<std::string>& args, const std::
         else if (a == "--idle-us") o->idle_us = x;
         else if (a == "--skew") o->skew_us = x;
         else if (a == "--rounds") o->rounds = static_cast<int>(std::min<uint64_t>(x, 1000));
+        else if (a == "--factor") {
+          if (x < 2 || x > 1024) return "--factor must be between 2 and 1024";
+          o->factor = static_cast<int>(x);
+        }
         else if (x > 64) return "--rails must be between 1 and 64";
         else o->rails = static_cast<int>(x);
       }
@@ -200,7 +204,7 @@ std::string peer_usage(const std::string& program, const std::string& library) {
   const std::string pad(program.size() + 8, ' ');
   u << "usage: " << program << " [--coll NAME] [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-c] [--full]\n"
     << pad << "[--samples] [--label NAME] [--rails K] [--idle-us N] [--skew US]\n"
-    << pad << "[--nonblocking] [--rounds R] [--raw]\n"
+    << pad << "[--nonblocking] [--rounds R] [--raw] [--factor F]\n"
     << "An OSU-style benchmark of " << library << "'s collectives, the calls railcoll bench compares\n"
     << "railcoll's with on the same ranks (src/bench/peer.hpp).\n"
     << "  --coll NAME   the collective (default allgather): allgather, bcast (from rank 0), gather\n"
@@ -210,7 +214,8 @@ std::string peer_usage(const std::string& program, const std::string& library) {
     << "                v-forms with the same count for every rank, packed); bytes are per rank\n"
     << "                (allreduce, reduce: the vector; reduce_scatter: each rank's block; alltoall:\n"
     << "                per pair)\n"
-    << "  -m MIN:MAX    sizes in bytes, powers of two from MIN to MAX (default 8:1048576)\n"
+    << "  -m MIN:MAX    sizes in bytes from MIN to MAX, each twice the last (default 8:1048576)\n"
+    << "  --factor F    each size F times the last instead (railcoll bench --factor)\n"
     << "  -i ITERS      timed calls per size (default 100, barrier 10000); large sizes run fewer:\n"
     << "                at most " << (kCallBudgetBytes >> 20) << " MiB gathered (bytes x ranks) per size, but at least "
     << kMinCalls << ",\n"
@@ -247,7 +252,7 @@ int run_peer_bench(SideChannel& side, PeerCollectives& lib, const PeerOptions& o
   const bool shared_clock = side.all_equal(clock_identity());
   const bool barrier = o.collective == Collective::Barrier;
   int status = 0, call = 1;
-  for (uint64_t bytes : bench_sizes(o.collective, o.min, o.max)) {
+  for (uint64_t bytes : bench_sizes(o.collective, o.min, o.max, o.factor)) {
     CallCounts n = calls_for(bytes, N, o.iters, o.warmup, o.rounds);
     if (o.full) n = {o.iters, o.warmup};
     CallBuffers b(o.collective, bytes, me, N);

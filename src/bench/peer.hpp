@@ -56,6 +56,7 @@ class PeerCollectives {
 struct PeerOptions {
   Collective collective = Collective::Allgather;
   uint64_t min = 8, max = 1 << 20;
+  int factor = 2;               // each size this times the last (bench_sizes)
   int iters = -1, warmup = -1;  // -1: the collective's default (barrier: many more)
   bool validate = false, full = false, samples = false, nonblocking = false, raw = false;
   int rails = 1;

@@ -11,13 +11,14 @@
 
 namespace railcoll::bench {
 
-std::vector<uint64_t> bench_sizes(Collective c, uint64_t min, uint64_t max) {
+std::vector<uint64_t> bench_sizes(Collective c, uint64_t min, uint64_t max, int factor) {
   const CollectiveTraits& t = traits(c);
   if (!t.moves_data) return {0};
   // The benchmark's reductions sum floats: whole 4-byte elements.
   const uint64_t element = t.reducing ? dtype_size(DataType::Float32) : 1;
   std::vector<uint64_t> v;
-  for (uint64_t s = std::max(min, element); s <= max; s *= 2) v.push_back((s + element - 1) / element * element);
+  for (uint64_t s = std::max(min, element); s <= max; s *= std::max(2, factor))
+    v.push_back((s + element - 1) / element * element);
   v.erase(std::unique(v.begin(), v.end()), v.end());
   if (min == 0) v.insert(v.begin(), 0);
   return v;

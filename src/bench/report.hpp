@@ -12,10 +12,11 @@
 
 namespace railcoll::bench {
 
-// The sizes a benchmark of `c` runs, doubling from min to max: only 0 for a
-// collective that moves no data (barrier); whole elements for a reduction
-// (float sums: multiples of 4 bytes); 0 first when min is 0.
-std::vector<uint64_t> bench_sizes(Collective c, uint64_t min, uint64_t max);
+// The sizes a benchmark of `c` runs, from min to max, each `factor` times the
+// last (doubling by default): only 0 for a collective that moves no data
+// (barrier); whole elements for a reduction (float sums: multiples of 4
+// bytes); 0 first when min is 0.
+std::vector<uint64_t> bench_sizes(Collective c, uint64_t min, uint64_t max, int factor = 2);
 std::vector<uint64_t> bench_sizes(const std::string& collective, uint64_t min, uint64_t max);
 
 // How many calls of one size each program times, the same rule for railcoll's

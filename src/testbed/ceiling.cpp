@@ -149,7 +149,9 @@ Ceiling find_ceiling(cl::Config& cfg, const CeilingOptions& o, std::ostream& log
   };
   uint64_t good = 0, bad = 0;
   const uint64_t first = std::min(o.high_bps, std::max(o.low_bps, o.start_bps));
-  if (measure(first)) {
+  if (!o.rates.empty()) {
+    for (uint64_t rate : o.rates) measure(rate);
+  } else if (measure(first)) {
     good = first;
     for (uint64_t rate = first * 2; rate <= o.high_bps; rate *= 2) {
       if (!measure(rate)) {

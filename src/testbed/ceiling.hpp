@@ -36,6 +36,7 @@ struct CeilingOptions {
   double target_pct = 95;      // of the rail bound
   uint64_t start_bps = 400000000, low_bps = 50000000, high_bps = 10000000000ull;
   int refine = 3;              // halvings of the interval between the last rate reached and the first missed
+  std::vector<uint64_t> rates;  // not empty: measure these rates instead of searching (the whole curve)
   std::string probe;           // the probe program; "" : railcoll-tcp-alltoall beside this program
 };
 

@@ -23,7 +23,7 @@ const std::set<std::string> kFlags = {"f", "c", "mpi", "local", "worker", "nonbl
 const std::set<std::string> kValued = {"algo",    "m",          "i",     "x",      "json",         "csv",
                                        "plot",    "n",          "ppn",   "layout", "rails",        "records",
                                        "timeout", "background", "fault", "fault-marker", "duration", "idle-us", "skew",
-                                       "timeline", "transport", "peer", "oneccl-settings", "rounds"};
+                                       "timeline", "transport", "peer", "oneccl-settings", "rounds", "factor"};
 
 // Options that mean nothing with --fault: refused rather than ignored.
 const char* const kNotWithFault[] = {"mpi", "background", "csv",      "plot",        "f",         "c",
@@ -79,6 +79,7 @@ int run(const std::vector<std::string>& argv, bool worker) {
     throw UsageError("unknown " + name + " algorithm '" + p.algo + "' (railcoll algos lists them)");
   size_range(a, &p.min, &p.max);
   if (p.max > (1ull << 30)) throw UsageError("-m: at most 1 GiB per rank");
+  p.factor = static_cast<int>(a.integer("factor", 2, 2, 1024));
   const bool moves_data = traits(coll).moves_data;
   if (!moves_data) p.min = p.max = 0;
   // A barrier's latency distribution needs many consecutive calls (seed 004 §5).
@@ -152,6 +153,7 @@ int run(const std::vector<std::string>& argv, bool worker) {
     w.collective = coll;
     w.algo = p.algo;
     w.min = p.min, w.max = p.max;
+    w.factor = p.factor;
     w.iters = p.iters, w.warmup = p.warmup;
     w.full = p.full, w.validate = p.validate;
     w.idle_us = std::max(0, p.idle_us);

@@ -51,7 +51,7 @@ void no_positional(const Args& a) {
 // ------------------------------------------------------------------ up
 
 // The ceiling search's options from the command line (cluster up --rate auto, cluster ceiling).
-const std::set<std::string> kCeilingValued = {"bytes", "calls", "repeats", "target", "start", "low", "high"};
+const std::set<std::string> kCeilingValued = {"bytes", "calls", "repeats", "target", "start", "low", "high", "rates"};
 testbed::CeilingOptions ceiling_options(const Args& a) {
   testbed::CeilingOptions o;
   o.bytes = static_cast<uint64_t>(a.integer("bytes", 0, 0, 64 << 20));
@@ -62,6 +62,12 @@ testbed::CeilingOptions ceiling_options(const Args& a) {
     if (a.has("start")) o.start_bps = cl::parse_rate(a.str("start"));
     if (a.has("low")) o.low_bps = cl::parse_rate(a.str("low"));
     if (a.has("high")) o.high_bps = cl::parse_rate(a.str("high"));
+    const std::string rates = a.str("rates", "");
+    for (size_t at = 0; at < rates.size();) {
+      const size_t comma = std::min(rates.find(',', at), rates.size());
+      o.rates.push_back(cl::parse_rate(rates.substr(at, comma - at)));
+      at = comma + 1;
+    }
   } catch (const cl::ClusterInputError& e) {
     throw UsageError(e.what());
   }
