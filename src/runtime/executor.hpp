@@ -20,6 +20,7 @@
 
 #include "core/topology.hpp"
 #include "runtime/bootstrap.hpp"
+#include "runtime/mailbox.hpp"
 #include "runtime/plan.hpp"
 #include "runtime/transport/transport.hpp"
 
@@ -90,6 +91,8 @@ class Executor final : private FrameSink {
   void abandon(const std::string& why) { break_and_tell(why); }
   // Frames that arrived before their call was entered (readable from any thread).
   uint64_t frames_held() const { return frames_held_.load(std::memory_order_relaxed); }
+  // Point-to-point messages: their frames come through this executor, in a call or not.
+  Mailbox& mailbox() { return mailbox_; }
 
  private:
   struct Held {
@@ -141,6 +144,7 @@ class Executor final : private FrameSink {
   double spin_seconds_;  // the current call's (spin_budget)
   const uint64_t replay_call_;  // RAILCOLL_TEST_REPLAY_CALL
   const NodeSegment seg_;
+  Mailbox mailbox_;
 
   // Call state. Phases of a call: waiting for its bank (enter_bank), running
   // the program, flushing its sends at the end.
