@@ -17,85 +17,28 @@
 
 #include "core/errors.hpp"
 #include "core/registry.hpp"
-#include "runtime/executor.hpp"
-#include "runtime/net.hpp"
+#include "runtime/engine/executor.hpp"
+#include "runtime/bootstrap/net.hpp"
 #include "runtime/transport/fake/fake_transport.hpp"
-#include "runtime/plan.hpp"
+#include "runtime/engine/plan.hpp"
+#include "runtime/transport/transport_settings.hpp"
+#include "rank_threads.hpp"
 
 using namespace railcoll;
 using namespace railcoll::rt;
+using namespace railcoll::rt::test;
 
 namespace {
 
-Bootstrap settings(double timeout = 30) {
-  Bootstrap b;
-  b.timeout = timeout;
-  b.spin_seconds = 0.0002;  // up to 12 threads share 2 cores: sleep soon
-  b.spin_given = true;
-  return b;
-}
-
-struct Outcome {
-  Status status = Status::Ok;
-  std::string error;
-};
-
-// Runs fn(rank) on a thread per rank (except `idle` ones); each rank's outcome.
-std::vector<Outcome> each_rank(int n, const std::function<void(int)>& fn, const std::vector<int>& idle = {}) {
-  std::vector<Outcome> out(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    if (std::find(idle.begin(), idle.end(), r) != idle.end()) continue;
-    threads.emplace_back([&, r] {
-      try {
-        fn(r);
-      } catch (const Error& e) {
-        out[r] = {e.status, e.what()};
-      } catch (const std::exception& e) {
-        out[r] = {Status::Internal, e.what()};
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  return out;
-}
-
 // The ranks of a topology: a fabric and an executor each.
 struct Ranks {
-  explicit Ranks(const Topology& t, const Bootstrap& s = settings()) : topo(t), fabric(t) {
+  explicit Ranks(const Topology& t, const ExecutorSettings& s = settings()) : topo(t), fabric(t) {
     for (int r = 0; r < t.nranks(); ++r)
       exec.push_back(std::make_unique<Executor>(fabric.transport(r), t, r, FakeFabric::kCommId, s));
   }
   Topology topo;
   FakeFabric fabric;
   std::vector<std::unique_ptr<Executor>> exec;
-};
-
-// One call of a collective on every rank: plans, buffers filled by the traits.
-struct Call {
-  Call(const Topology& t, Collective c, const std::string& algo, uint64_t bytes, int call_no, int root = 0)
-      : coll(c), number(call_no) {
-    const CollectiveTraits& tr = traits(c);
-    AlgoOptions opts = call_defaults(c);
-    opts.root = root;
-    std::vector<uint64_t> counts(t.nranks(), bytes);
-    std::string key = std::string(tr.name) + "/" + algo + "/" + std::to_string(bytes) + "/" + std::to_string(root);
-    for (int r = 0; r < t.nranks(); ++r) {
-      plans.push_back(make_plan(t, r, c, algo, counts, opts, key));
-      shapes.push_back({r, t.nranks(), root, bytes, opts.dtype, opts.redop});
-      send.emplace_back(tr.send_length(shapes[r]));
-      recv.emplace_back(tr.recv_length(shapes[r]));
-      tr.fill(shapes[r], call_no, send[r].data(), recv[r].data());
-    }
-  }
-  void run(Executor& e, int r) { e.run(*plans[r], {send[r].data(), recv[r].data()}); }
-  std::string check(int r) const { return traits(coll).check(shapes[r], number, recv[r].data()); }
-
-  Collective coll;
-  int number;
-  std::vector<std::unique_ptr<Plan>> plans;
-  std::vector<CallShape> shapes;
-  std::vector<std::vector<unsigned char>> send, recv;
 };
 
 struct Shape {
@@ -213,7 +156,7 @@ void expect_refused_by_rank_2(Ranks& ranks, const std::string& expect) {
 }
 
 TEST(SpinBudget, WaitsSleepAtOnceWhereTheNodesRanksOutnumberTheCoresUnlessTheCallIsShort) {
-  Bootstrap b;  // RAILCOLL_SPIN_US not given: the default, 2 ms, where it fits
+  ExecutorSettings b = ExecutorSettings::from(Settings());  // RAILCOLL_SPIN_US not given: 2 ms where it fits
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   ASSERT_GT(cores, 0);
   const uint64_t large = kShortCallBytes + 1;
@@ -222,7 +165,7 @@ TEST(SpinBudget, WaitsSleepAtOnceWhereTheNodesRanksOutnumberTheCoresUnlessTheCal
   EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, large), 0.0);
   EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, kShortCallBytes), kShortCallSpin);  // a small call spins briefly
   EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, 0), kShortCallSpin);                // a barrier too
-  b.spin_seconds = 0.0005, b.spin_given = true;  // the user's word stands
+  b.spin_seconds = 0.0005;  // the user's word stands
   EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, large), 0.0005);
   EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, 0), 0.0005);
   b.spin_seconds = 0;
@@ -264,7 +207,7 @@ TEST(RailSockets, TakeTheFirstCongestionControlTheKernelAllows) {
   EXPECT_EQ(choose_congestion(fd, "no-such-control,,reno"), "reno");  // reno is always built in and allowed
   EXPECT_EQ(congestion_of(fd), "reno");
   // The default list never leaves a rail on BBR, whatever the system's default.
-  const std::string chosen = choose_congestion(fd, Bootstrap{}.tcp_congestion);
+  const std::string chosen = choose_congestion(fd, TransportSettings::from(Settings()).tcp_congestion);
   EXPECT_TRUE(chosen == "cubic" || chosen == "reno") << chosen;
   EXPECT_EQ(congestion_of(fd), chosen);
   close(fd);
@@ -292,7 +235,7 @@ TEST(RailSockets, TheUnsentLimitIsLiftedAndSetAgain) {
     getsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, &len);
     return v;
   };
-  limit_unsent(fd, 32768);  // inside a call (Bootstrap::notsent_lowat)
+  limit_unsent(fd, 32768);  // inside a call (TransportSettings::notsent_lowat)
   EXPECT_EQ(lowat(), 32768);
   unlimit_unsent(fd);  // its last frames (hand_over_sends): the system's setting
   EXPECT_EQ(lowat(), 0);

@@ -14,7 +14,7 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "core/collective.hpp"
-#include "runtime/reduce.hpp"
+#include "runtime/engine/reduce.hpp"
 
 namespace railcoll::cli {
 

@@ -1,0 +1,556 @@
+// Running one rank's program of a schedule (executor.hpp). What crosses a
+// process boundary goes through the Transport; the checks a frame must pass
+// against the plan are plan.cpp's (match_frame, Arrivals).
+#include "runtime/engine/executor.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "runtime/bootstrap/net.hpp"
+#include "runtime/engine/reduce.hpp"
+
+namespace railcoll::rt {
+
+ExecutorSettings ExecutorSettings::from(const Settings& s) {
+  ExecutorSettings e;
+  e.timeout = s.seconds(Setting::Timeout);
+  if (s.given(Setting::SpinUs)) e.spin_seconds = static_cast<double>(s.integer(Setting::SpinUs)) * 1e-6;
+  e.replay_call = static_cast<uint64_t>(s.integer(Setting::TestReplayCall));
+  e.stripe_bytes = static_cast<uint64_t>(s.integer(Setting::StripeBytes));
+  return e;
+}
+
+Executor::Executor(Transport& transport, const Topology& topo, int me, uint64_t comm_id,
+                   const ExecutorSettings& settings)
+    : t_(transport),
+      topo_(topo),
+      me_(me),
+      node_(topo.node_of(me)),
+      comm_id_(comm_id),
+      timeout_(settings.timeout),
+      settings_(settings),
+      node_ranks_(topo.node_size(topo.node_of(me))),
+      spin_seconds_(spin_budget(settings, node_ranks_, 0)),
+      replay_call_(settings.replay_call),
+      seg_(transport.node()),
+      mailbox_(transport, topo, me, comm_id, settings.stripe_bytes, settings.timeout),
+      node_base_(kCounterSlots, 0) {
+  t_.attach(this);
+}
+
+// The cores this process may run on (its affinity mask); 0 if unknown.
+static int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+double spin_budget(const ExecutorSettings& settings, int node_ranks, uint64_t call_bytes) {
+  if (settings.spin_seconds >= 0) return settings.spin_seconds;
+  const int cores = usable_cores();
+  if (cores <= 0 || node_ranks <= cores) return kOwnCoreSpin;
+  return call_bytes <= kShortCallBytes ? kShortCallSpin : 0.0;
+}
+
+uint64_t wait_bytes(const Schedule& s, int me) {
+  const auto bytes_of = [&](const std::vector<uint64_t>& v) { return v.size() > static_cast<size_t>(me) ? v[me] : 0; };
+  uint64_t recv = bytes_of(s.recv_bytes);
+  // An all-gather's or a gather's blocks reach a node once for all of its ranks,
+  // which copy them out of the node's shared memory: count a node rank's share.
+  if (traits(s.collective).result == Result::Blocks) recv /= s.topo.node_size(s.topo.node_of(me));
+  return std::max(bytes_of(s.send_bytes), recv);
+}
+
+FrameHeader Executor::header(Frame type, int op) const {
+  FrameHeader h = make_header(type, comm_id_, me_);
+  h.seq = seq_;
+  h.call_sig = plan_ ? plan_->sig : 0;
+  h.op = op;
+  return h;
+}
+
+// ------------------------------------------------------------------ memory
+
+char* Executor::resolve(const Span& sp) const {
+  switch (sp.region) {
+    case Region::Send: return const_cast<char*>(static_cast<const char*>(bufs_.send)) + sp.offset;
+    case Region::Recv: return static_cast<char*>(bufs_.recv) + sp.offset;
+    case Region::Scratch: return const_cast<char*>(scratch_.data()) + sp.offset;
+    case Region::Shared: return shared_ + sp.offset;
+  }
+  return nullptr;
+}
+
+// Payload bytes [off, off+len) of a put, as destination (dst) or source pieces.
+void Executor::payload_iov(const Op& op, uint64_t off, uint64_t len, bool dst, std::vector<iovec>* out) const {
+  out->clear();
+  for_each_piece(op, off, len, dst, [&](const Span& s) { out->push_back({resolve(s), static_cast<size_t>(s.length)}); });
+}
+
+// ------------------------------------------------------------------ counters
+
+void Executor::bump(const CounterRef& c) {
+  if (!c.on_node) {
+    ++rank_counters_[c.index];
+    return;
+  }
+  node_counter(c.index).fetch_add(1, std::memory_order_seq_cst);
+  t_.wake_node_sleepers();
+}
+
+// A signal: local counters directly, others with a Notify frame to the rank
+// that owns the counter (a node counter elsewhere: to that node's leader).
+void Executor::signal(const CounterRef& c, int op_index, int via) {
+  bool mine = c.on_node ? c.owner == node_ : c.owner == me_;
+  if (mine) return bump(c);
+  int to = via >= 0 ? via : c.on_node ? topo_.leader(c.owner) : c.owner;
+  FrameHeader h = header(Frame::Notify, op_index);
+  t_.send(to, 0, h, nullptr, 0);
+}
+
+// A put to another rank's memory: one frame per part (the schedule's rail or
+// stripe decides the parts), its payload read straight from the source spans.
+void Executor::queue_put(const Op& op, int op_index) {
+  const uint64_t total = op.bytes();
+  auto parts = put_parts(*plan_, topo_, me_, op);
+  uint64_t off = 0;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    FrameHeader h = header(Frame::Data, op_index);
+    h.part = static_cast<uint16_t>(p);
+    h.nparts = static_cast<uint16_t>(parts.size());
+    h.offset = off;
+    h.length = parts[p].second;
+    h.total = total;
+    payload_iov(op, off, parts[p].second, false, &send_iov_);
+    off += parts[p].second;
+    if (replay_call_ == seq_ && !replay_) {  // a test hook: keep a copy to send again in call n+2
+      replay_ = std::make_unique<Replay>(Replay{h, op.peer, parts[p].first, {}});
+      for (auto& v : send_iov_) replay_->payload.append(static_cast<char*>(v.iov_base), v.iov_len);
+    }
+    t_.send(op.peer, parts[p].first, h, send_iov_.data(), send_iov_.size());
+  }
+}
+
+// ------------------------------------------------------------------ frames in
+
+[[noreturn]] void Executor::protocol_error(int peer, int rail, const std::string& what) const {
+  throw RuntimeError(Status::Protocol, "rejected a frame from " + link_name(peer, rail) + ": " + what);
+}
+
+// A Data or Notify frame of the current call: checked against the plan before
+// a byte of it is written; returns the op it belongs to.
+const Op& Executor::check_frame(const FrameHeader& h, int rail) const {
+  std::string why;
+  bool mismatch = false;
+  const Op* op = match_frame(*plan_, topo_, me_, h, rail, &why, &mismatch);
+  if (mismatch) throw RuntimeError(Status::Mismatch, link_name(h.sender, rail) + " " + why);
+  if (!op) protocol_error(h.sender, rail, why);
+  return *op;
+}
+
+// Counts a part; a part seen twice in one call is a replay and is refused,
+// unless it was sent again after a rail failed (then the copy is dropped).
+void Executor::part_arrived(const FrameHeader& h, int rail, const Op& op) {
+  bool complete = false;
+  if (!arrivals_.add(h, &complete) && !(h.flags & kFlagMoved))
+    protocol_error(h.sender, rail,
+                   "op #" + std::to_string(h.op) + " part " + std::to_string(h.part) + " arrived twice in call " +
+                       std::to_string(h.seq) + " (a replayed frame)");
+  if (!complete) return;
+  --messages_due_;
+  bump(op.counter);
+}
+
+Landing Executor::frame_header(const FrameHeader& h, int rail, std::vector<iovec>* place) {
+  if (h.flags & kFlagMessage) return mailbox_.frame_header(h, rail, place);
+  if (in_call_ && h.seq == seq_) {
+    const Op& op = check_frame(h, rail);
+    if ((h.flags & kFlagMoved) && arrivals_.has(h)) return Landing::Drop;  // sent again, but the first copy came
+    if (h.type == static_cast<uint16_t>(Frame::Data))
+      payload_iov(op, h.offset, h.length, true, place);
+    else
+      place->clear();
+    return Landing::Place;
+  }
+  if (h.seq < seq_ && (h.flags & kFlagMoved)) return Landing::Drop;  // a copy for a call that is over
+  if (h.seq >= seq_) return Landing::Hold;  // for a call this rank has not entered yet
+  protocol_error(h.sender, rail,
+                 "stale frame for call " + std::to_string(h.seq) + " (this rank is at call " + std::to_string(seq_) +
+                     ")");
+}
+
+void Executor::frame_done(const FrameHeader& h, int rail, std::vector<char>* held) {
+  if (h.flags & kFlagMessage) return mailbox_.frame_done(h, rail, held);
+  if (!held) return part_arrived(h, rail, plan_->incoming.at(key_of(h.sender, h.op)));
+  Held frame{h, rail, std::move(*held)};
+  held->clear();
+  frames_held_.fetch_add(1, std::memory_order_relaxed);
+  // Its header came before this rank entered the call; if the call has
+  // started meanwhile, the queue of held frames was already drained.
+  if (in_call_ && h.seq == seq_) return apply_held(frame);
+  held_.push_back(std::move(frame));
+}
+
+// A peer that failed in call n+1 while this rank is still in call n (or about
+// to enter it) had left call n: what it owed this rank for it was sent, and
+// call n can end here.
+void Executor::peer_aborted(int peer, uint64_t call, const std::string& why) {
+  std::string msg = "rank " + std::to_string(peer) + " aborted the collective: " + why;
+  if (call > seq_) {
+    if (!later_abort_) later_abort_ = LaterAbort{call, msg};
+    return;
+  }
+  if (broken_.empty()) broken_ = msg;  // its sender told everyone: not passed on
+  throw RuntimeError(Status::Peer, msg);
+}
+
+// A frame that arrived before its call: checked, then copied into place.
+void Executor::apply_held(const Held& f) {
+  const Op& op = check_frame(f.hdr, f.rail);
+  if ((f.hdr.flags & kFlagMoved) && arrivals_.has(f.hdr)) return;  // a copy sent again after a rail failed
+  if (f.hdr.type == static_cast<uint16_t>(Frame::Data)) {
+    size_t at = 0;
+    for_each_piece(op, f.hdr.offset, f.hdr.length, true, [&](const Span& s) {
+      memcpy(resolve(s), f.payload.data() + at, s.length);
+      at += s.length;
+    });
+  }
+  part_arrived(f.hdr, f.rail, op);
+}
+
+// ------------------------------------------------------------------ waiting
+
+// A call stops only where its program must wait for something other ranks do
+// (the bank, a counter, sends draining). blocked() notes since when it has
+// waited there: half-way to the deadline it probes every peer (a peer in a
+// railcoll call answers at once, so at the deadline the error can name the
+// ones that did not: stopped, hung, or busy outside railcoll, rather than only
+// the ranks this one was waiting for, which may themselves be waiting on the
+// culprit); at the deadline it throws.
+template <class What>
+bool Executor::blocked(What what) {
+  const double now = now_seconds();
+  if (wait_since_ == 0) {
+    wait_since_ = now;
+    probed_ = false;
+    return false;
+  }
+  if (!probed_ && now > wait_since_ + timeout_ / 2) {
+    probed_ = true;
+    t_.probe_peers();
+  }
+  if (now > wait_since_ + timeout_)
+    throw RuntimeError(Status::Timeout, "timed out after " + seconds_text(timeout_) + " " + what() + silent_peers());
+  return false;
+}
+
+void Executor::idle(double max_s) {
+  if (!broken_.empty()) return;
+  guard([&] {
+    if (!in_call()) {  // between calls only point-to-point messages are awaited
+      t_.progress(mailbox_.waiting() ? max_s : 0, nullptr);
+      return mailbox_.poll();
+    }
+    const double left = wait_since_ > 0 ? wait_since_ + timeout_ - now_seconds() : 0;
+    NodeWait* sleep_on = sleep_on_.counter ? &sleep_on_ : nullptr;
+    if (sleep_on) sleep_on->net_idle = messages_due_ == 0;
+    t_.progress(std::min(max_s, std::max(0.0, left)), sleep_on);
+  });
+}
+
+void Executor::set_wait_hook(std::function<void()> hook, double every_s) {
+  wait_hook_ = std::move(hook);
+  hook_every_ = every_s;
+}
+
+void Executor::run_wait_hook_if_due() {
+  if (!wait_hook_) return;
+  const double now = now_seconds();
+  if (now - hook_ran_.load(std::memory_order_relaxed) < hook_every_) return;
+  hook_ran_.store(now, std::memory_order_relaxed);
+  wait_hook_();
+}
+
+void Executor::wait_idle(double max_s) {
+  if (!wait_hook_) return idle(max_s);
+  idle(std::min(max_s, hook_every_));
+  run_wait_hook_if_due();
+}
+
+// Blocks until the call ends: spins, yielding the core, for RAILCOLL_SPIN_US
+// (default 2 ms; 0 where the node's ranks outnumber its cores), then sleeps in
+// the transport until woken (docs/runtime.md, "The latency path"), running
+// the wait hook between sleeps.
+void Executor::finish_call() {
+  const double start = now_seconds();
+  while (!advance()) {
+    if (spin_seconds_ > 0 && now_seconds() - start < spin_seconds_) {
+      sched_yield();
+      t_.progress(0, nullptr);
+    } else {
+      wait_idle(0.05);
+    }
+  }
+}
+
+// "; rank 5 did not answer ..." for the peers that ignored the probe.
+std::string Executor::silent_peers() const {
+  std::string list;
+  int n = 0;
+  for (int p = 0; p < topo_.nranks(); ++p) {
+    if (p == me_ || t_.answered_probe(p)) continue;
+    if (n++ < 8) list += (n > 1 ? ", " : "") + std::to_string(p);
+  }
+  if (n == 0) return "; every peer answered a liveness probe";
+  return std::string("; rank") + (n > 1 ? "s " : " ") + list + (n > 8 ? ", ..." : "") +
+         " did not answer a liveness probe (stopped, hung, or busy outside railcoll)";
+}
+
+// The ranks whose messages for counter cref have not all arrived yet.
+std::string Executor::missing_senders(const CounterRef& cref) const {
+  std::ostringstream o;
+  int shown = 0;
+  for (auto& kv : plan_->incoming) {
+    if (!(kv.second.counter == cref) || arrivals_.done(kv.first)) continue;
+    if (shown++ < 6) o << (shown > 1 ? ", " : "") << "rank " << (kv.first >> 32) << " op #" << (kv.first & 0xffffffffu);
+  }
+  return shown ? " (still missing: " + o.str() + (shown > 6 ? ", ..." : "") + ")" : "";
+}
+
+// Local ranks whose increments this rank has just waited for are in this call:
+// any of them with another signature passed other sizes or another algorithm.
+// (Data a local peer leaves in shared memory carries no frame header, so ranks
+// of a node compare their calls in the node segment.)
+void Executor::check_local_calls(const Plan& p) const {
+  const auto& ranks = topo_.ranks_of(node_);
+  const uint64_t mine = call_word(p);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    uint64_t theirs = seg_.shm->call[bank_][i].load(std::memory_order_acquire);
+    if (ranks[i] != me_ && theirs >> 32 == (seq_ & 0xffffffffu) && theirs != mine)
+      throw RuntimeError(Status::Mismatch, "local rank " + std::to_string(ranks[i]) +
+                                               " is in a different call than this rank (" + p.what +
+                                               "): the ranks disagree on the collective, its algorithm or its sizes");
+  }
+}
+
+// ------------------------------------------------------------------ a call
+
+// Consecutive calls: call n uses bank n % 2 of the node's counters and shared
+// buffer (node_shm.hpp), so schedules end without a node-wide synchronisation:
+// a rank that has left call n may write bank (n+1) % 2 while a local peer still
+// reads bank n % 2. Before it touches bank n % 2 again, in call n+2, every rank
+// of the node must have left call n, i.e. entered call n+1: each rank counts
+// its entries in the bank's entry slot, and waits (bank_free) for the other
+// bank's count. All-gathers and allreduces never wait (finishing call n+1
+// needed every local rank in it); a broadcast's fast ranks may, for a slow one.
+void Executor::enter_bank() {
+  bank_ = static_cast<int>(seq_ & 1);
+  shared_ = seg_.bank(bank_);
+  node_counter_slot(entry_slot(bank_)).fetch_add(1, std::memory_order_seq_cst);
+  entries_[bank_] += static_cast<uint64_t>(topo_.node_size(node_));
+  if (topo_.node_size(node_) > 1) t_.wake_node_sleepers();
+}
+
+bool Executor::bank_free() {
+  const int prev = bank_ ^ 1;
+  std::atomic<uint64_t>& left = node_counter_slot(entry_slot(prev));
+  if (topo_.node_size(node_) == 1 || left.load(std::memory_order_seq_cst) >= entries_[prev]) return true;
+  sleep_on_ = NodeWait{&left, entries_[prev], entry_slot(prev), false};
+  return blocked([&] {
+    return "entering " + plan_->what + " (call " + std::to_string(seq_) + "): a rank of this node has not left call " +
+           std::to_string(seq_ - 2) + " yet";
+  });
+}
+
+void Executor::break_and_tell(const std::string& why) {
+  in_call_ = false;
+  phase_ = Phase::Idle;
+  plan_ = nullptr;
+  if (!broken_.empty()) return;  // already told (or told by the peer that aborted)
+  broken_ = why;
+  t_.abort_peers(seq_, why);
+}
+
+void Executor::run(const Plan& p, const Buffers& b) {
+  start(p, b);
+  guard([&] { finish_call(); });
+}
+
+void Executor::start(const Plan& p, const Buffers& b) {
+  if (!broken_.empty()) throw RuntimeError(Status::Broken, "communicator is broken: " + broken_);
+  if (later_abort_ && later_abort_->call <= seq_) {
+    broken_ = later_abort_->why;  // its sender told everyone: not passed on
+    throw RuntimeError(Status::Peer, broken_);
+  }
+  if (phase_ != Phase::Idle) throw RuntimeError(Status::Internal, "executor: a call started inside another");
+  const Schedule& s = p.sched;
+  if (s.shared_bytes[node_] > seg_.shm->capacity)
+    throw RuntimeError(Status::Unsupported, p.what + " needs " + std::to_string(s.shared_bytes[node_]) +
+                                                " bytes of node-shared memory; RAILCOLL_SHM_MIB allows " +
+                                                std::to_string(seg_.shm->capacity >> 20) + " MiB");
+  if (s.node_counters > kMaxNodeCounters)
+    throw RuntimeError(Status::Unsupported, p.what + " needs " + std::to_string(s.node_counters) +
+                                                " node counters; the shared segment has " +
+                                                std::to_string(kMaxNodeCounters));
+  plan_ = &p;
+  bufs_ = b;
+  spin_seconds_ = spin_budget(settings_, node_ranks_, wait_bytes(s, me_));
+  guard([&] {
+    t_.begin_call();
+    if (scratch_.size() < s.scratch_bytes[me_]) scratch_.resize(s.scratch_bytes[me_]);
+    rank_counters_.assign(std::max(1, s.rank_counters), 0);
+    arrivals_.clear();
+    messages_due_ = p.incoming.size();
+    pc_ = 0;
+    wait_since_ = 0;
+    phase_ = Phase::Entering;
+    enter_bank();
+  });
+}
+
+bool Executor::advance() {
+  if (!broken_.empty()) throw RuntimeError(Status::Broken, "communicator is broken: " + broken_);
+  if (phase_ == Phase::Idle) return true;
+  bool done = false;
+  guard([&] {
+    sleep_on_.counter = nullptr;
+    switch (phase_) {
+      case Phase::Entering:
+        if (!bank_free()) return;
+        entered();
+        [[fallthrough]];
+      case Phase::Running:
+        if (!run_program()) return;
+        phase_ = Phase::Flushing;
+        wait_since_ = 0;
+        if (t_.sends_pending()) t_.hand_over_sends();
+        [[fallthrough]];
+      case Phase::Flushing:
+        if (t_.sends_pending() &&
+            !blocked([&] { return "flushing sends at the end of " + plan_->what; }))
+          return;
+        ended();
+        done = true;
+        return;
+      case Phase::Idle:
+        done = true;
+        return;
+    }
+  });
+  return done;
+}
+
+// The call's bank is free: frames that came early are applied, and local peers
+// can see which call this rank is in.
+void Executor::entered() {
+  wait_since_ = 0;
+  phase_ = Phase::Running;
+  in_call_ = true;
+  if (replay_ && !replayed_ && seq_ == replay_call_ + 2) {
+    replayed_ = true;
+    iovec v{replay_->payload.data(), replay_->payload.size()};
+    t_.send(replay_->peer, replay_->rail, replay_->hdr, &v, 1);
+  }
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (it->hdr.seq != seq_) {
+      ++it;
+      continue;
+    }
+    apply_held(*it);
+    it = held_.erase(it);
+  }
+  seg_.shm->call[bank_][topo_.local_rank(me_)].store(call_word(*plan_), std::memory_order_release);
+}
+
+// This rank's program from op pc_ on, until an op must wait (false) or the end (true).
+bool Executor::run_program() {
+  const Plan& p = *plan_;
+  const Schedule& s = p.sched;
+  const auto& prog = s.programs[me_];
+  for (; pc_ < prog.size(); ++pc_) {
+    const Op& op = prog[pc_];
+    const int index = static_cast<int>(pc_);
+    switch (op.kind) {
+      case OpKind::Copy:
+        for (auto& sg : op.segs) memmove(resolve(sg.dst), resolve(sg.src), sg.src.length);
+        break;
+      case OpKind::Reduce:
+        for (auto& sg : op.segs) reduce_into(s.dtype, s.redop, resolve(sg.dst), resolve(sg.src), sg.src.length);
+        break;
+      case OpKind::Put:
+        if (memcpy_put(topo_, me_, op)) {  // into this node's shared buffer: a memcpy, then the counter
+          for (auto& sg : op.segs) memcpy(resolve(sg.dst), resolve(sg.src), sg.src.length);
+          signal(op.counter, index, op.peer);
+        } else {
+          queue_put(op, index);  // the transport sends at once what the socket takes
+        }
+        break;
+      case OpKind::Signal:
+        signal(op.counter, index, -1);
+        break;
+      case OpKind::Wait: {
+        const CounterRef c = op.counter;
+        const uint64_t target = op.value + (c.on_node ? node_base_[counter_slot(bank_, c.index)] : 0);
+        const bool reached = c.on_node ? node_counter(c.index).load(std::memory_order_seq_cst) >= target
+                                       : rank_counters_[c.index] >= target;
+        if (!reached) {
+          if (c.on_node) sleep_on_ = NodeWait{&node_counter(c.index), target, counter_slot(bank_, c.index), false};
+          return blocked([&] {
+            return "waiting in " + p.what + ", step " + std::to_string(op.step) + ", for " +
+                   (c.on_node ? "node" : "rank") + " counter " + std::to_string(c.index) + " to reach " +
+                   std::to_string(op.value) + missing_senders(c);
+          });
+        }
+        wait_since_ = 0;
+        if (c.on_node) check_local_calls(p);
+        break;
+      }
+      case OpKind::Flush:
+        if (t_.sends_pending()) return blocked([&] { return "flushing sends in " + p.what; });
+        wait_since_ = 0;
+        break;
+    }
+  }
+  return true;
+}
+
+void Executor::ended() {
+  const Plan& p = *plan_;
+  t_.end_call();
+  if (replayed_) replay_.reset();
+  for (size_t i = 0; i < p.node_increments.size(); ++i)
+    node_base_[counter_slot(bank_, static_cast<int>(i))] += p.node_increments[i];
+  in_call_ = false;
+  phase_ = Phase::Idle;
+  plan_ = nullptr;
+  ++seq_;
+}
+
+// Runs f; a failure breaks the executor and tells every peer, then goes on up.
+template <class F>
+void Executor::guard(F f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    break_and_tell(e.what());
+    throw;
+  }
+}
+
+void Executor::finish() {
+  if (!broken_.empty()) return;
+  try {
+    const double deadline = now_seconds() + timeout_;
+    while (t_.sends_pending()) {
+      if (now_seconds() > deadline) throw RuntimeError(Status::Timeout, "timed out flushing at close");
+      t_.progress(std::min(0.05, deadline - now_seconds()), nullptr);
+    }
+  } catch (const std::exception& e) {
+    break_and_tell(e.what());
+  }
+}
+
+}  // namespace railcoll::rt
