@@ -74,6 +74,9 @@ const std::vector<SettingSpec> kTable = {
    "the progress thread's nice value, -20 to 19 (unset: the process's)", -20, 19},
   {Setting::TestReplayCall, "RAILCOLL_TEST_REPLAY_CALL", K::Integer, "integer", "0", "runtime/engine",
    "tests only: send a data frame of call n again in call n+2, which its receiver must refuse", 0, kBig},
+  {Setting::ReduceKernels, "RAILCOLL_REDUCE_KERNELS", K::Choice, "choice", "", "runtime/engine",
+   "the float32/float16/bfloat16 reduction kernels, for comparison (unset: the best this CPU has)", 0, 0,
+   "portable,avx2,avx512", true},
 
   {Setting::Tuning, "RAILCOLL_TUNING", K::Text, "path", "", "select",
    "a tuning file whose rules come before the defaults (docs/selection.md)", 0, 0, "", true},

@@ -174,6 +174,7 @@ int run(const std::vector<std::string>& argv, bool worker) {
 
 int cmd_bench(const std::vector<std::string>& argv) {
   if (std::find(argv.begin(), argv.end(), "--torch") != argv.end()) return cmd_bench_torch(argv);
+  if (std::find(argv.begin(), argv.end(), "--reduce") != argv.end()) return cmd_bench_reduce(argv);
   bool worker = std::find(argv.begin(), argv.end(), "--worker") != argv.end() || testbed::started_by_a_launcher();
   return run(argv, worker);
 }

@@ -11,6 +11,7 @@ int cmd_cluster(const std::vector<std::string>& args);  // cmd_cluster.cpp
 int cmd_run(const std::vector<std::string>& args);
 int cmd_bench(const std::vector<std::string>& args);
 int cmd_bench_torch(const std::vector<std::string>& args);  // cmd_bench_torch.cpp: bench --torch
+int cmd_bench_reduce(const std::vector<std::string>& args);  // cmd_bench_reduce.cpp: bench --reduce
 int cmd_sim(const std::vector<std::string>& args);
 int cmd_reproduce(const std::vector<std::string>& args);  // railcoll sim reproduce
 int cmd_goal(const std::vector<std::string>& args);       // cmd_goal.cpp

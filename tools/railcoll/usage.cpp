@@ -99,7 +99,9 @@ const Verb kVerbs[] = {
      "        [--fault rail-down@T[:D] | flap@T:D[:P] | kill@T] [--nonblocking | --persistent]\n"
      "                                      OSU-style benchmark, side by side with Open MPI\n"
      "  bench --torch all_reduce[,broadcast,...] [-m MIN:MAX] [--json F] [--ppn P] [--call-cost] [--local]\n"
-     "                                      the same torch program over gloo and railcoll (docs/torch.md)\n",
+     "                                      the same torch program over gloo and railcoll (docs/torch.md)\n"
+     "  bench --reduce [-m MIN:MAX] [--rounds N]\n"
+     "                                      the reduction kernels' GB/s per type and kernel set (this process)\n",
      "usage: railcoll bench COLL [options]\n"
      "\n"
      "OSU-style benchmark of a collective on the emulated cluster when one is up (else on\n"
