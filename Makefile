@@ -14,9 +14,10 @@ build: deps
 	@cmake --build $(BUILD)
 
 # The main job (scripts/main-job.sh): the verifier sweep, then every all-gather
-# algorithm against Open MPI on the emulated 4x4-rank, 2-rail cluster; results/.
+# algorithm against Open MPI on the emulated 4x4-rank, 2-rail cluster (root);
+# results/. LOCAL=1: on local processes instead, only when asked.
 run: build
-	./scripts/main-job.sh
+	./scripts/main-job.sh $(if $(LOCAL),--local)
 
 # Broadcast latency and bandwidth on 2, 4 and 8 emulated nodes (root).
 bcast-vs-nodes: build

@@ -11,7 +11,9 @@
 #   every broadcast and allreduce from 8 B (4 B) to 1 MiB;
 #   every alltoall algorithm from 8 B to 1 MiB per pair of ranks;
 # prints the summaries, writes results/<collective>.{json,csv,png,txt} and takes
-# the cluster down again. Without root it uses the local launcher instead.
+# the cluster down again. The cluster needs root; without root it stops, unless
+# asked for local processes (`make run LOCAL=1`, or --local here): it never
+# measures something other than the cluster unasked.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RC=build/bin/railcoll
@@ -21,15 +23,26 @@ out() { echo --json "results/$1.json" --csv "results/$1.csv" --plot "results/$1.
 "$RC" show allgather --algo bruck --ranks 9 --rails 2 | tail -4
 "$RC" verify --all | tail -1
 
+local=0
+case "${1:-}" in
+  --local) local=1 ;;
+  "") ;;
+  *) echo "usage: scripts/main-job.sh [--local]" >&2; exit 2 ;;
+esac
+if [ "$local" = 0 ] && [ "$(id -u)" != 0 ]; then
+  echo "make run: the emulated cluster needs root (network namespaces); run as root, or ask for" >&2
+  echo "          8 local processes in 2 pretend nodes with 2 loopback rails: make run LOCAL=1" >&2
+  exit 2
+fi
+
 where=()
-if [ "$(id -u)" = 0 ]; then
+if [ "$local" = 0 ]; then
   "$RC" cluster down >/dev/null 2>&1 || true
   trap '"$RC" cluster down >/dev/null 2>&1 || true' EXIT
   "$RC" cluster up --nodes 4 --ppn 4 --rails 2 --rate 1gbit
   background=(--background uniform)
 else
-  echo "make run: not root, so no emulated cluster (network namespaces need root);"
-  echo "          running 8 local processes in 2 pretend nodes with 2 loopback rails instead"
+  echo "make run: local processes, as asked (LOCAL=1): 8 in 2 pretend nodes with 2 loopback rails"
   where=(--local -n 8 --ppn 4 --rails 2)
   background=()
 fi

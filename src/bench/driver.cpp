@@ -16,6 +16,7 @@
 #include "core/errors.hpp"
 #include "testbed/cluster_job.hpp"
 #include "testbed/spawn.hpp"
+#include "testbed/where.hpp"
 
 namespace railcoll::bench {
 
@@ -37,7 +38,7 @@ Placement choose_placement(const PlacementRequest& req) {
   if (!req.layout.empty() && (req.n > 0 || req.ppn > 0))
     throw InputError("give either --layout or -n/--ppn, not both");
   Placement p;
-  p.cluster = !req.local && cl::usable();
+  p.cluster = testbed::cluster_unless_local(req.local, "railcoll bench");
   p.rails = req.rails;
   if (!req.layout.empty()) {
     p.layout = req.layout;
@@ -273,7 +274,7 @@ std::vector<BenchRecord> run_mpi(const BenchPlan& plan, const BenchContext& ctx,
       out = r.out;
       failure = r.status.text();
     }
-  } catch (const InputError& e) {  // no launcher or no library: this row is missing, the others stand
+  } catch (const InputError& e) {  // checked before anything ran (require_mpi_peer), so only a vanished one
     status = 2;
     failure = e.what();
   }
@@ -358,15 +359,27 @@ int default_idle_us(const Placement& where) {
   return static_cast<int>(1.25 * static_cast<double>(cfg->burst_bytes) * 8e6 / static_cast<double>(cfg->rate_bps));
 }
 
+// --mpi asked for Open MPI beside railcoll: without it (mpirun, the benchmark
+// binary, the interposition library) the run would measure less than asked.
+void require_mpi_peer() {
+  testbed::require_peer("mpirun", "Open MPI, the peer --mpi measures against",
+                        "install openmpi-bin and libopenmpi-dev (scripts/install-deps.sh), or leave out --mpi");
+  const std::string self = testbed::self_exe();
+  testbed::require_peer(self.substr(0, self.rfind('/')) + "/railcoll-mpi-bench", "the benchmark --mpi runs",
+                        "it is built when Open MPI's development files are installed (scripts/install-deps.sh)");
+  testbed::mpi_layer_library(testbed::MpiFlavor::OpenMpi);  // the mpi:railcoll row's
+}
+
 int run_bench(const BenchPlan& asked) {
   BenchPlan plan = asked;
+  if (plan.mpi) require_mpi_peer();
   if (plan.background != BackgroundPattern::None && !plan.where.cluster)
     throw InputError("--background needs the emulated cluster (railcoll cluster up)");
   if (plan.idle_us < 0) plan.idle_us = default_idle_us(plan.where);
   if (plan.where.cluster)
     std::cout << "railcoll bench: on the emulated cluster: " << plan.where.text() << "\n";
   else
-    std::cout << "railcoll bench: no emulated cluster is up: local processes, " << plan.where.text() << "\n";
+    std::cout << "railcoll bench: local processes (--local), " << plan.where.text() << "\n";
   if (plan.idle_us > 0 && traits(plan.collective).moves_data)
     std::cout << "railcoll bench: every timed call, on both sides, starts after " << plan.idle_us
               << " us of rest (the rails' shaper refills its burst; --idle-us)\n";
@@ -405,9 +418,11 @@ int run_bench(const BenchPlan& asked) {
     print_background_summary(std::cout, recs, loaded, ctx, background_name(plan.background));
     recs.insert(recs.end(), loaded.begin(), loaded.end());
   }
+  std::string failed_rows;  // a row that failed fails the run, after the others are reported
   if (plan.mpi)
     for (const MpiRow& row : kMpiRows) {
       auto mpi = run_mpi(plan, ctx, row);
+      if (mpi.empty()) failed_rows += std::string(failed_rows.empty() ? "" : ", ") + row.label;
       recs.insert(recs.end(), mpi.begin(), mpi.end());
     }
   if (transports.size() == 1) {
@@ -422,6 +437,10 @@ int run_bench(const BenchPlan& asked) {
     std::string title = ctx.collective + ", " + std::to_string(ctx.ranks) + " ranks on " + std::to_string(ctx.nodes) +
                         " nodes, " + std::to_string(ctx.rails) + " rails (" + ctx.where + ")";
     if (write_plot(recs, plan.plot, title)) std::cout << "wrote " << plan.plot << "\n";
+  }
+  if (!failed_rows.empty()) {
+    std::cerr << "railcoll bench: " << failed_rows << " failed (above): the results lack them\n";
+    return 1;
   }
   return 0;
 }

@@ -89,10 +89,11 @@ struct Planner {
 }  // namespace
 
 // The algorithm for a call: the per-call option, else RAILCOLL_<COLL>_ALGO, else
-// the tuning file, else the default rules (src/select/select.hpp), then the
-// software form of a hardware algorithm. A rule's choice whose schedule the
-// nodes' shared memory cannot hold (RAILCOLL_SHM_MIB) is passed over for one
-// that fits; every rank knows every node's capacity, so all pick alike.
+// the tuning file, else the default rules (src/select/select.hpp); a hardware
+// algorithm is refused (the runtime has no such hardware). A rule's choice
+// whose schedule the nodes' shared memory cannot hold (RAILCOLL_SHM_MIB) is
+// passed over for one that fits; every rank knows every node's capacity, so all
+// pick alike.
 namespace {
 
 Chosen choose_anew(railcoll_comm* c, railcoll::Collective collective, const std::vector<uint64_t>& counts,
@@ -104,13 +105,15 @@ Chosen choose_anew(railcoll_comm* c, railcoll::Collective collective, const std:
       collective, c->comm->topo(), largest, requested,
       [p = &planner](const std::string& name) { return p->unfit(name); });  // one pointer: no allocation
   const std::string software = railcoll::software_equivalent(collective, choice.algorithm);
-  if (!planner.out.plan || planner.out.algorithm != software) planner.plan(choice.algorithm);
-  if (software == choice.algorithm && choice.passed_over.empty()) return std::move(planner.out);
   const std::string coll = railcoll::collective_name(collective);
+  // Running the software twin under the hardware algorithm's name would
+  // measure something other than what was asked: whoever wants it names it.
   if (software != choice.algorithm)
-    report_once(c, coll + "/" + choice.algorithm,
-                coll + "/" + choice.algorithm + " needs network hardware this cluster lacks; running " + coll + "/" +
-                    software + " instead");
+    throw railcoll::Error(railcoll::Status::Unsupported,
+                          coll + "/" + choice.algorithm + " (" + choice.origin +
+                              ") needs network hardware this cluster lacks; ask for its software form, " + coll + "/" +
+                              software + ", by name");
+  if (!planner.out.plan || planner.out.algorithm != software) planner.plan(choice.algorithm);
   if (!choice.passed_over.empty())
     report_once(c, coll + " " + choice.passed_over.substr(0, choice.passed_over.find(' ')) + " -> " + software,
                 coll + ": " + choice.passed_over + "; running " + coll + "/" + software + " (" + choice.origin +

@@ -90,8 +90,9 @@ const Verb kVerbs[] = {
      "                                      the same torch program over gloo and railcoll (docs/torch.md)\n",
      "usage: railcoll bench COLL [options]\n"
      "\n"
-     "OSU-style benchmark of a collective on the emulated cluster when one is up (else on\n"
-     "local processes in pretend nodes), side by side with Open MPI (--mpi). COLL is one of\n"
+     "OSU-style benchmark of a collective on the emulated cluster (railcoll cluster up), or\n"
+     "with --local on local processes in pretend nodes; neither: it refuses and says how to\n"
+     "get one. Side by side with Open MPI (--mpi). COLL is one of\n"
      "railcoll algos' collectives (allgather, barrier, bcast, gather, allreduce,\n"
      "reduce_scatter_block, reduce_scatter, reduce); reductions sum floats, and the size of\n"
      "a reduce-scatter is the block each rank ends with.\n"
@@ -125,7 +126,7 @@ const Verb kVerbs[] = {
      "                      of P, the last one holding the rest (-n 13 --ppn 5: 5,5,3)\n"
      "  --layout 5,5,3      ranks per node\n"
      "  --rails K           rails to use (default: all of the cluster's, locally 2)\n"
-     "  --local             local processes even when a cluster is up\n"
+     "  --local             local processes in pretend nodes (needed when no cluster is up)\n"
      "  --timeout S         seconds each job may take (default 3600)\n"
      "  --fault rail-down@T[:D] | flap@T:D[:P] | kill@T\n"
      "                      all-gathers while node 1's last rail loses its link T s in (for D s,\n"
@@ -172,7 +173,8 @@ const Verb kVerbs[] = {
      "usage: railcoll calibrate [--nodes-from-cluster] [-o FILE] [--local] [--quick] [-n N] [--ppn P] [--rails K]\n"
      "       railcoll calibrate --compare SIM.json BENCH.json [BENCH2.json ...]\n"
      "\n"
-     "Measures this cluster (or local processes) into a simulator preset; --compare sets\n"
+     "Measures the emulated cluster (or, with --local, local processes) into a simulator\n"
+     "preset; --compare sets\n"
      "simulated records beside measured ones (docs/calibration.md).\n"},
     {"cluster",
      "  cluster up|status|down|run|mpirun|torchrun   the emulated multi-rail cluster (railcoll cluster --help)\n",
