@@ -13,7 +13,9 @@ debian_packages=(cmake g++ make ninja-build libgtest-dev iproute2 util-linux
                  openmpi-bin libopenmpi-dev python3 python3-pip clang libclang-rt-14-dev
                  nlohmann-json3-dev pkg-config libssl-dev mpich libmpich-dev python3-mpi4py python3-numpy
                  libfabric-dev)
-python_modules=(matplotlib)
+# Python modules as "import name:PyPI name". scikit-build-core: the build backend of
+# python/pyproject.toml, here for builds without pip's isolation (the wheel test).
+python_modules=(matplotlib scikit_build_core:scikit-build-core)
 
 missing=()
 for p in "${debian_packages[@]}"; do
@@ -31,10 +33,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 py=$(command -v python3)
-for m in "${python_modules[@]}"; do
+for entry in "${python_modules[@]}"; do
+  m=${entry%%:*} pkg=${entry#*:}
   if ! "$py" -c "import $m" 2>/dev/null; then
-    echo "install-deps: installing Python module $m"
-    "$py" -m pip install -q "$m" 2>/dev/null || "$py" -m pip install -q --break-system-packages "$m"
+    echo "install-deps: installing Python module $pkg"
+    "$py" -m pip install -q "$pkg" 2>/dev/null || "$py" -m pip install -q --break-system-packages "$pkg"
   fi
 done
 

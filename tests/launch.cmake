@@ -5,3 +5,7 @@
 add_test(NAME no_fallback COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_no_fallback.sh $<TARGET_FILE:railcoll_cli>)
 set_tests_properties(no_fallback PROPERTIES TIMEOUT 300)
 
+# The wheel: pip wheel ./python, installed into a new venv, a two-process torch job from it.
+add_test(NAME wheel COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_wheel.sh ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}
+                            "${RAILCOLL_PYTHON}")
+set_tests_properties(wheel PROPERTIES TIMEOUT 3600 SKIP_RETURN_CODE 77)
