@@ -9,10 +9,12 @@ set -euo pipefail
 # mpich + libmpich-dev: the MPICH-ABI build of the MPI interposition library (src/mpi) and its tests;
 # python3-mpi4py + python3-numpy: the mpi4py test of it (Debian's mpi4py is built on Open MPI).
 # libfabric-dev: the libfabric (OFI) transport, RAILCOLL_TRANSPORT=ofi (-DRAILCOLL_WITH_OFI=OFF builds without).
+# slurmctld slurmd slurm-client munge: Slurm on the emulated cluster (railcoll cluster slurm up); Debian's
+# slurm-wlm-basic-plugins, which they pull in, has the mpi/pmix and mpi/pmi2 plugins (srun --mpi=pmix|pmi2).
 debian_packages=(cmake g++ make ninja-build libgtest-dev iproute2 util-linux
                  openmpi-bin libopenmpi-dev python3 python3-pip clang libclang-rt-14-dev
                  nlohmann-json3-dev pkg-config libssl-dev mpich libmpich-dev python3-mpi4py python3-numpy
-                 libfabric-dev)
+                 libfabric-dev slurmctld slurmd slurm-client munge)
 # Python modules as "import name:PyPI name". scikit-build-core: the build backend of
 # python/pyproject.toml, here for builds without pip's isolation (the wheel test).
 python_modules=(matplotlib scikit_build_core:scikit-build-core)

@@ -177,16 +177,20 @@ const Verb kVerbs[] = {
      "preset; --compare sets\n"
      "simulated records beside measured ones (docs/calibration.md).\n"},
     {"cluster",
-     "  cluster up|status|down|run|mpirun|torchrun   the emulated multi-rail cluster (railcoll cluster --help)\n",
+     "  cluster up|status|down|run|mpirun|torchrun|slurm   the emulated multi-rail cluster (railcoll cluster --help)\n",
      "usage: railcoll cluster <verb> [options]\n"
      "\n"
-     "  up [--nodes M] [--ppn P] [--rails K] [--rate R]\n"
+     "  up [--nodes M] [--ppn P] [--rails K] [--rate R] [--slurm]\n"
      "        create M nodes (network namespaces rc-n0..) with K rails each, every\n"
      "        rail shaped to R in both directions (defaults 4, 4, 2, 1gbit; R in\n"
-     "        tc syntax: 1gbit, 500mbit, 100mbps). Needs root.\n"
+     "        tc syntax: 1gbit, 500mbit, 100mbps). Needs root. --slurm: Slurm too\n"
+     "  slurm up|down|status\n"
+     "        Debian's Slurm on the cluster: slurmctld here, a slurmd in every node\n"
+     "        (P CPUs, partition 'rails'), munge; then SLURM_CONF=/run/railcoll/slurm/\n"
+     "        slurm.conf srun --mpi=pmix|pmi2 ..., sbatch ... (`down` stops it too)\n"
      "  status                             the configuration and each node's health\n"
      "                                     (exit 0 healthy, 1 partly there, 3 none)\n"
-     "  down                               remove everything (also a half-made cluster)\n"
+     "  down                               remove everything (Slurm, a half-made cluster)\n"
      "  run [--ppn P | --layout 2,3,1] [--rails K] [--timeout S] [--grace S] [--tag-output]\n"
      "      -- PROG ARGS...\n"
      "        run a railcoll job: node-major ranks, RAILCOLL_* environment; output a\n"
