@@ -9,3 +9,8 @@ set_tests_properties(no_fallback PROPERTIES TIMEOUT 300)
 add_test(NAME wheel COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_wheel.sh ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}
                             "${RAILCOLL_PYTHON}")
 set_tests_properties(wheel PROPERTIES TIMEOUT 3600 SKIP_RETURN_CODE 77)
+
+# In one process: the generated slurm.conf, which launcher exchange is taken and when not.
+add_executable(launch_tests test_launch.cpp)
+target_link_libraries(launch_tests PRIVATE railcoll_testbed railcoll_runtime GTest::gtest_main)
+gtest_discover_tests(launch_tests DISCOVERY_TIMEOUT 60)

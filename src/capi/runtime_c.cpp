@@ -12,7 +12,9 @@
 #include "core/errors.hpp"
 #include "core/registry.hpp"
 #include "railcoll/railcoll.h"
+#include "runtime/bootstrap/launcher_exchange.hpp"
 #include "runtime/comm.hpp"
+#include "runtime/net.hpp"
 #include "select/select.hpp"
 
 namespace railcoll::capi {
@@ -184,6 +186,11 @@ railcoll_status_t railcoll_comm_init(railcoll_comm_t* out) {
   using railcoll::rt::Comm;
   return railcoll::capi::make_handle(out, "railcoll_comm_init", [](const Comm::Check& check) {
     std::exception_ptr bad_setting;
+    // Under srun --mpi=pmix|pmi2, mpirun or prterun: the launcher's own
+    // exchange, no store (src/runtime/bootstrap/launcher_exchange.hpp).
+    railcoll::rt::Bootstrap s = railcoll::rt::settings_from_env(&bad_setting);
+    if (auto x = railcoll::rt::launcher_exchange(railcoll::rt::now_seconds() + s.timeout))
+      return std::make_unique<Comm>(railcoll::rt::launcher_settings(*x, s), *x, settings_then(bad_setting, check));
     railcoll::rt::Bootstrap b = railcoll::rt::bootstrap_from_env(&bad_setting);
     return std::make_unique<Comm>(b, settings_then(bad_setting, check));
   });
