@@ -5,6 +5,24 @@
 add_test(NAME no_fallback COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_no_fallback.sh $<TARGET_FILE:railcoll_cli>)
 set_tests_properties(no_fallback PROPERTIES TIMEOUT 300)
 
+# A railcoll C program as a launcher starts it: railcoll_comm_init and every collective, byte-checked.
+add_executable(mp_launched mp_launched.c)
+target_link_libraries(mp_launched PRIVATE railcoll)
+set_target_properties(mp_launched PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON)
+
+# Slurm on the emulated cluster (root): srun --mpi=pmix|pmi2, sbatch, an MPI
+# program with the layer preloaded, torchrun per node. Skipped without root.
+set(slurm_mpi_prog "")
+set(slurm_mpi_layer "")
+if(TARGET mpi_collectives_openmpi)
+  set(slurm_mpi_prog $<TARGET_FILE:mpi_collectives_openmpi>)
+  set(slurm_mpi_layer ${CMAKE_BINARY_DIR}/lib/librailcoll_mpi.so)
+endif()
+add_test(NAME slurm_cluster
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_slurm.sh $<TARGET_FILE:railcoll_cli> $<TARGET_FILE:mp_launched>
+                 "${slurm_mpi_prog}" "${slurm_mpi_layer}" "${RAILCOLL_PYTHON}" "${RAILCOLL_TORCH_PACKAGE}")
+set_tests_properties(slurm_cluster PROPERTIES TIMEOUT 1800 RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
+
 # The wheel: pip wheel ./python, installed into a new venv, a two-process torch job from it.
 add_test(NAME wheel COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_wheel.sh ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}
                             "${RAILCOLL_PYTHON}")
