@@ -10,6 +10,10 @@ add_executable(mp_launched mp_launched.c)
 target_link_libraries(mp_launched PRIVATE railcoll)
 set_target_properties(mp_launched PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON)
 
+# The same program under mpirun (PMIx) and Hydra (PMI-2) on this machine.
+add_test(NAME launchers_local COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_launchers_local.sh $<TARGET_FILE:mp_launched>)
+set_tests_properties(launchers_local PROPERTIES TIMEOUT 600)
+
 # Slurm on the emulated cluster (root): srun --mpi=pmix|pmi2, sbatch, an MPI
 # program with the layer preloaded, torchrun per node. Skipped without root.
 set(slurm_mpi_prog "")
