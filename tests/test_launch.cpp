@@ -9,7 +9,8 @@
 
 #include "core/errors.hpp"
 #include "runtime/bootstrap/launcher_exchange.hpp"
-#include "runtime/net.hpp"
+#include "core/settings.hpp"
+#include "runtime/bootstrap/net.hpp"
 #include "testbed/slurm.hpp"
 
 namespace railcoll {
@@ -56,7 +57,7 @@ class Env : public ::testing::Test {
 
 TEST_F(Env, NoLauncherNoExchange) {
   EXPECT_EQ(rt::launcher_exchange_offered(), "");
-  EXPECT_EQ(rt::launcher_exchange(rt::now_seconds() + 5), nullptr);
+  EXPECT_EQ(rt::launcher_exchange(Settings::from_environment(), rt::now_seconds() + 5), nullptr);
 }
 
 TEST_F(Env, WhatTheEnvironmentOffers) {
@@ -71,9 +72,11 @@ TEST_F(Env, WhatTheEnvironmentOffers) {
 TEST_F(Env, AStoreOrTorchrunStillWins) {
   setenv("PMIX_NAMESPACE", "slurm.pmix.3.0", 1);
   setenv("PMIX_RANK", "0", 1);
-  for (const char* v : {"RAILCOLL_STORE", "RAILCOLL_RANK", "MASTER_ADDR"}) {
-    setenv(v, "1", 1);
-    EXPECT_EQ(rt::launcher_exchange(rt::now_seconds() + 5), nullptr) << v;
+  const std::pair<const char*, const char*> ways[] = {
+      {"RAILCOLL_STORE", "127.0.0.1:29999"}, {"RAILCOLL_RANK", "0"}, {"MASTER_ADDR", "127.0.0.1"}};
+  for (auto [v, value] : ways) {
+    setenv(v, value, 1);
+    EXPECT_EQ(rt::launcher_exchange(Settings::from_environment(), rt::now_seconds() + 5), nullptr) << v;
     unsetenv(v);
   }
 }
@@ -84,7 +87,7 @@ TEST_F(Env, AnUnusablePmi2LauncherIsAnErrorNotAFallBack) {
   setenv("PMI_FD", "987", 1);
   setenv("PMI_RANK", "0", 1);
   try {
-    rt::launcher_exchange(rt::now_seconds() + 5);
+    rt::launcher_exchange(Settings::from_environment(), rt::now_seconds() + 5);
     FAIL() << "a PMI-2 launcher that cannot be used was passed over";
   } catch (const RuntimeError& e) {
     EXPECT_EQ(e.status, Status::Bootstrap) << e.what();

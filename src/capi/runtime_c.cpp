@@ -14,7 +14,7 @@
 #include "railcoll/railcoll.h"
 #include "runtime/bootstrap/launcher_exchange.hpp"
 #include "runtime/comm.hpp"
-#include "runtime/net.hpp"
+#include "runtime/bootstrap/net.hpp"
 #include "select/select.hpp"
 
 namespace railcoll::capi {
@@ -169,7 +169,7 @@ int query(railcoll_comm_t handle, const char* fn, int (*what)(const railcoll::rt
 }
 
 // A communicator's check when its settings come from the environment: a wrong
-// RAILCOLL_* setting (kept by bootstrap_from_env) fails set-up on every rank,
+// RAILCOLL_* setting (kept by Settings::from_environment) fails set-up on every rank,
 // like a wrong algorithm name; then the handle's own check.
 railcoll::rt::Comm::Check settings_then(const std::exception_ptr& bad_setting, const railcoll::rt::Comm::Check& check) {
   return [bad_setting, check] {
@@ -188,11 +188,14 @@ railcoll_status_t railcoll_comm_init(railcoll_comm_t* out) {
     std::exception_ptr bad_setting;
     // Under srun --mpi=pmix|pmi2, mpirun or prterun: the launcher's own
     // exchange, no store (src/runtime/bootstrap/launcher_exchange.hpp).
-    railcoll::rt::Bootstrap s = railcoll::rt::settings_from_env(&bad_setting);
-    if (auto x = railcoll::rt::launcher_exchange(railcoll::rt::now_seconds() + s.timeout))
-      return std::make_unique<Comm>(railcoll::rt::launcher_settings(*x, s), *x, settings_then(bad_setting, check));
-    railcoll::rt::Bootstrap b = railcoll::rt::bootstrap_from_env(&bad_setting);
-    return std::make_unique<Comm>(b, settings_then(bad_setting, check));
+    railcoll::Settings settings = railcoll::Settings::from_environment(&bad_setting);
+    const double deadline = railcoll::rt::now_seconds() + settings.seconds(railcoll::Setting::Timeout);
+    if (auto x = railcoll::rt::launcher_exchange(settings, deadline)) {
+      const railcoll::rt::Identity who = railcoll::rt::launcher_identity(*x, &settings);
+      return std::make_unique<Comm>(who, settings, *x, settings_then(bad_setting, check));
+    }
+    return std::make_unique<Comm>(railcoll::rt::identity_from_env(settings), settings,
+                                  settings_then(bad_setting, check));
   });
 }
 
@@ -208,14 +211,15 @@ railcoll_status_t railcoll_comm_init_explicit(railcoll_comm_t* out, int rank, in
       throw railcoll::InputError(std::string(fn) + ": a store host:port is needed for more than one rank");
     if (!job_id || !*job_id) throw railcoll::InputError(std::string(fn) + ": job_id is empty");
     std::exception_ptr bad_setting;
-    railcoll::rt::Bootstrap b = railcoll::rt::settings_from_env(&bad_setting);
-    b.rank = rank;
-    b.size = size;
-    b.store = store ? store : "";
-    if (size > 1) railcoll::rt::split_host_port(b.store);  // a bad address fails here, as ARG
-    b.job_id = job_id;
-    b.source = fn;
-    return std::make_unique<Comm>(b, settings_then(bad_setting, check));
+    const railcoll::Settings settings = railcoll::Settings::from_environment(&bad_setting);
+    railcoll::rt::Identity who = railcoll::rt::local_identity(settings);
+    who.rank = rank;
+    who.size = size;
+    who.store = store ? store : "";
+    if (size > 1) railcoll::rt::split_host_port(who.store);  // a bad address fails here, as ARG
+    who.job_id = job_id;
+    who.source = fn;
+    return std::make_unique<Comm>(who, settings, settings_then(bad_setting, check));
   });
 }
 

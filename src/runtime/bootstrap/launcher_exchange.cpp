@@ -1,9 +1,11 @@
 #include "runtime/bootstrap/launcher_exchange.hpp"
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <vector>
 
-#include "runtime/auth.hpp"
+#include "runtime/bootstrap/auth.hpp"
 
 namespace railcoll::rt {
 
@@ -22,30 +24,45 @@ std::string launcher_exchange_offered() {
   return "";
 }
 
-std::unique_ptr<LauncherExchange> launcher_exchange(double deadline) {
-  if (set("RAILCOLL_RANK") || set("RAILCOLL_STORE") || set("MASTER_ADDR")) return nullptr;
+std::unique_ptr<LauncherExchange> launcher_exchange(const Settings& s, double deadline) {
+  if (s.given(Setting::Rank) || s.given(Setting::Store) || set("MASTER_ADDR")) return nullptr;
   const std::string offered = launcher_exchange_offered();
   if (offered == "PMIx") return open_pmix(deadline);
   if (offered == "PMI-2") return open_pmi2(deadline);
   return nullptr;
 }
 
-Bootstrap launcher_settings(LauncherExchange& x, Bootstrap b) {
-  b.rank = x.rank();
-  b.size = x.size();
-  b.source = x.name();
-  if (!set("RAILCOLL_NODE")) b.node_id = "host:" + x.node();
-  if (b.job_id.empty()) b.job_id = x.job();
-  if (b.job_key.empty() && b.size > 1) {
+Identity launcher_identity(LauncherExchange& x, Settings* s) {
+  Identity id = local_identity(*s);
+  id.rank = x.rank();
+  id.size = x.size();
+  id.source = x.name();
+  if (!s->given(Setting::Node)) id.node_id = "host:" + x.node();
+  if (!s->given(Setting::JobId)) id.job_id = x.job();
+  if (!s->given(Setting::JobKey) && id.size > 1) {
     // The launcher's exchange reaches only this job's processes: the secret
     // every data connection proves can travel through it.
     constexpr size_t kKeyHex = 64;
     const std::string mine = to_hex(random_bytes(kKeyHex / 2).data(), kKeyHex / 2);
-    std::vector<char> all(kKeyHex * static_cast<size_t>(b.size));
+    std::vector<char> all(kKeyHex * static_cast<size_t>(id.size));
     x.allgather(mine.data(), kKeyHex, all.data());
-    b.job_key.assign(all.data(), kKeyHex);  // rank 0's
+    s->set(Setting::JobKey, std::string(all.data(), kKeyHex));  // rank 0's
   }
-  return b;
+  return id;
+}
+
+void* load_client_library(const char* soname, const char* started, const char* package) {
+  void* lib = dlopen(soname, RTLD_NOW | RTLD_GLOBAL);
+  if (!lib)
+    throw RuntimeError(Status::Bootstrap, std::string(started) + " but " + soname + " cannot be loaded: " + dlerror() +
+                                              " (" + package + ")");
+  return lib;
+}
+
+void* client_symbol(void* library, const char* soname, const char* name) {
+  void* f = dlsym(library, name);
+  if (!f) throw RuntimeError(Status::Bootstrap, std::string(soname) + " has no " + name);
+  return f;
 }
 
 #ifndef RAILCOLL_HAVE_PMIX

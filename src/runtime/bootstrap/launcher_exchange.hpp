@@ -12,8 +12,9 @@
 #include <string>
 
 #include "core/errors.hpp"
-#include "runtime/bootstrap.hpp"
-#include "runtime/oob.hpp"
+#include "core/settings.hpp"
+#include "runtime/bootstrap/identity.hpp"
+#include "runtime/bootstrap/oob.hpp"
 
 namespace railcoll::rt {
 
@@ -35,13 +36,20 @@ std::string launcher_exchange_offered();
 // library missing, this railcoll built without its client, a failed call):
 // never a silent fall back to variables that would then lack a store.
 // `deadline` (monotonic seconds, now_seconds()) bounds its waits.
-std::unique_ptr<LauncherExchange> launcher_exchange(double deadline);
+std::unique_ptr<LauncherExchange> launcher_exchange(const Settings& settings, double deadline);
 
-// The settings of a communicator set up through `x`: `settings` with the
-// launcher's rank, size, node and job, and a job key the ranks share (rank 0's
-// random one, sent through the launcher's exchange, unless RAILCOLL_JOB_KEY
-// gave one). Every rank calls it (it exchanges).
-Bootstrap launcher_settings(LauncherExchange& x, Bootstrap settings);
+// Who this process is by the launcher: rank, size, node (unless RAILCOLL_NODE
+// says) and job (unless RAILCOLL_JOB_ID says). Unless RAILCOLL_JOB_KEY gave
+// one, the job key the ranks share goes into `settings`: rank 0's random one,
+// sent through the launcher's exchange. Every rank calls it (it exchanges).
+Identity launcher_identity(LauncherExchange& x, Settings* settings);
+
+// A client's library (libpmix.so.2, libpmi2.so.0), loaded by a process its
+// launcher started; the errors say that (`started`: "a PMIx server started
+// this process (PMIX_NAMESPACE is set)") and which package has it.
+void* load_client_library(const char* soname, const char* started, const char* package);
+// `name` from it, or RuntimeError(Bootstrap).
+void* client_symbol(void* library, const char* soname, const char* name);
 
 // The clients, each in its own file; null when its launcher is not there.
 std::unique_ptr<LauncherExchange> open_pmix(double deadline);

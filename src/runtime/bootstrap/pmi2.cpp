@@ -6,7 +6,6 @@
 // no timeouts: a rank that never comes leaves the others in the fence until
 // the launcher ends the job (srun does when a task exits).
 #ifdef RAILCOLL_HAVE_PMI2  // cmake/launchers.cmake: the header was found
-#include <dlfcn.h>
 #include <slurm/pmi2.h>
 #include <unistd.h>
 
@@ -14,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#include "runtime/auth.hpp"
+#include "runtime/bootstrap/auth.hpp"
 #include "runtime/bootstrap/launcher_exchange.hpp"
 
 namespace railcoll::rt {
@@ -40,16 +39,9 @@ class Pmi2Client {
 
  private:
   Pmi2Client() {
-    void* lib = dlopen("libpmi2.so.0", RTLD_NOW | RTLD_GLOBAL);
-    if (!lib)
-      throw RuntimeError(Status::Bootstrap, std::string("a PMI-2 launcher started this process (PMI_FD is set) but "
-                                                        "libpmi2 cannot be loaded: ") +
-                                                dlerror() + " (Debian: libpmi2-0)");
-    auto sym = [&](const char* name) {
-      void* f = dlsym(lib, name);
-      if (!f) throw RuntimeError(Status::Bootstrap, std::string("PMI-2: libpmi2.so.0 has no ") + name);
-      return f;
-    };
+    void* lib = load_client_library("libpmi2.so.0", "a PMI-2 launcher started this process (PMI_FD is set)",
+                                    "Debian: libpmi2-0");
+    auto sym = [lib](const char* name) { return client_symbol(lib, "libpmi2.so.0", name); };
     auto init = reinterpret_cast<decltype(&PMI2_Init)>(sym("PMI2_Init"));
     auto job_id = reinterpret_cast<decltype(&PMI2_Job_GetId)>(sym("PMI2_Job_GetId"));
     finalize_ = reinterpret_cast<decltype(&PMI2_Finalize)>(sym("PMI2_Finalize"));

@@ -4,17 +4,17 @@
 // bytes under a key of its own, a commit, a fence that collects the data, and
 // a get of every rank's: an allgather, with PMIX_TIMEOUT on every wait.
 #ifdef RAILCOLL_HAVE_PMIX  // cmake/launchers.cmake: the header was found
-#include <dlfcn.h>
 #include <pmix.h>
 
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <unistd.h>
 
 #include "runtime/bootstrap/launcher_exchange.hpp"
-#include "runtime/net.hpp"
+#include "runtime/bootstrap/net.hpp"
 
 namespace railcoll::rt {
 
@@ -46,16 +46,9 @@ class PmixClient {
 
  private:
   PmixClient() {
-    void* lib = dlopen("libpmix.so.2", RTLD_NOW | RTLD_GLOBAL);
-    if (!lib)
-      throw RuntimeError(Status::Bootstrap, std::string("a PMIx server started this process (PMIX_NAMESPACE is set) "
-                                                        "but libpmix cannot be loaded: ") +
-                                                dlerror() + " (Debian: libpmix2)");
-    auto sym = [&](const char* name) {
-      void* f = dlsym(lib, name);
-      if (!f) throw RuntimeError(Status::Bootstrap, std::string("PMIx: libpmix.so.2 has no ") + name);
-      return f;
-    };
+    void* lib = load_client_library("libpmix.so.2", "a PMIx server started this process (PMIX_NAMESPACE is set)",
+                                    "Debian: libpmix2");
+    auto sym = [lib](const char* name) { return client_symbol(lib, "libpmix.so.2", name); };
     auto init = reinterpret_cast<decltype(&PMIx_Init)>(sym("PMIx_Init"));
     finalize_ = reinterpret_cast<decltype(&PMIx_Finalize)>(sym("PMIx_Finalize"));
     get_ = reinterpret_cast<decltype(&PMIx_Get)>(sym("PMIx_Get"));
@@ -73,9 +66,17 @@ class PmixClient {
   pmix_proc_t me_{};
 };
 
+// A process of the namespace `nspace` (PMIX_RANK_WILDCARD: all of them).
+pmix_proc_t proc(const char (&nspace)[PMIX_MAX_NSLEN + 1], pmix_rank_t rank) {
+  pmix_proc_t p{};
+  memcpy(p.nspace, nspace, sizeof p.nspace);
+  p.rank = rank;
+  return p;
+}
+
 pmix_info_t info_flag(const char* key, bool value) {
   pmix_info_t i{};
-  strncpy(i.key, key, PMIX_MAX_KEYLEN);
+  snprintf(i.key, sizeof i.key, "%s", key);
   i.value.type = PMIX_BOOL;
   i.value.data.flag = value;
   return i;
@@ -83,7 +84,7 @@ pmix_info_t info_flag(const char* key, bool value) {
 
 pmix_info_t info_int(const char* key, int value) {
   pmix_info_t i{};
-  strncpy(i.key, key, PMIX_MAX_KEYLEN);
+  snprintf(i.key, sizeof i.key, "%s", key);
   i.value.type = PMIX_INT;
   i.value.data.integer = value;
   return i;
@@ -94,10 +95,7 @@ class PmixExchange final : public LauncherExchange {
   explicit PmixExchange(double deadline) : c_(PmixClient::get()), deadline_(deadline) {
     static std::atomic<unsigned> instances{0};  // every rank makes communicators in the same order
     instance_ = instances++;
-    pmix_proc_t job{};
-    strncpy(job.nspace, c_.me().nspace, PMIX_MAX_NSLEN);
-    job.rank = PMIX_RANK_WILDCARD;
-    pmix_value_t* v = fetch(job, PMIX_JOB_SIZE);
+    pmix_value_t* v = fetch(proc(c_.me().nspace, PMIX_RANK_WILDCARD), PMIX_JOB_SIZE);
     size_ = v->type == PMIX_UINT32 ? static_cast<int>(v->data.uint32) : -1;
     release(v);
     if (size_ < 1) throw RuntimeError(Status::Bootstrap, "PMIx: the job size is not a positive uint32");
@@ -129,18 +127,13 @@ class PmixExchange final : public LauncherExchange {
       throw RuntimeError(Status::Bootstrap, c_.why("PMIx_Put", rc));
     if (pmix_status_t rc = c_.commit_(); rc != PMIX_SUCCESS)
       throw RuntimeError(Status::Bootstrap, c_.why("PMIx_Commit", rc));
-    pmix_proc_t everyone{};
-    strncpy(everyone.nspace, c_.me().nspace, PMIX_MAX_NSLEN);
-    everyone.rank = PMIX_RANK_WILDCARD;
+    const pmix_proc_t everyone = proc(c_.me().nspace, PMIX_RANK_WILDCARD);
     pmix_info_t fence[2] = {info_flag(PMIX_COLLECT_DATA, true), info_int(PMIX_TIMEOUT, seconds_left())};
     if (pmix_status_t rc = c_.fence_(&everyone, 1, fence, 2); rc != PMIX_SUCCESS)
       throw RuntimeError(rc == PMIX_ERR_TIMEOUT ? Status::Timeout : Status::Bootstrap,
                          c_.why("PMIx_Fence", rc) + " (a rank missing from set-up?)");
     for (int r = 0; r < size_; ++r) {
-      pmix_proc_t from{};
-      strncpy(from.nspace, c_.me().nspace, PMIX_MAX_NSLEN);
-      from.rank = static_cast<pmix_rank_t>(r);
-      pmix_value_t* got = fetch(from, key.c_str());
+      pmix_value_t* got = fetch(proc(c_.me().nspace, static_cast<pmix_rank_t>(r)), key.c_str());
       const bool fits = got->type == PMIX_BYTE_OBJECT && got->data.bo.size == bytes;
       if (fits && bytes > 0) memcpy(static_cast<char*>(all) + r * bytes, got->data.bo.bytes, bytes);
       release(got);
