@@ -38,7 +38,7 @@ Placement choose_placement(const PlacementRequest& req) {
   if (!req.layout.empty() && (req.n > 0 || req.ppn > 0))
     throw InputError("give either --layout or -n/--ppn, not both");
   Placement p;
-  p.cluster = testbed::cluster_unless_local(req.local, "railcoll bench");
+  p.cluster = testbed::cluster_unless_local(req.local);
   p.rails = req.rails;
   if (!req.layout.empty()) {
     p.layout = req.layout;

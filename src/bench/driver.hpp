@@ -31,11 +31,11 @@ struct PlacementRequest {
   std::vector<int> layout;
 };
 
-// The cluster when one is up and usable, local processes when `local`; neither:
-// an InputError saying how to get one (testbed/where.hpp). Ranks per node: --layout; else -n in nodes of --ppn (the
-// cluster's ppn, locally -n in one node) with the rest on a last, smaller node;
-// else --ppn on every node (locally 2 nodes); else the cluster's shape
-// (locally 2 nodes of 4). Never more ranks than asked: a layout that does not
+// The cluster when one is up and usable, local processes when `local`;
+// neither: an InputError saying how to get one (testbed/where.hpp). Ranks per
+// node: --layout; else -n in nodes of --ppn (the cluster's ppn, locally -n in
+// one node) with the rest on a last, smaller node; else --ppn on every node
+// (locally 2 nodes); else the cluster's shape (locally 2 nodes of 4). Never more ranks than asked: a layout that does not
 // fit the cluster is an InputError.
 Placement choose_placement(const PlacementRequest& request);
 

@@ -23,10 +23,10 @@ std::string why_no_cluster() {
 
 }  // namespace
 
-bool cluster_unless_local(bool local, const std::string& command) {
+bool cluster_unless_local(bool local) {
   if (local) return false;
   if (cluster::usable()) return true;
-  throw InputError(command + ": " + why_no_cluster() +
+  throw InputError(why_no_cluster() +
                    ". Bring one up (as root: railcoll cluster up --nodes 4 --ppn 4 --rails 2 --rate 1gbit; "
                    "railcoll cluster down after) or ask for local processes (--local)");
 }

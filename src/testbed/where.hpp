@@ -12,8 +12,7 @@ namespace railcoll::testbed {
 // False: `local` was asked for (--local). Otherwise an InputError that says
 // why the cluster cannot be used and how to bring one up
 // (`railcoll cluster up ...`) or ask for local processes (`--local`).
-// `command` names the caller in the message ("railcoll bench").
-bool cluster_unless_local(bool local, const std::string& command);
+bool cluster_unless_local(bool local);
 
 // An InputError unless `program` (a name searched in PATH, or a path) can be
 // run: a peer a command was asked to measure against (Open MPI's mpirun, a

@@ -42,7 +42,7 @@ int cmd_bench_torch(const std::vector<std::string>& argv) {
   }
 
   std::vector<std::string> cmd;
-  const bool cluster = testbed::cluster_unless_local(a.flag("local"), "railcoll bench --torch");
+  const bool cluster = testbed::cluster_unless_local(a.flag("local"));
   if (cluster) {
     cmd = {exe, "cluster", "torchrun"};
     if (a.has("ppn")) cmd.insert(cmd.end(), {"--nproc-per-node", std::to_string(a.integer("ppn", 1, 1, 4096))});

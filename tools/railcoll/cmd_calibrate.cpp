@@ -84,7 +84,7 @@ int compare(const std::string& sim_path, const std::vector<std::string>& bench_p
 }
 
 int driver(bench::CalibrationOptions o, bool local) {
-  o.cluster = testbed::cluster_unless_local(local, "railcoll calibrate");
+  o.cluster = testbed::cluster_unless_local(local);
   if (o.cluster) {
     o.where = "the emulated cluster (railcoll cluster run)";
     std::cout << "railcoll calibrate: on " << o.where << "\n";
