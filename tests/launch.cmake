@@ -3,7 +3,8 @@
 
 # Commands that would measure something other than what was asked refuse.
 add_test(NAME no_fallback COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_no_fallback.sh $<TARGET_FILE:railcoll_cli>)
-set_tests_properties(no_fallback PROPERTIES TIMEOUT 300)
+# It waits for the cluster lock (another job's cluster would be measured instead).
+set_tests_properties(no_fallback PROPERTIES TIMEOUT 1800)
 
 # A railcoll C program as a launcher starts it: railcoll_comm_init and every collective, byte-checked.
 add_executable(mp_launched mp_launched.c)
