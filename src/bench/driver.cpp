@@ -500,7 +500,11 @@ void require_mpi_peer() {
 
 int run_bench(const BenchPlan& asked) {
   BenchPlan plan = asked;
-  if (plan.mpi) require_mpi_peer();
+  for (const std::string& peer : plan.peers)
+    if (peer == "mpi" || peer == "mpi-layer") {
+      require_mpi_peer();
+      break;
+    }
   if (plan.background != BackgroundPattern::None && !plan.where.cluster)
     throw InputError("--background needs the emulated cluster (railcoll cluster up)");
   if (plan.idle_us < 0) plan.idle_us = default_idle_us(plan.where);
