@@ -46,7 +46,9 @@ std::string peer_cell(const BenchRecord* r) {
 }
 
 // railcoll's cells: busbw (or a barrier's time), its share of the rail bound,
-// of the binding bound, and its own p99 over p50 (the tail target: <= 3).
+// of the binding bound, and the tail: p99 over p50 of the judged time (the
+// span for rooted collectives, else the slowest rank's; a rank's own time
+// says little of a rooted call, whose root leaves first).
 std::string railcoll_cells(const BenchRecord& r) {
   std::string s = r.busbw_GBps < 0 ? fixed(judged_us(r), 1) + " us" : significant(r.busbw_GBps);
   s += " | " + share(r.rail_bound_us, r) + " | " + (r.bound_pct > 0 ? fixed(r.bound_pct, 0) + "%" : "-");
@@ -139,7 +141,7 @@ void write_results_table(std::ostream& o, const std::vector<ResultRegime>& regim
           peers.push_back(r.algorithm);
     std::sort(peers.begin(), peers.end());
     o << "railcoll's busbw in GB/s (nccl-tests' factors; a barrier: its p50 time), its share of the rail "
-         "bound and of the binding bound (`binds`: rail or compute), its p99/p50; each peer's busbw (share of the "
+         "bound and of the binding bound (`binds`: rail or compute), p99/p50 of the time judged (the span for bcast and gather, else the slowest rank's); each peer's busbw (share of the "
          "rail bound); the best peer's p50 time over railcoll's (above 1: railcoll ahead). Samples per row: "
       << samples_text(g) << ".\n\n";
     o << "| collective | bytes | binds | railcoll busbw | % rail | % binding | p99/p50 |";
