@@ -84,7 +84,7 @@ class Executor final : private FrameSink {
   bool advance();
   void idle(double max_s);
   // How long a wait of the current (or last) call spins before it sleeps (spin_budget).
-  double spin_seconds() const { return spin_seconds_; }
+  double spin_seconds() const { return spin_seconds_.load(std::memory_order_relaxed); }
   // Between start() and the end of the call.
   bool in_call() const { return phase_ != Phase::Idle; }
   // Waits (within the deadline) until this rank's frames are all handed over;
@@ -148,7 +148,9 @@ class Executor final : private FrameSink {
   const double timeout_;
   const ExecutorSettings settings_;  // RAILCOLL_SPIN_US, for spin_budget at each call
   const int node_ranks_;
-  double spin_seconds_;  // the current call's (spin_budget)
+  // The current call's (spin_budget). Atomic: a thread waiting in
+  // Engine::wait reads it while the progress thread starts the next step.
+  std::atomic<double> spin_seconds_;
   const uint64_t replay_call_;  // RAILCOLL_TEST_REPLAY_CALL
   const NodeSegment seg_;
 
