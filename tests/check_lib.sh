@@ -5,6 +5,11 @@
 pass=0 fail=0
 log=$(mktemp)
 . "$(dirname "${BASH_SOURCE[0]}")/shm_lib.sh"
+# Jobs started here without rails of their own run on loopback: the default
+# (every interface that is up, but lo) changes while a cluster test beside this
+# one brings its bridges up or down, and ranks that started a moment apart then
+# disagree on their rail count. The launchers give every rank its rails anyway.
+export RAILCOLL_RAILS=${RAILCOLL_RAILS:-127.0.0.1}
 # A line that says a process of the command died or was caught misbehaving:
 # the launchers' (railcoll's, Open MPI's, Hydra's, the shell's), the crash
 # handler libfabric's psm2 provider brings in (libinfinipath: it prints this
