@@ -4,6 +4,7 @@
 # Where railcoll is: RAILCOLL_BUILD_DIR (a CMake build tree of this repository:
 # <repo>/include, <build>/include, <build>/lib; `make build` passes it), else
 # RAILCOLL_PREFIX (an install: <prefix>/include, <prefix>/lib), else pkg-config.
+import glob
 import os
 import re
 import subprocess
@@ -96,9 +97,10 @@ setup(
     ext_modules=[
         CppExtension(
             "railcoll._C",
-            ["railcoll/csrc/backend.cpp"],
-            # Rebuilt when the C API or what the probes found changes.
+            sorted(glob.glob("railcoll/csrc/*.cpp", root_dir=HERE)),
+            # Rebuilt when the C API, the backend's headers or what the probes found changes.
             depends=[os.path.join(generated, "capi_features.h")]
+            + sorted(glob.glob(os.path.join(HERE, "railcoll", "csrc", "*.hpp")))
             + [os.path.join(i, "railcoll", "railcoll.h") for i in includes if os.path.exists(os.path.join(i, "railcoll", "railcoll.h"))],
             include_dirs=includes + [generated],
             library_dirs=[libdir],

@@ -57,3 +57,17 @@ if [ ! -f "$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])
   echo "install-deps: installing python3-dev"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-dev >/dev/null
 fi
+
+# Intel oneCCL's CPU build, a peer of railcoll bench (--peer oneccl, tools/oneccl_bench/):
+# PyPI's oneccl-cpu and oneccl-cpu-devel with the Intel runtime libraries they
+# need (intel-cmplr-lib-rt: libintlc). Into a prefix of its own, never the
+# Python's: oneccl-cpu requires Intel MPI (impi-rt), whose mpirun would
+# otherwise come before Open MPI's in PATH. CMake finds it there
+# (RAILCOLL_ONECCL_PREFIX); RAILCOLL_NO_ONECCL=1 leaves it out.
+oneccl_prefix=${RAILCOLL_ONECCL_PREFIX:-/opt/railcoll-oneccl}
+if [ -z "${RAILCOLL_NO_ONECCL:-}" ] && [ ! -f "$oneccl_prefix/include/oneapi/ccl.hpp" ]; then
+  echo "install-deps: installing oneCCL (oneccl-cpu, oneccl-cpu-devel) into $oneccl_prefix"
+  "$py" -m pip install -q --prefix "$oneccl_prefix" oneccl-cpu oneccl-cpu-devel intel-cmplr-lib-rt 2>/dev/null ||
+    "$py" -m pip install -q --break-system-packages --prefix "$oneccl_prefix" oneccl-cpu oneccl-cpu-devel \
+      intel-cmplr-lib-rt
+fi

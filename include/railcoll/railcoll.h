@@ -87,10 +87,17 @@ RAILCOLL_API const char* railcoll_last_error(void);
 typedef struct railcoll_comm* railcoll_comm_t;
 
 #define RAILCOLL_IN_PLACE 1u /* flag: the send block is already at its place in recvbuf */
+/* flag of railcoll_scatterv and railcoll_gatherv (all three forms): counts is
+ * read at the root alone, as MPI's are; every other rank reads only its own
+ * entry, counts[rank]. The root's counts reach the others inside the call, as
+ * its first step (a small broadcast; a persistent call's first start only),
+ * and a rank whose own count differs from the root's fails the call on every
+ * rank (RAILCOLL_ERR_ARG there, RAILCOLL_ERR_PEER elsewhere). */
+#define RAILCOLL_ROOT_COUNTS 2u
 
 typedef struct {
   const char* algorithm; /* NULL or "auto": RAILCOLL_<COLL>_ALGO, else RAILCOLL_TUNING, else the defaults */
-  unsigned flags;        /* RAILCOLL_IN_PLACE; any other bit is RAILCOLL_ERR_ARG */
+  unsigned flags;        /* RAILCOLL_IN_PLACE, RAILCOLL_ROOT_COUNTS; any other bit is RAILCOLL_ERR_ARG */
 } railcoll_call_opts_t;
 
 RAILCOLL_API railcoll_status_t railcoll_comm_init(railcoll_comm_t* comm);
@@ -173,6 +180,18 @@ typedef struct {
 } railcoll_oob_t;
 
 RAILCOLL_API railcoll_status_t railcoll_comm_init_oob(railcoll_comm_t* comm, const railcoll_oob_t* oob);
+
+/* The caller's own progress while this rank waits inside railcoll: a thread
+ * waiting inside railcoll for a call on comm (a blocking collective, a wait on
+ * a request) calls hook(arg) between its sleeps, about every every_us
+ * microseconds (0: 1000), until the call is done. A peer
+ * waiting inside the caller's library for this rank (an MPI rank in MPI's
+ * own wait, for a message this rank's MPI must progress) is then not
+ * starved: railcoll's MPI library passes a poke at MPI's progress engine.
+ * Never called from railcoll's own threads (the caller's library may take
+ * calls from the program's threads alone). hook NULL: none (the default). */
+RAILCOLL_API railcoll_status_t railcoll_comm_set_wait_hook(railcoll_comm_t comm, void (*hook)(void* arg), void* arg,
+                                                           unsigned every_us);
 
 /* Every rank contributes `bytes` from sendbuf; recvbuf (size * bytes) receives
  * every rank's block in rank order. opts may be NULL. */
@@ -402,6 +421,31 @@ RAILCOLL_API railcoll_status_t railcoll_gatherv_init(railcoll_comm_t comm, const
                                                      const size_t* counts, const size_t* displs, int root,
                                                      const railcoll_call_opts_t* opts, railcoll_request_t* req);
 
+/* ---- point to point ----
+ *
+ * railcoll_isend sends `bytes` bytes of buf to rank `peer` with a tag (0 or
+ * more); railcoll_irecv receives a message from rank `peer`, or from any rank
+ * (RAILCOLL_ANY_SOURCE), with that tag into buf, which takes exactly `bytes`
+ * (a message of another size fails the receive with RAILCOLL_ERR_MISMATCH and
+ * is dropped); *source, unless source is NULL, is the sender once the receive
+ * completes. Both return a request completed by railcoll_wait, railcoll_test
+ * and the others; buf belongs to the library until then.
+ *
+ * Unlike collectives, they need not be issued in the same order on every rank,
+ * nor by every rank, and they go beside the collectives, not in their order.
+ * Between two ranks, messages of one tag are received in the order they were
+ * sent (MPI's rule). A send completes once its bytes are handed to the network;
+ * a receive once they are in buf. They travel on the collectives' connections
+ * (inside a node the local socket), split over the rails above
+ * RAILCOLL_STRIPE_BYTES. A receive no message matches within RAILCOLL_TIMEOUT
+ * of its post fails with RAILCOLL_ERR_TIMEOUT; that and a size mismatch leave
+ * the communicator usable; a dead peer breaks it. */
+#define RAILCOLL_ANY_SOURCE (-1)
+RAILCOLL_API railcoll_status_t railcoll_isend(railcoll_comm_t comm, const void* buf, size_t bytes, int peer, int tag,
+                                              railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_irecv(railcoll_comm_t comm, void* buf, size_t bytes, int peer, int tag,
+                                              int* source, railcoll_request_t* req);
+
 /* Starts an inactive persistent request (RAILCOLL_ERR_ARG if it is active or
  * not persistent); startall starts n of them in array order. */
 RAILCOLL_API railcoll_status_t railcoll_start(railcoll_request_t req);
@@ -424,7 +468,9 @@ RAILCOLL_API railcoll_status_t railcoll_testany(int n, railcoll_request_t* reqs,
  * (MPI_Request_get_status); *status then holds the call's status. */
 RAILCOLL_API int railcoll_request_done(railcoll_request_t req, railcoll_status_t* status);
 /* Frees a request: an inactive persistent one at once; an outstanding one once
- * its call completes (its outcome is then seen by nobody). *req becomes NULL. */
+ * its call completes (its outcome is then seen by nobody), except a
+ * point-to-point receive no message has matched yet, which is withdrawn at
+ * once. *req becomes NULL. */
 RAILCOLL_API railcoll_status_t railcoll_request_free(railcoll_request_t* req);
 /* Advances the outstanding calls of comm without blocking (for a caller that
  * turned the progress thread off and computes between tests). */

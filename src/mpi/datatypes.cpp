@@ -19,6 +19,7 @@ namespace {
 
 struct Facts {
   MPI_Count size = 0, lb = 0, extent = 0, true_lb = 0, true_extent = 0;
+  bool in_order = false;     // one element's typemap is one ascending run with no gap (typemap_in_order)
   int reduce_type = 0;       // railcoll_datatype_t of the one basic type, 0 when none railcoll reduces
   unsigned reduce_groups = 0;  // the groups of MPI's operators it belongs to (ReduceGroup)
 };
@@ -93,6 +94,7 @@ Facts measure(MPI_Datatype t, bool named) {
   PMPI_Type_size_x(t, &f.size);
   PMPI_Type_get_extent_x(t, &f.lb, &f.extent);
   PMPI_Type_get_true_extent_x(t, &f.true_lb, &f.true_extent);
+  f.in_order = f.size == f.true_extent && (named || typemap_in_order(t));
   // MPI's predefined operators take predefined datatypes only: Open MPI and
   // MPICH refuse a derived one (MPI_ERR_OP), so a valid program passes the
   // same predefined type on every rank, and a derived one goes to MPI on every
@@ -143,10 +145,11 @@ DataView view(MPI_Datatype type, int64_t count) {
   v.bytes = v.type_size * static_cast<uint64_t>(count);
   v.offset = static_cast<MPI_Aint>(f.true_lb);
   v.extent = static_cast<MPI_Aint>(f.extent);
-  // One piece: no gap inside an element, none between consecutive elements
-  // (nor between the blocks of consecutive ranks in a gather's buffer, which
-  // lie count * extent apart). Otherwise the layer packs (pack.cpp).
-  v.contiguous = v.bytes == 0 || (f.size == f.true_extent && f.extent == f.size);
+  // In place only where MPI's order is memory's: each element one ascending
+  // run with no gap, and each element beginning where the previous one ends
+  // (so do the blocks of consecutive ranks in a gather's buffer, which lie
+  // count * extent apart). Otherwise the layer packs (pack.cpp).
+  v.contiguous = v.bytes == 0 || (f.in_order && f.extent == f.size);
   v.reduce_type = f.reduce_type;
   v.reduce_groups = f.reduce_groups;
   v.reduce_count = f.reduce_type ? static_cast<uint64_t>(count) : 0;  // a predefined type is one element

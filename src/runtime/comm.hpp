@@ -1,6 +1,6 @@
 // A communicator: the processes of one job or group, connected by per-rail TCP
 // sockets between nodes and Unix sockets inside a node, sharing one POSIX
-// shared-memory segment per node (SocketTransport), and the executor that runs
+// shared-memory segment per node (RailTransport), and the executor that runs
 // the calling rank's program of a schedule over it (the architecture page,
 // ../shared/design/ARCHITECTURE.md, "Runtime"). This file's class only puts
 // them together: set-up in order, a call, the end.
@@ -78,9 +78,16 @@ class Comm {
   // advances without blocking (true once r is done); wait blocks until r is
   // done. A blocking run() waits for what is outstanding first.
   void post(const std::shared_ptr<Request>& r);
+  // A point-to-point send or receive (r->message; mailbox.hpp): not in the
+  // collectives' order; test and wait as above.
+  void post_message(const std::shared_ptr<Request>& r);
+  // A receive no message has matched yet is withdrawn (it completes, failed, and matches nothing).
+  void withdraw(const std::shared_ptr<Request>& r);
   bool test(Request& r);
   void wait(Request& r);
   void progress();
+  // Executor::set_wait_hook: another library's progress while this rank's threads wait here.
+  void set_wait_hook(std::function<void()> hook, double every_s);
   // This rank does not join the call it was about to make (its arguments were
   // wrong): every peer's call, or its next one, fails with Status::Peer naming
   // this rank and `why`, and the communicator is broken on every rank. Nothing

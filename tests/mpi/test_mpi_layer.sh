@@ -13,9 +13,13 @@
 # wrong ABI, nonblocking and persistent collectives mixed with point-to-point
 # requests in every completion call (tests/mpi/mpi_nonblocking.c), threads
 # calling collectives on their own communicators at once
-# (tests/mpi/mpi_threads.c), and mpi4py at its default thread level (Debian's,
-# on Open MPI). The new tests run under RAILCOLL_TIMEOUT=15: a broken route
-# fails in seconds.
+# (tests/mpi/mpi_threads.c), typemap order against MPI's own collectives
+# (tests/mpi/mpi_typemaps.c), what served calls hold while the program frees
+# it (tests/mpi/mpi_lifetimes.c), progress across both libraries on 4, 5 and
+# 10 ranks (tests/mpi/mpi_progress.c), Fortran through all three bindings
+# (tests/mpi/fortran_collectives.F90), and mpi4py at its default thread level
+# (Debian's, on Open MPI). The new tests run under RAILCOLL_TIMEOUT=15: a
+# broken route, or a rank stuck in one library, fails in seconds.
 #   threads  (make sanitize, under ThreadSanitizer) the threads alone: 3
 #            threads on their own communicators at MPI_THREAD_MULTIPLE, and a
 #            thread waiting while another posts on the same communicator
@@ -43,12 +47,15 @@ verdict() {  # verdict CONDITION-STATUS "what": counts the check
 }
 lib_of() { [ "$1" = mpich ] && echo "$BUILD/lib/mpich/librailcoll_mpi.so" || echo "$BUILD/lib/librailcoll_mpi.so"; }
 
-# Open MPI's mpirun by its Debian name: another `mpirun` may come first in PATH
-# (a pip package's Intel MPI in a Python environment's bin, say).
-OMPI_MPIRUN=$(command -v mpirun.openmpi || command -v mpirun)
 # launch ABI [NAME=VALUE...] -- PROG ARGS: the job, stdout in $out, stderr in
-# $err, its exit status returned; railcoll's collectives unless PRELOAD=0.
+# $err, its exit status returned; railcoll's collectives unless PRELOAD=0;
+# NP ranks locally (default 4; the cluster's are its own).
 PRELOAD=1
+# Open MPI's own launcher by its own name: `mpirun` follows the system's
+# alternatives, which may name MPICH's, and another may come first in PATH (a
+# pip package's Intel MPI in a Python environment's bin, say).
+OMPI_RUN=mpirun
+command -v mpirun.openmpi >/dev/null && OMPI_RUN=mpirun.openmpi
 launch() {
   local abi=$1 cmd=()
   shift
@@ -61,12 +68,12 @@ launch() {
     [ "$PRELOAD" = 1 ] && cmd+=(--railcoll)
     cmd+=(--)
   elif [ "$abi" = openmpi ]; then
-    cmd=("$OMPI_MPIRUN" --allow-run-as-root --oversubscribe -n 4 --mca btl tcp,vader,self --mca mpi_yield_when_idle 1
+    cmd=("$OMPI_RUN" --allow-run-as-root --oversubscribe -n "${NP:-4}" --mca btl "${OMPI_BTL:-tcp,vader,self}" --mca mpi_yield_when_idle 1
          --bind-to none)
     [ "$PRELOAD" = 1 ] && cmd+=(-x "LD_PRELOAD=$(lib_of openmpi)")
     for e in "${envs[@]}"; do cmd+=(-x "$e"); done
   else
-    cmd=(mpiexec.mpich -n 4)
+    cmd=(mpiexec.mpich -n "${NP:-4}")
     [ "$PRELOAD" = 1 ] && cmd+=(-genv LD_PRELOAD "$(lib_of mpich)")
     for e in "${envs[@]}"; do cmd+=(-genv "${e%%=*}" "${e#*=}"); done
   fi
@@ -193,6 +200,87 @@ test_nonblocking() {
   fi
 }
 
+# served_everywhere N COLL...: on each of N ranks the report has every COLL
+# served by railcoll alone (railcoll >= 1, mpi=0).
+served_everywhere() {
+  local n=$1 c
+  shift
+  for c in "$@"; do
+    [ "$(count "^railcoll-mpi: rank [0-9]+: MPI_$c railcoll=[1-9][0-9]* mpi=0\$" "$err")" -eq "$n" ] || return 1
+  done
+}
+
+# Typemap order (tests/mpi/mpi_typemaps.c): in place only where the typemap
+# runs in memory order, every call against MPI's own on copies of its buffers.
+test_typemaps() {
+  local abi=$1 n=4 t0 st mpi_own=()
+  [ "$MODE" = cluster ] && n=6
+  # The reference MPI_Allgatherv with layouts differing between ranks: Open
+  # MPI 4.1's default tuned one hangs (test_layouts), its Bruck does not.
+  [ "$abi" = openmpi ] && mpi_own=(OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allgatherv_algorithm=2)
+  t0=$SECONDS
+  launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 "${mpi_own[@]}" -- "$BIN/mpi_typemaps_$abi"
+  st=$?
+  [ $st -eq 0 ] && grep -q '^typemaps correct: 0 wrong' "$out" &&
+    served_everywhere $n Bcast Allgather Gather Scatter Alltoall Allgatherv Gatherv Scatterv Alltoallv Ibcast Iallgather
+  verdict $? "$abi: typemap order: 27 layouts (every constructor, reversed, permuted, negative, nested, MPI_BOTTOM) x 11 collectives x counts 1-3, every byte as MPI's own collective gives it, all railcoll's (exit $st, $((SECONDS - t0)) s)"
+  grep -E "^(case|typemaps)" "$out" | head -4 | sed 's/^/     /'
+}
+
+# Handle lifetimes (tests/mpi/mpi_lifetimes.c): types, the communicator and
+# requests freed while served calls run; MPI_Request_free and MPI_Cancel of
+# a collective refused as MPI does.
+test_lifetimes() {
+  local abi=$1 n=4 st
+  [ "$MODE" = cluster ] && n=6
+  if [ "$MODE" = local ]; then
+    PRELOAD=0 launch "$abi" -- "$BIN/mpi_lifetimes_$abi" --mpi-alone
+    st=$?
+    [ $st -eq 0 ] && grep -q '^lifetimes correct: 0 wrong' "$out"
+    verdict $? "$abi: the lifetimes test itself holds under MPI's own collectives (exit $st)"
+  fi
+  launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 -- "$BIN/mpi_lifetimes_$abi"
+  st=$?
+  [ $st -eq 0 ] && grep -q '^lifetimes correct: 0 wrong' "$out" && served_everywhere $n Ibcast Iallgather Igatherv Ibarrier
+  verdict $? "$abi: types and a communicator freed under served MPI_Ibcast/Iallgather/Igatherv/Ibarrier (and a persistent MPI_Bcast_init where declared), handles reused: exact, no crash; MPI_Request_free and MPI_Cancel of an active collective refused, the request completing as usual (exit $st)"
+  grep -E "^(free|cancel):" "$out" | sed 's/^/     /'
+}
+
+# Progress across both libraries (tests/mpi/mpi_progress.c): served and MPI's
+# own nonblocking collectives and point-to-point outstanding at once, completed
+# in every order, staggered between ranks; then served blocking calls and
+# waits beside MPI's pending 1 MiB send (over TCP alone, so the sender's MPI
+# must progress it).
+test_progress() {
+  local abi=$1 np st t0 served=(RAILCOLL_MPI_COLLS=gatherv,barrier,allgather,scatterv,bcast RAILCOLL_TIMEOUT=15)
+  local sizes=(4 5 10)
+  [ "$MODE" = cluster ] && sizes=(6)
+  if [ "$MODE" = local ]; then
+    PRELOAD=0 launch "$abi" -- "$BIN/mpi_progress_$abi" --rounds 12
+    st=$?
+    [ $st -eq 0 ] && grep -q '^progress correct: 0 wrong' "$out"
+    verdict $? "$abi: the progress test itself is right under MPI's own collectives (exit $st)"
+  fi
+  for np in "${sizes[@]}"; do
+    t0=$SECONDS
+    NP=$np launch "$abi" RAILCOLL_MPI_VERBOSE=1 "${served[@]}" -- "$BIN/mpi_progress_$abi" --rounds 30
+    st=$?
+    [ $st -eq 0 ] && grep -q '^progress correct: 0 wrong' "$out" &&
+      served_everywhere "$np" Igatherv Ibarrier Iallgather Iscatterv Ibcast
+    verdict $? "$abi: $np ranks: served MPI_Igatherv/Ibarrier/Iallgather/Iscatterv/Ibcast and MPI's MPI_Iscan/Iexscan/Ialltoallw/Ireduce (user operator)/Isend/Irecv outstanding together, completed by every wait and test in every order, staggered between ranks: exact, no hang (exit $st, $((SECONDS - t0)) s)"
+  done
+  if [ "$MODE" = local ]; then
+    launch "$abi" "${served[@]}" RAILCOLL_PROGRESS_THREAD=0 -- "$BIN/mpi_progress_$abi" --rounds 15
+    st=$?
+    [ $st -eq 0 ] && grep -q '^progress correct: 0 wrong' "$out"
+    verdict $? "$abi: the same without railcoll's progress thread: the completion calls over MPI's requests drive railcoll's (exit $st)"
+  fi
+  OMPI_BTL=tcp,self launch "$abi" "${served[@]}" -- "$BIN/mpi_progress_$abi" blocking --rounds 10
+  st=$?
+  [ $st -eq 0 ] && grep -q '^progress correct: 0 wrong' "$out"
+  verdict $? "$abi: a served blocking MPI_Allgather and a served MPI_Wait while a peer waits in MPI_Recv for this rank's 1 MiB MPI_Isend: railcoll's wait turns MPI's progress (exit $st)"
+}
+
 # Fortran (tests/mpi/fortran_collectives.F90) through mpif.h, use mpi and
 # use mpi_f08, each built with this MPI's mpifort: the test itself under
 # MPI's collectives, then preloaded: every result exact and the report the
@@ -282,6 +370,9 @@ test_abi() {
 
   test_nonblocking "$abi"
 
+  test_typemaps "$abi"
+  test_lifetimes "$abi"
+  test_progress "$abi"
   test_fortran "$abi"
 
   [ "$MODE" = cluster ] && return

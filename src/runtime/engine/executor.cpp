@@ -19,6 +19,7 @@ ExecutorSettings ExecutorSettings::from(const Settings& s) {
   e.timeout = s.seconds(Setting::Timeout);
   if (s.given(Setting::SpinUs)) e.spin_seconds = static_cast<double>(s.integer(Setting::SpinUs)) * 1e-6;
   e.replay_call = static_cast<uint64_t>(s.integer(Setting::TestReplayCall));
+  e.stripe_bytes = static_cast<uint64_t>(s.integer(Setting::StripeBytes));
   return e;
 }
 
@@ -35,6 +36,7 @@ Executor::Executor(Transport& transport, const Topology& topo, int me, uint64_t 
       spin_seconds_(spin_budget(settings, node_ranks_, 0)),
       replay_call_(settings.replay_call),
       seg_(transport.node()),
+      mailbox_(transport, topo, me, comm_id, settings.stripe_bytes, settings.timeout),
       node_base_(kCounterSlots, 0) {
   t_.attach(this);
 }
@@ -163,6 +165,7 @@ void Executor::part_arrived(const FrameHeader& h, int rail, const Op& op) {
 }
 
 Landing Executor::frame_header(const FrameHeader& h, int rail, std::vector<iovec>* place) {
+  if (h.flags & kFlagMessage) return mailbox_.frame_header(h, rail, place);
   if (in_call_ && h.seq == seq_) {
     const Op& op = check_frame(h, rail);
     if ((h.flags & kFlagMoved) && arrivals_.has(h)) return Landing::Drop;  // sent again, but the first copy came
@@ -180,6 +183,7 @@ Landing Executor::frame_header(const FrameHeader& h, int rail, std::vector<iovec
 }
 
 void Executor::frame_done(const FrameHeader& h, int rail, std::vector<char>* held) {
+  if (h.flags & kFlagMessage) return mailbox_.frame_done(h, rail, held);
   if (!held) return part_arrived(h, rail, plan_->incoming.at(key_of(h.sender, h.op)));
   Held frame{h, rail, std::move(*held)};
   held->clear();
@@ -246,7 +250,10 @@ bool Executor::blocked(What what) {
 void Executor::idle(double max_s) {
   if (!broken_.empty()) return;
   guard([&] {
-    if (!in_call()) return t_.progress(0, nullptr);
+    if (!in_call()) {  // between calls only point-to-point messages are awaited
+      t_.progress(mailbox_.waiting() ? max_s : 0, nullptr);
+      return mailbox_.poll();
+    }
     const double left = wait_since_ > 0 ? wait_since_ + timeout_ - now_seconds() : 0;
     NodeWait* sleep_on = sleep_on_.counter ? &sleep_on_ : nullptr;
     if (sleep_on) sleep_on->net_idle = messages_due_ == 0;
@@ -254,9 +261,29 @@ void Executor::idle(double max_s) {
   });
 }
 
+void Executor::set_wait_hook(std::function<void()> hook, double every_s) {
+  wait_hook_ = std::move(hook);
+  hook_every_ = every_s;
+}
+
+void Executor::run_wait_hook_if_due() {
+  if (!wait_hook_) return;
+  const double now = now_seconds();
+  if (now - hook_ran_.load(std::memory_order_relaxed) < hook_every_) return;
+  hook_ran_.store(now, std::memory_order_relaxed);
+  wait_hook_();
+}
+
+void Executor::wait_idle(double max_s) {
+  if (!wait_hook_) return idle(max_s);
+  idle(std::min(max_s, hook_every_));
+  run_wait_hook_if_due();
+}
+
 // Blocks until the call ends: spins, yielding the core, for RAILCOLL_SPIN_US
 // (default 2 ms; 0 where the node's ranks outnumber its cores), then sleeps in
-// the transport until woken (docs/runtime.md, "The latency path").
+// the transport until woken (docs/runtime.md, "The latency path"), running
+// the wait hook between sleeps.
 void Executor::finish_call() {
   const double start = now_seconds();
   while (!advance()) {
@@ -265,7 +292,7 @@ void Executor::finish_call() {
       sched_yield();
       t_.progress(0, nullptr);
     } else {
-      idle(0.05);
+      wait_idle(0.05);
     }
   }
 }

@@ -39,7 +39,9 @@ ProgressSettings ProgressSettings::from(const Settings& s) {
 }
 
 Engine::Engine(Executor& exec, int rank, const ProgressSettings& settings)
-    : exec_(exec), rank_(rank), use_thread_(settings.thread), nice_(settings.nice), nice_given_(settings.nice_given) {}
+    : exec_(exec), rank_(rank), use_thread_(settings.thread), nice_(settings.nice), nice_given_(settings.nice_given) {
+  exec_.mailbox().on_complete([this](Request& r, Status st, const std::string& msg) { complete(r, st, msg); });
+}
 
 Engine::~Engine() {
   {
@@ -89,6 +91,7 @@ void Engine::fail_all(Status st, const std::string& msg) {
     failed.swap(queue_);
   }
   for (auto& r : failed) complete(*r, st, msg);
+  exec_.mailbox().fail_all(st, msg);
 }
 
 std::shared_ptr<Request> Engine::front() {
@@ -116,6 +119,7 @@ void Engine::begin_step() {
     pop_front();
     return fail_all(Status::Broken, "communicator is broken: " + exec_.broken());
   }
+  if (!s.plan) return step_ended();  // nothing to do this time (a persistent call's known counts)
   try {
     exec_.start(*s.plan, s.bufs);
     running_ = true;
@@ -137,14 +141,26 @@ void Engine::step_ended() {
 }
 
 // Runs the executor on the outstanding calls until the front one must wait;
-// then lets the transport take in what arrived, sleeping up to sleep_s for it,
-// and advances again. False when nothing is outstanding. drive_mu_ is held.
-bool Engine::drive(double sleep_s) {
+// then lets the transport take in what arrived, sleeping up to sleep_s for it
+// (a waiter: wait_idle, which runs the executor's wait hook), and advances
+// again. False when nothing is outstanding. drive_mu_ is held.
+bool Engine::drive(double sleep_s, bool waiter) {
   bool slept = false;
   for (;;) {
+    exec_.mailbox().poll();
     if (!running_) {
       std::shared_ptr<Request> r = front();
-      if (!r) return false;
+      if (!r) {  // no collective: the network, for point-to-point messages alone
+        if (slept || !exec_.mailbox().waiting()) return false;
+        try {
+          if (waiter) exec_.wait_idle(sleep_s);
+          else exec_.idle(sleep_s);
+        } catch (const std::exception& e) {
+          fail_all(status_of(e), e.what());
+        }
+        slept = true;
+        continue;
+      }
       r->step_ = 0;
       begin_step();
       continue;
@@ -162,7 +178,8 @@ bool Engine::drive(double sleep_s) {
     }
     if (slept) return true;
     try {
-      exec_.idle(sleep_s);  // 0: one look at the network without blocking
+      if (waiter) exec_.wait_idle(sleep_s);
+      else exec_.idle(sleep_s);  // 0: one look at the network without blocking
     } catch (const std::exception& e) {
       fail_all(status_of(e), e.what());
       continue;
@@ -189,6 +206,29 @@ void Engine::post(const std::shared_ptr<Request>& r) {
   }
   wake_thread_after(kThreadGrace);
   poll();  // gets the call going now (its first sends out)
+}
+
+void Engine::post_message(const std::shared_ptr<Request>& r) {
+  if (r->state() != Request::State::Inactive) throw InputError("the request is already active");
+  r->status_ = Status::Ok;
+  r->message_.clear();
+  std::lock_guard<std::mutex> d(drive_mu_);
+  if (!exec_.broken().empty()) throw RuntimeError(Status::Broken, "communicator is broken: " + exec_.broken());
+  r->state_.store(Request::State::Queued, std::memory_order_release);
+  try {
+    exec_.mailbox().post(r);
+  } catch (const InputError&) {
+    r->state_.store(Request::State::Inactive, std::memory_order_release);
+    throw;
+  } catch (const std::exception& e) {  // the transport failed: the communicator is broken
+    exec_.abandon(e.what());
+    fail_all(status_of(e), e.what());
+  }
+}
+
+void Engine::withdraw(const std::shared_ptr<Request>& r) {
+  std::lock_guard<std::mutex> d(drive_mu_);
+  exec_.mailbox().withdraw(r);
 }
 
 void Engine::poll() {
@@ -231,15 +271,22 @@ void Engine::wait(Request& r) {
       std::lock_guard<std::mutex> d(drive_mu_, std::adopt_lock);
       while (r.state() != Request::State::Done) {
         const bool spinning = now_seconds() - start < spin;
-        drive(spinning ? 0 : kDriveSleep);
+        drive(spinning ? 0 : kDriveSleep, !spinning);
         if (spinning) sched_yield();
       }
       break;
     }
-    std::unique_lock<std::mutex> q(queue_mu_);
-    const uint64_t seen = releases_;
-    done_cv_.wait_for(q, std::chrono::milliseconds(50),
-                      [&] { return r.state() == Request::State::Done || releases_ != seen; });
+    {
+      // Asleep while another thread drives: for at most the wait hook's interval.
+      const auto nap = exec_.has_wait_hook()
+                           ? std::chrono::duration_cast<std::chrono::microseconds>(
+                                 std::chrono::duration<double>(exec_.wait_hook_every()))
+                           : std::chrono::microseconds(50000);
+      std::unique_lock<std::mutex> q(queue_mu_);
+      const uint64_t seen = releases_;
+      done_cv_.wait_for(q, nap, [&] { return r.state() == Request::State::Done || releases_ != seen; });
+    }
+    exec_.run_wait_hook_if_due();
   }
   std::lock_guard<std::mutex> q(queue_mu_);
   if (--waiters_ == 0 && !queue_.empty()) wake_thread_after(std::chrono::nanoseconds(1));  // the thread's again

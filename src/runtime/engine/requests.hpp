@@ -2,8 +2,9 @@
 // architecture page, "Nonblocking and persistent calls").
 //
 // A Request is one collective call as the C API built it: one or more steps
-// (a plan on buffers; alltoallv's count exchange, then the exchange planned
-// from its result), what each step does first (copy an in-place input) and
+// (a plan on buffers; alltoallv's count exchange, or the broadcast of the
+// counts a scatterv's or gatherv's root alone has, then the call planned from
+// its result), what each step does first (copy an in-place input) and
 // after (unpack an output), and the buffers it owns. A persistent request runs
 // again at every start with nothing rebuilt.
 //
@@ -33,6 +34,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,10 +46,12 @@
 namespace railcoll::rt {
 
 struct Step {
-  std::shared_ptr<const Plan> plan;
+  std::shared_ptr<const Plan> plan;  // none once before() ran: the step has nothing to do this time
   Buffers bufs;
-  // When the step begins (may set plan and bufs from an earlier step's result);
-  // an exception fails the call before this rank joins it (its peers are told).
+  // When the step begins (may set plan and bufs from an earlier step's
+  // result, e.g. counts only the root had: each step begins when the one
+  // before ended, so no call blocks to learn them); an exception fails the
+  // call before this rank joins it (its peers are told).
   std::function<void(Step&)> before;
   // When the step has ended.
   std::function<void()> after;
@@ -59,6 +63,9 @@ class Request {
 
   std::vector<Step> steps;
   bool persistent = false;
+  // A point-to-point send or receive (mailbox.hpp) instead of steps: it runs
+  // beside the collectives, not in their order (Engine::post_message).
+  std::optional<Message> p2p;
 
   // A buffer that lives as long as the request (stable address).
   std::vector<char>& keep(size_t bytes = 0) {
@@ -107,6 +114,13 @@ class Engine {
   // Queues an Inactive request and gets it going without blocking. Throws
   // InputError for one already started whose completion was not reported yet.
   void post(const std::shared_ptr<Request>& r);
+  // A send or receive (r->p2p) to the mailbox at once, outside the
+  // collectives' queue; test and wait complete it as any request. Throws
+  // InputError for a bad peer or tag, RuntimeError(Broken) on a broken communicator.
+  void post_message(const std::shared_ptr<Request>& r);
+  // A posted receive no message has matched yet matches none any more: it
+  // completes with Status::Arg ("withdrawn"). Anything else goes on.
+  void withdraw(const std::shared_ptr<Request>& r);
   // Advances without blocking (a no-op while another thread drives); true
   // when r is done.
   bool test(Request& r);
@@ -125,7 +139,7 @@ class Engine {
   bool outstanding();
 
  private:
-  bool drive(double sleep_s);
+  bool drive(double sleep_s, bool waiter = false);
   void released();
   std::shared_ptr<Request> front();
   void pop_front();
