@@ -141,7 +141,7 @@ void write_results_table(std::ostream& o, const std::vector<ResultRegime>& regim
           peers.push_back(r.algorithm);
     std::sort(peers.begin(), peers.end());
     o << "railcoll's busbw in GB/s (nccl-tests' factors; a barrier: its p50 time), its share of the rail "
-         "bound and of the binding bound (`binds`: rail or compute), p99/p50 of the time judged (the span for bcast and gather, else the slowest rank's); each peer's busbw (share of the "
+         "bound and of the binding bound (`binds`: rail or compute), p99/p50 of the time judged (the span for the rooted collectives, else the slowest rank's); each peer's busbw (share of the "
          "rail bound); the best peer's p50 time over railcoll's (above 1: railcoll ahead). Samples per row: "
       << samples_text(g) << ".\n\n";
     o << "| collective | bytes | binds | railcoll busbw | % rail | % binding | p99/p50 |";
