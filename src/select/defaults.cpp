@@ -56,6 +56,11 @@ struct Row {
 constexpr const char* kRsSmp = "combine in shared memory first, in pieces, each sent to its node as it is done (emulated cluster 4x4, docs/results.md: the fastest railcoll algorithm at all 18 sizes 8 B-1 MiB; 1 MiB: 84.6 ms, smp 91.1, ring 152)";
 constexpr const char* kRsHalving = "one rank per node, short blocks: log2 N steps (simulated testbed 4x1, 8 B-8 KiB)";
 constexpr const char* kRsDirect = "one rank per node: one network step (simulated testbed 4x1, 32-64 KiB: 268-418 us, ring 317-492)";
+// The prefix reductions' rules, which scan and exscan share: the simulator.
+constexpr const char* kScanChain = "few ranks, 64-256 KiB: the chain's one message per rank at a time (simulated testbed 4x4: scan 604-1796 us against smp's 857-3138; exscan alike)";
+constexpr const char* kScanSmp = "prefix inside each node in shared memory, one message per step per node (simulated testbed 4x4: ahead at 8 B-32 KiB and 512 KiB-1 MiB; elan3 64x4 and qsnet2 4x4: at nearly every size)";
+constexpr const char* kScanFew = "one rank per node, up to 4: 3 hops beat 2 exchanges that both load the rails (simulated testbed 4x1: 40-219 us against recursive_doubling's 66-1415, 8 B-128 KiB)";
+constexpr const char* kScanDoubling = "one rank per node: log2 N steps (simulated elan4 128x1: best up to 512 B, within 1% of smp above; testbed 4x1 from 256 KiB)";
 constexpr const char* kRsRing = "one rank per node, long blocks: the ring (simulated testbed 4x1, from 128 KiB)";
 
 // clang-format off
@@ -151,6 +156,15 @@ const Row kRows[] = {
    "gather's smp: shared memory first (testbed 4x4 at 4 KiB: 93 us vs direct 172, simulator)"},
   {Collective::Gatherv,   kAny,      kAny, kAny,      kAny,            kAny,          "direct",
    "one network step, k ports (testbed 4x4 at 1 MiB: 52.2 ms vs smp 54.9, simulator)"},
+  // Prefix reductions: scan and exscan, the same rules.
+  {Collective::Scan,      upto(16),  kAny, kSeveral,  Range{64 * KiB, 256 * KiB}, kAny, "linear", kScanChain},
+  {Collective::Scan,      kAny,      kAny, kSeveral,  kAny,            kAny,          "smp", kScanSmp},
+  {Collective::Scan,      upto(4),   kAny, kAny,      upto(128 * KiB), kAny,          "linear", kScanFew},
+  {Collective::Scan,      kAny,      kAny, kAny,      kAny,            kAny,          "recursive_doubling", kScanDoubling},
+  {Collective::Exscan,    upto(16),  kAny, kSeveral,  Range{64 * KiB, 256 * KiB}, kAny, "linear", kScanChain},
+  {Collective::Exscan,    kAny,      kAny, kSeveral,  kAny,            kAny,          "smp", kScanSmp},
+  {Collective::Exscan,    upto(4),   kAny, kAny,      upto(128 * KiB), kAny,          "linear", kScanFew},
+  {Collective::Exscan,    kAny,      kAny, kAny,      kAny,            kAny,          "recursive_doubling", kScanDoubling},
 };
 // clang-format on
 
