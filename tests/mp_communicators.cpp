@@ -73,32 +73,34 @@ int main() {
   if (!base) return fail("MP_PORT_BASE is not set");
   try {
     std::vector<std::unique_ptr<Comm>> comms;
-    comms.push_back(std::make_unique<Comm>(bootstrap_from_env()));
+    const Settings settings = Settings::from_environment();
+    const Identity who = identity_from_env(settings);
+    comms.push_back(std::make_unique<Comm>(who, settings));
     Comm& world = *comms[0];
     me = world.rank();
     const int n = world.size();
     if (n % 2) return fail("needs an even number of ranks");
 
     OverComm exchange(world);
-    Bootstrap solo_nodes = settings_from_env();
-    solo_nodes.node_id = "caller-given-node-" + std::to_string(me);
-    comms.push_back(std::make_unique<Comm>(solo_nodes, exchange));
+    Identity solo_node = local_identity(settings);
+    solo_node.node_id = "caller-given-node-" + std::to_string(me);
+    comms.push_back(std::make_unique<Comm>(solo_node, settings, exchange));
     if (comms[1]->topo().nnodes() != n)
       return fail("the caller's node identities were not used: " + comms[1]->topo().describe());
 
     if (me % 2) {  // shifts this process's count of communicators made
-      Bootstrap alone = settings_from_env();
+      Identity alone = local_identity(settings);
       alone.job_id += "-alone";
-      Comm single(alone);
+      Comm single(alone, settings);
       if (std::string why = check_call(single, Collective::Allgather, 100, 1); !why.empty()) return fail(why);
     }
     auto make_pair = [&](int lo) {  // ranks lo and lo+1 (mod n)
-      Bootstrap b = settings_from_env();
-      b.rank = me == lo ? 0 : 1;
-      b.size = 2;
-      b.store = "127.0.0.1:" + std::to_string(atoi(base) + lo);
-      b.job_id += "-pairs";
-      comms.push_back(std::make_unique<Comm>(b));
+      Identity pair = local_identity(settings);
+      pair.rank = me == lo ? 0 : 1;
+      pair.size = 2;
+      pair.store = "127.0.0.1:" + std::to_string(atoi(base) + lo);
+      pair.job_id += "-pairs";
+      comms.push_back(std::make_unique<Comm>(pair, settings));
     };
     const int up = me, down = (me + n - 1) % n;  // the pairs this rank is in, by their lower rank
     if (me % 2 == 0) make_pair(up), make_pair(down);

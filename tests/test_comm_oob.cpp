@@ -65,15 +65,20 @@ class ThreadOutOfBand final : public OutOfBand {
   int rank_, size_;
 };
 
-Bootstrap settings(const std::string& node) {
-  Bootstrap b;
-  b.node_id = node;
-  b.rails_spec = "127.0.0.1,127.0.0.2";
-  b.job_id = "oobtest";
-  b.job_key = "a key for the test";
-  b.timeout = 30;
-  b.shm_bytes = 1 << 20;
-  return b;
+// What a communicator is made with here: who (the node the caller gives) and the settings.
+struct CommSetup {
+  Identity who;
+  Settings settings;
+};
+CommSetup settings(const std::string& node) {
+  CommSetup s;
+  s.who.node_id = node;
+  s.who.job_id = "oobtest";
+  s.settings.set(Setting::Rails, "127.0.0.1,127.0.0.2");
+  s.settings.set(Setting::JobKey, "a key for the test");
+  s.settings.set(Setting::Timeout, "30");
+  s.settings.set(Setting::ShmMib, "1");
+  return s;
 }
 
 // Runs fn(rank) on a thread per rank; each rank's error ("" if none) and status.
@@ -108,8 +113,9 @@ TEST(CommOutOfBand, SeveralCommunicatorsInOneProcess) {
   ThreadExchange first(4), second(4);
   auto out = each_rank(4, [&](int r) {
     ThreadOutOfBand oob1(first, r, 4), oob2(second, r, 4);
-    Comm a(settings(node[r]), oob1);
-    Comm b(settings("solo-" + std::to_string(r)), oob2);  // another node grouping: every rank alone
+    const CommSetup one = settings(node[r]), other = settings("solo-" + std::to_string(r));
+    Comm a(one.who, one.settings, oob1);
+    Comm b(other.who, other.settings, oob2);  // another node grouping: every rank alone
     EXPECT_EQ(a.topo().nnodes(), 2);
     EXPECT_EQ(b.topo().nnodes(), 4);
     EXPECT_NE(a.unique_name(), b.unique_name());
@@ -127,9 +133,9 @@ TEST(CommOutOfBand, ARankThatCannotStartFailsEveryRank) {
   ThreadExchange x(3);
   auto out = each_rank(3, [&](int r) {
     ThreadOutOfBand oob(x, r, 3);
-    Bootstrap s = settings("host-" + std::to_string(r));
-    if (r == 1) s.rails_spec = "198.51.100.7";  // not an address of this host: it cannot listen there
-    Comm c(s, oob);
+    CommSetup s = settings("host-" + std::to_string(r));
+    if (r == 1) s.settings.set(Setting::Rails, "198.51.100.7");  // not an address of this host: it cannot listen there
+    Comm c(s.who, s.settings, oob);
   });
   EXPECT_EQ(out[1].first, Status::Network) << out[1].second;
   for (int r : {0, 2}) {
@@ -146,9 +152,9 @@ TEST(CommOutOfBand, ARankWithAnotherKeyFailsEveryRankAtOnce) {
   const auto start = std::chrono::steady_clock::now();
   auto out = each_rank(3, [&](int r) {
     ThreadOutOfBand oob(x, r, 3);
-    Bootstrap s = settings("host-" + std::to_string(r));
-    if (r == 2) s.job_key = "another key";
-    Comm c(s, oob);
+    CommSetup s = settings("host-" + std::to_string(r));
+    if (r == 2) s.settings.set(Setting::JobKey, "another key");
+    Comm c(s.who, s.settings, oob);
   });
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (int r = 0; r < 3; ++r) {
@@ -167,7 +173,8 @@ TEST(CommOutOfBand, ALocalCheckFailsEveryRankAtOnce) {
   ThreadExchange x(3);
   auto out = each_rank(3, [&](int r) {
     ThreadOutOfBand oob(x, r, 3);
-    Comm c(settings("host-" + std::to_string(r)), oob, [r] {
+    const CommSetup s = settings("host-" + std::to_string(r));
+    Comm c(s.who, s.settings, oob, [r] {
       if (r == 1) throw InputError("RAILCOLL_BCAST_ALGO names no algorithm");
     });
   });
@@ -191,7 +198,8 @@ TEST(CommOutOfBand, AnAbandonedCallFailsEveryPeerAtOnce) {
   std::vector<std::string> next(4);
   auto out = each_rank(4, [&](int r) {
     ThreadOutOfBand oob(x, r, 4);
-    Comm c(settings(node[r]), oob);
+    const CommSetup s = settings(node[r]);
+    Comm c(s.who, s.settings, oob);
     EXPECT_EQ(allgather_checked(c, 64, 1), "");
     const auto start = std::chrono::steady_clock::now();
     if (r == 1) {  // once the others wait in the call (rank 0 on its node's counters)
@@ -236,9 +244,9 @@ TEST(CommOutOfBand, EveryRankAgreesWhetherACallFitsEveryNode) {
   std::vector<std::string> unfit(4);
   auto out = each_rank(4, [&](int r) {
     ThreadOutOfBand oob(x, r, 4);
-    Bootstrap s = settings(node[r]);
-    s.shm_bytes = node[r] == "host-a" ? 1 << 20 : 64 << 20;
-    Comm c(s, oob);
+    CommSetup s = settings(node[r]);
+    s.settings.set(Setting::ShmMib, node[r] == "host-a" ? "1" : "64");
+    Comm c(s.who, s.settings, oob);
     auto big = c.plan(Collective::Allgather, "smp_direct", std::vector<uint64_t>(4, 1 << 20), {});
     auto small = c.plan(Collective::Allgather, "smp_direct", std::vector<uint64_t>(4, 1 << 10), {});
     EXPECT_EQ(c.unfit(*small), "");

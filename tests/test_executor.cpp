@@ -17,21 +17,21 @@
 
 #include "core/errors.hpp"
 #include "core/registry.hpp"
-#include "runtime/executor.hpp"
-#include "runtime/net.hpp"
+#include "runtime/engine/executor.hpp"
+#include "runtime/bootstrap/net.hpp"
 #include "runtime/transport/fake/fake_transport.hpp"
-#include "runtime/plan.hpp"
+#include "runtime/transport/transport_settings.hpp"
+#include "runtime/engine/plan.hpp"
 
 using namespace railcoll;
 using namespace railcoll::rt;
 
 namespace {
 
-Bootstrap settings(double timeout = 30) {
-  Bootstrap b;
+ExecutorSettings settings(double timeout = 30) {
+  ExecutorSettings b;
   b.timeout = timeout;
   b.spin_seconds = 0.0002;  // up to 12 threads share 2 cores: sleep soon
-  b.spin_given = true;
   return b;
 }
 
@@ -62,7 +62,7 @@ std::vector<Outcome> each_rank(int n, const std::function<void(int)>& fn, const 
 
 // The ranks of a topology: a fabric and an executor each.
 struct Ranks {
-  explicit Ranks(const Topology& t, const Bootstrap& s = settings()) : topo(t), fabric(t) {
+  explicit Ranks(const Topology& t, const ExecutorSettings& s = settings()) : topo(t), fabric(t) {
     for (int r = 0; r < t.nranks(); ++r)
       exec.push_back(std::make_unique<Executor>(fabric.transport(r), t, r, FakeFabric::kCommId, s));
   }
@@ -213,7 +213,7 @@ void expect_refused_by_rank_2(Ranks& ranks, const std::string& expect) {
 }
 
 TEST(SpinBudget, WaitsSleepAtOnceWhereTheNodesRanksOutnumberTheCoresUnlessTheCallIsShort) {
-  Bootstrap b;  // RAILCOLL_SPIN_US not given: the default, 2 ms, where it fits
+  ExecutorSettings b = ExecutorSettings::from(Settings());  // RAILCOLL_SPIN_US not given: 2 ms where it fits
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   ASSERT_GT(cores, 0);
   const uint64_t large = kShortCallBytes + 1;
@@ -222,7 +222,7 @@ TEST(SpinBudget, WaitsSleepAtOnceWhereTheNodesRanksOutnumberTheCoresUnlessTheCal
   EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, large), 0.0);
   EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, kShortCallBytes), kShortCallSpin);  // a small call spins briefly
   EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, 0), kShortCallSpin);                // a barrier too
-  b.spin_seconds = 0.0005, b.spin_given = true;  // the user's word stands
+  b.spin_seconds = 0.0005;  // the user's word stands
   EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, large), 0.0005);
   EXPECT_DOUBLE_EQ(spin_budget(b, 4 * cores + 1, 0), 0.0005);
   b.spin_seconds = 0;
@@ -264,7 +264,7 @@ TEST(RailSockets, TakeTheFirstCongestionControlTheKernelAllows) {
   EXPECT_EQ(choose_congestion(fd, "no-such-control,,reno"), "reno");  // reno is always built in and allowed
   EXPECT_EQ(congestion_of(fd), "reno");
   // The default list never leaves a rail on BBR, whatever the system's default.
-  const std::string chosen = choose_congestion(fd, Bootstrap{}.tcp_congestion);
+  const std::string chosen = choose_congestion(fd, TransportSettings::from(Settings()).tcp_congestion);
   EXPECT_TRUE(chosen == "cubic" || chosen == "reno") << chosen;
   EXPECT_EQ(congestion_of(fd), chosen);
   close(fd);
@@ -292,7 +292,7 @@ TEST(RailSockets, TheUnsentLimitIsLiftedAndSetAgain) {
     getsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, &len);
     return v;
   };
-  limit_unsent(fd, 32768);  // inside a call (Bootstrap::notsent_lowat)
+  limit_unsent(fd, 32768);  // inside a call (TransportSettings::notsent_lowat)
   EXPECT_EQ(lowat(), 32768);
   unlimit_unsent(fd);  // its last frames (hand_over_sends): the system's setting
   EXPECT_EQ(lowat(), 0);

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/net.hpp"
+#include "runtime/bootstrap/net.hpp"
 
 using railcoll::rt::HoldDown;
 using railcoll::rt::LinkMonitor;

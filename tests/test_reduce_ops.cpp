@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "core/collective.hpp"
-#include "runtime/reduce.hpp"
+#include "runtime/engine/reduce.hpp"
 
 using namespace railcoll;
 

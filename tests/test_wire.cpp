@@ -3,10 +3,10 @@
 // against the receiver's plan before a byte of payload is written.
 #include <gtest/gtest.h>
 
-#include "runtime/auth.hpp"
-#include "runtime/plan.hpp"
-#include "runtime/store.hpp"
-#include "runtime/wire.hpp"
+#include "runtime/bootstrap/auth.hpp"
+#include "runtime/engine/plan.hpp"
+#include "runtime/bootstrap/store.hpp"
+#include "runtime/transport/wire.hpp"
 
 using namespace railcoll;
 using namespace railcoll::rt;

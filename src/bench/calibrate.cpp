@@ -713,7 +713,7 @@ void calibrate(const CalibrationOptions& o, const JobRunner& run, std::ostream& 
                                                     fmt(remote8, 2) + " us per 8 B call) / 4 x 64 KiB (2 messages, "
                                                     "2 ends; " + pair + ")"},
       {"spin_us = " + spin_us, src + "not measured: the runtime's spin before it sleeps in a wait (RAILCOLL_SPIN_US" +
-                                   std::string(spin_env ? ", as set here" : ", default 2000 us in src/runtime/bootstrap.hpp") + ")"},
+                                   std::string(spin_env ? ", as set here" : ", default 2000 us: kOwnCoreSpin in src/runtime/executor.hpp") + ")"},
       {"spin_turn_us = " + fmt(spin_turn), src + "every rank of the cluster on one core, " + fmt(turn[1], 0) +
                                                " of them spinning in a barrier (RAILCOLL_SPIN_US long) for 20 ms "
                                                "while rank 0 sleeps: 20 ms / their context switches, median of " +

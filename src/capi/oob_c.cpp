@@ -13,11 +13,11 @@
 #include "capi/comm_handle.hpp"
 #include "core/errors.hpp"
 #include "railcoll/railcoll.h"
-#include "runtime/bootstrap.hpp"
+#include "runtime/bootstrap/identity.hpp"
 #include "runtime/comm.hpp"
-#include "runtime/auth.hpp"
-#include "runtime/net.hpp"
-#include "runtime/oob.hpp"
+#include "runtime/bootstrap/auth.hpp"
+#include "runtime/bootstrap/net.hpp"
+#include "runtime/bootstrap/oob.hpp"
 #include "select/select.hpp"
 
 namespace {
@@ -114,13 +114,15 @@ extern "C" railcoll_status_t railcoll_comm_init_oob(railcoll_comm_t* out, const 
       return fail(RAILCOLL_ERR_ARG, "railcoll_comm_init_oob: rank " + std::to_string(oob->rank) +
                                         " is not in [0, size " + std::to_string(oob->size) + ")");
     if (oob->node && !*oob->node) return fail(RAILCOLL_ERR_ARG, "railcoll_comm_init_oob: node is empty");
-    railcoll::rt::Bootstrap settings = railcoll::rt::settings_from_env();
-    settings.rank = oob->rank;
-    settings.size = oob->size;
-    settings.source = "railcoll_comm_init_oob";
-    if (oob->node) settings.node_id = oob->node;
-    if (oob->job_key) settings.job_key = oob->job_key;
-    CallbackOutOfBand exchange(*oob, railcoll::rt::now_seconds() + settings.timeout);
+    using railcoll::Setting;
+    railcoll::Settings settings = railcoll::Settings::from_environment();
+    railcoll::rt::Identity who = railcoll::rt::local_identity(settings);
+    who.rank = oob->rank;
+    who.size = oob->size;
+    who.source = "railcoll_comm_init_oob";
+    if (oob->node) who.node_id = oob->node;
+    if (oob->job_key) settings.set(Setting::JobKey, oob->job_key);
+    CallbackOutOfBand exchange(*oob, railcoll::rt::now_seconds() + settings.seconds(Setting::Timeout));
     // The algorithm settings are read before any exchange, as railcoll_comm_init
     // does; a rank whose RAILCOLL_<COLL>_ALGO or tuning file is wrong tells the
     // others in one exchange, so none waits for it in the next.
@@ -132,8 +134,8 @@ extern "C" railcoll_status_t railcoll_comm_init_oob(railcoll_comm_t* out, const 
       failed = std::current_exception();
     }
     railcoll::rt::all_or_none(exchange, failed, "read its algorithm settings (RAILCOLL_*_ALGO, RAILCOLL_TUNING)");
-    settings.job_key = agree_on_key(exchange, settings.job_key);
-    auto comm = std::make_unique<railcoll::rt::Comm>(settings, exchange);
+    settings.set(Setting::JobKey, agree_on_key(exchange, settings.text(Setting::JobKey)));
+    auto comm = std::make_unique<railcoll::rt::Comm>(who, settings, exchange);
     *out = railcoll::capi::adopt_comm(std::move(selector), std::move(comm));
     return RAILCOLL_OK;
   });

@@ -11,7 +11,7 @@
 #include "capi/capi_internal.hpp"
 #include "railcoll/railcoll.h"
 #include "runtime/comm.hpp"
-#include "runtime/net.hpp"
+#include "runtime/bootstrap/net.hpp"
 
 namespace railcoll::capi {
 

@@ -164,7 +164,7 @@ int query(railcoll_comm_t handle, const char* fn, int (*what)(const railcoll::rt
 }
 
 // A communicator's check when its settings come from the environment: a wrong
-// RAILCOLL_* setting (kept by bootstrap_from_env) fails set-up on every rank,
+// RAILCOLL_* setting (kept by Settings::from_environment) fails set-up on every rank,
 // like a wrong algorithm name; then the handle's own check.
 railcoll::rt::Comm::Check settings_then(const std::exception_ptr& bad_setting, const railcoll::rt::Comm::Check& check) {
   return [bad_setting, check] {
@@ -181,8 +181,9 @@ railcoll_status_t railcoll_comm_init(railcoll_comm_t* out) {
   using railcoll::rt::Comm;
   return railcoll::capi::make_handle(out, "railcoll_comm_init", [](const Comm::Check& check) {
     std::exception_ptr bad_setting;
-    railcoll::rt::Bootstrap b = railcoll::rt::bootstrap_from_env(&bad_setting);
-    return std::make_unique<Comm>(b, settings_then(bad_setting, check));
+    const railcoll::Settings settings = railcoll::Settings::from_environment(&bad_setting);
+    return std::make_unique<Comm>(railcoll::rt::identity_from_env(settings), settings,
+                                  settings_then(bad_setting, check));
   });
 }
 
@@ -198,14 +199,15 @@ railcoll_status_t railcoll_comm_init_explicit(railcoll_comm_t* out, int rank, in
       throw railcoll::InputError(std::string(fn) + ": a store host:port is needed for more than one rank");
     if (!job_id || !*job_id) throw railcoll::InputError(std::string(fn) + ": job_id is empty");
     std::exception_ptr bad_setting;
-    railcoll::rt::Bootstrap b = railcoll::rt::settings_from_env(&bad_setting);
-    b.rank = rank;
-    b.size = size;
-    b.store = store ? store : "";
-    if (size > 1) railcoll::rt::split_host_port(b.store);  // a bad address fails here, as ARG
-    b.job_id = job_id;
-    b.source = fn;
-    return std::make_unique<Comm>(b, settings_then(bad_setting, check));
+    const railcoll::Settings settings = railcoll::Settings::from_environment(&bad_setting);
+    railcoll::rt::Identity who = railcoll::rt::local_identity(settings);
+    who.rank = rank;
+    who.size = size;
+    who.store = store ? store : "";
+    if (size > 1) railcoll::rt::split_host_port(who.store);  // a bad address fails here, as ARG
+    who.job_id = job_id;
+    who.source = fn;
+    return std::make_unique<Comm>(who, settings, settings_then(bad_setting, check));
   });
 }
 

@@ -2,8 +2,8 @@
 // exchange, topology, connections and the node segment, the executor), a call
 // (its plan built once and cached), the end. The work is elsewhere: the
 // executor in executor.cpp, the transports under transport/ (socket, fabric;
-// RAILCOLL_TRANSPORT picks), the exchange in oob.cpp, the environment in
-// bootstrap.cpp.
+// RAILCOLL_TRANSPORT picks), the exchange in oob.cpp, who this process is in
+// bootstrap/identity.cpp, the settings in core/settings.cpp.
 #include "runtime/comm.hpp"
 
 #include <unistd.h>
@@ -12,9 +12,9 @@
 #include <map>
 #include <mutex>
 
-#include "runtime/auth.hpp"
-#include "runtime/net.hpp"
-#include "runtime/plan_cache.hpp"
+#include "runtime/bootstrap/auth.hpp"
+#include "runtime/engine/plan_cache.hpp"
+#include "runtime/bootstrap/net.hpp"
 #include "runtime/transport/socket/socket_transport.hpp"
 #ifdef RAILCOLL_HAVE_OFI
 #include "runtime/transport/fabric/fabric_transport.hpp"
@@ -51,22 +51,25 @@ bool same_key(const std::string& key, const std::string& theirs) {
 enum Field { kJob, kTag, kNode, kRails, kContact, kShm, kKeyCheck, kTransport, kFields };
 
 // The transport RAILCOLL_TRANSPORT names, opened on this rank's rails.
-std::unique_ptr<ProcessTransport> make_transport(const Bootstrap& b, int me, int n, const std::vector<std::string>& rails) {
-  if (b.transport == "ofi") {
+std::unique_ptr<ProcessTransport> make_transport(const Settings& s, int me, int n, const std::vector<std::string>& rails) {
+  const TransportSettings settings = TransportSettings::from(s);
+  if (s.text(Setting::Transport) == "ofi") {
 #ifdef RAILCOLL_HAVE_OFI
-    return std::make_unique<FabricTransport>(b, me, n, rails);
+    return std::make_unique<FabricTransport>(settings, me, n, rails);
 #else
     throw RuntimeError(Status::Unsupported,
                        "RAILCOLL_TRANSPORT=ofi: this railcoll was built without libfabric (-DRAILCOLL_WITH_OFI=OFF)");
 #endif
   }
-  return std::make_unique<SocketTransport>(b, me, n, rails);
+  return std::make_unique<SocketTransport>(settings, me, n, rails);
 }
 
 }  // namespace
 
 struct Comm::Impl {
-  Bootstrap settings;
+  Settings settings;
+  double timeout = 0;            // RAILCOLL_TIMEOUT
+  uint64_t stripe_bytes = 0;     // RAILCOLL_STRIPE_BYTES
   int me = 0, n = 1;
   Topology topo;
   std::string unique;
@@ -80,12 +83,13 @@ struct Comm::Impl {
   PlanCache plans;
 };
 
-Comm::Comm(const Bootstrap& b, const Check& check) : impl_(std::make_unique<Impl>()) {
-  open_transport(b, b.rank, b.size);
-  const double deadline = now_seconds() + b.timeout;
-  StoreOutOfBand oob(b, deadline);
+Comm::Comm(const Identity& who, const Settings& settings, const Check& check) : impl_(std::make_unique<Impl>()) {
+  impl_->settings = settings;
+  open_transport(who.rank, who.size);
+  const double deadline = now_seconds() + settings.seconds(Setting::Timeout);
+  StoreOutOfBand oob(who, settings.text(Setting::JobKey), deadline);
   try {
-    init(b, oob, deadline, check);
+    init(who, oob, deadline, check);
   } catch (const std::exception& e) {
     oob.abandon(e.what());  // no rank waits for this one until the deadline
     throw;
@@ -93,37 +97,41 @@ Comm::Comm(const Bootstrap& b, const Check& check) : impl_(std::make_unique<Impl
   oob.finish();
 }
 
-Comm::Comm(const Bootstrap& settings, OutOfBand& oob, const Check& check) : impl_(std::make_unique<Impl>()) {
-  open_transport(settings, oob.rank(), oob.size());
-  init(settings, oob, now_seconds() + settings.timeout, check);
+Comm::Comm(const Identity& who, const Settings& settings, OutOfBand& oob, const Check& check)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->settings = settings;
+  open_transport(oob.rank(), oob.size());
+  init(who, oob, now_seconds() + settings.seconds(Setting::Timeout), check);
 }
 
 // Local work that waits for no peer but may take long on a loaded machine,
 // done before the set-up deadline starts: libfabric's first fi_getinfo loads
 // its providers and reads /proc/kallsyms, and opening a rail's fabric, domain
-// and endpoint takes 0.15-0.8 s with 20 runnable processes on 2 cores
-// (measured), which a 2 s RAILCOLL_TIMEOUT cannot afford.
-void Comm::open_transport(const Bootstrap& settings, int me, int n) {
+// and endpoint takes a large part of a short RAILCOLL_TIMEOUT on a loaded
+// machine (docs/results.md, "Opening the libfabric transport").
+void Comm::open_transport(int me, int n) {
   Impl& m = *impl_;
   if (n < 1 || me < 0 || me >= n) return;  // init says what is wrong
   try {
-    m.rails = resolve_rails(settings.rails_spec);
-    m.transport = make_transport(settings, me, n, m.rails);
+    m.rails = resolve_rails(m.settings.text(Setting::Rails));
+    m.transport = make_transport(m.settings, me, n, m.rails);
   } catch (...) {
     m.open_failed = std::current_exception();
   }
 }
 
-void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline, const Check& check) {
+void Comm::init(const Identity& who, OutOfBand& oob, double deadline, const Check& check) {
   Impl& m = *impl_;
-  m.settings = settings;
+  const Settings& settings = m.settings;
+  const std::string& job_key = settings.text(Setting::JobKey);
+  const std::string& transport = settings.text(Setting::Transport);
   m.me = oob.rank();
   m.n = oob.size();
   if (m.n < 1 || m.me < 0 || m.me >= m.n)
     throw RuntimeError(Status::Bootstrap, "the out-of-band exchange says rank " + std::to_string(m.me) + " of " +
                                               std::to_string(m.n));
   static std::atomic<bool> warned{false};  // once per process, whichever thread makes communicators
-  if (settings.job_key.empty() && m.n > 1 && m.me == 0 && !warned.exchange(true)) {
+  if (job_key.empty() && m.n > 1 && m.me == 0 && !warned.exchange(true)) {
     fprintf(stderr,
             "railcoll: RAILCOLL_JOB_KEY is not set: connections are checked for the job and communicator but not "
             "authenticated (railcoll run and railcoll cluster run set it; with another launcher give every rank "
@@ -134,6 +142,8 @@ void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline, cons
   try {
     if (check) check();
     if (m.open_failed) std::rethrow_exception(m.open_failed);
+    m.timeout = settings.seconds(Setting::Timeout);
+    m.stripe_bytes = static_cast<uint64_t>(settings.integer(Setting::StripeBytes));
   } catch (...) {
     failed = std::current_exception();
   }
@@ -143,19 +153,19 @@ void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline, cons
   // together they name this communicator's sockets and segments, so that
   // communicators made in any order, in one process or several, never meet.
   // A rank that could not start sends its error instead.
-  std::string job = settings.job_id;
+  std::string job = who.job_id;
   if (job.empty() && m.me == 0) job = std::to_string(getpid()) + "-" + std::to_string(static_cast<long>(now_seconds() * 1e6));
   const std::string tag = m.me == 0 ? to_hex(random_bytes(8).data(), 8) : "";
   std::vector<std::string> mine(kFields);
   if (!failed) {
     mine[kJob] = job;
     mine[kTag] = tag;
-    mine[kNode] = settings.node_id;
+    mine[kNode] = who.node_id;
     mine[kRails] = std::to_string(rails.size());
     mine[kContact] = m.transport->contact();
-    mine[kShm] = std::to_string(settings.shm_bytes);
-    mine[kKeyCheck] = key_check_text(settings.job_key, random_bytes(kKeyNonce));
-    mine[kTransport] = settings.transport;
+    mine[kShm] = std::to_string(static_cast<uint64_t>(settings.integer(Setting::ShmMib)) << 20);
+    mine[kKeyCheck] = key_check_text(job_key, random_bytes(kKeyNonce));
+    mine[kTransport] = transport;
   }
   auto records = allgather_strings(oob, pack_fields(failed ? std::vector<std::string>{what_failed(failed)} : mine));
   if (failed) std::rethrow_exception(failed);
@@ -167,7 +177,7 @@ void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline, cons
       throw RuntimeError(Status::Protocol, "malformed set-up record of rank " + std::to_string(r));
   }
   for (int r = 0; r < m.n; ++r)
-    if (!same_key(settings.job_key, fields[r][kKeyCheck]))
+    if (!same_key(job_key, fields[r][kKeyCheck]))
       throw RuntimeError(Status::Bootstrap, "the ranks' RAILCOLL_JOB_KEY differ: rank " + std::to_string(r) +
                                                 "'s does not match this rank's (give every rank the same secret)");
   job = fields[0][kJob];
@@ -185,9 +195,9 @@ void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline, cons
       throw RuntimeError(Status::Mismatch, "rank " + std::to_string(r) + " has " + fields[r][kRails] +
                                                " rails, this rank " + std::to_string(rails.size()) +
                                                " (check RAILCOLL_RAILS)");
-    if (fields[r][kTransport] != settings.transport)
+    if (fields[r][kTransport] != transport)
       throw RuntimeError(Status::Mismatch, "rank " + std::to_string(r) + " uses RAILCOLL_TRANSPORT=" +
-                                               fields[r][kTransport] + ", this rank " + settings.transport);
+                                               fields[r][kTransport] + ", this rank " + transport);
     contacts[r] = std::move(fields[r][kContact]);
   }
   // Topology::from_node_map renumbers ids ascending: first appearance order is kept.
@@ -208,15 +218,15 @@ void Comm::init(const Bootstrap& settings, OutOfBand& oob, double deadline, cons
 
   const uint64_t comm_id = fnv(job);
   m.transport->connect(m.topo, comm_id, job, fields[0][1], contacts, oob, deadline);
-  m.exec = std::make_unique<Executor>(*m.transport, m.topo, m.me, comm_id, settings);
-  m.engine = std::make_unique<Engine>(*m.exec, m.me, settings);
+  m.exec = std::make_unique<Executor>(*m.transport, m.topo, m.me, comm_id, ExecutorSettings::from(settings));
+  m.engine = std::make_unique<Engine>(*m.exec, m.me, ProgressSettings::from(settings));
 }
 
 Comm::~Comm() {
   impl_->engine->drain();
   impl_->engine.reset();
   impl_->exec->finish();
-  impl_->transport->close(now_seconds() + std::min(5.0, impl_->settings.timeout));
+  impl_->transport->close(now_seconds() + std::min(5.0, impl_->timeout));
 }
 
 int Comm::rank() const { return impl_->me; }
@@ -225,13 +235,13 @@ const Topology& Comm::topo() const { return impl_->topo; }
 int Comm::rails() const { return impl_->topo.rails(); }
 int Comm::rails_up() const { return impl_->transport->rails_up(); }
 std::string Comm::transport() const { return impl_->transport->describe(); }
-double Comm::timeout() const { return impl_->settings.timeout; }
+double Comm::timeout() const { return impl_->timeout; }
 const std::string& Comm::unique_name() const { return impl_->unique; }
 
 std::shared_ptr<const Plan> Comm::plan(Collective collective, const std::string& algorithm,
                                        const std::vector<uint64_t>& counts, const AlgoOptions& call_opts) {
   AlgoOptions opts = call_opts;
-  opts.stripe_threshold = impl_->settings.stripe_bytes;
+  opts.stripe_threshold = impl_->stripe_bytes;
   std::lock_guard<std::mutex> lock(impl_->plans_mu);
   return impl_->plans.get(impl_->topo, impl_->me, collective, algorithm, counts, opts);
 }

@@ -11,11 +11,12 @@
 #include <vector>
 
 #include "core/schedule.hpp"
-#include "runtime/bootstrap.hpp"
-#include "runtime/executor.hpp"
-#include "runtime/net.hpp"  // split_host_port, for callers that check a store address
-#include "runtime/oob.hpp"
-#include "runtime/requests.hpp"
+#include "core/settings.hpp"
+#include "runtime/bootstrap/identity.hpp"
+#include "runtime/engine/executor.hpp"
+#include "runtime/bootstrap/net.hpp"  // split_host_port, for callers that check a store address
+#include "runtime/bootstrap/oob.hpp"
+#include "runtime/engine/requests.hpp"
 
 namespace railcoll::rt {
 
@@ -27,17 +28,17 @@ class Comm {
   // "rank r could not start: ...", not at the deadline.
   using Check = std::function<void()>;
 
-  // From the launcher's environment (bootstrap_from_env) or explicit settings:
-  // set up through the key-value store rank 0 serves at b.store. A rank that
-  // fails set-up tells the store, so no rank waits for it.
-  explicit Comm(const Bootstrap& b, const Check& check = {});
+  // Who this process is from the launcher's environment (identity_from_env)
+  // or the caller: set up through the key-value store rank 0 serves at
+  // who.store. A rank that fails set-up tells the store, so no rank waits for it.
+  Comm(const Identity& who, const Settings& settings, const Check& check = {});
   // Set up through the caller's out-of-band exchange: rank and size are the
-  // exchange's; settings give the rest (key, rails, timeouts, and node_id, this
-  // rank's node identity: ranks with equal ids share memory, e.g. derived from
-  // MPI_Comm_split_type(MPI_COMM_TYPE_SHARED); settings_from_env() fills it
-  // from RAILCOLL_NODE or the hostname). Every rank of `oob` calls it at once;
-  // several communicators may live in one process.
-  Comm(const Bootstrap& settings, OutOfBand& oob, const Check& check = {});
+  // exchange's; of `who`, node_id (this rank's node identity: ranks with equal
+  // ids share memory, e.g. derived from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED);
+  // local_identity() fills it from RAILCOLL_NODE or the hostname) and job_id.
+  // Every rank of `oob` calls it at once; several communicators may live in
+  // one process.
+  Comm(const Identity& who, const Settings& settings, OutOfBand& oob, const Check& check = {});
   ~Comm();
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;
@@ -90,10 +91,10 @@ class Comm {
 
  private:
   struct Impl;
-  void init(const Bootstrap& settings, OutOfBand& oob, double deadline, const Check& check);
+  void init(const Identity& who, OutOfBand& oob, double deadline, const Check& check);
   // The rails resolved and the transport opened (local work, before the set-up
   // deadline starts); a failure is kept and told to every rank in init.
-  void open_transport(const Bootstrap& settings, int me, int n);
+  void open_transport(int me, int n);
   std::unique_ptr<Impl> impl_;
 };
 

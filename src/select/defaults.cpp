@@ -3,33 +3,32 @@
 // collective ends with a rule that matches everything. docs/selection.md shows
 // this table (a test compares the two).
 //
-// Where the thresholds come from:
-// * allgather: what was measured on the emulated cluster (4 nodes x 4 ranks,
-//   2 rails x 1 Gbit/s; docs/results.md) and the papers' findings: shared
-//   memory inside a node always pays; small messages want few network steps
-//   (SMP Bruck, seed 001 §7: SMP Gather+Bcast best up to 256 B, SMP Bruck from
-//   512 B to 8 KiB); large ones want every rail driven at once (one leader per
-//   rail).
+// Where the thresholds come from (each rule's measurement, simulated or on
+// the emulated cluster, is in docs/results.md, "The measurements behind the
+// default rules"; a rule's reason keeps only the principle and its source):
+// * allgather: the emulated cluster (4 nodes x 4 ranks, 2 rails) and the
+//   papers' findings: shared memory inside a node always pays; small messages
+//   want few network steps (SMP Bruck, seed 001 §7: SMP Gather+Bcast best for
+//   the smallest, SMP Bruck for the middle sizes); large ones want every rail
+//   driven at once (one leader per rail).
 // * allreduce: ranks that share a node combine in shared memory first; one rank
 //   per node wants latency (recursive doubling) for short vectors and bandwidth
 //   (reduce-scatter + all-gather) for long ones.
 // * reduce_scatter(_block) and reduce: the simulator on the calibrated testbed
 //   (presets/testbed.preset, 4x4 and 4x1, 2 rails; docs/selection.md), except
-//   where the emulated cluster's measurements overruled it (docs/results.md):
-//   smp_pipelined for reduce-scatter and binomial for reduce on multi-rank nodes, at every size.
+//   where the emulated cluster's measurements overruled it: smp_pipelined for
+//   reduce-scatter and binomial for reduce on multi-rank nodes, at every size.
 // * bcast and gather: the simulator on the calibrated testbed and on the seeds'
 //   machines (QsNetII 4x4 dual rail, Elan3 64x4, Elan4 and InfiniBand 128x1):
-//   smp is fastest wherever nodes hold several ranks, at every size (bcast at
-//   1 MiB on the testbed: 5.1 ms, against 7.8 for pipelined_chain and 15.8 for
-//   binomial; the rail bound is 4.5). With one rank per node it is the k-port
-//   tree, or the striped chain for long messages; scatter_allgather beats both
-//   only from 128 KiB on large flat machines (InfiniBand 128x1: 1.3 against
-//   1.6 ms at 256 KiB). Gather: direct's one network step beats the binomial
-//   tree at every size in the model, and smp adds the node's shared memory.
-// * alltoall(v) on several ranks per node: measured on the emulated cluster
-//   (docs/results.md, "Alltoall"); the tiny-block rule for one rank per node,
-//   scatter(v) and gatherv: the simulator, on the calibrated testbed (4 x 4, 2
-//   rails) and the seeds' large machines (elan4 128x1, elan3 64x4).
+//   smp is fastest wherever nodes hold several ranks, at every size. With one
+//   rank per node it is the k-port tree, or the striped chain for long
+//   messages; scatter_allgather beats both only for long messages on large
+//   flat machines. Gather: direct's one network step beats the binomial tree
+//   at every size in the model, and smp adds the node's shared memory.
+// * alltoall(v) on several ranks per node: measured on the emulated cluster;
+//   the tiny-block rule for one rank per node, scatter(v) and gatherv: the
+//   simulator, on the calibrated testbed (4 x 4, 2 rails) and the seeds' large
+//   machines (elan4 128x1, elan3 64x4).
 // * hw_multicast and hw_combining are never chosen: the runtime has no such
 //   hardware and would run their software twins (select.hpp software_equivalent).
 #include "select/select.hpp"
@@ -53,15 +52,15 @@ struct Row {
 };
 
 // The reasons of the reduce-scatter rules, which both of its collectives share.
-constexpr const char* kRsSmp = "combine in shared memory first, in pieces, each sent to its node as it is done (emulated cluster 4x4, docs/results.md: the fastest railcoll algorithm at all 18 sizes 8 B-1 MiB; 1 MiB: 84.6 ms, smp 91.1, ring 152)";
-constexpr const char* kRsHalving = "one rank per node, short blocks: log2 N steps (simulated testbed 4x1, 8 B-8 KiB)";
-constexpr const char* kRsDirect = "one rank per node: one network step (simulated testbed 4x1, 32-64 KiB: 268-418 us, ring 317-492)";
+constexpr const char* kRsSmp = "combine in shared memory first, in pieces, each sent to its node as it is done (measured, emulated cluster)";
+constexpr const char* kRsHalving = "one rank per node, short blocks: log2 N steps (simulated testbed)";
+constexpr const char* kRsDirect = "one rank per node: one network step (simulated testbed)";
+constexpr const char* kRsRing = "one rank per node, long blocks: the ring (simulated testbed)";
 // The prefix reductions' rules, which scan and exscan share: the simulator.
-constexpr const char* kScanChain = "few ranks, 64-256 KiB: the chain's one message per rank at a time (simulated testbed 4x4: scan 604-1796 us against smp's 857-3138; exscan alike)";
-constexpr const char* kScanSmp = "prefix inside each node in shared memory, one message per step per node (simulated testbed 4x4: ahead at 8 B-32 KiB and 512 KiB-1 MiB; elan3 64x4 and qsnet2 4x4: at nearly every size)";
-constexpr const char* kScanFew = "one rank per node, up to 4: 3 hops beat 2 exchanges that both load the rails (simulated testbed 4x1: 40-219 us against recursive_doubling's 66-1415, 8 B-128 KiB)";
-constexpr const char* kScanDoubling = "one rank per node: log2 N steps (simulated elan4 128x1: best up to 512 B, within 1% of smp above; testbed 4x1 from 256 KiB)";
-constexpr const char* kRsRing = "one rank per node, long blocks: the ring (simulated testbed 4x1, from 128 KiB)";
+constexpr const char* kScanChain = "few ranks, middle sizes: the chain's one message per rank at a time (simulated testbed)";
+constexpr const char* kScanSmp = "prefix inside each node in shared memory, one message per step per node (simulated testbed, elan3, qsnet2)";
+constexpr const char* kScanFew = "one rank per node, up to 4: 3 hops beat 2 exchanges that both load the rails (simulated testbed)";
+constexpr const char* kScanDoubling = "one rank per node: log2 N steps (simulated elan4, testbed)";
 
 // clang-format off
 const Row kRows[] = {
@@ -69,15 +68,15 @@ const Row kRows[] = {
   {Collective::Allgather, kAny,      kOne,  kAny,      kAny,            kAny,          "smp_direct",
    "one node: shared memory only, no network step"},
   {Collective::Allgather, kAny,      kAny,  kAny,      kAny,            upto(2 * KiB), "smp_gather_bcast",
-   "few network steps for small messages (seed 001 §7; emulated cluster 4x4, 2 rails, back to back, 3 rounds: 83-108 us at 512 B a rank, smp_direct 89-120, docs/selection.md)"},
+   "few network steps for small messages (seed 001 §7; measured, emulated cluster)"},
   {Collective::Allgather, kAny,      upto(4), kAny,    kAny,            upto(64 * KiB), "smp_direct",
-   "few nodes: each leader's one step to every other node (emulated cluster 4x4, 1-16 KiB a rank back to back, 3 rounds: 1 KiB 90-116 us against smp_gather_bcast 128-142, 2 KiB 97-131 against 203-219, 4 KiB 322-386 against smp_bruck 545-549, docs/selection.md)"},
+   "few nodes: each leader's one step to every other node (measured, emulated cluster)"},
   {Collective::Allgather, kAny,      kAny,  kAny,      kAny,            upto(64 * KiB), "smp_bruck",
-   "SMP Bruck next (seed 001 §7: from 512 B to 8 KiB; emulated cluster 4x4: ahead of smp_multileader at 8-16 KiB per rank, docs/selection.md)"},
+   "SMP Bruck next (seed 001 §7; measured, emulated cluster)"},
   {Collective::Allgather, kAny,      kAny,  kOne,      kAny,            upto(512 * KiB), "smp_multileader_paced",
-   "one rank per node: a share leaves when the last step's are in, one stream per rail and receiver (emulated cluster 4x1, 128-512 KiB: 5-15% ahead of smp_multileader, docs/selection.md)"},
+   "one rank per node: a share leaves when the last step's are in, one stream per rail and receiver (measured, emulated cluster)"},
   {Collective::Allgather, kAny,      kAny,  kAny,      kAny,            kAny,          "smp_multileader",
-   "large messages drive every rail at once, one leader per rail (emulated cluster, docs/results.md)"},
+   "large messages drive every rail at once, one leader per rail (measured, emulated cluster)"},
 
   {Collective::Barrier,   kAny,      kAny,  kSeveral,  kAny,            kAny,          "smp",
    "shared-memory flags inside a node, dissemination among leaders"},
@@ -85,9 +84,9 @@ const Row kRows[] = {
    "one rank per node: log2 N rounds, nothing to share"},
 
   {Collective::Bcast,     from(32),  kAny,  kOne,      from(128 * KiB), kAny,          "scatter_allgather",
-   "large flat machines from 128 KiB (simulated InfiniBand 128x1: 1.3 against 1.6 ms at 256 KiB)"},
+   "large flat machines, long messages: the root's bytes leave once (simulated InfiniBand)"},
   {Collective::Bcast,     kAny,      kAny,  kAny,      kAny,            kAny,          "smp",
-   "fastest at every size where nodes hold several ranks (simulated testbed, 1 MiB: 5.1 ms; chain 7.8, binomial 15.8)"},
+   "shared memory inside a node, the tree between nodes: where nodes hold several ranks, at every size (simulated testbed)"},
 
   {Collective::Gather,    kAny,      kAny,  kSeveral,  kAny,            kAny,          "smp",
    "direct's one network step plus the node's shared memory (simulator)"},
@@ -122,40 +121,40 @@ const Row kRows[] = {
    kRsRing},
 
   {Collective::Reduce,    kAny,      kAny,  kSeveral,  kAny,            kAny,          "binomial",
-   "measured on the emulated cluster 4x4 (loaded; docs/results.md): binomial ahead of smp at 15 of 18 sizes (1 MiB: 12.5 against 24 ms), where the simulator put smp ahead"},
+   "log2 N steps; measured ahead of smp on the emulated cluster, where the simulator put smp ahead"},
   {Collective::Reduce,    kAny,      kAny,  kAny,      upto(128 * KiB), kAny,          "binomial",
-   "one rank per node: log2 N steps (simulated testbed 4x1, 128 KiB: 237 us, rabenseifner 344)"},
+   "one rank per node: log2 N steps (simulated testbed)"},
   {Collective::Reduce,    kAny,      kAny,  kAny,      kAny,            kAny,          "rabenseifner",
-   "one rank per node, long vectors: reduce-scatter + gather (simulated testbed 4x1, 1 MiB: 5.8 ms, binomial 8.5)"},
+   "one rank per node, long vectors: reduce-scatter + gather (simulated testbed)"},
   // Personalised data (bytes: alltoall(v) per pair of ranks, scatter(v) per receiver).
   {Collective::Alltoall,  kAny,      kAny, kSeveral,  upto(16 * KiB),  kAny,          "smp_multileader",
-   "node-to-node blocks, one leader per rail: emulated cluster 4x4, fastest up to 16 KiB (8 KiB: 1.4 ms vs direct 2.2, docs/results.md)"},
+   "node-to-node blocks, one leader per rail (measured, emulated cluster)"},
   {Collective::Alltoall,  kAny,      kAny, kAny,      upto(64),        kAny,          "bruck",
-   "one rank per node, tiny blocks: log_{k+1} N messages (elan4 128x1 at 8 B: 12 us vs 64, simulator)"},
+   "one rank per node, tiny blocks: log_{k+1} N messages (simulated elan4)"},
   {Collective::Alltoall,  kAny,      kAny, kAny,      kAny,            kAny,          "direct",
-   "k-port pairwise, striped, one copy: emulated cluster 4x4 from 32 KiB within noise of the best (1 MiB: 275 ms, 73% of the rail bound)"},
+   "k-port pairwise, striped, one copy (measured, emulated cluster)"},
   {Collective::Alltoallv, kAny,      kAny, kSeveral,  upto(16 * KiB),  kAny,          "smp_multileader",
-   "node-to-node blocks, one leader per rail: emulated cluster 4x4, fastest up to 16 KiB (8 KiB: 1.4 ms vs direct 2.2, docs/results.md)"},
+   "node-to-node blocks, one leader per rail (measured, emulated cluster)"},
   {Collective::Alltoallv, kAny,      kAny, kAny,      upto(64),        kAny,          "bruck",
-   "one rank per node, tiny blocks: log_{k+1} N messages (elan4 128x1 at 8 B: 12 us vs 64, simulator)"},
+   "one rank per node, tiny blocks: log_{k+1} N messages (simulated elan4)"},
   {Collective::Alltoallv, kAny,      kAny, kAny,      kAny,            kAny,          "direct",
-   "k-port pairwise, striped, one copy: emulated cluster 4x4 from 32 KiB within noise of the best (1 MiB: 275 ms, 73% of the rail bound)"},
+   "k-port pairwise, striped, one copy (measured, emulated cluster)"},
   {Collective::Scatter,   kAny,      kAny, kSeveral,  upto(16 * KiB),  kAny,          "smp",
-   "one message per node into its shared memory (testbed 4x4 at 4 KiB: 118 us vs direct 177, simulator)"},
+   "one message per node into its shared memory (simulated testbed)"},
   {Collective::Scatter,   from(64),  kAny, kAny,      upto(256),       kAny,          "binomial",
-   "many ranks, tiny blocks: log2 N steps (elan3 64x4 at 8 B: 28 us vs smp 67, simulator)"},
+   "many ranks, tiny blocks: log2 N steps (simulated elan3)"},
   {Collective::Scatter,   kAny,      kAny, kAny,      kAny,            kAny,          "direct",
-   "the root drives its k rails at once (testbed 4x4 at 1 MiB: 53.8 ms vs smp 55.0, simulator)"},
+   "the root drives its k rails at once (simulated testbed)"},
   {Collective::Scatterv,  kAny,      kAny, kSeveral,  upto(16 * KiB),  kAny,          "smp",
-   "one message per node into its shared memory (testbed 4x4 at 4 KiB: 118 us vs direct 177, simulator)"},
+   "one message per node into its shared memory (simulated testbed)"},
   {Collective::Scatterv,  from(64),  kAny, kAny,      upto(256),       kAny,          "binomial",
-   "many ranks, tiny blocks: log2 N steps (elan3 64x4 at 8 B: 28 us vs smp 67, simulator)"},
+   "many ranks, tiny blocks: log2 N steps (simulated elan3)"},
   {Collective::Scatterv,  kAny,      kAny, kAny,      kAny,            kAny,          "direct",
-   "the root drives its k rails at once (testbed 4x4 at 1 MiB: 53.8 ms vs smp 55.0, simulator)"},
+   "the root drives its k rails at once (simulated testbed)"},
   {Collective::Gatherv,   kAny,      kAny, kSeveral,  upto(16 * KiB),  kAny,          "smp",
-   "gather's smp: shared memory first (testbed 4x4 at 4 KiB: 93 us vs direct 172, simulator)"},
+   "gather's smp: shared memory first (simulated testbed)"},
   {Collective::Gatherv,   kAny,      kAny, kAny,      kAny,            kAny,          "direct",
-   "one network step, k ports (testbed 4x4 at 1 MiB: 52.2 ms vs smp 54.9, simulator)"},
+   "one network step, k ports (simulated testbed)"},
   // Prefix reductions: scan and exscan, the same rules.
   {Collective::Scan,      upto(16),  kAny, kSeveral,  Range{64 * KiB, 256 * KiB}, kAny, "linear", kScanChain},
   {Collective::Scan,      kAny,      kAny, kSeveral,  kAny,            kAny,          "smp", kScanSmp},

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
-#include "runtime/net.hpp"
+#include "runtime/bootstrap/net.hpp"
 
 namespace railcoll::testbed {
 

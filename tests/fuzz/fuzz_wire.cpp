@@ -16,10 +16,10 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/oob.hpp"
-#include "runtime/plan.hpp"
-#include "runtime/store.hpp"
-#include "runtime/wire.hpp"
+#include "runtime/bootstrap/oob.hpp"
+#include "runtime/engine/plan.hpp"
+#include "runtime/bootstrap/store.hpp"
+#include "runtime/transport/wire.hpp"
 
 using namespace railcoll;
 using namespace railcoll::rt;

@@ -2,12 +2,16 @@
 // runtime: the rails' addresses, the transport RAILCOLL_TRANSPORT chooses, and
 // per rail the libfabric provider, fabric and domain the ofi transport would
 // open there (docs/fabrics.md: what to check first on EFA, InfiniBand, Slingshot).
+// railcoll info --settings [--markdown]: every RAILCOLL_* setting, its value
+// here and where it came from (core/settings.hpp); --markdown: the table of
+// docs/settings.md.
 #include <cstdlib>
 #include <iostream>
 
 #include "args.hpp"
 #include "commands.hpp"
-#include "runtime/net.hpp"
+#include "core/settings.hpp"
+#include "runtime/bootstrap/net.hpp"
 #ifdef RAILCOLL_HAVE_OFI
 #include <rdma/fabric.h>
 
@@ -17,8 +21,22 @@
 namespace railcoll::cli {
 
 int cmd_info(const std::vector<std::string>& argv) {
-  Args a(argv, {}, {"rails", "provider"});
+  Args a(argv, {"settings", "markdown"}, {"rails", "provider"});
   if (!a.positional().empty()) throw UsageError("unexpected argument '" + a.positional()[0] + "'");
+  if (a.flag("markdown") && !a.flag("settings")) throw UsageError("--markdown goes with --settings");
+  if (a.flag("settings")) {
+    // A wrong value is shown as its error, after the table (which has the default in its place).
+    std::exception_ptr bad;
+    const Settings settings = Settings::from_environment(&bad);
+    std::cout << (a.flag("markdown") ? settings_table_markdown() : settings_report(settings));
+    if (!bad || a.flag("markdown")) return 0;
+    try {
+      std::rethrow_exception(bad);
+    } catch (const std::exception& e) {
+      std::cout << "wrong: " << e.what() << " (its default holds above; a communicator would refuse it)\n";
+    }
+    return 1;
+  }
   const char* env_rails = getenv("RAILCOLL_RAILS");
   const char* env_provider = getenv("RAILCOLL_OFI_PROVIDER");
   const char* env_transport = getenv("RAILCOLL_TRANSPORT");

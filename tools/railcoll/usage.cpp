@@ -207,8 +207,10 @@ const Verb kVerbs[] = {
      "--timeout is in seconds (default 600, 0 = none). Addresses: rail r of node i\n"
      "is 198.18.r.(i+1)/24, the root namespace has 198.18.r.254 on bridge rcbr<r>.\n"},
     {"info",
-     "  info [--rails SPEC] [--provider NAME]   rails, transports, the libfabric provider and domain per rail\n",
+     "  info [--rails SPEC] [--provider NAME]   rails, transports, the libfabric provider and domain per rail\n"
+     "  info --settings [--markdown]   every RAILCOLL_* setting, its value here and where it came from\n",
      "usage: railcoll info [--rails SPEC] [--provider NAME]\n"
+     "       railcoll info --settings [--markdown]\n"
      "\n"
      "What the runtime finds on this machine: the rails' addresses (RAILCOLL_RAILS or\n"
      "--rails), the transport RAILCOLL_TRANSPORT selects (tcp, the default, or ofi), and\n"
@@ -216,7 +218,12 @@ const Verb kVerbs[] = {
      "the ofi transport would open on its address (RAILCOLL_OFI_PROVIDER or --provider;\n"
      "default: the first libfabric offers). On the emulated cluster, per node:\n"
      "  railcoll cluster run --ppn 1 -- railcoll info\n"
-     "Exit status 1 when a rail has no usable provider.\n"},
+     "Exit status 1 when a rail has no usable provider.\n"
+     "\n"
+     "--settings: every RAILCOLL_* setting (src/core/settings.cpp): its value in this\n"
+     "environment, where it came from (default, environment), the code that reads it\n"
+     "and what it means; RAILCOLL_* variables that name no setting are listed last.\n"
+     "Exit status 1 when a value is wrong. --markdown: the table of docs/settings.md.\n"},
     {"traffic",
      "  traffic --pattern complement|uniform|hotspot [--seconds T]   background load (one rank per node)\n",
      "usage: railcoll traffic --pattern complement|uniform|hotspot [--seconds T]\n"

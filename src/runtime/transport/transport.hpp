@@ -44,8 +44,8 @@
 #include <vector>
 
 #include "core/errors.hpp"
-#include "runtime/node_shm.hpp"
-#include "runtime/wire.hpp"
+#include "runtime/transport/local/node_shm.hpp"
+#include "runtime/transport/wire.hpp"
 
 namespace railcoll::rt {
 

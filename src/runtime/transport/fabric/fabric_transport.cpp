@@ -45,9 +45,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "runtime/auth.hpp"
-#include "runtime/net.hpp"
-#include "runtime/oob.hpp"
+#include "runtime/bootstrap/auth.hpp"
+#include "runtime/bootstrap/net.hpp"
+#include "runtime/bootstrap/oob.hpp"
 #include "runtime/transport/fabric/fabric_rail.hpp"
 #include "runtime/transport/socket/socket_transport.hpp"
 
@@ -135,7 +135,7 @@ bool tracked(uint16_t type) {
 
 }  // namespace
 
-FabricTransport::FabricTransport(const Bootstrap& settings, int me, int nranks, std::vector<std::string> rail_addr)
+FabricTransport::FabricTransport(const TransportSettings& settings, int me, int nranks, std::vector<std::string> rail_addr)
     : settings_(settings),
       me_(me),
       n_(nranks),

@@ -40,7 +40,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_eq.h>
 
-#include "runtime/bootstrap.hpp"
+#include "runtime/transport/transport_settings.hpp"
 #include "runtime/transport/transport.hpp"
 
 namespace railcoll::rt {
@@ -57,7 +57,7 @@ class FabricTransport final : public ProcessTransport {
   // Opens one endpoint per rail address (and the local part: node memory and
   // Unix sockets). settings.ofi_provider: the provider asked for ("" = the
   // first libfabric offers on the rails' addresses).
-  FabricTransport(const Bootstrap& settings, int me, int nranks, std::vector<std::string> rail_addr);
+  FabricTransport(const TransportSettings& settings, int me, int nranks, std::vector<std::string> rail_addr);
   ~FabricTransport() override;
   FabricTransport(const FabricTransport&) = delete;
   FabricTransport& operator=(const FabricTransport&) = delete;
@@ -177,7 +177,7 @@ class FabricTransport final : public ProcessTransport {
   void warm_up(double deadline);
   [[noreturn]] void protocol_error(int peer, int rail, const std::string& what) const;
 
-  const Bootstrap settings_;
+  const TransportSettings settings_;
   const int me_, n_;
   const std::vector<std::string> rail_addr_;
   const std::string nonce_;  // this rank's token seed, published in its contact

@@ -8,9 +8,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "runtime/auth.hpp"
-#include "runtime/net.hpp"
-#include "runtime/wire.hpp"
+#include "runtime/bootstrap/auth.hpp"
+#include "runtime/bootstrap/net.hpp"
+#include "runtime/transport/wire.hpp"
 
 namespace railcoll::rt {
 

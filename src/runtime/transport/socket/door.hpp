@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/topology.hpp"
-#include "runtime/wire.hpp"
+#include "runtime/transport/wire.hpp"
 
 namespace railcoll::rt {
 

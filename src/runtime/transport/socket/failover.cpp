@@ -34,7 +34,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "runtime/net.hpp"
+#include "runtime/bootstrap/net.hpp"
 
 namespace railcoll::rt {
 

@@ -25,7 +25,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "runtime/net.hpp"
+#include "runtime/bootstrap/net.hpp"
 #include "runtime/transport/socket/socket_transport.hpp"
 
 namespace railcoll::rt {

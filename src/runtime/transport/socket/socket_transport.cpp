@@ -12,13 +12,13 @@
 #include <cerrno>
 #include <cstring>
 
-#include "runtime/auth.hpp"
-#include "runtime/net.hpp"
-#include "runtime/oob.hpp"
+#include "runtime/bootstrap/auth.hpp"
+#include "runtime/bootstrap/net.hpp"
+#include "runtime/bootstrap/oob.hpp"
 
 namespace railcoll::rt {
 
-SocketTransport::SocketTransport(const Bootstrap& settings, int me, int nranks, std::vector<std::string> rail_addr,
+SocketTransport::SocketTransport(const TransportSettings& settings, int me, int nranks, std::vector<std::string> rail_addr,
                                  bool local_only)
     : job_key_(settings.job_key),
       timeout_(settings.timeout),

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "core/topology.hpp"
-#include "runtime/bootstrap.hpp"
+#include "runtime/transport/transport_settings.hpp"
 #include "runtime/transport/socket/door.hpp"
 #include "runtime/transport/socket/link_monitor.hpp"
 #include "runtime/transport/transport.hpp"
@@ -38,7 +38,7 @@ class SocketTransport final : public ProcessTransport {
   // Opens this rank's rail listeners (one per rail address, bound to it).
   // local_only: connects only the ranks of this node (another transport, the
   // libfabric one, carries the rest and owns this one for its node part).
-  SocketTransport(const Bootstrap& settings, int me, int nranks, std::vector<std::string> rail_addr,
+  SocketTransport(const TransportSettings& settings, int me, int nranks, std::vector<std::string> rail_addr,
                   bool local_only = false);
   ~SocketTransport() override;
   SocketTransport(const SocketTransport&) = delete;
@@ -141,7 +141,7 @@ class SocketTransport final : public ProcessTransport {
   void accept_peers(int expected, double deadline);
   bool admit(const Door::Admitted& a, double now);
   void add_conn(int fd, int peer, int rail);
-  // A rail socket's unsent limit (Bootstrap); its congestion control is set
+  // A rail socket's unsent limit (TransportSettings); its congestion control is set
   // before it connects (tcp_listen, tcp_connect).
   void tune_rail(int fd) const;
   void queue(Conn& c, Frame type, int op = -1);

@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "runtime/net.hpp"
+#include "runtime/bootstrap/net.hpp"
 #include "runtime/transport/socket/socket_transport.hpp"
 
 namespace railcoll::rt {

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "core/topology.hpp"
-#include "runtime/bootstrap.hpp"
-#include "runtime/plan.hpp"
-#include "runtime/reduce.hpp"
+#include "core/settings.hpp"
+#include "runtime/engine/plan.hpp"
+#include "runtime/engine/reduce.hpp"
 #include "runtime/transport/transport.hpp"
 
 namespace railcoll::rt {
@@ -35,18 +35,28 @@ struct Buffers {
   std::shared_ptr<const UserOp> op = nullptr;
 };
 
+// What the executor reads of the settings (core/settings.hpp).
+struct ExecutorSettings {
+  double timeout = 0;         // RAILCOLL_TIMEOUT: every wait of a call
+  double spin_seconds = -1;   // RAILCOLL_SPIN_US; below 0: not given (spin_budget decides)
+  uint64_t replay_call = 0;   // RAILCOLL_TEST_REPLAY_CALL (tests): call n's data frame again in call n+2
+
+  static ExecutorSettings from(const Settings& s);
+};
+
 // How long this rank's waits in a call spin before they sleep: RAILCOLL_SPIN_US
-// when given; else the default where each of the node's `node_ranks` ranks has
+// when given; else kOwnCoreSpin where each of the node's `node_ranks` ranks has
 // a core of its own. Where they outnumber the cores this process may run on, a
 // spinning waiter holds the core that the rank it waits for needs, so waits
 // sleep at once, except in a short call (this rank sends and receives at most
 // kShortCallBytes by wait_bytes: a barrier, a small broadcast, an all-gather of
 // small blocks), whose waits mostly end within a scheduling round: they spin
 // kShortCallSpin seconds first, which costs less than a wake-up (docs/runtime.md,
-// "Tails").
+// "Tails", has the measurements).
+constexpr double kOwnCoreSpin = 2e-3;
 constexpr uint64_t kShortCallBytes = 16 << 10;
 constexpr double kShortCallSpin = 200e-6;
-double spin_budget(const Bootstrap& settings, int node_ranks, uint64_t call_bytes);
+double spin_budget(const ExecutorSettings& settings, int node_ranks, uint64_t call_bytes);
 // The bytes rank `me` sends or waits for in a call of `s`: its send or receive
 // buffer, its node's ranks' share of it where the result is every rank's block
 // (all-gather, gather).
@@ -57,7 +67,7 @@ class Executor final : private FrameSink {
   // Attaches itself to `transport` as its frame sink. comm_id: the id every
   // frame of this communicator carries (agreed at set-up). Reads the timeout,
   // spin budget and test hooks from `settings`.
-  Executor(Transport& transport, const Topology& topo, int me, uint64_t comm_id, const Bootstrap& settings);
+  Executor(Transport& transport, const Topology& topo, int me, uint64_t comm_id, const ExecutorSettings& settings);
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
@@ -140,7 +150,7 @@ class Executor final : private FrameSink {
   const int me_, node_;
   const uint64_t comm_id_;
   const double timeout_;
-  const Bootstrap spin_settings_;  // RAILCOLL_SPIN_US, for spin_budget at each call
+  const ExecutorSettings settings_;  // RAILCOLL_SPIN_US, for spin_budget at each call
   const int node_ranks_;
   double spin_seconds_;  // the current call's (spin_budget)
   const uint64_t replay_call_;  // RAILCOLL_TEST_REPLAY_CALL

@@ -1,7 +1,7 @@
 // Running one rank's program of a schedule (executor.hpp). What crosses a
 // process boundary goes through the Transport; the checks a frame must pass
 // against the plan are plan.cpp's (match_frame, Arrivals).
-#include "runtime/executor.hpp"
+#include "runtime/engine/executor.hpp"
 
 #include <sched.h>
 
@@ -9,19 +9,28 @@
 #include <cstring>
 #include <sstream>
 
-#include "runtime/net.hpp"
-#include "runtime/reduce.hpp"
+#include "runtime/bootstrap/net.hpp"
+#include "runtime/engine/reduce.hpp"
 
 namespace railcoll::rt {
 
-Executor::Executor(Transport& transport, const Topology& topo, int me, uint64_t comm_id, const Bootstrap& settings)
+ExecutorSettings ExecutorSettings::from(const Settings& s) {
+  ExecutorSettings e;
+  e.timeout = s.seconds(Setting::Timeout);
+  if (s.given(Setting::SpinUs)) e.spin_seconds = static_cast<double>(s.integer(Setting::SpinUs)) * 1e-6;
+  e.replay_call = static_cast<uint64_t>(s.integer(Setting::TestReplayCall));
+  return e;
+}
+
+Executor::Executor(Transport& transport, const Topology& topo, int me, uint64_t comm_id,
+                   const ExecutorSettings& settings)
     : t_(transport),
       topo_(topo),
       me_(me),
       node_(topo.node_of(me)),
       comm_id_(comm_id),
       timeout_(settings.timeout),
-      spin_settings_(settings),
+      settings_(settings),
       node_ranks_(topo.node_size(topo.node_of(me))),
       spin_seconds_(spin_budget(settings, node_ranks_, 0)),
       replay_call_(settings.replay_call),
@@ -37,10 +46,10 @@ static int usable_cores() {
   return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
 }
 
-double spin_budget(const Bootstrap& settings, int node_ranks, uint64_t call_bytes) {
-  if (settings.spin_given) return settings.spin_seconds;
+double spin_budget(const ExecutorSettings& settings, int node_ranks, uint64_t call_bytes) {
+  if (settings.spin_seconds >= 0) return settings.spin_seconds;
   const int cores = usable_cores();
-  if (cores <= 0 || node_ranks <= cores) return settings.spin_seconds;
+  if (cores <= 0 || node_ranks <= cores) return kOwnCoreSpin;
   return call_bytes <= kShortCallBytes ? kShortCallSpin : 0.0;
 }
 
@@ -363,7 +372,7 @@ void Executor::start(const Plan& p, const Buffers& b) {
     throw RuntimeError(Status::Internal, p.what + ": a user operator's call without its function");
   plan_ = &p;
   bufs_ = b;
-  spin_seconds_ = spin_budget(spin_settings_, node_ranks_, wait_bytes(s, me_));
+  spin_seconds_ = spin_budget(settings_, node_ranks_, wait_bytes(s, me_));
   guard([&] {
     t_.begin_call();
     if (scratch_.size() < s.scratch_bytes[me_]) scratch_.resize(s.scratch_bytes[me_]);

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/schedule.hpp"
-#include "runtime/wire.hpp"
+#include "runtime/transport/wire.hpp"
 
 namespace railcoll::rt {
 

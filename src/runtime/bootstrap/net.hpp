@@ -40,11 +40,11 @@ void set_nonblocking(int fd);
 // Who is on the other end, for log lines: "198.18.0.2:40112" or "local process 1234".
 std::string describe_peer(int fd);
 void tune_socket(int fd, bool tcp);
-// TCP_NOTSENT_LOWAT on a rail socket (Bootstrap::notsent_lowat); 0 leaves it alone.
+// TCP_NOTSENT_LOWAT on a rail socket (TransportSettings::notsent_lowat); 0 leaves it alone.
 void limit_unsent(int fd, int bytes);
 // Back to the kernel's unsent limit (net.ipv4.tcp_notsent_lowat; by default none).
 void unlimit_unsent(int fd);
-// The first congestion control of a comma-separated list (Bootstrap::tcp_congestion)
+// The first congestion control of a comma-separated list (TransportSettings::tcp_congestion)
 // that the kernel lets this process set on a TCP socket; "" when the list is
 // empty or none could be set (the system's default stays). Returns its name.
 std::string choose_congestion(int fd, const std::string& names);

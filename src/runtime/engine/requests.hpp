@@ -38,8 +38,8 @@
 #include <vector>
 
 #include "core/errors.hpp"
-#include "runtime/bootstrap.hpp"
-#include "runtime/executor.hpp"
+#include "core/settings.hpp"
+#include "runtime/engine/executor.hpp"
 
 namespace railcoll::rt {
 
@@ -86,11 +86,20 @@ class Request {
   std::list<std::vector<char>> kept_;  // a list: no allocation while empty (every blocking call has a Request)
 };
 
+// What the engine reads of the settings (core/settings.hpp).
+struct ProgressSettings {
+  bool thread = true;   // RAILCOLL_PROGRESS_THREAD: drive posted requests on a thread too
+  int nice = 0;         // RAILCOLL_PROGRESS_NICE: the thread's nice value,
+  bool nice_given = false;  // when given (else the process's)
+
+  static ProgressSettings from(const Settings& s);
+};
+
 class Engine {
  public:
-  // rank: this rank (for messages); settings.progress_thread: drive posted
-  // requests on a thread of the engine too, at settings.progress_nice.
-  Engine(Executor& exec, int rank, const Bootstrap& settings);
+  // rank: this rank (for messages); settings: whether a thread drives posted
+  // requests too, and at which nice value.
+  Engine(Executor& exec, int rank, const ProgressSettings& settings);
   ~Engine();  // stops the thread; outstanding requests: see drain()
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;

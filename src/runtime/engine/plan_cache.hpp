@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/plan.hpp"
+#include "runtime/engine/plan.hpp"
 
 namespace railcoll::rt {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/bootstrap.hpp"
+#include "runtime/bootstrap/identity.hpp"
 
 namespace railcoll::rt {
 
@@ -45,13 +45,13 @@ bool unpack_fields(const std::string& packed, std::vector<std::string>* fields);
 class StoreClient;
 class StoreServer;
 
-// The exchange through the key-value store rank 0 serves at settings.store
+// The exchange through the key-value store rank 0 serves at who.store
 // (store.hpp: every client proves the job key first). A single rank needs no
 // store. Exchange k uses keys "ag/k/<rank>".
 class StoreOutOfBand final : public OutOfBand {
  public:
   // Rank 0 starts serving, every rank connects and authenticates, before `deadline`.
-  StoreOutOfBand(const Bootstrap& settings, double deadline);
+  StoreOutOfBand(const Identity& who, const std::string& job_key, double deadline);
   ~StoreOutOfBand() override;
   int rank() const override { return rank_; }
   int size() const override { return size_; }

@@ -1,4 +1,4 @@
-#include "runtime/plan_cache.hpp"
+#include "runtime/engine/plan_cache.hpp"
 
 #include <sstream>
 #include <tuple>

@@ -1,6 +1,6 @@
 // Creating and mapping the node's shared-memory segment (layout in node_shm.hpp).
 // Set-up only: the socket transport calls it once and then hands out the mapping.
-#include "runtime/node_shm.hpp"
+#include "runtime/transport/local/node_shm.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -12,7 +12,7 @@
 #include <exception>
 
 #include "core/errors.hpp"
-#include "runtime/oob.hpp"
+#include "runtime/bootstrap/oob.hpp"
 
 namespace railcoll::rt {
 

@@ -1,4 +1,4 @@
-#include "runtime/reduce.hpp"
+#include "runtime/engine/reduce.hpp"
 
 #include <cstdint>
 #include <cstring>

@@ -1,12 +1,12 @@
 // The out-of-band exchange (oob.hpp): helpers over any OutOfBand, and the one
 // through rank 0's key-value store.
-#include "runtime/oob.hpp"
+#include "runtime/bootstrap/oob.hpp"
 
 #include <cstring>
 
 #include "core/errors.hpp"
-#include "runtime/net.hpp"
-#include "runtime/store.hpp"
+#include "runtime/bootstrap/net.hpp"
+#include "runtime/bootstrap/store.hpp"
 
 namespace railcoll::rt {
 
@@ -75,23 +75,23 @@ bool unpack_fields(const std::string& packed, std::vector<std::string>* fields) 
 
 // ---------------------------------------------------------------- the store
 
-StoreOutOfBand::StoreOutOfBand(const Bootstrap& settings, double deadline)
-    : rank_(settings.rank), size_(settings.size), deadline_(deadline) {
+StoreOutOfBand::StoreOutOfBand(const Identity& who, const std::string& job_key, double deadline)
+    : rank_(who.rank), size_(who.size), deadline_(deadline) {
   if (size_ < 1 || rank_ < 0 || rank_ >= size_)
     throw RuntimeError(Status::Bootstrap,
                        "rank " + std::to_string(rank_) + " is not in [0, size " + std::to_string(size_) + ")");
   if (size_ == 1) return;
-  auto hp = split_host_port(settings.store);
+  auto hp = split_host_port(who.store);
   // MASTER_ADDR may be a host name (torchrun's default is one).
   const std::string address = resolve_ipv4(hp.first, "the store's host");
   if (rank_ == 0) {
     try {
-      server_ = std::make_unique<StoreServer>(address, hp.second, settings.job_key, settings.job_id, size_);
+      server_ = std::make_unique<StoreServer>(address, hp.second, job_key, who.job_id, size_);
     } catch (const RuntimeError& e) {
       throw RuntimeError(Status::Bootstrap, std::string("rank 0 cannot serve the store: ") + e.what());
     }
   }
-  client_ = std::make_unique<StoreClient>(address, hp.second, settings.job_key, settings.job_id, rank_, deadline_);
+  client_ = std::make_unique<StoreClient>(address, hp.second, job_key, who.job_id, rank_, deadline_);
 }
 
 StoreOutOfBand::~StoreOutOfBand() {

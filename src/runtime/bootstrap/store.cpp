@@ -1,4 +1,4 @@
-#include "runtime/store.hpp"
+#include "runtime/bootstrap/store.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "runtime/auth.hpp"
-#include "runtime/net.hpp"
+#include "runtime/bootstrap/auth.hpp"
+#include "runtime/bootstrap/net.hpp"
 
 namespace railcoll::rt {
 

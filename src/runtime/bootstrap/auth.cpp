@@ -1,5 +1,5 @@
 // SHA-256, HMAC and the constant-time compare come from libcrypto (OpenSSL).
-#include "runtime/auth.hpp"
+#include "runtime/bootstrap/auth.hpp"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

@@ -1,4 +1,4 @@
-#include "runtime/plan.hpp"
+#include "runtime/engine/plan.hpp"
 
 #include <algorithm>
 

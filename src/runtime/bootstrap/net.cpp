@@ -1,4 +1,4 @@
-#include "runtime/net.hpp"
+#include "runtime/bootstrap/net.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

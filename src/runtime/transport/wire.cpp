@@ -1,8 +1,8 @@
-#include "runtime/wire.hpp"
+#include "runtime/transport/wire.hpp"
 
 #include <cstring>
 
-#include "runtime/auth.hpp"
+#include "runtime/bootstrap/auth.hpp"
 
 namespace railcoll::rt {
 

@@ -1,5 +1,5 @@
 // Requests and the engine that runs them (requests.hpp).
-#include "runtime/requests.hpp"
+#include "runtime/engine/requests.hpp"
 
 #include <sched.h>
 #include <poll.h>
@@ -12,7 +12,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "runtime/net.hpp"
+#include "runtime/bootstrap/net.hpp"
 
 namespace railcoll::rt {
 
@@ -30,12 +30,16 @@ Status status_of(const std::exception& e) {
 }
 }  // namespace
 
-Engine::Engine(Executor& exec, int rank, const Bootstrap& settings)
-    : exec_(exec),
-      rank_(rank),
-      use_thread_(settings.progress_thread),
-      nice_(settings.progress_nice),
-      nice_given_(settings.progress_nice_given) {}
+ProgressSettings ProgressSettings::from(const Settings& s) {
+  ProgressSettings p;
+  p.thread = s.flag(Setting::ProgressThread);
+  p.nice_given = s.given(Setting::ProgressNice);
+  if (p.nice_given) p.nice = static_cast<int>(s.integer(Setting::ProgressNice));
+  return p;
+}
+
+Engine::Engine(Executor& exec, int rank, const ProgressSettings& settings)
+    : exec_(exec), rank_(rank), use_thread_(settings.thread), nice_(settings.nice), nice_given_(settings.nice_given) {}
 
 Engine::~Engine() {
   {
