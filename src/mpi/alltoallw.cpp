@@ -118,6 +118,31 @@ int alltoallw(Route& route, const void* sendbuf, const Count* sendcounts, const 
                   send.at(), recv.base(), recv.bytes(), recv.at(), &opts);
 }
 
+#if MPI_VERSION >= 4
+// MPI_Alltoallv_c as an alltoallw: its displacements, in elements of the
+// side's one datatype, made bytes, and that datatype for every peer.
+template <class Pass>
+int alltoallv_as_w(Route& route, const void* sendbuf, const MPI_Count* sendcounts, const MPI_Aint* sdispls,
+                   MPI_Datatype sendtype, void* recvbuf, const MPI_Count* recvcounts, const MPI_Aint* rdispls,
+                   MPI_Datatype recvtype, Pass pass) {
+  const int n = route.open() ? route.size() : 0;
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  // Empty when the datatype or the displacements are missing: the route declines then.
+  auto in_bytes = [n](const MPI_Aint* displs, MPI_Datatype type) {
+    std::vector<MPI_Aint> out;
+    MPI_Aint lb = 0, extent = 0;
+    if (!displs || type == MPI_DATATYPE_NULL || PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS) return out;
+    for (int i = 0; i < n; ++i) out.push_back(displs[i] * extent);
+    return out;
+  };
+  const std::vector<MPI_Aint> rbytes = in_bytes(rdispls, recvtype), sbytes = in_place ? rbytes : in_bytes(sdispls, sendtype);
+  const std::vector<MPI_Datatype> rtypes(static_cast<size_t>(n), recvtype), stypes(static_cast<size_t>(n), sendtype);
+  auto at = [](const std::vector<MPI_Aint>& v) { return v.empty() ? nullptr : v.data(); };
+  return alltoallw(route, sendbuf, sendcounts, at(sbytes), stypes.data(), recvbuf, recvcounts, at(rbytes),
+                   rtypes.data(), pass);
+}
+#endif
+
 }  // namespace
 
 }  // namespace railcoll::mpi
@@ -176,6 +201,35 @@ int MPI_Ialltoallw_c(const void* sendbuf, const MPI_Count sendcounts[], const MP
   return alltoallw(route, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, [&] {
     return PMPI_Ialltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
                              request);
+  });
+}
+
+int MPI_Alltoallv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype,
+                    void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype,
+                    MPI_Comm comm) {
+  Route route(Coll::Alltoallv, comm);
+  return alltoallv_as_w(route, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, [&] {
+    return PMPI_Alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+  });
+}
+
+int MPI_Ialltoallv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype,
+                     void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype,
+                     MPI_Comm comm, MPI_Request* request) {
+  Route route(Coll::Alltoallv, comm, Mode::Nonblocking, request);
+  return alltoallv_as_w(route, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, [&] {
+    return PMPI_Ialltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+                             request);
+  });
+}
+
+int MPI_Alltoallv_init_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
+                         MPI_Datatype sendtype, void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                         MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  Route route(Coll::Alltoallv, comm, Mode::Persistent, request);
+  return alltoallv_as_w(route, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, [&] {
+    return PMPI_Alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+                                 info, request);
   });
 }
 

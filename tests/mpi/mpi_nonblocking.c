@@ -65,7 +65,9 @@ static void expect(int form, int coll, MPI_Comm comm, int railcoll_can) {
 }
 
 /* ---- one collective of a batch ---- */
-enum { VECTOR_ALLGATHER = NCOLL, USER_OP_ALLREDUCE, NKINDS };
+/* The collectives before SCAN (this test posts no scan, exscan or alltoallw:
+ * tests/mpi/mpi_scan.c does), then two variants of them. */
+enum { VECTOR_ALLGATHER = SCAN, USER_OP_ALLREDUCE, NKINDS };
 typedef struct {
   int kind, call, root, n; /* n: bytes (or ints) per block */
   int persistent;          /* made by the persistent form (MPI_Allgather_init ...) */

@@ -16,10 +16,11 @@
  *            buffer, the gaps checked untouched), in place, MPI_Ialltoallw and
  *            the persistent form;
  *  large count  where the MPI has them (MPICH): MPI_Allreduce_c, MPI_Scan_c,
- *            MPI_Iexscan_c with the matrix product, MPI_Alltoallw_c;
+ *            MPI_Iexscan_c with the matrix product, MPI_Alltoallw_c,
+ *            MPI_Alltoallv_c, MPI_Bcast_c, MPI_Allgather_c, MPI_Igather_c;
  * on MPI_COMM_WORLD and on a split whose rank order is the reverse of the
- * world's (odd and even ranks), where rank order is what a scan and a
- * non-commutative operator must follow.
+ * world's, where rank order is what a scan and a non-commutative operator
+ * must follow.
  *
  * Prints the report the library should give (railcoll-mpi-expect lines, as
  * tests/mpi/mpi_collectives.c), "scan correct: N wrong", and a digest of
@@ -511,7 +512,45 @@ static void test_large_count(MPI_Comm comm, const char* where) {
     if (in[2 * p] != cross(p, me, 0, call) || in[2 * p + 1] != cross(p, me, 1, call))
       FAIL("%s: MPI_Alltoallw_c: the block from rank %d is wrong", where, p);
   }
-  free(counts), free(displs), free(types), free(out), free(in);
+  free(types);
+  /* alltoallv_c (served as alltoallw): 2 int64 to every peer, displacements in elements */
+  call = ++call_no;
+  for (int p = 0; p < n; ++p) {
+    displs[p] = (MPI_Aint)(2 * (n - 1 - p)); /* blocks in reverse peer order */
+    out[2 * (n - 1 - p)] = cross(me, p, 0, call), out[2 * (n - 1 - p) + 1] = cross(me, p, 1, call);
+  }
+  expect(0, ALLTOALLV, comm, 1);
+  MPI_Alltoallv_c(out, counts, displs, MPI_INT64_T, in, counts, displs, MPI_INT64_T, comm);
+  for (int p = 0; p < n; ++p) {
+    const int64_t* got = &in[2 * (n - 1 - p)];
+    mix(got, 16);
+    if (got[0] != cross(p, me, 0, call) || got[1] != cross(p, me, 1, call))
+      FAIL("%s: MPI_Alltoallv_c: the block from rank %d is wrong", where, p);
+  }
+  /* the calls of one count per side: bcast_c, allgather_c, igather_c */
+  call = ++call_no;
+  int64_t word = me == 0 ? cross(0, 0, 7, call) : 0;
+  expect(0, BCAST, comm, 1);
+  MPI_Bcast_c(&word, 1, MPI_INT64_T, 0, comm);
+  mix(&word, 8);
+  if (word != cross(0, 0, 7, call)) FAIL("%s: MPI_Bcast_c: %lld", where, (long long)word);
+  int64_t mine2[2] = {cross(me, 0, 0, call), cross(me, 0, 1, call)};
+  expect(0, ALLGATHER, comm, 1);
+  MPI_Allgather_c(mine2, 2, MPI_INT64_T, in, 2, MPI_INT64_T, comm);
+  for (int p = 0; p < n; ++p) {
+    mix(&in[2 * p], 16);
+    if (in[2 * p] != cross(p, 0, 0, call) || in[2 * p + 1] != cross(p, 0, 1, call))
+      FAIL("%s: MPI_Allgather_c: the block of rank %d is wrong", where, p);
+  }
+  expect(1, GATHER, comm, 1);
+  MPI_Igather_c(mine2, 2, MPI_INT64_T, in, 2, MPI_INT64_T, n - 1, comm, &req);
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  for (int p = 0; me == n - 1 && p < n; ++p) {
+    mix(&in[2 * p], 16);
+    if (in[2 * p] != cross(p, 0, 0, call) || in[2 * p + 1] != cross(p, 0, 1, call))
+      FAIL("%s: MPI_Igather_c: the block of rank %d is wrong", where, p);
+  }
+  free(counts), free(displs), free(out), free(in);
 #else
   (void)comm, (void)where;
 #endif
@@ -539,10 +578,10 @@ int main(int argc, char** argv) {
   MPI_Op_create(strided_sum, 1, &gapped_op);
 
   test_all(MPI_COMM_WORLD, "MPI_COMM_WORLD");
-  MPI_Comm parity;
-  MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, -world_rank, &parity);
-  test_all(parity, world_rank % 2 ? "odd ranks, reversed" : "even ranks, reversed");
-  MPI_Comm_free(&parity);
+  MPI_Comm reversed;  /* every rank, in the reverse of the world's order */
+  MPI_Comm_split(MPI_COMM_WORLD, 0, -world_rank, &reversed);
+  test_all(reversed, "every rank, reversed");
+  MPI_Comm_free(&reversed);
 
   MPI_Op_free(&mat_op);
   MPI_Op_free(&sum_op);
