@@ -265,7 +265,7 @@ int mode_correct(railcoll_comm_t comm) {
   if (check_user_ops(comm, mat_op, sum_op)) return 1;
   if (railcoll_op_free(&mat_op) != RAILCOLL_OK || railcoll_op_free(&sum_op) != RAILCOLL_OK)
     FAIL("railcoll_op_free: %s", railcoll_last_error());
-  printf("rank %d: calls correct (%d calls)\n", rank_, call_no);
+  mp::say("rank %d: calls correct (%d calls)\n", rank_, call_no);
   return 0;
 }
 
@@ -329,7 +329,7 @@ int mode_badargs(railcoll_comm_t comm) {
   const std::string algo = "auto";
   if (check_mats("allreduce", algo, res, big.size(), 0, size_, 2)) return 1;
   railcoll_op_free(&mat_op);
-  printf("rank %d: bad arguments rejected\n", rank_);
+  mp::say("rank %d: bad arguments rejected\n", rank_);
   return 0;
 }
 
@@ -345,7 +345,9 @@ int main(int argc, char** argv) {
   }
   rank_ = railcoll_comm_rank(comm);
   size_ = railcoll_comm_size(comm);
-  const int rc = mode == "correct" || mode == "quick" ? mode_correct(comm) : mode == "badargs" ? mode_badargs(comm) : 2;
-  railcoll_comm_destroy(comm);
-  return rc;
+  // The verdict is printed after the communicator is destroyed (mp::finish):
+  // a crash or hang at destroy fails the check.
+  return mp::finish(comm, mode == "correct" || mode == "quick" ? mode_correct(comm)
+                          : mode == "badargs"                 ? mode_badargs(comm)
+                                                               : 2);
 }

@@ -63,6 +63,9 @@ class Call {
   }
   // After the last step so far has ended.
   void at_end(std::function<void()> f) { req_.steps.back().after = std::move(f); }
+  Step& last_step() { return req_.steps.back(); }
+  // The body read RAILCOLL_ROOT_COUNTS (scatterv, gatherv); any other call refuses it.
+  bool took_root_counts = false;
 
  private:
   void push(Step s) {
@@ -82,13 +85,17 @@ class Call {
 };
 
 inline railcoll_status_t check_flags(const char* fn, const railcoll_call_opts_t* opts) {
-  if (opts && (opts->flags & ~RAILCOLL_IN_PLACE)) {
+  const unsigned known = RAILCOLL_IN_PLACE | RAILCOLL_ROOT_COUNTS;
+  if (opts && (opts->flags & ~known)) {
     char bits[32];
-    snprintf(bits, sizeof bits, "0x%x", opts->flags & ~RAILCOLL_IN_PLACE);
-    return fail(RAILCOLL_ERR_ARG, std::string(fn) + ": unknown option flags " + bits + " (RAILCOLL_IN_PLACE is 0x1)");
+    snprintf(bits, sizeof bits, "0x%x", opts->flags & ~known);
+    return fail(RAILCOLL_ERR_ARG, std::string(fn) + ": unknown option flags " + bits +
+                                      " (RAILCOLL_IN_PLACE is 0x1, RAILCOLL_ROOT_COUNTS 0x2)");
   }
   return RAILCOLL_OK;
 }
+
+inline bool root_counts(const railcoll_call_opts_t* opts) { return opts && (opts->flags & RAILCOLL_ROOT_COUNTS); }
 
 // Builds a call on a live handle. A failure before the call began (a bad
 // argument, an unknown algorithm, a call the nodes' memory cannot hold) is
@@ -109,6 +116,8 @@ railcoll_status_t build(railcoll_comm_t handle, const char* fn, const railcoll_c
       if (railcoll_status_t bad = check_flags(fn, opts)) return bad;
       Call call(c, req);
       if (railcoll_status_t bad = body(call)) return bad;
+      if (root_counts(opts) && !call.took_root_counts)
+        return fail(RAILCOLL_ERR_ARG, std::string(fn) + ": RAILCOLL_ROOT_COUNTS is for scatterv and gatherv only");
       return then(c);
     });
     if (st != RAILCOLL_OK && c->comm->broken().empty()) {
@@ -128,7 +137,7 @@ railcoll_status_t blocking(railcoll_comm_t handle, const char* fn, const railcol
   return build(handle, fn, opts, req, body, [&](railcoll_comm* c) {
     for (Step& s : req.steps) {
       if (s.before) s.before(s);
-      c->comm->run(*s.plan, s.bufs);
+      if (s.plan) c->comm->run(*s.plan, s.bufs);  // no plan: nothing to do this time
       if (s.after) s.after();
     }
     return RAILCOLL_OK;

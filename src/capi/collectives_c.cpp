@@ -17,7 +17,6 @@ using namespace railcoll::capi;
 
 namespace {
 
-
 railcoll_status_t gather_call(Call& call, const void* sendbuf, void* recvbuf, std::vector<uint64_t> counts,
                               const railcoll_call_opts_t* opts) {
   const int me = call.rank();
@@ -163,11 +162,65 @@ void alltoallv_steps(Call& call, const Layout& send, const void* send_at, const 
   });
 }
 
+// With RAILCOLL_ROOT_COUNTS a rank other than the root reads counts[rank]
+// alone: its own count in its place, zeros elsewhere (empty: read them all).
+std::vector<size_t> own_count_only(Call& call, const size_t* counts, int root, const railcoll_call_opts_t* opts) {
+  if (!root_counts(opts) || call.rank() == root || !counts) return {};
+  call.took_root_counts = true;
+  std::vector<size_t> own(static_cast<size_t>(call.size()), 0);
+  own[static_cast<size_t>(call.rank())] = counts[call.rank()];
+  return own;
+}
+
+// scatterv and gatherv with RAILCOLL_ROOT_COUNTS, in two steps of one request
+// as alltoallv: the root's counts broadcast, then the call planned from them
+// once this rank's own count (`mine`) is checked against the root's. A
+// persistent call keeps them after its first start, where the first step has
+// nothing left to do. `counts` are the root's at the root.
+void root_counts_steps(Call& call, railcoll::Collective coll, int root, const std::vector<uint64_t>& counts, uint64_t mine,
+                       const void* send, void* recv, const railcoll_call_opts_t* opts, const railcoll::AlgoOptions& args) {
+  call.took_root_counts = true;
+  const int n = call.size(), me = call.rank();
+  const size_t row = static_cast<size_t>(n) * sizeof(uint64_t);
+  auto* shared = reinterpret_cast<uint64_t*>(call.room(row));
+  if (me == root) std::copy(counts.begin(), counts.end(), shared);
+  railcoll::AlgoOptions at_root;
+  at_root.root = root;
+  railcoll_call_opts_t plain{};
+  call.step(railcoll::Collective::Bcast, me == root ? shared : nullptr, me == root ? nullptr : shared,
+            std::vector<uint64_t>(n, row), &plain, at_root);
+  railcoll_comm* c = call.c;
+  const std::string algorithm = opts && opts->algorithm ? opts->algorithm : "";
+  auto planned = std::make_shared<std::shared_ptr<const railcoll::rt::Plan>>();
+  // The broadcast's plan, dropped once the counts are known (persistent starts after the first).
+  auto& first = call.last_step();
+  first.before = [planned, share_plan = first.plan, old = std::move(first.before)](Step& s) {
+    if (old) old(s);
+    s.plan = *planned ? nullptr : share_plan;
+  };
+  call.step_planned_later([=](Step& s) {
+    if (!*planned) {
+      if (shared[me] != mine)
+        throw railcoll::InputError(std::string(railcoll::collective_name(coll)) + ": the root's counts give rank " +
+                                   std::to_string(me) + " " + std::to_string(shared[me]) + " bytes, but it passes " +
+                                   std::to_string(mine));
+      railcoll_call_opts_t named{};
+      named.algorithm = algorithm.empty() ? nullptr : algorithm.c_str();
+      *planned = railcoll::capi::choose_plan(c, coll, std::vector<uint64_t>(shared, shared + n), &named, args);
+    }
+    s.plan = *planned;
+    s.bufs = {send, recv};
+  });
+}
+
 // scatter and scatterv: counts[r] bytes for rank r, at displs in the root's sendbuf.
 railcoll_status_t scatter_call(Call& call, railcoll::Collective coll, const void* sendbuf, const size_t* counts,
                                const size_t* displs, void* recvbuf, int root, const railcoll_call_opts_t* opts) {
   if (railcoll_status_t st = check_root(call, root)) return st;
   const int n = call.size(), me = call.rank();
+  const bool v_root_counts = coll == railcoll::Collective::Scatterv && root_counts(opts);
+  const std::vector<size_t> own = v_root_counts ? own_count_only(call, counts, root, opts) : std::vector<size_t>{};
+  if (!own.empty()) counts = own.data();
   if (railcoll_status_t st = check_counts(counts, n, "counts")) return st;
   const Layout l(counts, displs, n);
   const bool at_root = me == root, in_place = at_root && in_place_call(opts);
@@ -181,7 +234,10 @@ railcoll_status_t scatter_call(Call& call, railcoll::Collective coll, const void
   const void* send = at_root ? packed_input(call, sendbuf, l) : nullptr;
   railcoll::AlgoOptions args;
   args.root = root;
-  call.step(coll, send, recvbuf, std::vector<uint64_t>(counts, counts + n), opts, args);
+  if (v_root_counts)
+    root_counts_steps(call, coll, root, std::vector<uint64_t>(counts, counts + n), counts[me], send, recvbuf, opts, args);
+  else
+    call.step(coll, send, recvbuf, std::vector<uint64_t>(counts, counts + n), opts, args);
   return RAILCOLL_OK;
 }
 
@@ -394,24 +450,30 @@ RAILCOLL_THREE_FORMS(gatherv,
                      opts, [&](Call& call) {
                        if (railcoll_status_t st = check_root(call, root)) return st;
                        const int n = call.size(), me = call.rank();
-                       if (railcoll_status_t st = check_counts(counts, n, "counts")) return st;
-                       const Layout l(counts, displs, n);
+                       const std::vector<size_t> own = own_count_only(call, counts, root, opts);
+                       const size_t* sizes = own.empty() ? counts : own.data();
+                       if (railcoll_status_t st = check_counts(sizes, n, "counts")) return st;
+                       const Layout l(sizes, displs, n);
                        const bool at_root = me == root, in_place = at_root && in_place_call(opts);
                        const size_t recv_end = at_root ? l.extent() : 0;
                        if (recv_end > 0 && !recvbuf)
                          return fail(RAILCOLL_ERR_ARG, "recvbuf is NULL at the root with a non-zero size");
-                       if (counts[me] > 0 && !sendbuf && !in_place)
+                       if (sizes[me] > 0 && !sendbuf && !in_place)
                          return fail(RAILCOLL_ERR_ARG, "sendbuf is NULL with a non-zero size");
                        const void* send = sendbuf;
                        if (in_place)  // the root's block is already in place in recvbuf
-                         send = call.copy_at_start(static_cast<char*>(recvbuf) + l.offset(me), counts[me]);
-                       else if (at_root && overlap(sendbuf, counts[me], recvbuf, recv_end))
+                         send = call.copy_at_start(static_cast<char*>(recvbuf) + l.offset(me), sizes[me]);
+                       else if (at_root && overlap(sendbuf, sizes[me], recvbuf, recv_end))
                          return overlap_error();
                        void* recv = at_root ? packed_output(call, recvbuf, l) : nullptr;
                        railcoll::AlgoOptions args;
                        args.root = root;
-                       call.step(railcoll::Collective::Gatherv, send, recv, std::vector<uint64_t>(counts, counts + n),
-                                 opts, args);
+                       const std::vector<uint64_t> bytes(sizes, sizes + n);
+                       if (root_counts(opts))
+                         root_counts_steps(call, railcoll::Collective::Gatherv, root, bytes, sizes[me], send, recv, opts,
+                                           args);
+                       else
+                         call.step(railcoll::Collective::Gatherv, send, recv, bytes, opts, args);
                        if (at_root) unpack_output(call, recv, recvbuf, l);
                        return RAILCOLL_OK;
                      })

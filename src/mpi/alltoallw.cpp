@@ -61,6 +61,7 @@ class Side {
       return;
     }
     base_ = call.staging(slot, total);
+    for (DataView& v : b.views) v = call.held(v);  // pending calls keep their datatypes, whatever the program frees
     std::shared_ptr<const Blocks> kept = blocks_;
     char* base = base_;
     const std::vector<size_t> at = at_;

@@ -93,8 +93,8 @@ int allgatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype se
     std::vector<int> counts, displs;
     char* block(int r) const { return buf + static_cast<MPI_Aint>(displs[r]) * element.extent; }
   };
-  auto b = std::make_shared<Blocks>(Blocks{call.staging(Staging::Recv, total), static_cast<char*>(recvbuf), element, at,
-                                           std::vector<int>(recvcounts, recvcounts + n),
+  auto b = std::make_shared<Blocks>(Blocks{call.staging(Staging::Recv, total), static_cast<char*>(recvbuf),
+                                           call.held(element), at, std::vector<int>(recvcounts, recvcounts + n),
                                            std::vector<int>(displs, displs + n)});
   if (in_place)
     call.before([b, me] { pack_into(b->staged + b->at[me], b->block(me), static_cast<uint64_t>(b->counts[me]), b->element); });
