@@ -273,6 +273,8 @@ void Comm::run(const Plan& p, const Buffers& b) {
 }
 
 void Comm::post(const std::shared_ptr<Request>& r) { impl_->engine->post(r); }
+void Comm::post_message(const std::shared_ptr<Request>& r) { impl_->engine->post_message(r); }
+void Comm::withdraw(const std::shared_ptr<Request>& r) { impl_->engine->withdraw(r); }
 bool Comm::test(Request& r) { return impl_->engine->test(r); }
 void Comm::wait(Request& r) { impl_->engine->wait(r); }
 void Comm::progress() { impl_->engine->poll(); }

@@ -1,6 +1,7 @@
 // Element-wise reduction kernels of the reduce operations (reduce: dst = dst
 // op src; reduce_before: dst = src op dst), for the predefined operators and
-// for a user's function.
+// for a user's function: the one implementation every schedule's Reduce op
+// runs (executor.cpp).
 #pragma once
 #include <cstddef>
 #include <vector>
@@ -9,8 +10,8 @@
 
 namespace railcoll::rt {
 
-// bytes is a whole number of elements; the buffers may be unaligned.
-// src_first: dst = src op dst.
+// bytes is a whole number of elements; the buffers may be unaligned. Runs the
+// best kernels this CPU has (best_kernels()). src_first: dst = src op dst.
 void reduce_into(DataType t, ReduceOp op, void* dst, const void* src, size_t bytes, bool src_first = false);
 
 // A reduction operator of the program's own (ReduceOp::User), which a call
@@ -28,5 +29,15 @@ struct UserOp {
 // goes through `tmp` (a copy of src, then dst = tmp); a commutative one is
 // called as src op dst.
 void reduce_user(const UserOp& op, void* dst, const void* src, size_t bytes, bool src_first, std::vector<char>* tmp);
+
+// Which kernels float32, float16 and bfloat16 sums, products, minima and
+// maxima use (the other types are plain loops): every set gives the same bits
+// as the portable one. Picked once per process from the CPU (cpuid).
+enum class Kernels { Portable, Avx2, Avx512 };
+Kernels best_kernels();
+bool kernels_supported(Kernels k);  // on this CPU
+const char* kernels_name(Kernels k);  // "portable", "avx2", "avx512"
+// reduce_into with the given set (it must be supported): for tests and `railcoll bench --reduce`.
+void reduce_into_with(Kernels k, DataType t, ReduceOp op, void* dst, const void* src, size_t bytes);
 
 }  // namespace railcoll::rt
