@@ -20,7 +20,7 @@
  *            MPI_Alltoallv_c, MPI_Bcast_c, MPI_Allgather_c, MPI_Igather_c;
  * on MPI_COMM_WORLD and on a split whose rank order is the reverse of the
  * world's, where rank order is what a scan and a non-commutative operator
- * must follow.
+ * must follow; then on each rank alone (every call MPI's).
  *
  * Prints the report the library should give (railcoll-mpi-expect lines, as
  * tests/mpi/mpi_collectives.c), "scan correct: N wrong", and a digest of
@@ -582,6 +582,13 @@ int main(int argc, char** argv) {
   MPI_Comm_split(MPI_COMM_WORLD, 0, -world_rank, &reversed);
   test_all(reversed, "every rank, reversed");
   MPI_Comm_free(&reversed);
+  /* Each rank alone: every call MPI's own (one rank), after the served
+   * persistent calls above were freed (MPICH 4.0.2 hung here while the
+   * library's persistent requests were receives from MPI_PROC_NULL). */
+  MPI_Comm alone;
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank, 0, &alone);
+  test_all(alone, "each rank alone");
+  MPI_Comm_free(&alone);
 
   MPI_Op_free(&mat_op);
   MPI_Op_free(&sum_op);
