@@ -36,7 +36,18 @@ RC=$BIN/railcoll
 out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err" "$log"' EXIT
 
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
+# Each passing check's served calls (the report's railcoll=N>0 lines) with
+# the program that made them, for scripts/mpi_table.py (docs/mpi.md's table):
+# $BUILD/mpi-served/ABI.log, started afresh by a local run.
+served_log=$BUILD/mpi-served
+[ "$MODE" = local ] && { mkdir -p "$served_log"; for a in "${ABIS[@]}"; do : >"$served_log/$a.log"; done; }
+last_prog='' last_abi=''
+note_served() {
+  [ "$MODE" = local ] && [ -n "$last_prog" ] || return 0
+  grep -oE '^railcoll-mpi: rank [0-9]+: MPI_[A-Za-z_]+ railcoll=[1-9]' "$err" | awk -v p="$last_prog" '{print p "\t" $4}' |
+    sort -u >>"$served_log/$last_abi.log"
+}
+ok() { pass=$((pass + 1)); echo "ok   $*"; note_served; }
 bad() {
   fail=$((fail + 1))
   echo "FAIL $*"
@@ -77,6 +88,10 @@ launch() {
     [ "$PRELOAD" = 1 ] && cmd+=(-genv LD_PRELOAD "$(lib_of mpich)")
     for e in "${envs[@]}"; do cmd+=(-genv "${e%%=*}" "${e#*=}"); done
   fi
+  last_abi=$abi last_prog=''
+  [ "$PRELOAD" = 1 ] && for a in "$@"; do
+    case $a in "$BIN"/*) last_prog=${a##*/} last_prog=${last_prog%_"$abi"}; break ;; esac
+  done
   timeout 400 "${cmd[@]}" "$@" >"$out" 2>"$err"
 }
 
