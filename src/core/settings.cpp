@@ -78,6 +78,14 @@ const std::vector<SettingSpec> kTable = {
    "the float32/float16/bfloat16 reduction kernels, for comparison (unset: the best this CPU has)", 0, 0,
    "portable,avx2,avx512", true},
 
+  {Setting::FlightRecords, "RAILCOLL_FLIGHT_RECORDS", K::Integer, "calls", "256", "runtime/observe",
+   "the flight recorder's ring: the last calls each rank keeps, written out when a call fails (0: off)", 0,
+   1 << 20},
+  {Setting::FlightDir, "RAILCOLL_FLIGHT_DIR", K::Text, "path", "", "runtime/observe",
+   "where flight records go; given, each rank also writes its record at the end (unset: $TMPDIR/railcoll-flight-UID)"},
+  {Setting::Trace, "RAILCOLL_TRACE", K::Text, "path", "", "runtime/observe",
+   "a directory: each rank writes the trace-event JSON of every call there (unset: no trace)"},
+
   {Setting::Tuning, "RAILCOLL_TUNING", K::Text, "path", "", "select",
    "a tuning file whose rules come before the defaults (docs/selection.md)", 0, 0, "", true},
   {Setting::CollAlgo, "RAILCOLL_<COLL>_ALGO", K::Text, "algorithm", "auto", "select",
