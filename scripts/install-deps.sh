@@ -14,7 +14,7 @@ debian_packages=(cmake g++ make ninja-build libgtest-dev iproute2 util-linux
                  openmpi-bin libopenmpi-dev python3 python3-pip clang libclang-rt-14-dev
                  nlohmann-json3-dev pkg-config libssl-dev mpich libmpich-dev python3-mpi4py python3-numpy
                  libfabric-dev gfortran)
-python_modules=(matplotlib)
+python_modules=(matplotlib jsonschema)
 
 missing=()
 for p in "${debian_packages[@]}"; do
