@@ -10,11 +10,17 @@ set -euo pipefail
 # python3-mpi4py + python3-numpy: the mpi4py test of it (Debian's mpi4py is built on Open MPI).
 # libfabric-dev: the libfabric (OFI) transport, RAILCOLL_TRANSPORT=ofi (-DRAILCOLL_WITH_OFI=OFF builds without).
 # gfortran: the Fortran test programs of the MPI layer (mpifort of both MPIs, tests/mpi).
+# slurmctld slurmd slurm-client munge: Slurm on the emulated cluster (railcoll cluster slurm up); Debian's
+# slurm-wlm-basic-plugins, which they pull in, has the mpi/pmix and mpi/pmi2 plugins (srun --mpi=pmix|pmi2).
+# libpmix-dev: the PMIx bootstrap (pmix.h; libpmix is loaded when a PMIx server started the process);
+# libpmi2-0-dev: Slurm's PMI-2 client header, for the same where only PMI-2 is offered.
 debian_packages=(cmake g++ make ninja-build libgtest-dev iproute2 util-linux
                  openmpi-bin libopenmpi-dev python3 python3-pip clang libclang-rt-14-dev
                  nlohmann-json3-dev pkg-config libssl-dev mpich libmpich-dev python3-mpi4py python3-numpy
-                 libfabric-dev gfortran)
-python_modules=(matplotlib jsonschema)
+                 libfabric-dev gfortran slurmctld slurmd slurm-client munge libpmix-dev libpmi2-0-dev)
+# Python modules as "import name:PyPI name". scikit-build-core: the build backend of
+# python/pyproject.toml, here for builds without pip's isolation (the wheel test).
+python_modules=(matplotlib jsonschema scikit_build_core:scikit-build-core)
 
 missing=()
 for p in "${debian_packages[@]}"; do
@@ -32,10 +38,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 py=$(command -v python3)
-for m in "${python_modules[@]}"; do
+for entry in "${python_modules[@]}"; do
+  m=${entry%%:*} pkg=${entry#*:}
   if ! "$py" -c "import $m" 2>/dev/null; then
-    echo "install-deps: installing Python module $m"
-    "$py" -m pip install -q "$m" 2>/dev/null || "$py" -m pip install -q --break-system-packages "$m"
+    echo "install-deps: installing Python module $pkg"
+    "$py" -m pip install -q "$pkg" 2>/dev/null || "$py" -m pip install -q --break-system-packages "$pkg"
   fi
 done
 

@@ -14,7 +14,9 @@
 # call validated; tables with algbw/busbw (nccl-tests) and the binding bound
 # (rail or compute). Writes results/<regime>/<collective>.{json,csv,png,txt},
 # and results/results.md: the table docs/results.md opens with
-# (`railcoll report results`). Without root: local processes, one regime.
+# (`railcoll report results`). The cluster needs root; without root the job
+# stops, unless asked for local processes (`make run LOCAL=1`, or --local
+# here): it never measures something other than the cluster unasked.
 #
 #   FULL=1 make run (or scripts/main-job.sh --full): the full sweep instead:
 #   every algorithm of every collective, every oneCCL setting, 3 rounds, the
@@ -23,7 +25,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RC=build/bin/railcoll
 full=${FULL:-0}
-[ "${1:-}" = --full ] && full=1
+for arg in "$@"; do [ "$arg" = --full ] && full=1; done
 start=$(date +%s)
 
 "$RC" show allgather --algo bruck --ranks 9 --rails 2 | tail -4
@@ -78,8 +80,22 @@ run_regime() {
   echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$dir/NOTE"
 }
 
+local=0
+for arg in "$@"; do
+  case "$arg" in
+    --local) local=1 ;;
+    --full) ;;
+    *) echo "usage: scripts/main-job.sh [--local] [--full]" >&2; exit 2 ;;
+  esac
+done
+if [ "$local" = 0 ] && [ "$(id -u)" != 0 ]; then
+  echo "make run: the emulated cluster needs root (network namespaces); run as root, or ask for" >&2
+  echo "          8 local processes in 2 pretend nodes with 2 loopback rails: make run LOCAL=1" >&2
+  exit 2
+fi
+
 mkdir -p results
-if [ "$(id -u)" = 0 ]; then
+if [ "$local" = 0 ]; then
   # The cluster is one machine-wide resource: held under the lock while it is up.
   exec 9>/tmp/railcoll-cluster.lock
   flock 9
@@ -94,8 +110,7 @@ if [ "$(id -u)" = 0 ]; then
   "$RC" cluster down >/dev/null
   regimes=(results/faithful results/1gbit)
 else
-  echo "make run: not root, so no emulated cluster (network namespaces need root);"
-  echo "          running 8 local processes in 2 pretend nodes with 2 loopback rails instead"
+  echo "make run: local processes, as asked (LOCAL=1): 8 in 2 pretend nodes with 2 loopback rails"
   run_regime local --local -n 8 --ppn 4 --rails 2
   regimes=(results/local)
 fi

@@ -18,6 +18,7 @@
 #include "core/errors.hpp"
 #include "testbed/cluster_job.hpp"
 #include "testbed/spawn.hpp"
+#include "testbed/where.hpp"
 
 namespace railcoll::bench {
 
@@ -61,7 +62,7 @@ Placement choose_placement(const PlacementRequest& req) {
   if (!req.layout.empty() && (req.n > 0 || req.ppn > 0))
     throw InputError("give either --layout or -n/--ppn, not both");
   Placement p;
-  p.cluster = !req.local && cl::usable();
+  p.cluster = testbed::cluster_unless_local(req.local);
   p.rails = req.rails;
   if (!req.layout.empty()) {
     p.layout = req.layout;
@@ -386,7 +387,7 @@ std::vector<BenchRecord> run_peer(const BenchPlan& plan, const BenchContext& ctx
       out = r.out;
       failure = r.status.text();
     }
-  } catch (const InputError& e) {  // no launcher or no library: this row is missing, the others stand
+  } catch (const InputError& e) {  // checked before anything ran (require_mpi_peer), so only a vanished one
     status = 2;
     failure = e.what();
   }
@@ -486,8 +487,24 @@ int default_idle_us(const Placement& where) {
   return static_cast<int>(1.25 * static_cast<double>(cfg->burst_bytes) * 8e6 / static_cast<double>(cfg->rate_bps));
 }
 
+// --mpi asked for Open MPI beside railcoll: without it (mpirun, the benchmark
+// binary, the interposition library) the run would measure less than asked.
+void require_mpi_peer() {
+  testbed::require_peer("mpirun", "Open MPI, the peer --mpi measures against",
+                        "install openmpi-bin and libopenmpi-dev (scripts/install-deps.sh), or leave out --mpi");
+  const std::string self = testbed::self_exe();
+  testbed::require_peer(self.substr(0, self.rfind('/')) + "/railcoll-mpi-bench", "the benchmark --mpi runs",
+                        "it is built when Open MPI's development files are installed (scripts/install-deps.sh)");
+  testbed::mpi_layer_library(testbed::MpiFlavor::OpenMpi);  // the mpi:railcoll row's
+}
+
 int run_bench(const BenchPlan& asked) {
   BenchPlan plan = asked;
+  for (const std::string& peer : plan.peers)
+    if (peer == "mpi" || peer == "mpi-layer") {
+      require_mpi_peer();
+      break;
+    }
   if (plan.background != BackgroundPattern::None && !plan.where.cluster)
     throw InputError("--background needs the emulated cluster (railcoll cluster up)");
   if (plan.idle_us < 0) plan.idle_us = default_idle_us(plan.where);
@@ -497,7 +514,7 @@ int run_bench(const BenchPlan& asked) {
   if (plan.where.cluster)
     std::cout << "railcoll bench: on the emulated cluster: " << plan.where.text() << "\n";
   else
-    std::cout << "railcoll bench: no emulated cluster is up: local processes, " << plan.where.text() << "\n";
+    std::cout << "railcoll bench: local processes (--local), " << plan.where.text() << "\n";
   if (plan.idle_us > 0 && traits(plan.collective).moves_data)
     std::cout << "railcoll bench: every timed call, on both sides, starts after " << plan.idle_us
               << " us of rest (the rails' shaper refills its burst; --idle-us)\n";
@@ -532,6 +549,7 @@ int run_bench(const BenchPlan& asked) {
   };
   const std::vector<std::string> transports =
       plan.transport == "both" ? std::vector<std::string>{"tcp", "ofi"} : std::vector<std::string>{plan.transport};
+  std::string failed_rows;  // a peer's row that failed fails the run, after the others are reported
   for (int round = 0; round < rounds; ++round) {
     if (rounds > 1) std::cout << "\n# round " << round + 1 << " of " << rounds << "\n" << std::flush;
     std::vector<BenchRecord> this_round;
@@ -554,6 +572,8 @@ int run_bench(const BenchPlan& asked) {
     }
     for (const PeerRow& row : rows) {
       auto peer = run_peer(plan, ctx, row, rounds);
+      if (peer.empty() && failed_rows.find(row.label) == std::string::npos)
+        failed_rows += std::string(failed_rows.empty() ? "" : ", ") + row.label;
       if (rounds > 1) std::cout << "# " << row.label << ": " << peer.size() << " sizes\n" << std::flush;
       keep(peer);
     }
@@ -602,6 +622,10 @@ int run_bench(const BenchPlan& asked) {
     if (ctx.rail_bits_per_s > 0) title += " x " + number_text(ctx.rail_bits_per_s / 1e9) + " Gbit/s";
     title += " (" + ctx.where + ")";
     if (write_plot(recs, plan.plot, title)) std::cout << "wrote " << plan.plot << "\n";
+  }
+  if (!failed_rows.empty()) {
+    std::cerr << "railcoll bench: " << failed_rows << " failed (above): the results lack them\n";
+    return 1;
   }
   return 0;
 }

@@ -1,6 +1,6 @@
 // The benchmark's driver (`railcoll bench` started by hand): it starts the
-// workers (bench/harness.hpp) as the ranks of a job on the emulated cluster
-// when one is up, else as local processes; runs them again under background
+// workers (bench/harness.hpp) as the ranks of a job on the emulated cluster,
+// or as local processes when asked (--local); runs them again under background
 // traffic when asked; runs Open MPI's collectives on the same ranks
 // (railcoll-mpi-bench), and railcoll's through that same MPI program (the MPI
 // interposition library preloaded: mpi:railcoll); then prints the summary and
@@ -31,11 +31,11 @@ struct PlacementRequest {
   std::vector<int> layout;
 };
 
-// The cluster when one is up and usable (unless `local`), else local
-// processes. Ranks per node: --layout; else -n in nodes of --ppn (the
-// cluster's ppn, locally -n in one node) with the rest on a last, smaller node;
-// else --ppn on every node (locally 2 nodes); else the cluster's shape
-// (locally 2 nodes of 4). Never more ranks than asked: a layout that does not
+// The cluster when one is up and usable, local processes when `local`;
+// neither: an InputError saying how to get one (testbed/where.hpp). Ranks per
+// node: --layout; else -n in nodes of --ppn (the cluster's ppn, locally -n in
+// one node) with the rest on a last, smaller node; else --ppn on every node
+// (locally 2 nodes); else the cluster's shape (locally 2 nodes of 4). Never more ranks than asked: a layout that does not
 // fit the cluster is an InputError.
 Placement choose_placement(const PlacementRequest& request);
 

@@ -13,7 +13,9 @@
 #include "core/errors.hpp"
 #include "core/registry.hpp"
 #include "railcoll/railcoll.h"
+#include "runtime/bootstrap/launcher_exchange.hpp"
 #include "runtime/comm.hpp"
+#include "runtime/bootstrap/net.hpp"
 #include "select/select.hpp"
 
 namespace railcoll::capi {
@@ -90,10 +92,11 @@ struct Planner {
 }  // namespace
 
 // The algorithm for a call: the per-call option, else RAILCOLL_<COLL>_ALGO, else
-// the tuning file, else the default rules (src/select/select.hpp), then the
-// software form of a hardware algorithm. A rule's choice whose schedule the
-// nodes' shared memory cannot hold (RAILCOLL_SHM_MIB) is passed over for one
-// that fits; every rank knows every node's capacity, so all pick alike.
+// the tuning file, else the default rules (src/select/select.hpp); a hardware
+// algorithm is refused (the runtime has no such hardware). A rule's choice
+// whose schedule the nodes' shared memory cannot hold (RAILCOLL_SHM_MIB) is
+// passed over for one that fits; every rank knows every node's capacity, so all
+// pick alike.
 namespace {
 
 Chosen choose_anew(railcoll_comm* c, railcoll::Collective collective, const std::vector<uint64_t>& counts,
@@ -105,13 +108,15 @@ Chosen choose_anew(railcoll_comm* c, railcoll::Collective collective, const std:
       collective, c->comm->topo(), largest, requested,
       [p = &planner](const std::string& name) { return p->unfit(name); });  // one pointer: no allocation
   const std::string software = railcoll::software_equivalent(collective, choice.algorithm);
-  if (!planner.out.plan || planner.out.algorithm != software) planner.plan(choice.algorithm);
-  if (software == choice.algorithm && choice.passed_over.empty()) return std::move(planner.out);
   const std::string coll = railcoll::collective_name(collective);
+  // Running the software twin under the hardware algorithm's name would
+  // measure something other than what was asked: whoever wants it names it.
   if (software != choice.algorithm)
-    report_once(c, coll + "/" + choice.algorithm,
-                coll + "/" + choice.algorithm + " needs network hardware this cluster lacks; running " + coll + "/" +
-                    software + " instead");
+    throw railcoll::Error(railcoll::Status::Unsupported,
+                          coll + "/" + choice.algorithm + " (" + choice.origin +
+                              ") needs network hardware this cluster lacks; ask for its software form, " + coll + "/" +
+                              software + ", by name");
+  if (!planner.out.plan || planner.out.algorithm != software) planner.plan(choice.algorithm);
   if (!choice.passed_over.empty())
     report_once(c, coll + " " + choice.passed_over.substr(0, choice.passed_over.find(' ')) + " -> " + software,
                 coll + ": " + choice.passed_over + "; running " + coll + "/" + software + " (" + choice.origin +
@@ -182,7 +187,14 @@ railcoll_status_t railcoll_comm_init(railcoll_comm_t* out) {
   using railcoll::rt::Comm;
   return railcoll::capi::make_handle(out, "railcoll_comm_init", [](const Comm::Check& check) {
     std::exception_ptr bad_setting;
-    const railcoll::Settings settings = railcoll::Settings::from_environment(&bad_setting);
+    // Under srun --mpi=pmix|pmi2, mpirun or prterun: the launcher's own
+    // exchange, no store (src/runtime/bootstrap/launcher_exchange.hpp).
+    railcoll::Settings settings = railcoll::Settings::from_environment(&bad_setting);
+    const double deadline = railcoll::rt::now_seconds() + settings.seconds(railcoll::Setting::Timeout);
+    if (auto x = railcoll::rt::launcher_exchange(settings, deadline)) {
+      const railcoll::rt::Identity who = railcoll::rt::launcher_identity(*x, &settings);
+      return std::make_unique<Comm>(who, settings, *x, settings_then(bad_setting, check));
+    }
     return std::make_unique<Comm>(railcoll::rt::identity_from_env(settings), settings,
                                   settings_then(bad_setting, check));
   });

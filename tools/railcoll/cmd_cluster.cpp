@@ -1,4 +1,4 @@
-// railcoll cluster up|status|down|ceiling|run|mpirun|torchrun: the emulated multi-rail cluster
+// railcoll cluster up|status|down|ceiling|run|mpirun|torchrun|slurm: the emulated multi-rail cluster
 // (docs/cluster.md). Exit status: 0 ok, 1 failed (a command, a check, a
 // job), 2 bad usage or wrong state, 3 (status only) no cluster; run, mpirun
 // and torchrun exit with the job's status.
@@ -17,6 +17,7 @@
 #include "testbed/ceiling.hpp"
 #include "testbed/cluster.hpp"
 #include "testbed/cluster_job.hpp"
+#include "cmd_cluster_slurm.hpp"
 #include "usage.hpp"
 
 namespace railcoll::cli {
@@ -97,7 +98,7 @@ std::string rate_words(const cl::Config& c) {
 int cluster_up(const std::vector<std::string>& argv) {
   std::set<std::string> valued = {"nodes", "ppn", "rails", "rate"};
   valued.insert(kCeilingValued.begin(), kCeilingValued.end());
-  Args a(argv, {}, valued);
+  Args a(argv, {"slurm"}, valued);
   no_positional(a);
   cl::Config c;
   c.nodes = static_cast<int>(a.integer("nodes", 4, 1, cl::kMaxNodes));
@@ -156,6 +157,11 @@ int cluster_up(const std::vector<std::string>& argv) {
   std::cout << "cluster up: " << plural(c.nodes, "node") << " (rc-n0..rc-n" << c.nodes - 1 << "), "
             << plural(c.ppn, "rank") << " per node, " << plural(c.rails, "rail") << " (" << cl::rail_subnets(c.rails)
             << ") at " << rate_words(c) << " each way\n";
+  if (a.flag("slurm") && slurm_up_on(c, "up") != 0) {
+    cl::down();
+    std::cerr << "railcoll cluster up: took the cluster down again\n";
+    return 1;
+  }
   return 0;
 }
 
@@ -270,6 +276,7 @@ int cluster_down(const std::vector<std::string>& argv) {
   cl::Present before = cl::scan();
   int stopped = 0;
   try {
+    slurm_down_said("down");  // its controller and munged live outside the nodes
     stopped = cl::down();
   } catch (const cl::CommandError& e) {
     return fail("down", e.what(), 1);
@@ -407,6 +414,7 @@ int cmd_cluster(const std::vector<std::string>& args) {
     if (verb == "run") return cluster_run(rest);
     if (verb == "mpirun") return cluster_mpirun(rest);
     if (verb == "torchrun") return cluster_torchrun(rest);
+    if (verb == "slurm") return cluster_slurm(rest);
   } catch (const UsageError& e) {
     return fail(verb, e.what(), 2);
   } catch (const HelpRequested&) {
@@ -420,7 +428,7 @@ int cmd_cluster(const std::vector<std::string>& args) {
     return fail(verb, e.what(), 1);
   }
   throw UsageError("unknown verb '" + verb +
-                   "' (up, status, down, ceiling, run, mpirun, torchrun; railcoll cluster --help)");
+                   "' (up, status, down, ceiling, run, mpirun, torchrun, slurm; railcoll cluster --help)");
 }
 
 }  // namespace railcoll::cli
