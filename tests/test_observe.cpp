@@ -288,3 +288,60 @@ TEST(FlightRecorder, KeepsTheLastCallsInAFixedRing) {
 }
 
 }  // namespace
+
+// RAILCOLL_RAILS in NCCL's socket/HCA grammar (net.hpp, choose_rails).
+namespace {
+
+const std::vector<Interface> kIfs = {{"docker0", "172.17.0.1"}, {"eth0", "10.0.0.5"}, {"eth1", "10.0.1.5"},
+                                     {"ib0", "192.168.0.5"},    {"lo", "127.0.0.1"},  {"rail0", "198.18.0.5"},
+                                     {"rail1", "198.19.0.5"},   {"rail10", "198.20.0.5"}};
+
+std::string names(const std::vector<ChosenRail>& rails) {
+  std::string s;
+  for (auto& r : rails) s += (s.empty() ? "" : ",") + r.name;
+  return s;
+}
+
+TEST(RailsSpec, UnsetTakesEveryInterfaceButLoopback) {
+  EXPECT_EQ(names(choose_rails("", kIfs)), "docker0,eth0,eth1,ib0,rail0,rail1,rail10");
+  EXPECT_EQ(choose_rails("", {{"lo", "127.0.0.1"}})[0].addr, "127.0.0.1");
+}
+
+TEST(RailsSpec, PrefixesTakeEveryInterfaceThatBeginsSoInTheListsOrder) {
+  EXPECT_EQ(names(choose_rails("ib,eth", kIfs)), "ib0,eth0,eth1");
+  auto r = choose_rails("eth", kIfs);
+  EXPECT_EQ(r[1].addr, "10.0.1.5");
+  EXPECT_EQ(r[1].why, "prefix 'eth'");
+}
+
+TEST(RailsSpec, AnExactNameMatchesItselfAlone) {
+  EXPECT_EQ(names(choose_rails("rail1", kIfs)), "rail1");  // not rail10
+  EXPECT_EQ(names(choose_rails("=rail0,rail1", kIfs)), "rail0,rail1");
+  EXPECT_THROW(choose_rails("=rail", kIfs), RuntimeError);  // = takes no prefixes
+}
+
+TEST(RailsSpec, ExclusionsTakeEveryOtherInterfaceButLoopback) {
+  EXPECT_EQ(names(choose_rails("^docker,eth", kIfs)), "ib0,rail0,rail1,rail10");
+  EXPECT_EQ(names(choose_rails("^=rail1", kIfs)), "docker0,eth0,eth1,ib0,rail0,rail10");
+  EXPECT_THROW(choose_rails("^d,e,i,r", kIfs), RuntimeError);
+}
+
+TEST(RailsSpec, SubnetsAndAddressesAsBefore) {
+  auto r = choose_rails("10.0.1.0/24,127.0.0.2", kIfs);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].name, "eth1");
+  EXPECT_EQ(r[0].why, "subnet 10.0.1.0/24");
+  EXPECT_EQ(r[1].addr, "127.0.0.2");
+  EXPECT_THROW(choose_rails("10.9.0.0/16", kIfs), RuntimeError);
+}
+
+TEST(RailsSpec, AnEntryThatMatchesNothingSaysWhatTheHostHas) {
+  try {
+    choose_rails("myri", kIfs);
+    FAIL() << "no error";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("this host has: docker0, eth0"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

@@ -39,7 +39,8 @@ const std::vector<SettingSpec> kTable = {
   {Setting::JobKey, "RAILCOLL_JOB_KEY", K::Text, "secret", "", "runtime/bootstrap",
    "the job's secret every store and data connection proves (unset: none)", 0, 0, "", false, true},
   {Setting::Rails, "RAILCOLL_RAILS", K::Text, "list", "", "runtime/comm",
-   "rails: interfaces, subnets or addresses, comma-separated (unset: the up non-loopback IPv4 interfaces)"},
+   "rails, as NCCL_SOCKET_IFNAME: name prefixes (eth,ib), =exact names, ^exclusions, subnets, addresses "
+   "(unset: the up non-loopback IPv4 interfaces)"},
   {Setting::Timeout, "RAILCOLL_TIMEOUT", K::Seconds, "seconds", "60", "runtime/comm",
    "how long set-up and every wait of a call may take", 0, 86400 * 7},
   {Setting::ShmMib, "RAILCOLL_SHM_MIB", K::Integer, "MiB", "256", "runtime/comm",
