@@ -92,6 +92,9 @@ Chosen choose(railcoll_comm* c, Collective collective, const std::vector<uint64_
 std::shared_ptr<const rt::Plan> choose_plan(railcoll_comm* c, Collective collective, const std::vector<uint64_t>& counts,
                                             const railcoll_call_opts_t* opts, const AlgoOptions& args);
 
+// The user operator of a railcoll_op_t value, or null (ops_c.cpp).
+std::shared_ptr<const rt::UserOp> find_user_op(int op);
+
 // A new handle for `call` on c (requests_c.cpp).
 railcoll_request_t make_request(railcoll_comm* c, std::shared_ptr<rt::Request> call);
 

@@ -40,6 +40,9 @@ constexpr CollName kCollNames[kColls] = {
     {"MPI_Scatter", "scatter"},
     {"MPI_Scatterv", "scatterv"},
     {"MPI_Gatherv", "gatherv"},
+    {"MPI_Scan", "scan"},
+    {"MPI_Exscan", "exscan"},
+    {"MPI_Alltoallw", "alltoallw"},
 };
 
 constexpr const char* kReasonTexts[kReasons] = {
@@ -306,6 +309,7 @@ int MPI_Finalize(void) {
     comms_finalize();
     requests_forget();
     datatypes_finalize();
+    ops_finalize();
     thread_stage().release();
     if (L.poke != MPI_COMM_NULL) PMPI_Comm_free(&L.poke);
     L.started = false;

@@ -396,6 +396,8 @@ void Executor::start(const Plan& p, const Buffers& b) {
     throw RuntimeError(Status::Unsupported, p.what + " needs " + std::to_string(s.node_counters) +
                                                 " node counters; the shared segment has " +
                                                 std::to_string(kMaxNodeCounters));
+  if (s.redop == ReduceOp::User && (!b.op || b.op->elem_bytes != s.elem_bytes))
+    throw RuntimeError(Status::Internal, p.what + ": a user operator's call without its function");
   plan_ = &p;
   bufs_ = b;
   spin_seconds_.store(spin_budget(settings_, node_ranks_, wait_bytes(s, me_)), std::memory_order_relaxed);
@@ -479,8 +481,16 @@ bool Executor::run_program() {
         for (auto& sg : op.segs) memmove(resolve(sg.dst), resolve(sg.src), sg.src.length);
         break;
       case OpKind::Reduce:
-        for (auto& sg : op.segs) reduce_into(s.dtype, s.redop, resolve(sg.dst), resolve(sg.src), sg.src.length);
+      case OpKind::ReduceBefore: {
+        const bool src_first = op.kind == OpKind::ReduceBefore;
+        for (auto& sg : op.segs) {
+          if (s.redop == ReduceOp::User)
+            reduce_user(*bufs_.op, resolve(sg.dst), resolve(sg.src), sg.src.length, src_first, &reduce_tmp_);
+          else
+            reduce_into(s.dtype, s.redop, resolve(sg.dst), resolve(sg.src), sg.src.length, src_first);
+        }
         break;
+      }
       case OpKind::Put:
         if (memcpy_put(topo_, me_, op)) {  // into this node's shared buffer: a memcpy, then the counter
           for (auto& sg : op.segs) memcpy(resolve(sg.dst), resolve(sg.src), sg.src.length);

@@ -23,14 +23,18 @@
 #include "core/settings.hpp"
 #include "runtime/engine/mailbox.hpp"
 #include "runtime/engine/plan.hpp"
+#include "runtime/engine/reduce.hpp"
 #include "runtime/transport/transport.hpp"
 
 namespace railcoll::rt {
 
-// The user's buffers of one call.
+// The user's buffers of one call, and its reduction function when the
+// schedule's operator is ReduceOp::User (the plan is shared between calls; the
+// function is the call's).
 struct Buffers {
   const void* send = nullptr;
   void* recv = nullptr;
+  std::shared_ptr<const UserOp> op = nullptr;
 };
 
 // What the executor reads of the settings (core/settings.hpp).
@@ -198,6 +202,7 @@ class Executor final : private FrameSink {
   size_t messages_due_ = 0;          // messages (puts, notifies) of this call not yet complete
   std::deque<Held> held_;            // frames of calls not entered yet
   std::vector<iovec> send_iov_;      // reused for every put
+  std::vector<char> reduce_tmp_;     // a user operator's right operand (reduce_user)
   std::string broken_;
   // An abort for a call this rank has not entered: this call goes on, that one fails.
   struct LaterAbort {
