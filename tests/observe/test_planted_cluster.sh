@@ -11,7 +11,8 @@
 #     planted_fault_mpi.c): MPI_Error_string gives railcoll's words;
 #   a traced 1 MiB all-gather (test_trace_format.py cluster).
 # Each fault must end every rank's call within the deadline with a message that
-# names the rank behind (and the step, the peer and the rail waited for), the
+# names the rank behind (and the step, the peer and the rail waited for: the
+# peer may be the next link of a chain, a node-mate waiting for it), the
 # launcher must say where it gathered the ranks' flight records, and
 # `railcoll doctor` on them must name the rank behind.
 #   usage: test_planted_cluster.sh RAILCOLL PLANTED_FAULT [PLANTED_FAULT_MPI|""] [ofi|no-ofi]
@@ -102,7 +103,7 @@ check_fault skip "rank $VICTIM" "rank $VICTIM.* is in a different call than this
 
 run sleep cluster run --timeout 60 -- "$PF" sleep
 check_fault sleep "rank $VICTIM" \
-  "(wait, step [0-9]*), waiting for rank $VICTIM on .*rank $VICTIM did not answer a liveness probe.*likely cause: rank $VICTIM is gone" \
+  "(wait, step [0-9]*), waiting for rank [0-9]* on .*rank $VICTIM did not answer a liveness probe.*likely cause: rank $VICTIM is gone" \
   "likely culprit: rank $VICTIM"
 # The victim slept through the failure: its record came from SIGUSR1, sent by the launcher.
 [ -n "$records" ] && grep -q "reason SIGUSR1" "$records"/flight-*-rank$VICTIM.txt 2>/dev/null &&
@@ -140,7 +141,7 @@ check_fault rail "rail 0\|rank [2-3]" "on rail 0; .*likely cause: rail 0 between
 # ---- over libfabric's links
 if [ "$OFI" = ofi ]; then
   RAILCOLL_TRANSPORT=ofi run ofi cluster run --timeout 60 -- "$PF" sleep
-  check_fault ofi "rank $VICTIM" "waiting for rank $VICTIM on .*rank $VICTIM did not answer a liveness probe" \
+  check_fault ofi "rank $VICTIM" "waiting for rank [0-9]* on .*rank $VICTIM did not answer a liveness probe" \
     "likely culprit: rank $VICTIM"
 else
   echo "note: railcoll built without libfabric: no ofi case"
@@ -150,7 +151,7 @@ fi
 if [ -n "$PFMPI" ]; then
   run mpi cluster mpirun --railcoll --timeout 60 -- "$PFMPI"
   check_fault mpi "railcoll: MPI_Allgather: .*rank $VICTIM" \
-    "waiting for rank $VICTIM on .*likely cause: rank $VICTIM is gone" "likely culprit: rank $VICTIM"
+    "waiting for rank [0-9]* on .*likely cause: rank $VICTIM is gone" "likely culprit: rank $VICTIM"
 else
   echo "note: no Open MPI build of the MPI layer: no MPI case"
 fi
