@@ -8,6 +8,7 @@ call, and `railcoll trace --compare` draws the two side by side.   usage: test_t
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -78,6 +79,9 @@ check(rails_seen >= {0, 1}, f"frames arrived on both rails ({sorted(rails_seen)}
 r = subprocess.run([RC, "trace", d], capture_output=True, text=True, timeout=300)
 check(r.returncode == 0 and "slowest call" in r.stdout and "rail 1:" in r.stdout, "railcoll trace sums up: " +
       (r.stdout + r.stderr)[-400:])
+# Both rails busy: the summary gives each rail time ("rail R: B B, busy T rank-us"), as the PNG draws it.
+busy = {int(m.group(1)): float(m.group(2)) for m in re.finditer(r"rail (\d+): \d+ B, busy ([0-9.]+) rank-us", r.stdout)}
+check(busy.get(0, 0) > 0 and busy.get(1, 0) > 0, f"both rails were busy, in rank-us: {busy}")
 merged = os.path.join(d, "trace.json")
 ok = os.path.exists(merged)
 if ok:
