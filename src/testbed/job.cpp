@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -392,7 +393,7 @@ std::map<std::string, std::string> rank_env(int rank, int size, int local_rank, 
 
 // ---------------------------------------------------------------- flight records
 
-JobFlightRecords::JobFlightRecords() {
+JobFlightRecords::JobFlightRecords() : start_(time(nullptr) - 1) {
   if (const char* given = getenv("RAILCOLL_FLIGHT_DIR"); given && *given) {
     dir_ = given;
     return;
@@ -415,12 +416,14 @@ JobFlightRecords::~JobFlightRecords() {
   rmdir(dir_.c_str());
 }
 
-std::vector<int> flight_record_ranks(const std::string& dir) {
+std::vector<int> flight_record_ranks(const std::string& dir, time_t since) {
   std::vector<int> ranks;
   glob_t g{};
   if (glob((dir + "/flight-*-rank*.txt").c_str(), 0, nullptr, &g) == 0)
     for (size_t i = 0; i < g.gl_pathc; ++i) {
       const std::string path = g.gl_pathv[i];
+      struct stat st {};
+      if (stat(path.c_str(), &st) != 0 || st.st_mtime < since) continue;
       const size_t at = path.rfind("-rank");
       const int r = atoi(path.c_str() + at + 5);
       if (std::find(ranks.begin(), ranks.end(), r) == ranks.end()) ranks.push_back(r);
@@ -432,7 +435,7 @@ std::vector<int> flight_record_ranks(const std::string& dir) {
 
 std::string JobFlightRecords::report(const JobResult& result, int ranks) {
   if (result.exit_status == 0 || dir_.empty()) return "";
-  const std::vector<int> have = flight_record_ranks(dir_);
+  const std::vector<int> have = flight_record_ranks(dir_, start_);
   if (have.empty()) return "";  // not a railcoll job, or it failed before any communicator
   keep_ = true;
   std::string list;  // "0-2, 4, 5"

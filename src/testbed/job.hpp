@@ -16,6 +16,7 @@
 // (fault-tolerance jobs whose survivors recover), and the result names the
 // first rank that failed, in time order, with every rank's status.
 #pragma once
+#include <ctime>
 #include <functional>
 #include <map>
 #include <optional>
@@ -87,7 +88,7 @@ std::map<std::string, std::string> rank_env(int rank, int size, int local_rank, 
                                             const std::string& store, const std::string& job_id,
                                             const std::string& job_key, const std::string& rails);
 
-// ---- flight records (docs/observability.md, "Launchers")
+// ---- flight records (docs/observability.md, "Launchers gather them")
 
 // Where the ranks of one job write their flight records, so that a failed
 // job's records are in one place: RAILCOLL_FLIGHT_DIR when the launcher's
@@ -100,19 +101,20 @@ class JobFlightRecords {
   ~JobFlightRecords();
   JobFlightRecords(const JobFlightRecords&) = delete;
   JobFlightRecords& operator=(const JobFlightRecords&) = delete;
-  const std::string& dir() const { return dir_; }
   // After the job: for a failed one, where its records are and how to read
-  // them ("the flight records of ranks 0-4 (5 of 6) are in DIR: railcoll doctor DIR");
-  // "" for one that succeeded or left no record.
+  // them ("the flight records of ranks 0-4 (5 of 6) are in DIR; railcoll
+  // doctor DIR reads them"); "" for one that succeeded or left no record.
   std::string report(const JobResult& result, int ranks);
 
  private:
   std::string dir_;
   bool made_ = false, keep_ = false;
+  time_t start_ = 0;  // records older than the job are another job's
 };
 
-// The ranks with a record (flight-<comm>-rank<R>.txt) in dir, sorted.
-std::vector<int> flight_record_ranks(const std::string& dir);
+// The ranks with a record (flight-<comm>-rank<R>.txt) in dir written since
+// `since` (seconds since the epoch), sorted.
+std::vector<int> flight_record_ranks(const std::string& dir, time_t since = 0);
 
 // ---- layouts: ranks per node, numbered node-major (node 0's ranks first)
 
