@@ -82,7 +82,7 @@ int allgatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype se
   const void* mine = in_place ? nullptr : call.packed(send, sendbuf, Staging::Send);
   if (direct)
     return call.run(railcoll_allgatherv, railcoll_iallgatherv, railcoll_allgatherv_init, rc, mine,
-                    element.at(recvbuf), counts.data(), &opts);
+                    element.at(recvbuf), counts.data(), nullptr, &opts);
   // The blocks' places, kept for packing and unpacking (MPI lets the program
   // reuse its arrays only once the call is complete, but a copy costs little).
   struct Blocks {
@@ -103,7 +103,7 @@ int allgatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype se
       unpack_from(b->staged + b->at[r], b->block(static_cast<int>(r)), static_cast<uint64_t>(b->counts[r]), b->element);
   });
   return call.run(railcoll_allgatherv, railcoll_iallgatherv, railcoll_allgatherv_init, rc, mine, b->staged,
-                  counts.data(), &opts);
+                  counts.data(), nullptr, &opts);
 }
 
 template <class Pass>

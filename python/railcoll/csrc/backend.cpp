@@ -662,7 +662,8 @@ class BackendRailcoll : public c10d::Backend {
         check(railcoll_iallgather(comm_, x.data_ptr(), flat.data_ptr(), bytes_of(x), nullptr, w.next_request()),
               "all_gather");
       else
-        check(railcoll_iallgatherv(comm_, x.data_ptr(), flat.data_ptr(), counts.data(), nullptr, w.next_request()),
+        check(railcoll_iallgatherv(comm_, x.data_ptr(), flat.data_ptr(), counts.data(), nullptr, nullptr,
+                                   w.next_request()),
               "all_gather");
       w.then([flat, outs, counts]() mutable { unpack_bytes(flat, outs, counts); });
     });

@@ -7,7 +7,7 @@
 // after (unpack an output), and the buffers it owns. A persistent request runs
 // again at every start with nothing rebuilt.
 //
-// The Engine runs a communicator's requests one after another in the order
+// The RequestQueue runs a communicator's requests one after another in the order
 // they were posted, which is the order every rank issues them (MPI's rule for
 // collectives on a communicator), on the communicator's one Executor: a call
 // that starts later than a peer's next one finds its early frames held and
@@ -78,7 +78,7 @@ class Request {
   const std::string& message() const { return message_; }
 
  private:
-  friend class Engine;
+  friend class RequestQueue;
   std::atomic<State> state_{State::Inactive};
   Status status_ = Status::Ok;
   std::string message_;
@@ -95,14 +95,14 @@ struct ProgressSettings {
   static ProgressSettings from(const Settings& s);
 };
 
-class Engine {
+class RequestQueue {
  public:
   // rank: this rank (for messages); settings: whether a thread drives posted
   // requests too, and at which nice value.
-  Engine(Executor& exec, int rank, const ProgressSettings& settings);
-  ~Engine();  // stops the thread; outstanding requests: see drain()
-  Engine(const Engine&) = delete;
-  Engine& operator=(const Engine&) = delete;
+  RequestQueue(Executor& exec, int rank, const ProgressSettings& settings);
+  ~RequestQueue();  // stops the thread; outstanding requests: see drain()
+  RequestQueue(const RequestQueue&) = delete;
+  RequestQueue& operator=(const RequestQueue&) = delete;
 
   // Queues an Inactive request and gets it going without blocking. Throws
   // InputError for one already started whose completion was not reported yet.
