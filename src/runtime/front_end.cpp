@@ -227,7 +227,7 @@ void FrontEnd::build(const CallArgs& a, Request& req) {
         wrong("sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
       void* into = receives ? packed_output(steps, recv, l) : nullptr;
       step(l.counts, send, into);
-      if (receives) unpack_output(steps, into, recv, l);
+      if (receives && into != recv) unpack_output(steps, into, recv, l);
       return;
     }
 

@@ -55,9 +55,9 @@ RequestQueue::~RequestQueue() {
 // kThreadGrace, disarmed by a waiter that finished what was outstanding. So a
 // caller that posts and waits at once never wakes the thread, while a caller
 // gone computing has its calls driven from kThreadGrace after the post on
-// (docs/runtime.md, "Calls in the background", has the measurements: a
-// condition variable notified at every post, and arming and disarming a timer
-// due within a millisecond, each cost about 20 us per call here).
+// (a condition variable notified at every post, or a timer due within about a
+// millisecond, cost a large part of a short call: docs/runtime.md, "Calls in
+// the background", has the measurements).
 void RequestQueue::wake_thread_after(std::chrono::nanoseconds delay) {
   if (timer_fd_ < 0) return;
   itimerspec when{};
@@ -222,9 +222,10 @@ void RequestQueue::wait(Request& r) {
     std::lock_guard<std::mutex> q(queue_mu_);
     ++waiters_;
   }
-  // The thread's timer would go off in the middle of the call for nothing (on
-  // the emulated cluster 16 such wake-ups on 2 cores added 220 us to a 470 us
-  // call): a waiter disarms it.
+  // The thread's timer would go off in the middle of the call for nothing, a
+  // wake-up per rank that costs the call as much as it lasts on a crowded node
+  // (docs/results.md, "The measurements behind the runtime's defaults"): a
+  // waiter disarms it.
   wake_thread_after(std::chrono::nanoseconds(0));
   while (r.state() != Request::State::Done) {
     if (drive_mu_.try_lock()) {
