@@ -4,10 +4,11 @@
 #   Open MPI                      -> lib/librailcoll_mpi.so        (pkg-config ompi-c)
 #   MPICH, Intel MPI, MVAPICH...  -> lib/mpich/librailcoll_mpi.so  (pkg-config mpich)
 # Each sits on the shipped C API (librailcoll.so, found beside it or one
-# directory up: RPATH $ORIGIN and $ORIGIN/..) and exports MPI_* alone.
+# directory up: RPATH $ORIGIN and $ORIGIN/..) and exports MPI_* and their
+# Fortran entry points (src/mpi/fortran) alone.
 # Optional: without an MPI library the rest of railcoll builds as usual.
 find_package(PkgConfig QUIET)
-railcoll_sources(MPI_LAYER_SOURCES src/mpi)
+railcoll_sources(MPI_LAYER_SOURCES src/mpi src/mpi/fortran)
 set(RAILCOLL_MPI_LAYERS "")
 function(railcoll_mpi_layer abi module subdir)
   if(PKG_CONFIG_FOUND)
@@ -19,7 +20,7 @@ function(railcoll_mpi_layer abi module subdir)
   endif()
   set(target railcoll_mpi_${abi})
   add_library(${target} SHARED ${MPI_LAYER_SOURCES})
-  target_link_libraries(${target} PRIVATE railcoll PkgConfig::RAILCOLL_${abi})
+  target_link_libraries(${target} PRIVATE railcoll PkgConfig::RAILCOLL_${abi} ${CMAKE_DL_LIBS})
   target_include_directories(${target} PRIVATE ${CMAKE_SOURCE_DIR}/src)
   # MPI's headers declare MPI_* with their own visibility, or none: export by
   # the version script instead.

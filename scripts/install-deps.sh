@@ -9,10 +9,11 @@ set -euo pipefail
 # mpich + libmpich-dev: the MPICH-ABI build of the MPI interposition library (src/mpi) and its tests;
 # python3-mpi4py + python3-numpy: the mpi4py test of it (Debian's mpi4py is built on Open MPI).
 # libfabric-dev: the libfabric (OFI) transport, RAILCOLL_TRANSPORT=ofi (-DRAILCOLL_WITH_OFI=OFF builds without).
+# gfortran: the Fortran test programs of the MPI layer (mpifort of both MPIs, tests/mpi).
 debian_packages=(cmake g++ make ninja-build libgtest-dev iproute2 util-linux
                  openmpi-bin libopenmpi-dev python3 python3-pip clang libclang-rt-14-dev
                  nlohmann-json3-dev pkg-config libssl-dev mpich libmpich-dev python3-mpi4py python3-numpy
-                 libfabric-dev)
+                 libfabric-dev gfortran)
 python_modules=(matplotlib)
 
 missing=()

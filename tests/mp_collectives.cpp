@@ -144,7 +144,7 @@ int mode_correct(railcoll_comm_t comm) {
     if (check_call(comm, algos[i % algos.size()], std::vector<size_t>(size, (i * 977) % 5000), call++, false)) return 1;
     if (i % 7 == 0 && railcoll_barrier(comm) != RAILCOLL_OK) FAIL("barrier: %s", railcoll_last_error());
   }
-  printf("rank %d: %d calls correct\n", rank_, call);
+  mp::say("rank %d: %d calls correct\n", rank_, call);
   return 0;
 }
 
@@ -152,7 +152,7 @@ int mode_correct(railcoll_comm_t comm) {
 int expect_error(railcoll_status_t st, const char* what, double t0) {
   double took = seconds() - t0;
   if (st == RAILCOLL_OK) FAIL("%s: returned success", what);
-  printf("rank %d: %s -> %s after %.1f s: %s\n", rank_, what, railcoll_strerror(st), took, railcoll_last_error());
+  mp::say("rank %d: %s -> %s after %.1f s: %s\n", rank_, what, railcoll_strerror(st), took, railcoll_last_error());
   return 0;
 }
 
@@ -197,7 +197,7 @@ int mode_badargs(railcoll_comm_t comm) {
   if (railcoll_allgather(fresh, send.data(), recv.data(), 8, nullptr) != RAILCOLL_OK)
     FAIL("allgather on a new communicator after bad arguments: %s", railcoll_last_error());
   railcoll_comm_destroy(fresh);
-  printf("rank %d: bad arguments rejected\n", rank_);
+  mp::say("rank %d: bad arguments rejected\n", rank_);
   return 0;
 }
 
@@ -278,13 +278,13 @@ int mode_onerank(railcoll_comm_t comm) {
     railcoll_status_t st = k.call(comm, bad, culprit);
     double took = seconds() - t0;
     std::string msg = railcoll_last_error();
-    printf("rank %d: %s -> %s after %.3f s: %s\n", rank_, k.what, railcoll_strerror(st), took, msg.c_str());
+    mp::say("rank %d: %s -> %s after %.3f s: %s\n", rank_, k.what, railcoll_strerror(st), took, msg.c_str());
     if (!bad && st == RAILCOLL_OK && k.senders_may_finish) {  // then its next call
       t0 = seconds();
       st = railcoll_barrier(comm);
       took = seconds() - t0;
       msg = railcoll_last_error();
-      printf("rank %d: %s: the next call -> %s after %.3f s: %s\n", rank_, k.what, railcoll_strerror(st), took,
+      mp::say("rank %d: %s: the next call -> %s after %.3f s: %s\n", rank_, k.what, railcoll_strerror(st), took,
              msg.c_str());
     }
     if (bad && (st != RAILCOLL_ERR_ARG || msg.find(k.culprit_says) == std::string::npos))
@@ -310,7 +310,7 @@ int mode_onerank(railcoll_comm_t comm) {
     comm = nullptr;
     ++done;
   }
-  printf("rank %d: %d one-rank mistakes: the culprit's own error, RAILCOLL_ERR_PEER on the others, slowest %.3f s after the mistake\n",
+  mp::say("rank %d: %d one-rank mistakes: the culprit's own error, RAILCOLL_ERR_PEER on the others, slowest %.3f s after the mistake\n",
          rank_, done, slowest);
   return 0;
 }
@@ -339,7 +339,7 @@ int mode_shmfit(railcoll_comm_t comm) {
   railcoll_comm_destroy(fresh);
   if (st != RAILCOLL_ERR_UNSUPPORTED || why.find("RAILCOLL_SHM_MIB") == std::string::npos)
     FAIL("smp_direct, too big for the shared memory: %s: %s", railcoll_strerror(st), why.c_str());
-  printf("rank %d: auto ran %s where the shared memory is too small, byte-exact; smp_direct named: %s\n", rank_,
+  mp::say("rank %d: auto ran %s where the shared memory is too small, byte-exact; smp_direct named: %s\n", rank_,
          chosen, railcoll_strerror(st));
   return 0;
 }
@@ -360,7 +360,7 @@ int mode_twice(railcoll_comm_t a) {
   if (railcoll_comm_init(&c) != RAILCOLL_OK) FAIL("a third communicator: %s", railcoll_last_error());
   if (check_call(c, "auto", std::vector<size_t>(size, 4096), call++, false)) return 1;
   railcoll_comm_destroy(c);
-  printf("rank %d: two communicators from the environment at once, and a third, correct (%d calls)\n", rank_, call);
+  mp::say("rank %d: two communicators from the environment at once, and a third, correct (%d calls)\n", rank_, call);
   return 0;
 }
 
@@ -396,7 +396,7 @@ int mode_replay(railcoll_comm_t comm) {
   double t0 = seconds();
   railcoll_status_t st = railcoll_barrier(comm);
   if (st != RAILCOLL_OK) {
-    printf("rank %d: replayed frame refused in the barrier -> %s after %.1f s: %s\n", rank_, railcoll_strerror(st),
+    mp::say("rank %d: replayed frame refused in the barrier -> %s after %.1f s: %s\n", rank_, railcoll_strerror(st),
            seconds() - t0, railcoll_last_error());
     return 0;
   }
@@ -412,7 +412,7 @@ int mode_replay(railcoll_comm_t comm) {
     for (size_t i = 0; i < bytes; ++i) old += recv[r * bytes + i] == pattern(r, 0, i) && pattern(r, 0, i) != pattern(r, 1, i);
     if (old > bytes / 2) FAIL("%zu bytes of rank %d's block are call 1's: the replayed frame was written", old, r);
   }
-  printf("rank %d: replayed frame refused -> %s after %.1f s: %s\n", rank_, railcoll_strerror(st), seconds() - t0,
+  mp::say("rank %d: replayed frame refused -> %s after %.1f s: %s\n", rank_, railcoll_strerror(st), seconds() - t0,
          railcoll_last_error());
   return 0;
 }
@@ -444,10 +444,10 @@ int mode_loop(railcoll_comm_t comm, size_t bytes, const std::string& algo) {
   bool names = false;
   for (size_t at = msg.find(name); at != std::string::npos && !names; at = msg.find(name, at + 1))
     names = at + name.size() == msg.size() || !isdigit(static_cast<unsigned char>(msg[at + name.size()]));
-  printf("rank %d: peer failure -> %s after %.2f s in call %d (names %s: %s): %s\n", rank_, railcoll_strerror(st), took,
+  mp::say("rank %d: peer failure -> %s after %.2f s in call %d (names %s: %s): %s\n", rank_, railcoll_strerror(st), took,
          call, name.c_str(), names ? "yes" : "no", msg.c_str());
   st = railcoll_allgather(comm, send.data(), recv.data(), bytes, &o);
-  printf("rank %d: next call -> %s: %s\n", rank_, railcoll_strerror(st), railcoll_last_error());
+  mp::say("rank %d: next call -> %s: %s\n", rank_, railcoll_strerror(st), railcoll_last_error());
   railcoll_comm_destroy(comm);
   const char* store = getenv("MP_RECOVERY_STORE");
   const char* job = getenv("MP_RECOVERY_JOB");
@@ -463,7 +463,7 @@ int mode_loop(railcoll_comm_t comm, size_t bytes, const std::string& algo) {
   if (bad) return 1;
   if (railcoll_barrier(again) != RAILCOLL_OK) FAIL("barrier on the new communicator: %s", railcoll_last_error());
   railcoll_comm_destroy(again);
-  printf("rank %d: recovered as rank %d of %d, open files %d before and %d after\n", rank_, me, size - 1, fds_at_start,
+  mp::say("rank %d: recovered as rank %d of %d, open files %d before and %d after\n", rank_, me, size - 1, fds_at_start,
          open_fds());
   return 0;
 }
@@ -499,12 +499,12 @@ int mode_steady(railcoll_comm_t comm, size_t bytes, const std::string& algo, dou
     ++per_second[second];
     fewest_rails = std::min(fewest_rails, railcoll_comm_rails_up(comm));
   }
-  printf("rank %d: steady %d calls correct, 0 failed; rails up: fewest %d, at the end %d\n", rank_, call, fewest_rails,
+  mp::say("rank %d: steady %d calls correct, 0 failed; rails up: fewest %d, at the end %d\n", rank_, call, fewest_rails,
          railcoll_comm_rails_up(comm));
   if (rank_ == 0) {
-    printf("calls per second:");
-    for (int n : per_second) printf(" %d", n);
-    printf("\n");
+    mp::say("calls per second:");
+    for (int n : per_second) mp::say(" %d", n);
+    mp::say("\n");
   }
   return 0;
 }
@@ -553,7 +553,7 @@ int mode_soak(railcoll_comm_t comm, int calls, unsigned seed) {
 #else
   const char* note = "";
 #endif
-  printf("rank %d: soak %d calls correct; open files %d -> %d, peak RSS %ld -> %ld KiB (first half, second half)%s\n",
+  mp::say("rank %d: soak %d calls correct; open files %d -> %d, peak RSS %ld -> %ld KiB (first half, second half)%s\n",
          rank_, calls, fds_warm, open_fds(), peak[0], peak[1], note);
   return 0;
 }
@@ -588,7 +588,6 @@ int main(int argc, char** argv) {
            : mode == "loop"      ? mode_loop(comm, argc > 2 ? strtoul(argv[2], nullptr, 0) : 65536,
                                              argc > 3 ? argv[3] : "auto")
                                  : 2;
-  if (mode == "loop" || mode == "onerank" || mode == "twice") return rc;  // they destroyed it themselves
-  railcoll_comm_destroy(comm);
-  return rc;
+  // loop, onerank and twice destroyed theirs themselves
+  return mp::finish(mode == "loop" || mode == "onerank" || mode == "twice" ? nullptr : comm, rc);
 }

@@ -1,9 +1,11 @@
-// What the multi-process test programs (mp_collectives, mp_more_collectives)
-// share: the calling rank for messages, a failure macro, the byte pattern of
-// (rank, call, index), and the registered algorithms of a collective.
+// What the multi-process test programs (mp_collectives, mp_more_collectives,
+// ...) share: the calling rank for messages, a failure macro, the byte pattern
+// of (rank, call, index), the registered algorithms of a collective, and the
+// report a rank prints only once its communicators are destroyed.
 #pragma once
 #include <railcoll/railcoll.h>
 
+#include <cstdarg>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -28,6 +30,33 @@ inline std::vector<std::string> algorithms(const std::string& collective) {
   }
   if (!v.empty()) v.push_back("auto");
   return v;
+}
+
+// What a rank reports on stdout (the lines the test scripts count) is held
+// back until its communicators are destroyed: a crash or a hang at destroy
+// must fail the check that counts them (tests/check_lib.sh), not follow them.
+inline std::string report;
+__attribute__((format(printf, 1, 2))) inline void say(const char* format, ...) {
+  char line[4096];
+  va_list ap;
+  va_start(ap, format);
+  vsnprintf(line, sizeof line, format, ap);
+  va_end(ap);
+  report += line;
+}
+// Destroys `comm` (null: the mode destroyed its own), then prints the report;
+// returns the exit status (a failed destroy fails the rank).
+inline int finish(railcoll_comm_t comm, int rc) {
+  if (comm) {
+    railcoll_status_t st = railcoll_comm_destroy(comm);
+    if (st != RAILCOLL_OK) {
+      fprintf(stderr, "rank %d: railcoll_comm_destroy: %s: %s\n", rank, railcoll_strerror(st), railcoll_last_error());
+      if (rc == 0) rc = 1;
+    }
+  }
+  fputs(report.c_str(), stdout);
+  fflush(stdout);
+  return rc;
 }
 
 }  // namespace mp

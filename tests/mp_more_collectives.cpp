@@ -181,7 +181,7 @@ int mode_correct(railcoll_comm_t comm, const std::string& dir) {
     for (int rep = 0; rep < 3; ++rep)
       if (check_barrier(comm, algo, dir, call++)) return 1;
   unsetenv("RAILCOLL_BARRIER_ALGO");
-  printf("rank %d: %d calls correct\n", rank_, call);
+  mp::say("rank %d: %d calls correct\n", rank_, call);
   return 0;
 }
 
@@ -219,7 +219,7 @@ int mode_badargs(railcoll_comm_t comm) {
   st = railcoll_allreduce(fresh, &one, &sum, 1, RAILCOLL_INT32, RAILCOLL_SUM, nullptr);
   railcoll_comm_destroy(fresh);
   if (st != RAILCOLL_OK || sum != size_) FAIL("allreduce on a new communicator: %s (sum %d)", railcoll_last_error(), sum);
-  printf("rank %d: bad arguments rejected\n", rank_);
+  mp::say("rank %d: bad arguments rejected\n", rank_);
   return 0;
 }
 
@@ -238,7 +238,7 @@ int mode_mismatch(railcoll_comm_t comm, const std::string& what) {
     when = " (on its next call)";
   }
   if (st == RAILCOLL_OK) FAIL("%s with mismatched counts returned success", what.c_str());
-  printf("rank %d: %s with mismatched counts -> %s%s: %s\n", rank_, what.c_str(), railcoll_strerror(st), when,
+  mp::say("rank %d: %s with mismatched counts -> %s%s: %s\n", rank_, what.c_str(), railcoll_strerror(st), when,
          railcoll_last_error());
   return 0;
 }
@@ -258,6 +258,5 @@ int main(int argc, char** argv) {
            : mode == "badargs"  ? mode_badargs(comm)
            : mode == "mismatch" ? mode_mismatch(comm, arg)
                                 : 2;
-  railcoll_comm_destroy(comm);
-  return rc;
+  return mp::finish(comm, rc);
 }

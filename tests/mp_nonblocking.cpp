@@ -11,12 +11,23 @@
 //            rank, no hang.
 //  die       the last rank exits with calls posted; every survivor's requests
 //            fail with an error naming it within seconds.
+//  threads   on each of two communicators, one thread posts every collective,
+//            round after round, while another thread waits for the earlier
+//            rounds' requests and checks them (a request waited for on one
+//            thread while the next calls are posted on another): four threads,
+//            two communicators at once. Run under ThreadSanitizer by
+//            `make sanitize`.
 // Prints "rank R: MODE ok" when the rank saw what it should, and exits 0.
 #include <railcoll/railcoll.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -333,7 +344,72 @@ int mode_correct() {
   }
   railcoll_comm_destroy(b);
   railcoll_comm_destroy(a);
-  printf("rank %d: correct ok\n", mp::rank);
+  mp::say("rank %d: correct ok\n", mp::rank);
+  return 0;
+}
+
+// Rounds of every collective posted on `comm` by this thread while a thread of
+// its own waits for them in order and checks them; wrong results counted in *bad.
+void post_while_waiting(railcoll_comm_t comm, int first_call, std::atomic<int>* bad) {
+  const int rounds = 12;
+  std::mutex m;
+  std::condition_variable cv;
+  std::deque<Posted> queue;
+  bool posted_all = false;
+  std::vector<std::vector<Bytes>> keeps(rounds);  // each round's buffers, until the end
+  std::thread waiter([&] {
+    for (;;) {
+      Posted p;
+      {
+        std::unique_lock<std::mutex> lock(m);
+        cv.wait(lock, [&] { return !queue.empty() || posted_all; });
+        if (queue.empty()) return;
+        p = std::move(queue.front());
+        queue.pop_front();
+      }
+      if (railcoll_wait(&p.req) != RAILCOLL_OK) {
+        fprintf(stderr, "rank %d: waiting for %s: %s\n", mp::rank, p.what.c_str(), railcoll_last_error());
+        ++*bad;
+      } else if (p.check()) {
+        fprintf(stderr, "rank %d: %s: wrong result\n", mp::rank, p.what.c_str());
+        ++*bad;
+      }
+    }
+  });
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<Posted> posted;
+    if (post_all(comm, 100 + static_cast<size_t>(round) * 2011, first_call + 10 * round, &posted, &keeps[round])) {
+      ++*bad;
+      break;
+    }
+    {
+      std::lock_guard<std::mutex> lock(m);
+      for (auto& p : posted) queue.push_back(std::move(p));
+    }
+    cv.notify_one();
+  }
+  {
+    std::lock_guard<std::mutex> lock(m);
+    posted_all = true;
+  }
+  cv.notify_one();
+  waiter.join();
+}
+
+int mode_threads() {
+  railcoll_comm_t a, b;
+  if (railcoll_comm_init(&a) != RAILCOLL_OK || railcoll_comm_init(&b) != RAILCOLL_OK)
+    FAIL("railcoll_comm_init: %s", railcoll_last_error());
+  n_ = railcoll_comm_size(a);
+  mp::rank = railcoll_comm_rank(a);
+  std::atomic<int> bad{0};
+  std::thread other(post_while_waiting, b, 1000, &bad);
+  post_while_waiting(a, 0, &bad);
+  other.join();
+  if (bad) FAIL("%d calls failed or were wrong", bad.load());
+  railcoll_comm_destroy(b);
+  railcoll_comm_destroy(a);
+  mp::say("rank %d: threads ok\n", mp::rank);
   return 0;
 }
 
@@ -379,7 +455,7 @@ int mode_persist() {
   for (auto& r : reqs)
     if (railcoll_request_free(&r) != RAILCOLL_OK) FAIL("request_free: %s", railcoll_last_error());
   railcoll_comm_destroy(comm);
-  printf("rank %d: persist ok\n", mp::rank);
+  mp::say("rank %d: persist ok\n", mp::rank);
   return 0;
 }
 
@@ -414,7 +490,7 @@ int mode_badargs() {
     if (st != RAILCOLL_ERR_PEER) FAIL("a peer's bad argument gave %s: %s", railcoll_strerror(st), railcoll_last_error());
   }
   railcoll_comm_destroy(comm);
-  printf("rank %d: badargs ok\n", mp::rank);
+  mp::say("rank %d: badargs ok\n", mp::rank);
   return 0;
 }
 
@@ -433,7 +509,9 @@ int mode_mismatch() {
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (st != RAILCOLL_ERR_MISMATCH && st != RAILCOLL_ERR_PEER && st != RAILCOLL_ERR_PROTOCOL)
     FAIL("mismatched calls gave %s: %s", railcoll_strerror(st), railcoll_last_error());
-  printf("rank %d: mismatch ok (%s after %.1f s: %s)\n", mp::rank, railcoll_strerror(st), took, railcoll_last_error());
+  const std::string why = railcoll_last_error();
+  railcoll_comm_destroy(comm);
+  mp::say("rank %d: mismatch ok (%s after %.1f s: %s)\n", mp::rank, railcoll_strerror(st), took, why.c_str());
   return 0;
 }
 
@@ -461,7 +539,8 @@ int mode_die() {
   for (auto& q : r)
     if (q != RAILCOLL_REQUEST_NULL) FAIL("a failed request was not completed");
   if (railcoll_barrier(comm) != RAILCOLL_ERR_BROKEN) FAIL("the communicator is not broken after the failure");
-  printf("rank %d: die ok (%s after %.1f s: %s)\n", mp::rank, railcoll_strerror(st), took, why.c_str());
+  railcoll_comm_destroy(comm);
+  mp::say("rank %d: die ok (%s after %.1f s: %s)\n", mp::rank, railcoll_strerror(st), took, why.c_str());
   return 0;
 }
 
@@ -471,11 +550,13 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "correct";
   const char* r = getenv("RAILCOLL_RANK");
   mp::rank = r ? atoi(r) : -1;
-  if (mode == "correct") return mode_correct();
-  if (mode == "persist") return mode_persist();
-  if (mode == "badargs") return mode_badargs();
-  if (mode == "mismatch") return mode_mismatch();
-  if (mode == "die") return mode_die();
+  // Every mode destroys its own communicators; their report comes after.
+  if (mode == "correct") return mp::finish(nullptr, mode_correct());
+  if (mode == "persist") return mp::finish(nullptr, mode_persist());
+  if (mode == "badargs") return mp::finish(nullptr, mode_badargs());
+  if (mode == "mismatch") return mp::finish(nullptr, mode_mismatch());
+  if (mode == "die") return mp::finish(nullptr, mode_die());
+  if (mode == "threads") return mp::finish(nullptr, mode_threads());
   fprintf(stderr, "unknown mode %s\n", mode.c_str());
   return 2;
 }

@@ -113,6 +113,14 @@ int check_alltoallv(railcoll_comm_t comm, const std::string& algo, size_t scale,
 // Bytes of rank r in a v-call: uneven, some 0.
 size_t rank_count(int r, int call, size_t scale) { return (r * 5 + call) % 4 == 0 ? 0 : (r * 37 + 11) % 1300 * scale / 100 + 1; }
 
+// RAILCOLL_ROOT_COUNTS off the root: this rank's own count, and what a
+// program that knows no other count might leave in the rest.
+std::vector<size_t> own_count_only(const std::vector<size_t>& counts) {
+  std::vector<size_t> given(counts.size(), size_t{0xdeadbeef});
+  given[static_cast<size_t>(rank_)] = counts[static_cast<size_t>(rank_)];
+  return given;
+}
+
 int check_scatter(railcoll_comm_t comm, bool v, const std::string& algo, size_t bytes, int root, int call,
                   bool in_place, bool scattered) {
   const int n = size_;
@@ -127,9 +135,13 @@ int check_scatter(railcoll_comm_t comm, bool v, const std::string& algo, size_t 
     for (int r = 0; r < n; ++r)
       for (size_t i = 0; i < counts[r]; ++i) send[displs[r] + i] = byte_of(root, r, call, i);
   const std::vector<unsigned char> sent = send;
-  railcoll_call_opts_t o{algo.c_str(), in_place ? RAILCOLL_IN_PLACE : 0u};
-  const std::string what = label(v ? "scatterv" : "scatter", algo, bytes, root, in_place, v && scattered);
-  railcoll_status_t st = v ? railcoll_scatterv(comm, at_root ? send.data() : nullptr, counts.data(),
+  // Every other scatterv takes its counts at the root alone: the others' own entry only, the rest garbage.
+  const bool root_counts = v && call % 2 == 1;
+  const std::vector<size_t> given = root_counts && !at_root ? own_count_only(counts) : counts;
+  railcoll_call_opts_t o{algo.c_str(), (in_place ? RAILCOLL_IN_PLACE : 0u) | (root_counts ? RAILCOLL_ROOT_COUNTS : 0u)};
+  const std::string what = label(v ? "scatterv" : "scatter", algo, bytes, root, in_place, v && scattered) +
+                           (root_counts ? " root counts" : "");
+  railcoll_status_t st = v ? railcoll_scatterv(comm, at_root ? send.data() : nullptr, given.data(),
                                                at_root ? displs.data() : nullptr, in_place ? nullptr : recv.data(), root, &o)
                            : railcoll_scatter(comm, at_root ? send.data() : nullptr, in_place ? nullptr : recv.data(),
                                               bytes, root, &o);
@@ -155,9 +167,11 @@ int check_gatherv(railcoll_comm_t comm, const std::string& algo, size_t scale, i
   std::vector<unsigned char> send(counts[rank_] + 1, kGuard), recv(at_root ? end + 1 : 0, kGuard);
   for (size_t i = 0; i < counts[rank_]; ++i)
     (in_place ? recv[displs[rank_] + i] : send[i]) = byte_of(rank_, root, call, i);
-  railcoll_call_opts_t o{algo.c_str(), in_place ? RAILCOLL_IN_PLACE : 0u};
-  const std::string what = label("gatherv", algo, scale, root, in_place, scattered);
-  if (railcoll_gatherv(comm, in_place ? nullptr : send.data(), at_root ? recv.data() : nullptr, counts.data(),
+  const bool root_counts = call % 2 == 1;
+  const std::vector<size_t> given = root_counts && !at_root ? own_count_only(counts) : counts;
+  railcoll_call_opts_t o{algo.c_str(), (in_place ? RAILCOLL_IN_PLACE : 0u) | (root_counts ? RAILCOLL_ROOT_COUNTS : 0u)};
+  const std::string what = label("gatherv", algo, scale, root, in_place, scattered) + (root_counts ? " root counts" : "");
+  if (railcoll_gatherv(comm, in_place ? nullptr : send.data(), at_root ? recv.data() : nullptr, given.data(),
                        at_root ? displs.data() : nullptr, root, &o) != RAILCOLL_OK)
     FAIL("%s: %s", what.c_str(), railcoll_last_error());
   if (!at_root) return 0;
@@ -186,7 +200,7 @@ int mode_correct() {
       for (int root = 0; root < size_; ++root)
         if (check_gatherv(comm, algo, scale, root, call, call % 3 == 1, call % 2 == 0)) return 1; else ++call;
   railcoll_comm_destroy(comm);
-  printf("rank %d: %d personalised calls correct\n", rank_, call);
+  mp::say("rank %d: %d personalised calls correct\n", rank_, call);
   return 0;
 }
 
@@ -214,6 +228,18 @@ int mode_badargs() {
        [](railcoll_comm_t c, unsigned char* b, size_t* n, size_t* w) {
          return railcoll_alltoallv(c, b, n, nullptr, b + 2048, w, nullptr, nullptr);
        }},
+      {"gatherv with RAILCOLL_ROOT_COUNTS, a rank's own count not the root's", RAILCOLL_ERR_ARG,
+       [](railcoll_comm_t c, unsigned char* b, size_t* n, size_t*) {
+         const railcoll_call_opts_t o{nullptr, RAILCOLL_ROOT_COUNTS};
+         std::vector<size_t> own(n, n + size_);
+         if (rank_ != 0) own[static_cast<size_t>(rank_)] = 9;  // the root says 8
+         return railcoll_gatherv(c, b, b + 2048, own.data(), nullptr, 0, &o);
+       }},
+      {"RAILCOLL_ROOT_COUNTS on a scatter", RAILCOLL_ERR_ARG,
+       [](railcoll_comm_t c, unsigned char* b, size_t*, size_t*) {
+         const railcoll_call_opts_t o{nullptr, RAILCOLL_ROOT_COUNTS};
+         return railcoll_scatter(c, b, b + 2048, 8, 0, &o);
+       }},
   };
   for (auto& k : cases) {
     railcoll_comm_t comm;
@@ -225,7 +251,7 @@ int mode_badargs() {
       FAIL("%s: expected %s or a peer's error, got %s: %s", k.what, railcoll_strerror(k.want), railcoll_strerror(st),
            railcoll_last_error());
   }
-  printf("rank %d: bad arguments rejected\n", rank_);
+  mp::say("rank %d: bad arguments rejected\n", rank_);
   return 0;
 }
 
@@ -239,5 +265,5 @@ int main(int argc, char** argv) {
   rank_ = r ? atoi(r) : -1;
   const char* n = getenv("RAILCOLL_SIZE");
   size_ = n ? atoi(n) : 1;
-  return mode == "correct" ? mode_correct() : mode == "badargs" ? mode_badargs() : 2;
+  return mp::finish(nullptr, mode == "correct" ? mode_correct() : mode == "badargs" ? mode_badargs() : 2);
 }

@@ -329,7 +329,7 @@ int mode_correct(railcoll_comm_t comm, bool quick) {
         ++call;
         if (bad) return 1;
       }
-  printf("rank %d: %d calls correct\n", rank_, call);
+  mp::say("rank %d: %d calls correct\n", rank_, call);
   return 0;
 }
 
@@ -346,7 +346,7 @@ int mode_badargs(railcoll_comm_t comm) {
       !strstr(railcoll_last_error(), "unknown data type 99"))
     FAIL("reduce_scatter_block of type 99: %s", railcoll_last_error());
   railcoll_comm_destroy(comm);
-  printf("rank %d: bad arguments rejected\n", rank_);
+  mp::say("rank %d: bad arguments rejected\n", rank_);
   return 0;
 }
 
@@ -361,8 +361,6 @@ int main(int argc, char** argv) {
   }
   rank_ = railcoll_comm_rank(comm);
   size_ = railcoll_comm_size(comm);
-  if (mode == "badargs") return mode_badargs(comm);
-  const int rc = mode_correct(comm, mode == "quick");
-  railcoll_comm_destroy(comm);
-  return rc;
+  if (mode == "badargs") return mp::finish(nullptr, mode_badargs(comm));  // destroys its own
+  return mp::finish(comm, mode_correct(comm, mode == "quick"));
 }

@@ -25,6 +25,9 @@ start_rank() {  # start_rank RANK EXTRA_ENV...: in the background, output in $di
   env RAILCOLL_RANK=$r RAILCOLL_NODE=$r "$@" "$MP" ${MODE:-correct} >"$dir/out.$r" 2>"$dir/err.$r" &
   pids+=($!)
 }
+# wait_ranks: waits for every rank started; `failed` counts those that did
+# not exit 0 (a crash or a hang at destroy, after the verdict line, is one).
+wait_ranks() { local p; failed=0; for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done; pids=(); }
 listeners() {  # listeners PID...: "addr:port" of the TCP sockets they listen on
   local pat; pat=$(printf 'pid=%s,|' "$@"); pat=${pat%|}
   ss -ltnpH 2>/dev/null | grep -E "$pat" | awk '{print $4}'
@@ -69,8 +72,8 @@ for v in "${visits[@]}"; do
 done
 for _ in $(seq 200); do [ "$(ls "$dir" | grep -c '^ready\.')" -ge "${#strangers[@]}" ] && break; sleep 0.05; done
 start_rank 2
-for p in "${strangers[@]}" "${pids[@]}"; do wait "$p"; done
-pids=()
+for p in "${strangers[@]}"; do wait "$p"; done
+wait_ranks
 cat "$said".* >>"$said"
 grep -q "store good: accepted" "$said" && ok "a client with the key and job id is accepted by the store" ||
   bad "the control client was refused: $(cat "$said")"
@@ -85,7 +88,8 @@ for why in "does not speak the railcoll store protocol" "wrong job key or job id
   cat "$dir"/err.* | grep -qE "$why" && ok "logged: $why" || bad "no log line says '$why': $(cat "$dir"/err.* | grep refused)"
 done
 correct=$(cat "$dir"/out.* | grep -c "calls correct")
-[ "$correct" -eq 3 ] && ok "the job is byte-exact after the visits" || bad "$correct of 3 ranks correct: $(cat "$dir"/err.* | tail -5)"
+[ "$correct" -eq 3 ] && [ "$failed" -eq 0 ] && ok "the job is byte-exact after the visits" ||
+  bad "$correct of 3 ranks correct, $failed exited non-zero: $(cat "$dir"/err.* | tail -5)"
 
 # ---- strangers while the job runs: 3 ranks of steady all-gathers for 6 s,
 # 2 visits to each of ranks 1 and 2's rail listeners (all at once) after 1 s.
@@ -103,16 +107,17 @@ for s in $(listeners "${pids[1]}" "${pids[2]}"); do
     visits=$((visits + 1))
   done
 done
-for p in "${strangers[@]}" "${pids[@]}"; do wait "$p"; done
+for p in "${strangers[@]}"; do wait "$p"; done
+wait_ranks
 cat "$said".run.* >"$said.run"
-pids=()
 unset MODE
 closed=$(grep -c "closed by the rank" "$said.run")
 refused=$(cat "$dir"/err.* | grep -c "refused a connection from")
 steady=$(cat "$dir"/out.* | grep -c "calls correct, 0 failed")
 [ "$visits" -eq 8 ] && [ "$closed" -eq "$visits" ] && [ "$refused" -eq "$visits" ] && [ "$steady" -eq 3 ] &&
+  [ "$failed" -eq 0 ] &&
   ok "strangers during the calls: $visits closed and logged, the job exact" ||
-  bad "strangers during the calls: $closed closed, $refused logged of $visits, $steady of 3 ranks correct"
+  bad "strangers during the calls: $closed closed, $refused logged of $visits, $steady of 3 ranks correct, $failed exited non-zero"
 
 # ---- a rank with another key: every rank fails start-up at once with the hint
 # (the deadline is 30 s), the odd rank a non-zero one or rank 0 itself; rank 0
@@ -146,12 +151,11 @@ port=$(free_port)
 export RAILCOLL_SIZE=2 RAILCOLL_STORE=127.0.0.1:$port RAILCOLL_TIMEOUT=30
 unset RAILCOLL_JOB_KEY
 start_rank 0; start_rank 1
-for p in "${pids[@]}"; do wait "$p"; done
-pids=()
+wait_ranks
 warned=$(cat "$dir"/err.* | grep -c "RAILCOLL_JOB_KEY is not set")
 correct=$(cat "$dir"/out.* | grep -c "calls correct")
-[ "$warned" -eq 1 ] && [ "$correct" -eq 2 ] && ok "without a key: correct, and one warning line" ||
-  bad "without a key: $warned warnings, $correct correct"
+[ "$warned" -eq 1 ] && [ "$correct" -eq 2 ] && [ "$failed" -eq 0 ] && ok "without a key: correct, and one warning line" ||
+  bad "without a key: $warned warnings, $correct correct, $failed exited non-zero"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -136,7 +136,7 @@ if python3 -c "import matplotlib" 2>/dev/null; then
   "$RC" bench allgather --local --algo all -m 8:16 -i 2 -x 1 -n 2 --plot "$tmp/p.png" >"$out" 2>"$err" &&
     [ "$(head -c 4 "$tmp/p.png" | od -An -c | tr -d ' ')" = "211PNG" ] && ok || bad "bench --plot: $(tail -c 300 "$err")"
 else
-  echo "note: no matplotlib; the PNG check is skipped"
+  bad "bench --plot: no matplotlib for python3 (scripts/install-deps.sh installs it)"
 fi
 
 # algos: one line per algorithm, and valid JSON

@@ -5,6 +5,7 @@
 // process at once, with node identities the caller gives.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -264,6 +265,53 @@ TEST(CommOutOfBand, EveryRankAgreesWhetherACallFitsEveryNode) {
     EXPECT_EQ(out[r].second, "") << "rank " << r;
     EXPECT_NE(unfit[r].find("on node 0; its RAILCOLL_SHM_MIB allows 1 MiB"), std::string::npos) << unfit[r];
   }
+}
+
+// A host library's progress (Comm::set_wait_hook, railcoll_comm_set_wait_hook;
+// the MPI layer turns MPI's engine with it): a rank that waits inside
+// railcoll for late peers, in a blocking call and in a wait on a posted
+// request, calls the hook between its sleeps, always on its own thread, never
+// on railcoll's progress thread.
+TEST(CommOutOfBand, AWaitingThreadRunsTheWaitHook) {
+  const std::vector<std::string> node = {"host-a", "host-a", "host-b", "host-b"};
+  ThreadExchange x(4);
+  std::atomic<int> blocking_calls{0}, waiting_calls{0}, elsewhere{0};
+  auto out = each_rank(4, [&](int r) {
+    ThreadOutOfBand oob(x, r, 4);
+    const CommSetup s = settings(node[r]);
+    const std::thread::id mine = std::this_thread::get_id();
+    std::atomic<int>* counter = &blocking_calls;  // outlives the communicator
+    Comm c(s.who, s.settings, oob);
+    if (r == 0)
+      c.set_wait_hook(
+          [&] {
+            if (std::this_thread::get_id() != mine) ++elsewhere;
+            ++*counter;
+          },
+          1e-3);
+    EXPECT_EQ(allgather_checked(c, 64, 1), "");  // every rank set up
+    if (r != 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(allgather_checked(c, 64, 2), "") << "rank " << r;  // rank 0 waits 0.3 s in a blocking call
+    counter = &waiting_calls;
+    const CollectiveTraits& t = traits(Collective::Allgather);
+    CallShape shape{c.rank(), c.size(), 0, 64, DataType::Byte, ReduceOp::Sum};
+    std::vector<unsigned char> send(t.send_length(shape)), recv(t.recv_length(shape));
+    t.fill(shape, 3, send.data(), recv.data());
+    auto req = std::make_shared<Request>();
+    req->steps.push_back(Step{c.plan(Collective::Allgather, "smp_direct", std::vector<uint64_t>(4, 64), {}),
+                              {send.data(), recv.data()}, {}, {}});
+    if (r != 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    c.post(req);
+    c.wait(*req);  // rank 0 waits 0.3 s for a posted request
+    EXPECT_EQ(req->status(), Status::Ok) << req->message();
+    EXPECT_EQ(t.check(shape, 3, recv.data()), "") << "rank " << r;
+  });
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(out[r].second, "") << "rank " << r;
+  // About 300 each at 1 ms; a loaded machine sleeps longer between them.
+  EXPECT_GE(blocking_calls.load(), 10);
+  EXPECT_GE(waiting_calls.load(), 10);
+  EXPECT_EQ(elsewhere.load(), 0) << "the hook ran on another thread than the waiting one";
+  printf("wait hook: %d calls in a blocking call, %d in a wait\n", blocking_calls.load(), waiting_calls.load());
 }
 
 }  // namespace

@@ -20,45 +20,15 @@
 #include "runtime/engine/executor.hpp"
 #include "runtime/bootstrap/net.hpp"
 #include "runtime/transport/fake/fake_transport.hpp"
-#include "runtime/transport/transport_settings.hpp"
 #include "runtime/engine/plan.hpp"
+#include "runtime/transport/transport_settings.hpp"
+#include "rank_threads.hpp"
 
 using namespace railcoll;
 using namespace railcoll::rt;
+using namespace railcoll::rt::test;
 
 namespace {
-
-ExecutorSettings settings(double timeout = 30) {
-  ExecutorSettings b;
-  b.timeout = timeout;
-  b.spin_seconds = 0.0002;  // up to 12 threads share 2 cores: sleep soon
-  return b;
-}
-
-struct Outcome {
-  Status status = Status::Ok;
-  std::string error;
-};
-
-// Runs fn(rank) on a thread per rank (except `idle` ones); each rank's outcome.
-std::vector<Outcome> each_rank(int n, const std::function<void(int)>& fn, const std::vector<int>& idle = {}) {
-  std::vector<Outcome> out(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    if (std::find(idle.begin(), idle.end(), r) != idle.end()) continue;
-    threads.emplace_back([&, r] {
-      try {
-        fn(r);
-      } catch (const Error& e) {
-        out[r] = {e.status, e.what()};
-      } catch (const std::exception& e) {
-        out[r] = {Status::Internal, e.what()};
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  return out;
-}
 
 // The ranks of a topology: a fabric and an executor each.
 struct Ranks {
@@ -69,33 +39,6 @@ struct Ranks {
   Topology topo;
   FakeFabric fabric;
   std::vector<std::unique_ptr<Executor>> exec;
-};
-
-// One call of a collective on every rank: plans, buffers filled by the traits.
-struct CallOnEveryRank {
-  CallOnEveryRank(const Topology& t, Collective c, const std::string& algo, uint64_t bytes, int call_no, int root = 0)
-      : coll(c), number(call_no) {
-    const CollectiveTraits& tr = traits(c);
-    AlgoOptions opts = call_defaults(c);
-    opts.root = root;
-    std::vector<uint64_t> counts(t.nranks(), bytes);
-    std::string key = std::string(tr.name) + "/" + algo + "/" + std::to_string(bytes) + "/" + std::to_string(root);
-    for (int r = 0; r < t.nranks(); ++r) {
-      plans.push_back(make_plan(t, r, c, algo, counts, opts, key));
-      shapes.push_back({r, t.nranks(), root, bytes, opts.dtype, opts.redop});
-      send.emplace_back(tr.send_length(shapes[r]));
-      recv.emplace_back(tr.recv_length(shapes[r]));
-      tr.fill(shapes[r], call_no, send[r].data(), recv[r].data());
-    }
-  }
-  void run(Executor& e, int r) { e.run(*plans[r], {send[r].data(), recv[r].data()}); }
-  std::string check(int r) const { return traits(coll).check(shapes[r], number, recv[r].data()); }
-
-  Collective coll;
-  int number;
-  std::vector<std::unique_ptr<Plan>> plans;
-  std::vector<CallShape> shapes;
-  std::vector<std::vector<unsigned char>> send, recv;
 };
 
 struct Shape {

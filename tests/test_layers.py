@@ -23,12 +23,11 @@ def sources():
                 yield os.path.relpath(path, ROOT), open(path, errors="replace").read()
 
 
-def room(path, depth):  # "src/runtime/engine/plan.hpp", 3 -> "src/runtime/engine"
-    parts = path.split("/")[:-1]
-    return "/".join(parts[:depth])
+def room(path):  # "src/runtime/engine/plan.hpp" -> "src/runtime/engine"; every folder is a room
+    return os.path.dirname(path)
 
 
-edges = {}  # (from room, to room) at depth 3 -> an example
+edges = {}  # (from room, to room) -> an example
 wrong = []
 for path, text in sources():
     for inc in INCLUDE.findall(text):
@@ -38,7 +37,7 @@ for path, text in sources():
         a, b = path.split("/")[1], target.split("/")[1]
         if a != b and not (a in FLOORS and b in FLOORS and FLOORS[a] > FLOORS[b]):
             wrong.append(f"{path} includes {inc}: src/{a} may not include src/{b}")
-        ra, rb = room(path, 3), room(target, 3)
+        ra, rb = room(path), room(target)
         if ra != rb and ra.startswith("src/runtime") and rb.startswith("src/runtime"):
             edges.setdefault((ra, rb), f"{path} includes {inc}")
 

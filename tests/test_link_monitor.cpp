@@ -1,7 +1,7 @@
-// The link monitor (src/runtime/transport/socket/link_monitor.hpp): the hold-down policy on a
+// The link monitor (src/runtime/transport/rails/link_monitor.hpp): the hold-down policy on a
 // made-up clock, the netlink parser on made-up messages, and (as root) real
 // link messages from a veth pair in a network namespace of its own.
-#include "runtime/transport/socket/link_monitor.hpp"
+#include "runtime/transport/rails/link_monitor.hpp"
 
 #include <gtest/gtest.h>
 #include <linux/netlink.h>

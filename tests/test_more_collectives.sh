@@ -4,8 +4,9 @@
 # and, as root, on the emulated cluster; then bad arguments and counts that
 # differ between ranks, each an error on every rank within the deadline; and the
 # background-traffic generator on the cluster.
+#   usage: test_more_collectives.sh RAILCOLL MP_MORE_COLLECTIVES local|cluster (the cluster part: root; SKIPPED otherwise)
 set -u
-RC=${1:?railcoll}; MP=${2:?mp_more_collectives}
+RC=${1:?railcoll}; MP=${2:?mp_more_collectives}; WHERE=${3:?local or cluster}
 . "$(dirname "$0")/check_lib.sh"
 marks=$(mktemp -d)
 cleanup() {
@@ -14,17 +15,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for cfg in "1" "3" "8 --ppn 4 --rails 2" "6 --ppn 4 --rails 2" "5 --ppn 2 --rails 3"; do
-  n=${cfg%% *}
-  check "correct, -n $cfg" "calls correct" "$n" -- "$RC" run -n $cfg -- "$MP" correct "$marks/l${n}"
-done
-export RAILCOLL_TIMEOUT=3
-check "bad arguments" "bad arguments rejected" 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" badargs
-check "allreduce counts differ between ranks" "allreduce with mismatched counts -> " 4 -- \
-  "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" mismatch allreduce
-check "bcast counts differ between ranks" "bcast with mismatched counts -> " 4 -- \
-  "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" mismatch bcast
-unset RAILCOLL_TIMEOUT
+if [ "$WHERE" = local ]; then
+  for cfg in "1" "3" "8 --ppn 4 --rails 2" "6 --ppn 4 --rails 2" "5 --ppn 2 --rails 3"; do
+    n=${cfg%% *}
+    check "correct, -n $cfg" "calls correct" "$n" -- "$RC" run -n $cfg -- "$MP" correct "$marks/l${n}"
+  done
+  export RAILCOLL_TIMEOUT=3
+  check "bad arguments" "bad arguments rejected" 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" badargs
+  check "allreduce counts differ between ranks" "allreduce with mismatched counts -> " 4 -- \
+    "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" mismatch allreduce
+  check "bcast counts differ between ranks" "bcast with mismatched counts -> " 4 -- \
+    "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" mismatch bcast
+  unset RAILCOLL_TIMEOUT
+fi
 
 # The emulated cluster is shared with the other cluster tests: one user at a time.
 cluster_checks() {
@@ -39,6 +42,6 @@ cluster_checks() {
   check "cluster: traffic generator, hotspot" "\(hotspot\) sent [0-9]+ MiB" 4 -- \
     "$RC" cluster run --ppn 1 -- "$RC" traffic --pattern hotspot --seconds 2
 }
-on_cluster "--nodes 4 --ppn 2 --rails 3" cluster_checks
+[ "$WHERE" = cluster ] && on_cluster "--nodes 4 --ppn 2 --rails 3" cluster_checks
 check_no_shm_left
 summary

@@ -19,10 +19,11 @@ done
 # Other launchers' variables: torchrun, Hydra and Slurm style (started by hand
 # here), and a real Open MPI mpirun.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-by_hand() {  # by_hand RANKVAR SIZEVAR N extra-env... : start N ranks in the background
-  local rv=$1 sv=$2 n=$3; shift 3
-  for r in $(seq 0 $((n - 1))); do env "$rv=$r" "$sv=$n" "$@" "$MP" correct & done
-  wait
+by_hand() {  # by_hand RANKVAR SIZEVAR N extra-env... : N ranks in the background; fails if any does
+  local rv=$1 sv=$2 n=$3 pids=() st=0; shift 3
+  for r in $(seq 0 $((n - 1))); do env "$rv=$r" "$sv=$n" "$@" "$MP" correct & pids+=($!); done
+  for p in "${pids[@]}"; do wait "$p" || st=$?; done
+  return $st
 }
 p=$(free_port)
 check "torchrun variables" "calls correct" 3 -- bash -c "$(declare -f by_hand); MP=$MP; by_hand RANK WORLD_SIZE 3 MASTER_ADDR=127.0.0.1 MASTER_PORT=$p"
@@ -41,10 +42,12 @@ p=$(free_port)
 check "Hydra variables" "calls correct" 3 -- bash -c "$(declare -f by_hand); MP=$MP; by_hand PMI_RANK PMI_SIZE 3 RAILCOLL_STORE=127.0.0.1:$p"
 p=$(free_port)
 check "Slurm variables" "calls correct" 2 -- bash -c "$(declare -f by_hand); MP=$MP; by_hand SLURM_PROCID SLURM_NTASKS 2 RAILCOLL_STORE=127.0.0.1:$p"
-if command -v mpirun >/dev/null; then
+if command -v mpirun.openmpi >/dev/null; then  # by its Debian name: PATH may hold another mpirun first
   p=$(free_port)
-  check "Open MPI mpirun" "calls correct" 3 -- mpirun --allow-run-as-root --oversubscribe -n 3 \
+  check "Open MPI mpirun" "calls correct" 3 -- mpirun.openmpi --allow-run-as-root --oversubscribe -n 3 \
     -x RAILCOLL_STORE=127.0.0.1:$p -x RAILCOLL_RAILS=127.0.0.1 "$MP" correct
+else
+  fail=$((fail + 1)); echo "FAIL Open MPI mpirun: no mpirun.openmpi (scripts/install-deps.sh installs openmpi-bin)"
 fi
 
 export RAILCOLL_TIMEOUT=3
@@ -54,7 +57,7 @@ check "a peer exits in the middle" "dead peer -> a peer failed" 3 -- "$RC" run -
 check "a replayed frame from an earlier call is refused" "replayed frame refused" 4 -- \
   env RAILCOLL_TEST_REPLAY_CALL=1 "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" replay
 check "a deadline passes" "sleeping peer -> (deadline passed|a peer failed) after [3-7]\." 3 -- "$RC" run -n 4 --ppn 2 -- "$MP" deadline
-check "unknown algorithm in the environment" "unknown allgather algorithm 'bogus' \(from RAILCOLL_ALLGATHER_ALGO" 2 -- \
+check --status 1 "unknown algorithm in the environment" "unknown allgather algorithm 'bogus' \(from RAILCOLL_ALLGATHER_ALGO" 2 -- \
   env RAILCOLL_ALLGATHER_ALGO=bogus "$RC" run --grace 5 -n 2 -- "$MP" correct  # every rank rejects it at init
 check "two communicators from the environment in one process" "two communicators from the environment at once, and a third, correct" 4 -- \
   "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" twice
@@ -74,19 +77,19 @@ check "a bad argument on one rank, 13 kinds (-n 5 --ppn 2, rank 0)" "one-rank mi
 one_rank_env() {  # one_rank_env RANK VAR=VALUE: the command of a job where only that rank has it
   echo "'$RC' run --grace 20 -n 4 --ppn 2 --rails 2 -- sh -c '[ \$RAILCOLL_RANK = $1 ] && export $2; exec \"$MP\" correct'"
 }
-check "an unknown algorithm in one rank's environment" \
+check --status 1 "an unknown algorithm in one rank's environment" \
   "(invalid argument: unknown allgather algorithm 'bogus' \(from RAILCOLL_ALLGATHER_ALGO|cannot create the communicator: rank 2 could not start: unknown allgather algorithm 'bogus').* \(after [0-4]\.[0-9]+ s\)" 4 -- \
   bash -c "$(one_rank_env 2 RAILCOLL_ALLGATHER_ALGO=bogus)"
-check "RAILCOLL_ALLGATHERV_ALGO in one rank's environment" \
+check --status 1 "RAILCOLL_ALLGATHERV_ALGO in one rank's environment" \
   "(invalid argument|rank 0 could not start): RAILCOLL_ALLGATHERV_ALGO: there is no collective 'allgatherv'.* \(after [0-4]\.[0-9]+ s\)" 4 -- \
   bash -c "$(one_rank_env 0 RAILCOLL_ALLGATHERV_ALGO=smp_direct)"
-check "a negative RAILCOLL_NOTSENT_LOWAT in one rank's environment" \
+check --status 1 "a negative RAILCOLL_NOTSENT_LOWAT in one rank's environment" \
   "RAILCOLL_NOTSENT_LOWAT='-5' is not a valid number \(after [0-4]\.[0-9]+ s\)" 4 -- \
   bash -c "$(one_rank_env 1 RAILCOLL_NOTSENT_LOWAT=-5)"
 # Every write of a rail socket stops at the watermark: byte-exact all the same.
 check "RAILCOLL_NOTSENT_LOWAT=1: correct" "calls correct" 4 -- \
   env RAILCOLL_NOTSENT_LOWAT=1 "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" correct
-check "a bad RAILCOLL_SHM_MIB in one rank's environment" \
+check --status 1 "a bad RAILCOLL_SHM_MIB in one rank's environment" \
   "(: |rank 3 could not start: )RAILCOLL_SHM_MIB='lots' is not a valid number \(after [0-4]\.[0-9]+ s\)" 4 -- \
   bash -c "$(one_rank_env 3 RAILCOLL_SHM_MIB=lots)"
 export RAILCOLL_TIMEOUT=3

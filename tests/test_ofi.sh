@@ -1,15 +1,34 @@
 #!/usr/bin/env bash
 # The libfabric transport (RAILCOLL_TRANSPORT=ofi, provider tcp unless
-# RAILCOLL_OFI_PROVIDER says otherwise): the multi-process programs of the
-# native transport's tests, byte-exact, every collective and algorithm, on one
-# node with pretend nodes and 1-3 rails, with the strict memory-registration
-# modes forced on; then bad input and faults, each an error on every rank
-# within the deadline; then, as root, the same on the emulated cluster (4
-# nodes, 3 and 2 rails, uneven layouts), under the cluster lock.
-#   usage: test_ofi.sh RAILCOLL MP_COLLECTIVES MP_MORE_COLLECTIVES local|cluster
+# RAILCOLL_OFI_PROVIDER says otherwise), everything byte-exact, between pretend
+# nodes on one machine with 1-3 rails:
+#   * every collective of the C API with every algorithm: allgather(v) and
+#     barrier (mp_collectives), bcast, gather, allreduce, every barrier
+#     (mp_more_collectives), alltoall(v), scatter(v), gatherv (mp_personal),
+#     reduce_scatter(_block), reduce, allreduce of every type and operator
+#     (mp_reductions), every collective nonblocking -- outstanding together,
+#     completed in every order -- and persistent (mp_nonblocking); each by
+#     messages and with every data frame between nodes by one-sided writes
+#     (RAILCOLL_OFI_RMA_BYTES=1), the writes counted; with the strict
+#     memory-registration modes forced on;
+#   * the MPI layer under Open MPI and MPICH (tests/mpi/mpi_collectives.c: every
+#     served collective; mpi_nonblocking.c: their nonblocking and persistent
+#     forms), and the torch backend (tests/torch/ops.py: every operation), both
+#     ways;
+#   * bad input and faults, each an error on every rank within the deadline.
+# As root, on the emulated cluster (4 nodes, 3 and 2 rails, uneven layouts,
+# under the cluster lock): the collectives of the C API, blocking,
+# nonblocking and persistent, by messages and by writes, and the faults.
+# (local: the C API's part; layers: the MPI layer's and torch's; cluster.)
+#   usage: test_ofi.sh BUILD_DIR local|layers|cluster [PYTHON]
 set -u
-RC=${1:?railcoll}; MP=${2:?mp_collectives}; MORE=${3:?mp_more_collectives}; WHERE=${4:-local}
-. "$(dirname "$0")/check_lib.sh"
+BUILD=$(cd "${1:?usage: test_ofi.sh BUILD_DIR local|layers|cluster [PYTHON]}" && pwd) || exit 1
+WHERE=${2:-local}; PY=${3:-}
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=$BUILD/bin
+RC=$BIN/railcoll MP=$BIN/mp_collectives MORE=$BIN/mp_more_collectives PERSONAL=$BIN/mp_personal
+REDUCTIONS=$BIN/mp_reductions NONBLOCKING=$BIN/mp_nonblocking
+. "$HERE/check_lib.sh"
 CHECK_TIMEOUT=600
 marks=$(mktemp -d)
 cleanup() {
@@ -18,6 +37,11 @@ cleanup() {
 }
 trap cleanup EXIT
 export RAILCOLL_TRANSPORT=ofi
+ofi_used() {  # ofi_used "what" N: N ranks' transports said they closed having written frames
+  local n; n=$(grep -cE "closed in .*; [1-9][0-9]* frames by [1-9][0-9]* one-sided writes" "$log")
+  if [ "$n" -ge "$2" ]; then pass=$((pass + 1)); echo "ok   $1: frames by one-sided writes on $n ranks"
+  else fail=$((fail + 1)); echo "FAIL $1: $n of $2 ranks said they wrote frames one-sided"; fi
+}
 
 if [ "$WHERE" = local ]; then
 check "railcoll info lists a provider per rail" "rail [01] 127.0.0.[12]: provider " 2 -- "$RC" info --rails 127.0.0.1,127.0.0.2
@@ -49,15 +73,34 @@ check "one-sided writes are used: frames written, none declined" \
 # A frame cut into many chunks: large all-gathers in a loop, validated.
 check "steady 4 MiB all-gathers, 2 rails" "steady [0-9]+ calls correct, 0 failed" 4 -- "$RC" run -n 4 --ppn 1 --rails 2 -- "$MP" steady 4194304 direct 2
 
+# The rest of the C API's collectives, by messages, then with every frame
+# between nodes by one-sided writes (the writes counted on the last check).
+for rma in "" 1; do
+  how=${rma:+, every frame by writes}
+  by=(env ${rma:+RAILCOLL_OFI_RMA_BYTES=1})
+  check "alltoall(v), scatter(v), gatherv$how" "personalised calls correct" 5 -- \
+    "${by[@]}" "$RC" run -n 5 --ppn 2 --rails 2 -- "$PERSONAL" correct
+  check "reduce_scatter(_block), reduce, allreduce, every type and operator$how" "calls correct" 5 -- \
+    "${by[@]}" "$RC" run -n 5 --ppn 2 --rails 3 -- "$REDUCTIONS" correct
+  check "every collective nonblocking, outstanding together$how" "correct ok" 4 -- \
+    "${by[@]}" RAILCOLL_TIMEOUT=20 "$RC" run -n 4 --ppn 2 --rails 2 -- "$NONBLOCKING" correct
+  check "persistent collectives started 1,000 times$how" "persist ok" 6 -- \
+    "${by[@]}" RAILCOLL_TIMEOUT=20 "$RC" run -n 6 --ppn 3 --rails 2 -- "$NONBLOCKING" persist
+done
+check "reductions, every frame by writes, counted" "calls correct" 4 -- \
+  env RAILCOLL_OFI_RMA_BYTES=1 RAILCOLL_OFI_VERBOSE=1 "$RC" run -n 4 --ppn 1 --rails 2 -- "$REDUCTIONS" quick
+ofi_used "reductions by writes" 4
+
 export RAILCOLL_TIMEOUT=3
 check "sizes differ between ranks" "allgather with mismatched sizes -> " 4 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" mismatch
 check "allreduce counts differ between ranks" "allreduce with mismatched counts -> " 4 -- \
   "$RC" run -n 4 --ppn 2 --rails 2 -- "$MORE" mismatch allreduce
 # The failed call's frames and writes still in flight when the ranks close
 # (a write that lands after the call was given up crashed the rank once):
-# every rank reports the error and none dies of a signal, three times.
+# every rank reports the error and none dies of a signal (check fails on
+# one), three times.
 for i in 1 2 3; do
-  check "sizes differ, every frame by writes, run $i: errors, no crash" "allgather with mismatched sizes -> |signal" 4 -- \
+  check "sizes differ, every frame by writes, run $i: errors, no crash" "allgather with mismatched sizes -> " 4 -- \
     env RAILCOLL_OFI_RMA_BYTES=1 "$RC" run -n 4 --ppn 1 --rails 2 -- "$MP" mismatch
 done
 check "a peer exits in the middle" "dead peer -> a peer failed" 3 -- "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" peer-exit
@@ -71,13 +114,61 @@ check "a remote peer exits, every frame by writes: every rank within 4 s" "dead 
 check "a replayed frame from an earlier call is refused" "replayed frame refused" 4 -- \
   env RAILCOLL_TEST_REPLAY_CALL=1 "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" replay
 check "a deadline passes" "sleeping peer -> (deadline passed|a peer failed) after [3-7]\." 3 -- "$RC" run -n 4 --ppn 2 -- "$MP" deadline
-check "one rank on the native transport: refused on every rank" "RAILCOLL_TRANSPORT=(ofi|tcp), this rank" 4 -- \
+check --status 1 "one rank on the native transport: refused on every rank" "RAILCOLL_TRANSPORT=(ofi|tcp), this rank" 4 -- \
   "$RC" run --grace 10 -n 4 --ppn 2 --rails 2 -- sh -c '[ $RAILCOLL_RANK = 1 ] && export RAILCOLL_TRANSPORT=tcp; exec "$0" correct' "$MP"
-check "one rank with another job key: every rank fails set-up with the hint" "RAILCOLL_JOB_KEY differ" 4 -- \
+check --status 1 "one rank with another job key: every rank fails set-up with the hint" "RAILCOLL_JOB_KEY differ" 4 -- \
   "$RC" run --grace 10 -n 4 --ppn 2 --rails 2 -- sh -c '[ $RAILCOLL_RANK = 1 ] && export RAILCOLL_JOB_KEY=another-key; exec "$0" correct' "$MP"
-check "no such provider: a clear error" "libfabric offers no RDM endpoint .* from provider 'no-such-provider'" 2 -- \
+check --status 1 "no such provider: a clear error" "libfabric offers no RDM endpoint .* from provider 'no-such-provider'" 2 -- \
   env RAILCOLL_OFI_PROVIDER=no-such-provider "$RC" run --grace 10 -n 2 --ppn 1 -- "$MP" correct
 unset RAILCOLL_TIMEOUT
+fi
+
+if [ "$WHERE" = layers ]; then
+# The MPI layer over libfabric: 4 ranks of an unmodified MPI program on 2
+# pretend nodes, 2 loopback rails, under each MPI; by messages and by writes.
+mpi_over_ofi() {  # mpi_over_ofi ABI PROGRAM VERDICT "what" [NAME=VALUE...]
+  local abi=$1 prog=$2 verdict=$3 what=$4 cmd
+  shift 4
+  local envs=(RAILCOLL_TRANSPORT=ofi RAILCOLL_RAILS=127.0.0.1,127.0.0.2 RAILCOLL_MPI_VERBOSE=2 RAILCOLL_TIMEOUT=20 "$@")
+  local pretend=(sh -c 'RAILCOLL_NODE=$(( ${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} / 2 )) exec "$0" "$@"')
+  if [ "$abi" = openmpi ]; then
+    cmd=(mpirun.openmpi --allow-run-as-root --oversubscribe -n 4 --mca btl tcp,vader,self --bind-to none
+         -x "LD_PRELOAD=$BUILD/lib/librailcoll_mpi.so")
+    for e in "${envs[@]}"; do cmd+=(-x "$e"); done
+  else
+    cmd=(mpiexec.mpich -n 4 -genv LD_PRELOAD "$BUILD/lib/mpich/librailcoll_mpi.so")
+    for e in "${envs[@]}"; do cmd+=(-genv "${e%%=*}" "${e#*=}"); done
+  fi
+  check "MPI layer, $abi: $what" "$verdict" 1 -- "${cmd[@]}" "${pretend[@]}" "$BIN/${prog}_$abi"
+  if grep -q "railcoll communicator of 4 ranks on 2 nodes, 2 rails (ofi:" "$log"; then
+    pass=$((pass + 1)); echo "ok   MPI layer, $abi: $what: the railcoll communicators are libfabric's"
+  else
+    fail=$((fail + 1)); echo "FAIL MPI layer, $abi: $what: no railcoll communicator over libfabric between the nodes"
+  fi
+}
+for abi in openmpi mpich; do
+  [ -x "$BIN/mpi_collectives_$abi" ] || { fail=$((fail + 1)); echo "FAIL no $BIN/mpi_collectives_$abi"; continue; }
+  mpi_over_ofi "$abi" mpi_collectives "^collectives correct: 0 wrong" "every served collective, by messages"
+  mpi_over_ofi "$abi" mpi_collectives "^collectives correct: 0 wrong" "every served collective, by writes" \
+    RAILCOLL_OFI_RMA_BYTES=1
+  mpi_over_ofi "$abi" mpi_nonblocking "^nonblocking correct: 0 wrong" "nonblocking and persistent, by writes" \
+    RAILCOLL_OFI_RMA_BYTES=1
+done
+
+# The torch backend over libfabric: every operation of tests/torch/ops.py,
+# 4 ranks on 2 pretend nodes, 2 rails; by messages and by writes.
+if [ -n "$PY" ] && "$PY" -c "import torch" 2>/dev/null; then
+  for rma in "" 1; do
+    check "torch backend: every operation, 4 ranks on 2 pretend nodes${rma:+, every frame by writes}" \
+      "^torch ops: [0-9]+ checks passed on 4 ranks" 1 -- \
+      env PYTHONPATH="$BUILD/python" RAILCOLL_TEST_PPN=2 RAILCOLL_RAILS=127.0.0.1,127.0.0.2 ${rma:+RAILCOLL_OFI_RMA_BYTES=1} \
+      RAILCOLL_OFI_VERBOSE=1 "$PY" -m torch.distributed.run --standalone --nproc-per-node 4 "$HERE/torch/ops.py"
+    [ -n "$rma" ] && ofi_used "torch backend by writes" 4
+  done
+else
+  fail=$((fail + 1)); echo "FAIL torch backend over libfabric: no torch for '${PY:-python3}' (scripts/install-deps.sh installs it)"
+fi
+
 fi
 
 cluster_checks() {
@@ -98,6 +189,14 @@ cluster_checks() {
     env RAILCOLL_TIMEOUT=5 "$RC" cluster run -- "$MP" mismatch
   check "cluster: railcoll info on every node" "rail 1 198.18.1.[0-9]+: provider " 4 -- \
     "$RC" cluster run --ppn 1 -- "$RC" info
+  check "cluster: alltoall(v), scatter(v), gatherv, every frame by writes" "personalised calls correct" 8 -- \
+    env RAILCOLL_OFI_RMA_BYTES=1 "$RC" cluster run --rails 2 -- "$PERSONAL" correct
+  check "cluster: reductions, uneven 1,3,2,2" "calls correct" 8 -- \
+    "$RC" cluster run --layout 1,3,2,2 -- "$REDUCTIONS" quick
+  check "cluster: every collective nonblocking, every frame by writes" "correct ok" 8 -- \
+    env RAILCOLL_OFI_RMA_BYTES=1 RAILCOLL_TIMEOUT=20 "$RC" cluster run -- "$NONBLOCKING" correct
+  check "cluster: persistent collectives" "persist ok" 8 -- \
+    env RAILCOLL_TIMEOUT=20 "$RC" cluster run -- "$NONBLOCKING" persist
 }
 [ "$WHERE" != cluster ] || on_cluster "--nodes 4 --ppn 2 --rails 3" cluster_checks
 

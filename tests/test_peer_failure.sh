@@ -58,7 +58,10 @@ one_run() {  # one_run SIGNAL INDEX
   wait "$launcher" 2>/dev/null
   launcher=
   rm -f "$dir/pid"
-  local named slow broken recovered leaks times
+  local named slow broken recovered leaks times clean
+  # The launcher's status of every rank (printed as the victim failed the
+  # job): each survivor exited 0, so none crashed or hung after its report.
+  clean=$(grep -cE '^  rank [0-9]+( \([^)]*\))?: exited with status 0 after' "$out")
   named=$(grep -c "names rank $VICTIM: yes" "$out")
   times=$(grep -o "peer failure -> .* after [0-9.]* s" "$out" | grep -o "[0-9.]* s$" | tr -d ' s' | sort -n | tail -1)
   slow=$(grep -o "peer failure -> .* after [0-9.]* s" "$out" | grep -o "[0-9.]* s$" | tr -d ' s' |
@@ -68,11 +71,11 @@ one_run() {  # one_run SIGNAL INDEX
   leaks=$(grep "recovered as rank" "$out" | awk '{if ($(NF-4) != $(NF-1)) print}' | wc -l)
   echo "${times:-none}" >>"$dir/times.$sig"
   if [ "$named" -eq $((N - 1)) ] && [ "$slow" -eq 0 ] && [ "$broken" -eq $((N - 1)) ] &&
-    [ "$recovered" -eq $((N - 1)) ] && [ "$leaks" -eq 0 ]; then
+    [ "$recovered" -eq $((N - 1)) ] && [ "$leaks" -eq 0 ] && [ "$clean" -eq $((N - 1)) ]; then
     pass=$((pass + 1)); echo "ok   SIG$sig run $i: $((N - 1)) survivors named rank $VICTIM within ${times} s, recovered, no leaked files"
   else
     fail=$((fail + 1))
-    echo "FAIL SIG$sig run $i: named $named, late $slow, broken $broken, recovered $recovered, leaking $leaks (of $((N - 1)))"
+    echo "FAIL SIG$sig run $i: named $named, late $slow, broken $broken, recovered $recovered, leaking $leaks, exited 0 $clean (of $((N - 1)))"
     sed 's/^/     /' "$out" | head -20
   fi
 }

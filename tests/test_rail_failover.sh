@@ -16,17 +16,20 @@
 #     a margin for a loaded machine; the target is 100 ms and the figure is
 #     printed), node 1's ranks because their interface lost its link, the
 #     others because node 1 told them; 0 wrong, 0 failed, both rails back;
-#  6. a flapping link (down, up, ... every 0.2 s for 4 s): each rank gives the
-#     rail up once, nobody takes it back while it flaps, and node 1 takes it
-#     back only after the link has been up for the hold-down time (1 s;
-#     asserted >= 0.9 s after the last up, for the stamps' own delays).
+#  6. a flapping link (down, up, ... every 0.2 s for 4 s): node 1 takes the
+#     rail back only after its link has been up, without a down, for the
+#     hold-down time (1 s; asserted >= 0.9 s after that up, for the stamps' own
+#     delays), so each rank gives it up once (once more for each time an `ip
+#     link` of a loaded machine left it up longer than the hold-down);
+#  7, 8. 5 and 6 again over the libfabric links (RAILCOLL_TRANSPORT=ofi), when
+#     built in: the rails layer is the same for every kind of link.
 # In 5 and 6 every output line is stamped with this host's clock as the
 # launcher passes it on, and so is every `ip link` of the script.
 # Calls per second are printed (measured, not asserted).
 #   usage: test_rail_failover.sh RAILCOLL MP_COLLECTIVES
 set -u
 RC=${1:?railcoll}; MP=${2:?mp_collectives}
-if [ "$(id -u)" != 0 ]; then echo "skipped: needs root (network namespaces)"; echo "0 passed, 0 failed"; exit 0; fi
+if [ "$(id -u)" != 0 ]; then echo "SKIPPED: the emulated cluster needs root (network namespaces)"; exit 77; fi
 . "$(dirname "$0")/cluster_lock.sh"
 cluster_lock
 pass=0 fail=0
@@ -104,11 +107,21 @@ now() { date +%s.%N; }
 link1() { ip -n rc-n1 link set rail1 "$1" && echo "$1 $(now)" >>"$events"; }
 outage() { link1 down; sleep 2; link1 up; }
 flapping() { for i in $(seq 10); do link1 down; sleep 0.2; link1 up; sleep 0.2; done; }
-# during_steady S INJECTOR: steady all-gathers for S s, INJECTOR from 2 s in;
-# every output line stamped "T line" into $out; their status in $st.
+# The job's links on rail 1 of node 1 are up (its ranks' TCP connections on
+# the rail, which libfabric's tcp provider makes too): its calls have begun.
+rail1_connected() {
+  for _ in $(seq 300); do
+    [ "$(ip netns exec rc-n1 ss -tnH state established '( dst 198.18.1.0/24 or src 198.18.1.0/24 )' 2>/dev/null | wc -l)" -ge 4 ] &&
+      return
+    sleep 0.1
+  done
+}
+# during_steady S INJECTOR: steady all-gathers for S s, INJECTOR from 1 s after
+# the job's calls began (set-up takes seconds on a loaded machine, longer over
+# libfabric); every output line stamped "T line" into $out; their status in $st.
 during_steady() {
   : >"$events"
-  ( sleep 2; "$2" ) &
+  ( rail1_connected; sleep 1; "$2" ) &
   local injector=$!
   RAILCOLL_TIMEOUT=10 timeout 120 "$RC" cluster run --timeout 100 -- "$MP" steady 1048576 direct "$1" 2>&1 |
     perl -MTime::HiRes=time -ne '$| = 1; printf "%.6f %s", time, $_' >"$out"
@@ -118,39 +131,70 @@ during_steady() {
 }
 all_correct() { [ "$(grep -c "steady [0-9]* calls correct, 0 failed" "$out")" -eq 6 ] && [ "$(grep -c "at the end 2" "$out")" -eq 6 ]; }
 
-# ---- 5. a lost link: the rail given up at once on every rank
-during_steady 7 outage
-down_at=$(awk '$1 == "down" {print $2; exit}' "$events")
-# Per rank, its first "rail 1 ... is down" line: the slowest rank's delay after the link went down.
-read -r ranks slowest link_lines < <(awk -v t0="$down_at" '/rank [0-9]+: rail 1 .* is down/ {
-    match($0, /railcoll: rank [0-9]+:/); r = substr($0, RSTART + 15, RLENGTH - 16)
-    if (!(r in seen)) { seen[r] = 1; n++; d = $1 - t0; if (d > worst) worst = d }
-    if (/lost its link/) link++ } END { printf "%d %.3f %d\n", n, worst, link }' "$out")
-echo "     link down -> every rank gave the rail up: slowest rank after ${slowest} s ($ranks ranks; $link_lines by their own link)"
-[ "$st" -eq 0 ] && all_correct && ok "a lost link during the calls: all 6 ranks correct, no call failed, both rails back" ||
-  bad "lost link: exit $st"
-[ "$ranks" -eq 6 ] && [ "$link_lines" -eq 2 ] && awk -v s="$slowest" 'BEGIN { exit !(s >= 0 && s < 1.0) }' &&
-  ok "all 6 ranks gave rail 1 up ${slowest} s after its link went down (node 1's 2 by their link), before the 2 s timeout" ||
-  bad "lost link: $ranks ranks gave the rail up, $link_lines by their link, slowest after ${slowest} s"
-grep -o "calls per second.*" "$out" | head -1
+# ---- 5. a lost link: the rail given up at once on every rank (LABEL: the links' kind)
+lost_link() {
+  local label=$1
+  during_steady 7 outage
+  down_at=$(awk '$1 == "down" {print $2; exit}' "$events")
+  # Per rank, its first "rail 1 ... is down" line: the slowest rank's delay after the link went down.
+  read -r ranks slowest link_lines < <(awk -v t0="$down_at" '/rank [0-9]+: rail 1 .* is down/ {
+      match($0, /railcoll: rank [0-9]+:/); r = substr($0, RSTART + 15, RLENGTH - 16)
+      if (!(r in seen)) { seen[r] = 1; n++; d = $1 - t0; if (d > worst) worst = d }
+      if (/lost its link/) link++ } END { printf "%d %.3f %d\n", n, worst, link }' "$out")
+  echo "     $label: link down -> every rank gave the rail up: slowest rank after ${slowest} s ($ranks ranks; $link_lines by their own link)"
+  [ "$st" -eq 0 ] && all_correct && ok "$label: a lost link during the calls: all 6 ranks correct, no call failed, both rails back" ||
+    bad "$label: lost link: exit $st"
+  [ "$ranks" -eq 6 ] && [ "$link_lines" -eq 2 ] && awk -v s="$slowest" 'BEGIN { exit !(s >= 0 && s < 1.0) }' &&
+    ok "$label: all 6 ranks gave rail 1 up ${slowest} s after its link went down (node 1's 2 by their link), before the 2 s timeout" ||
+    bad "$label: lost link: $ranks ranks gave the rail up, $link_lines by their link, slowest after ${slowest} s"
+  grep -o "calls per second.*" "$out" | head -1
+}
 
-# ---- 6. a flapping link: held down until it is stable
-during_steady 9 flapping
-first_down=$(awk '$1 == "down" {print $2; exit}' "$events")
-last_up=$(awk '$1 == "up" {t = $2} END {print t}' "$events")
-most=$(grep -o "rank [0-9]*: rail 1 .* is down" "$out" | sort | uniq -c | sort -rn | head -1 | awk '{print $1}')
-# Taken back: node 1's "taking it back" lines and everyone's "is up again", relative to the last up.
-read -r back_n back_first back_hold < <(awk -v t1="$last_up" '/rail 1 .* taking it back/ {
-    n++; d = $1 - t1; if (n == 1 || d < first) first = d; h = $0; sub(/.*up for /, "", h); sub(/ s .*/, "", h) }
-    END { printf "%d %.3f %s\n", n, first, h }' "$out")
-early=$(awk -v t0="$first_down" -v t1="$last_up" '/rail 1 .* (is up again|taking it back)/ && $1 > t0 && $1 < t1 + 0.9' "$out" | wc -l)
-echo "     flapping ($(grep -c down "$events") downs): node 1 took the rail back ${back_first} s after the last up (hold-down ${back_hold} s)"
-[ "$st" -eq 0 ] && all_correct && ok "a flapping link during the calls: all 6 ranks correct, no call failed, both rails back" ||
-  bad "flapping: exit $st"
-[ "${most:-0}" -eq 1 ] && ok "each rank gave the flapping rail up once" || bad "flapping: a rank gave the rail up ${most:-0} times"
-[ "$back_n" -eq 2 ] && [ "$early" -eq 0 ] && awk -v s="$back_first" 'BEGIN { exit !(s >= 0.9) }' &&
-  ok "held down while it flapped: taken back ${back_first} s after the last up, not before" ||
-  bad "flapping: $back_n 'taking it back' lines, $early early, first ${back_first} s after the last up"
-grep -o "calls per second.*" "$out" | head -1
+# ---- 6. a flapping link: held down until it is stable. On a loaded machine an
+# `ip link` may take longer than the hold-down itself, so the rule is checked
+# as it is meant: a rail is taken back only after its link has been up, without
+# a down, for the hold-down time; and a rank gives it up again only after it
+# was taken back (one give-up, plus one per return in the middle of the flaps).
+flapping_link() {
+  local label=$1
+  during_steady 12 flapping
+  last_up=$(awk '$1 == "up" {t = $2} END {print t}' "$events")
+  longest_up=$(awk '$1 == "up" {u = $2} $1 == "down" && u {d = $2 - u; if (d > m) m = d; u = 0} END {printf "%.3f", m}' "$events")
+  most=$(grep -o "rank [0-9]*: rail 1 .* is down" "$out" | sort | uniq -c | sort -rn | head -1 | awk '{print $1}')
+  # Each of node 1's "taking it back" lines: the last link event before it, and how long before.
+  read -r back_n back_after_up back_early back_hold < <(awk -v ev="$events" '
+      BEGIN { while ((getline l < ev) > 0) { split(l, f, " "); n++; kind[n] = f[1]; at[n] = f[2] } }
+      /rail 1 .* taking it back/ {
+        k = 0; for (i = 1; i <= n; i++) if (at[i] < $1) k = i
+        d = k && kind[k] == "up" ? $1 - at[k] : -1; b++
+        if (b == 1 || d < least) least = d
+        if (k < n) mid++
+        h = $0; sub(/.*up for /, "", h); sub(/ s .*/, "", h) }
+      END { printf "%d %.3f %d %s\n", b, least, mid, h }' "$out")
+  echo "     $label: flapping ($(grep -c down "$events") downs, the longest up $longest_up s): node 1 took the rail back" \
+       "$back_n times (after the last up: $((back_n - back_early))), the soonest ${back_after_up} s after an up (hold-down ${back_hold} s)"
+  [ "$st" -eq 0 ] && all_correct && ok "$label: a flapping link during the calls: all 6 ranks correct, no call failed, both rails back" ||
+    bad "$label: flapping: exit $st"
+  [ "${most:-0}" -ge 1 ] && [ "${most:-0}" -le $((1 + back_early / 2)) ] &&
+    ok "$label: each rank gave the flapping rail up once, and once more per return between flaps ($((back_early / 2)))" ||
+    bad "$label: flapping: a rank gave the rail up ${most:-0} times, $((back_early / 2)) returns between flaps"
+  [ "$back_n" -ge 2 ] && [ "$back_n" -gt "$back_early" ] && awk -v s="$back_after_up" 'BEGIN { exit !(s >= 0.9) }' &&
+    ok "$label: held down while it flapped: taken back only after its link was up ${back_after_up} s or more, not before" ||
+    bad "$label: flapping: $back_n 'taking it back' lines, $back_early between flaps, the soonest ${back_after_up} s after an up"
+  grep -o "calls per second.*" "$out" | head -1
+}
+
+lost_link tcp
+flapping_link tcp
+# ---- 7, 8. the same over the libfabric links: the rails layer gives them the
+# link monitor, the hold-down and reconnecting as it gives the TCP links.
+if "$RC" info 2>/dev/null | grep -q "^libfabric: [0-9]"; then
+  export RAILCOLL_TRANSPORT=ofi
+  lost_link ofi
+  flapping_link ofi
+  unset RAILCOLL_TRANSPORT
+else
+  echo "     ofi: not built in (-DRAILCOLL_WITH_OFI=OFF): sections 7 and 8 not run"
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -87,10 +87,17 @@ RAILCOLL_API const char* railcoll_last_error(void);
 typedef struct railcoll_comm* railcoll_comm_t;
 
 #define RAILCOLL_IN_PLACE 1u /* flag: the send block is already at its place in recvbuf */
+/* flag of railcoll_scatterv and railcoll_gatherv (all three forms): counts is
+ * read at the root alone, as MPI's are; every other rank reads only its own
+ * entry, counts[rank]. The root's counts reach the others inside the call, as
+ * its first step (a small broadcast; a persistent call's first start only),
+ * and a rank whose own count differs from the root's fails the call on every
+ * rank (RAILCOLL_ERR_ARG there, RAILCOLL_ERR_PEER elsewhere). */
+#define RAILCOLL_ROOT_COUNTS 2u
 
 typedef struct {
   const char* algorithm; /* NULL or "auto": RAILCOLL_<COLL>_ALGO, else RAILCOLL_TUNING, else the defaults */
-  unsigned flags;        /* RAILCOLL_IN_PLACE; any other bit is RAILCOLL_ERR_ARG */
+  unsigned flags;        /* RAILCOLL_IN_PLACE, RAILCOLL_ROOT_COUNTS; any other bit is RAILCOLL_ERR_ARG */
 } railcoll_call_opts_t;
 
 RAILCOLL_API railcoll_status_t railcoll_comm_init(railcoll_comm_t* comm);
@@ -173,6 +180,18 @@ typedef struct {
 } railcoll_oob_t;
 
 RAILCOLL_API railcoll_status_t railcoll_comm_init_oob(railcoll_comm_t* comm, const railcoll_oob_t* oob);
+
+/* The caller's own progress while this rank waits inside railcoll: a thread
+ * waiting inside railcoll for a call on comm (a blocking collective, a wait on
+ * a request) calls hook(arg) between its sleeps, about every every_us
+ * microseconds (0: 1000), until the call is done. A peer
+ * waiting inside the caller's library for this rank (an MPI rank in MPI's
+ * own wait, for a message this rank's MPI must progress) is then not
+ * starved: railcoll's MPI library passes a poke at MPI's progress engine.
+ * Never called from railcoll's own threads (the caller's library may take
+ * calls from the program's threads alone). hook NULL: none (the default). */
+RAILCOLL_API railcoll_status_t railcoll_comm_set_wait_hook(railcoll_comm_t comm, void (*hook)(void* arg), void* arg,
+                                                           unsigned every_us);
 
 /* Every rank contributes `bytes` from sendbuf; recvbuf (size * bytes) receives
  * every rank's block in rank order. opts may be NULL. */

@@ -27,10 +27,12 @@ using railcoll::rt::CallArgs;
 enum class Form { Blocking, Nonblocking, Persistent };
 
 void check_flags(const char* fn, const railcoll_call_opts_t* opts) {
-  if (opts && (opts->flags & ~RAILCOLL_IN_PLACE)) {
+  const unsigned known = RAILCOLL_IN_PLACE | RAILCOLL_ROOT_COUNTS;
+  if (opts && (opts->flags & ~known)) {
     char bits[32];
-    snprintf(bits, sizeof bits, "0x%x", opts->flags & ~RAILCOLL_IN_PLACE);
-    throw InputError(std::string(fn) + ": unknown option flags " + bits + " (RAILCOLL_IN_PLACE is 0x1)");
+    snprintf(bits, sizeof bits, "0x%x", opts->flags & ~known);
+    throw InputError(std::string(fn) + ": unknown option flags " + bits +
+                     " (RAILCOLL_IN_PLACE is 0x1, RAILCOLL_ROOT_COUNTS 0x2)");
   }
 }
 
@@ -55,6 +57,7 @@ railcoll_status_t issue(railcoll_comm_t handle, const char* fn, const railcoll_c
     try {
       check_flags(fn, opts);
       a.in_place = opts && (opts->flags & RAILCOLL_IN_PLACE);
+      a.root_counts = opts && (opts->flags & RAILCOLL_ROOT_COUNTS);
       a.algorithm = opts ? opts->algorithm : nullptr;
       fill(a);
     } catch (const std::exception& e) {

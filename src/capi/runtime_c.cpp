@@ -1,6 +1,7 @@
 // The communicator part of the C API over rt::Comm.
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -147,6 +148,18 @@ const char* railcoll_comm_transport(railcoll_comm_t c) {
   if (!m) return nullptr;
   m->transport = m->comm->transport();
   return m->transport.c_str();
+}
+
+railcoll_status_t railcoll_comm_set_wait_hook(railcoll_comm_t comm, void (*hook)(void* arg), void* arg,
+                                              unsigned every_us) {
+  return guarded([&]() -> railcoll_status_t {
+    railcoll_comm* c = live(comm, "railcoll_comm_set_wait_hook");
+    if (!c) return RAILCOLL_ERR_ARG;
+    std::function<void()> call;
+    if (hook) call = [hook, arg] { hook(arg); };
+    c->comm->set_wait_hook(std::move(call), (every_us ? every_us : 1000) * 1e-6);
+    return RAILCOLL_OK;
+  });
 }
 
 const char* railcoll_algorithm_for(railcoll_comm_t comm, const char* collective, size_t bytes,

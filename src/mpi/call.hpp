@@ -9,7 +9,6 @@
 // reductions.cpp, personalised.cpp); only the PMPI_ call it passes to when
 // MPI serves it and railcoll's function differ.
 #pragma once
-#include <type_traits>
 #include <utility>
 
 #include "mpi/route.hpp"
@@ -46,18 +45,19 @@ struct Served {
   Stage stage;
   std::vector<std::function<void()>> before;  // packing, at every start (persistent)
   std::vector<std::function<void()>> after;   // unpacking, at every completion
-  // A persistent v-call whose root counts are exchanged at its first start
-  // (personalised.cpp); railcoll's persistent request is made then.
-  std::function<railcoll_status_t(railcoll_request_t*)> first_start;
+  // Duplicates of the datatypes its packing and unpacking read: the program
+  // may free its own while the call runs (MPI: pending operations complete
+  // normally), and MPI may give the freed handle to another type.
+  std::vector<MPI_Datatype> types;
   ~Served();
 };
 
 // Gives a served request an MPI request of its own and keeps it (requests.cpp).
 int adopt(std::unique_ptr<Served> s, MPI_Request* request);
 
-class Call {
+class ServedCall {
  public:
-  explicit Call(Route& route) : route_(route), mode_(route.mode()) {
+  explicit ServedCall(Route& route) : route_(route), mode_(route.mode()) {
     if (mode_ != Mode::Blocking) served_.reset(new Served);
   }
   char* staging(Staging slot, uint64_t bytes) { return (served_ ? served_->stage : thread_stage()).get(slot, bytes); }
@@ -72,32 +72,40 @@ class Call {
   void after(F&& f) {
     (served_ ? served_->after : after_).emplace_back(std::forward<F>(f));
   }
+  // A layout this call packs or unpacks through MPI: for a nonblocking or
+  // persistent call, on a duplicate of its datatype that the call holds until
+  // it is freed, whatever the program frees meanwhile.
+  DataView held(const DataView& v) {
+    if (!served_ || v.contiguous) return v;
+    DataView h = v;
+    if (PMPI_Type_dup(v.type, &h.type) != MPI_SUCCESS) return v;
+    served_->types.push_back(h.type);
+    return h;
+  }
   // `v.count` elements of buf as railcoll reads them: buf's own bytes, or staging they are packed into.
-  const void* packed(const DataView& v, const void* buf, Staging slot) {
-    if (v.contiguous) return v.at(buf);
+  const void* packed(const DataView& view, const void* buf, Staging slot) {
+    if (view.contiguous) return view.at(buf);
+    const DataView v = held(view);
     char* to = staging(slot, v.bytes);
     before([to, buf, v] { pack_into(to, buf, static_cast<uint64_t>(v.count), v); });
     return to;
   }
   // Where railcoll writes what belongs in buf: buf's own bytes, or staging
   // unpacked into buf once the data arrived.
-  void* landing(const DataView& v, void* buf, Staging slot) {
-    if (v.contiguous) return v.at(buf);
-    char* from = staging(slot, v.bytes);
-    after([from, buf, v] { unpack_from(from, buf, static_cast<uint64_t>(v.count), v); });
-    return from;
+  void* landing(const DataView& view, void* buf, Staging slot) {
+    return view.contiguous ? view.at(buf) : land(held(view), buf, slot);
   }
   // In place with a non-contiguous layout: as landing(), and this rank's
   // block (block `me`, `block_count` elements) packed to its place first.
-  void* landing_in_place(const DataView& v, void* buf, int me, int block_count) {
-    char* to = static_cast<char*>(landing(v, buf, Staging::Recv));
-    if (!v.contiguous) {
-      const uint64_t first = static_cast<uint64_t>(me) * static_cast<uint64_t>(block_count);
-      char* mine = static_cast<char*>(buf) + static_cast<MPI_Aint>(first) * v.extent;
-      before([to = to + first * v.type_size, mine, block_count, v] {
-        pack_into(to, mine, static_cast<uint64_t>(block_count), v);
-      });
-    }
+  void* landing_in_place(const DataView& view, void* buf, int me, int block_count) {
+    if (view.contiguous) return view.at(buf);
+    const DataView v = held(view);
+    char* to = land(v, buf, Staging::Recv);
+    const uint64_t first = static_cast<uint64_t>(me) * static_cast<uint64_t>(block_count);
+    char* mine = static_cast<char*>(buf) + static_cast<MPI_Aint>(first) * v.extent;
+    before([to = to + first * v.type_size, mine, block_count, v] {
+      pack_into(to, mine, static_cast<uint64_t>(block_count), v);
+    });
     return to;
   }
 
@@ -114,26 +122,17 @@ class Call {
       reap_freed();
       return route_.finish(st);
     }
-    if constexpr (std::is_same_v<Persistent, std::nullptr_t>) return issued(nonblocking(args..., &served_->rc));
-    else
-      return issued(mode_ == Mode::Nonblocking ? nonblocking(args..., &served_->rc)
-                                               : persistent(args..., &served_->rc));
+    return issued(mode_ == Mode::Nonblocking ? nonblocking(args..., &served_->rc) : persistent(args..., &served_->rc));
   }
-  // The same for a blocking or nonblocking call alone.
-  template <class Blocking, class Nonblocking, class... Args>
-  int issue(Blocking blocking, Nonblocking nonblocking, Args... args) {
-    return run(blocking, nonblocking, nullptr, args...);
-  }
-  int fail(railcoll_status_t st) { return route_.finish(st); }
-  // A persistent call whose railcoll request is made at its first start.
-  int run_at_first_start(std::function<railcoll_status_t(railcoll_request_t*)> make) {
-    served_->first_start = std::move(make);
-    return issued(RAILCOLL_OK);
-  }
-  Mode mode() const { return mode_; }
 
  private:
   int issued(railcoll_status_t st);  // requests.cpp
+  // Staging for a held non-contiguous layout, unpacked into buf at the end.
+  char* land(const DataView& v, void* buf, Staging slot) {
+    char* from = staging(slot, v.bytes);
+    after([from, buf, v] { unpack_from(from, buf, static_cast<uint64_t>(v.count), v); });
+    return from;
+  }
   Route& route_;
   Mode mode_;
   std::unique_ptr<Served> served_;

@@ -47,6 +47,11 @@ std::mutex live_mutex;  // guards `live`
 // meets the peers' goodbyes in the same order too.
 std::vector<CommState*> live;
 
+// How often a thread waiting in railcoll turns MPI's progress engine (about
+// 1 us a turn; a peer's large MPI send from this rank moves on at this pace
+// while this rank waits inside railcoll).
+constexpr unsigned kPokeEveryUs = 1000;
+
 // The thread's latest communicators' states: a call on one of them asks MPI nothing.
 RAILCOLL_MPI_THREAD_LOCAL Recent<MPI_Comm, CommState> recent;
 
@@ -174,6 +179,15 @@ void release(CommState* s) {
 
 MPI_Comm errors_comm(const CommState* s) { return s && s->attached ? s->comm : MPI_COMM_WORLD; }
 
+railcoll_comm_t railcoll_of(const CommState* s) { return s ? s->rc : nullptr; }
+
+void poke_mpi_progress(void*) {
+  const MPI_Comm poke = layer().poke;
+  if (poke == MPI_COMM_NULL) return;
+  int flag = 0;
+  PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, poke, &flag, MPI_STATUS_IGNORE);
+}
+
 void ensure_railcoll(MPI_Comm comm, const char* call, Target* t) {
   if (t->rc) return;
   CommState* s = state_of(comm);  // classify() made it
@@ -200,15 +214,16 @@ void ensure_railcoll(MPI_Comm comm, const char* call, Target* t) {
     return;
   }
   s->rc = t->rc = rc;
+  railcoll_comm_set_wait_hook(rc, poke_mpi_progress, nullptr, kPokeEveryUs);
   {
     std::lock_guard<std::mutex> lock(live_mutex);
     live.push_back(s);
   }
   if (layer().verbose >= 2 && s->rank == 0)
-    fprintf(stderr, "railcoll-mpi: rank %d: railcoll communicator of %d ranks on %d nodes, %d rails, made at %s "
+    fprintf(stderr, "railcoll-mpi: rank %d: railcoll communicator of %d ranks on %d nodes, %d rails (%s), made at %s "
                     "in %.1f ms\n",
-            layer().world_rank, s->size, railcoll_comm_nodes(rc), railcoll_comm_rails(rc), call,
-            now_ms() - t0);
+            layer().world_rank, s->size, railcoll_comm_nodes(rc), railcoll_comm_rails(rc), railcoll_comm_transport(rc),
+            call, now_ms() - t0);
 }
 
 void comms_finalize() {

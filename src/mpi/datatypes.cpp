@@ -19,6 +19,7 @@ namespace {
 
 struct Facts {
   MPI_Count size = 0, lb = 0, extent = 0, true_lb = 0, true_extent = 0;
+  bool in_order = false;     // one element's typemap is one ascending run with no gap (typemap_in_order)
   int reduce_type = 0;       // railcoll_datatype_t of the one basic type, 0 when none railcoll reduces
   unsigned reduce_groups = 0;  // the groups of MPI's operators it belongs to (ReduceGroup)
 };
@@ -43,8 +44,11 @@ bool is_named(MPI_Datatype t) {
 // The predefined types railcoll reduces, by MPI's groups of them (MPI 4.0
 // §6.9.2): C integers (signed and unsigned, 8 to 64 bits), float and double,
 // C bool (logical), MPI_BYTE (bitwise), the (value, index) pairs (MINLOC,
-// MAXLOC). MPI_CHAR is not an integer to MPI's operators, nor long double
-// railcoll's: both go to MPI.
+// MAXLOC); and their Fortran twins: Fortran integers (MPI_INTEGER,
+// MPI_INTEGER1-8), reals (MPI_REAL, MPI_DOUBLE_PRECISION, MPI_REAL4, MPI_REAL8),
+// MPI_LOGICAL (gfortran's .TRUE. is 1, as railcoll's logical results), and
+// MPI_2INTEGER (laid out as MPI_2INT). MPI_CHAR is not an integer to MPI's
+// operators, nor long double railcoll's, nor a complex type: they go to MPI.
 struct Reducible {
   int type = 0;            // railcoll_datatype_t; 0: none
   unsigned groups = 0;     // ReduceGroup bits
@@ -66,6 +70,14 @@ Reducible reducible_named(MPI_Datatype t) {
     if (t == u) return {sized ? unsigned_of_size[size] : 0, kIntegerGroup};
   if (t == MPI_FLOAT) return {RAILCOLL_FLOAT, kFloatingGroup};
   if (t == MPI_DOUBLE) return {RAILCOLL_DOUBLE, kFloatingGroup};
+  const MPI_Datatype fortran_ints[] = {MPI_INTEGER, MPI_INTEGER1, MPI_INTEGER2, MPI_INTEGER4, MPI_INTEGER8};
+  for (MPI_Datatype f : fortran_ints)
+    if (t == f) return {sized ? signed_of_size[size] : 0, kFortranIntegerGroup};
+  const MPI_Datatype fortran_reals[] = {MPI_REAL, MPI_DOUBLE_PRECISION, MPI_REAL4, MPI_REAL8};
+  for (MPI_Datatype f : fortran_reals)
+    if (t == f) return {size == 4 ? RAILCOLL_FLOAT : size == 8 ? RAILCOLL_DOUBLE : 0, kFloatingGroup};
+  if (t == MPI_LOGICAL) return {sized ? signed_of_size[size] : 0, kLogicalGroup};
+  if (t == MPI_2INTEGER && size == 2 * static_cast<int>(sizeof(int))) return {RAILCOLL_2INT, kPairGroup};
   if (t == MPI_C_BOOL && size == 1) return {RAILCOLL_UINT8, kLogicalGroup};
   if (t == MPI_BYTE) return {RAILCOLL_UINT8, kByteGroup};
   // (value, index) pairs, laid out as MPI's C structs (padding included) as railcoll's are.
@@ -82,6 +94,7 @@ Facts measure(MPI_Datatype t, bool named) {
   PMPI_Type_size_x(t, &f.size);
   PMPI_Type_get_extent_x(t, &f.lb, &f.extent);
   PMPI_Type_get_true_extent_x(t, &f.true_lb, &f.true_extent);
+  f.in_order = f.size == f.true_extent && (named || typemap_in_order(t));
   // MPI's predefined operators take predefined datatypes only: Open MPI and
   // MPICH refuse a derived one (MPI_ERR_OP), so a valid program passes the
   // same predefined type on every rank, and a derived one goes to MPI on every
@@ -132,10 +145,11 @@ DataView view(MPI_Datatype type, int64_t count) {
   v.bytes = v.type_size * static_cast<uint64_t>(count);
   v.offset = static_cast<MPI_Aint>(f.true_lb);
   v.extent = static_cast<MPI_Aint>(f.extent);
-  // One piece: no gap inside an element, none between consecutive elements
-  // (nor between the blocks of consecutive ranks in a gather's buffer, which
-  // lie count * extent apart). Otherwise the layer packs (pack.cpp).
-  v.contiguous = v.bytes == 0 || (f.size == f.true_extent && f.extent == f.size);
+  // In place only where MPI's order is memory's: each element one ascending
+  // run with no gap, and each element beginning where the previous one ends
+  // (so do the blocks of consecutive ranks in a gather's buffer, which lie
+  // count * extent apart). Otherwise the layer packs (pack.cpp).
+  v.contiguous = v.bytes == 0 || (f.in_order && f.extent == f.size);
   v.reduce_type = f.reduce_type;
   v.reduce_groups = f.reduce_groups;
   v.reduce_count = f.reduce_type ? static_cast<uint64_t>(count) : 0;  // a predefined type is one element
@@ -148,15 +162,15 @@ int railcoll_op(MPI_Op op, unsigned groups, Reason* why) {
     int railcoll;
     unsigned groups;  // the type groups MPI defines the operator on
   };
-  const unsigned arithmetic = kIntegerGroup | kFloatingGroup;
+  const unsigned arithmetic = kIntegerGroup | kFortranIntegerGroup | kFloatingGroup;
   const Pair ops[] = {{MPI_SUM, RAILCOLL_SUM, arithmetic},  {MPI_PROD, RAILCOLL_PROD, arithmetic},
                       {MPI_MIN, RAILCOLL_MIN, arithmetic},  {MPI_MAX, RAILCOLL_MAX, arithmetic},
                       {MPI_LAND, RAILCOLL_LAND, kIntegerGroup | kLogicalGroup},
                       {MPI_LOR, RAILCOLL_LOR, kIntegerGroup | kLogicalGroup},
                       {MPI_LXOR, RAILCOLL_LXOR, kIntegerGroup | kLogicalGroup},
-                      {MPI_BAND, RAILCOLL_BAND, kIntegerGroup | kByteGroup},
-                      {MPI_BOR, RAILCOLL_BOR, kIntegerGroup | kByteGroup},
-                      {MPI_BXOR, RAILCOLL_BXOR, kIntegerGroup | kByteGroup},
+                      {MPI_BAND, RAILCOLL_BAND, kIntegerGroup | kFortranIntegerGroup | kByteGroup},
+                      {MPI_BOR, RAILCOLL_BOR, kIntegerGroup | kFortranIntegerGroup | kByteGroup},
+                      {MPI_BXOR, RAILCOLL_BXOR, kIntegerGroup | kFortranIntegerGroup | kByteGroup},
                       {MPI_MINLOC, RAILCOLL_MINLOC, kPairGroup},
                       {MPI_MAXLOC, RAILCOLL_MAXLOC, kPairGroup}};
   for (const Pair& p : ops) {

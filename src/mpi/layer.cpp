@@ -233,6 +233,7 @@ void start(unsigned selected) {
                     "selected\n");
   const Node node = this_node();
   L.node = node.id;
+  PMPI_Comm_dup(MPI_COMM_WORLD, &L.poke);
   sleep_if_spinning_hurts(node);
   L.started = true;
 }
@@ -306,6 +307,7 @@ int MPI_Finalize(void) {
     requests_forget();
     datatypes_finalize();
     thread_stage().release();
+    if (L.poke != MPI_COMM_NULL) PMPI_Comm_free(&L.poke);
     L.started = false;
   }
   return PMPI_Finalize();

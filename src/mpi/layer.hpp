@@ -75,6 +75,7 @@ struct Layer {
   int verbose = 0;       // RAILCOLL_MPI_VERBOSE
   int spin_us = 0;       // how long a wait over MPI's and railcoll's requests polls before it sleeps (requests.cpp)
   std::string node;      // this rank's node identity for railcoll (layer.cpp, "node identity")
+  MPI_Comm poke = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD nothing is sent on (poke_mpi_progress)
   std::atomic<uint64_t> served[kModes][kColls] = {};
   std::atomic<uint64_t> passed[kModes][kColls][kReasons] = {};
 };
@@ -147,7 +148,7 @@ struct DataView {
   MPI_Datatype type = MPI_DATATYPE_NULL;
   int64_t count = 0;
   bool valid = false;       // the datatype and count are usable (else MPI reports the error)
-  bool contiguous = false;  // the bytes lie in one piece (always true for 0 bytes); else packed
+  bool contiguous = false;  // the typemap is its bytes in order, in one piece (always true for 0 bytes); else packed
   uint64_t bytes = 0;       // the signature's size
   uint64_t type_size = 0;   // of one element
   MPI_Aint offset = 0;      // where the bytes start, from the buffer pointer (the true lower bound)
@@ -159,8 +160,15 @@ struct DataView {
   void* at(void* buf) const { return static_cast<char*>(buf) + offset; }
 };
 DataView view(MPI_Datatype type, int64_t count);
+// One element's typemap, in MPI's order, is one run of ascending addresses
+// with no gap (typemap.cpp): with extent = size, any number of them may be
+// read and written in place; otherwise the layer packs.
+bool typemap_in_order(MPI_Datatype type);
 // MPI's groups of predefined types, as its predefined operators take them.
-enum ReduceGroup : unsigned { kIntegerGroup = 1, kFloatingGroup = 2, kLogicalGroup = 4, kByteGroup = 8, kPairGroup = 16 };
+enum ReduceGroup : unsigned {
+  kIntegerGroup = 1, kFloatingGroup = 2, kLogicalGroup = 4, kByteGroup = 8, kPairGroup = 16,
+  kFortranIntegerGroup = 32  // MPI_INTEGER...: as C integers, but not for MPI_LAND, MPI_LOR, MPI_LXOR
+};
 // A predefined operator on a type of `groups` as railcoll_op_t; -1 when
 // railcoll does not serve it, with *why: Operator (not one of MPI's
 // arithmetic, logical, bitwise or location operators) or ReduceType (not defined on the
@@ -225,6 +233,15 @@ void release(CommState* s);
 MPI_Comm errors_comm(const CommState* s);
 // Destroys every railcoll communicator left (MPI_Finalize), newest first.
 void comms_finalize();
+// The railcoll communicator of a state (null before its first served call).
+railcoll_comm_t railcoll_of(const CommState* s);
+// One turn of MPI's progress engine, completing nothing of the program's: a
+// PMPI_Iprobe on Layer::poke (Open MPI progresses on any communicator, MPICH
+// 4.0 not on a one-rank one). railcoll's waits run it while they sleep
+// (railcoll_comm_set_wait_hook), so a peer waiting inside MPI for this rank's
+// MPI (the rest of a large send, a round of MPI's own nonblocking
+// collective) is not starved while this rank waits inside railcoll.
+void poke_mpi_progress(void* = nullptr);
 
 // ---- requests of nonblocking and persistent calls (requests.cpp) ----
 // MPI_Finalize: every outstanding request let go (railcoll's and the MPI

@@ -41,6 +41,24 @@ uint64_t chunk_elements(const DataView& v) {
   abort();
 }
 
+// MPICH 4.0's MPI_Pack and MPI_Unpack refuse a null buffer, MPI_BOTTOM
+// included (its datatype then holds absolute addresses). Such a buffer is
+// described to them from its first byte instead: n elements of the type in a
+// struct placed at minus that address. `run` packs or unpacks 1 element of
+// the type it is given at the pointer it is given.
+template <class Run>
+void at_bottom(const char* base, uint64_t n, const DataView& v, Run run) {
+  if (base) return run(base, static_cast<int>(n), v.type);
+  MPI_Datatype placed;
+  int block = static_cast<int>(n);
+  MPI_Aint displ = -v.offset;
+  MPI_Datatype type = v.type;
+  PMPI_Type_create_struct(1, &block, &displ, &type, &placed);
+  PMPI_Type_commit(&placed);
+  run(reinterpret_cast<const char*>(static_cast<uintptr_t>(v.offset)), 1, placed);  // its first byte
+  PMPI_Type_free(&placed);
+}
+
 }  // namespace
 
 char* Stage::get(Staging slot, uint64_t bytes) {
@@ -66,8 +84,11 @@ void pack_into(char* to, const void* buf, uint64_t count, const DataView& v) {
   for (uint64_t done = 0; done < count;) {
     const uint64_t n = count - done < step ? count - done : step;
     int position = 0;
-    PMPI_Pack(static_cast<const char*>(buf) + static_cast<MPI_Aint>(done) * v.extent, static_cast<int>(n), v.type,
-              to + done * v.type_size, static_cast<int>(n * v.type_size), &position, MPI_COMM_SELF);
+    at_bottom(static_cast<const char*>(buf) + static_cast<MPI_Aint>(done) * v.extent, n, v,
+              [&](const char* from, int count, MPI_Datatype type) {
+                PMPI_Pack(from, count, type, to + done * v.type_size, static_cast<int>(n * v.type_size), &position,
+                          MPI_COMM_SELF);
+              });
     if (static_cast<uint64_t>(position) != n * v.type_size) wrong_pack_size("MPI_Pack", position, n * v.type_size);
     done += n;
   }
@@ -82,9 +103,11 @@ void unpack_from(const char* from, void* buf, uint64_t count, const DataView& v)
   for (uint64_t done = 0; done < count;) {
     const uint64_t n = count - done < step ? count - done : step;
     int position = 0;
-    PMPI_Unpack(from + done * v.type_size, static_cast<int>(n * v.type_size), &position,
-                static_cast<char*>(buf) + static_cast<MPI_Aint>(done) * v.extent, static_cast<int>(n), v.type,
-                MPI_COMM_SELF);
+    at_bottom(static_cast<const char*>(buf) + static_cast<MPI_Aint>(done) * v.extent, n, v,
+              [&](const char* into, int count, MPI_Datatype type) {
+                PMPI_Unpack(from + done * v.type_size, static_cast<int>(n * v.type_size), &position,
+                            const_cast<char*>(into), count, type, MPI_COMM_SELF);
+              });
     if (static_cast<uint64_t>(position) != n * v.type_size) wrong_pack_size("MPI_Unpack", position, n * v.type_size);
     done += n;
   }

@@ -7,15 +7,11 @@
 // block by block into a staging buffer and unpacked after (call.hpp).
 //
 // MPI_Scatterv's and MPI_Gatherv's counts are the root's alone, and railcoll's
-// schedules need them on every rank: the root broadcasts them first (one small
-// railcoll_bcast), and each other rank puts its own count in its copy, so a
-// rank whose count disagrees with the root's makes railcoll report the
-// mismatch on every rank rather than move the wrong bytes. The nonblocking
-// forms do that broadcast blocking inside MPI_Iscatterv / MPI_Igatherv, the
-// persistent ones at their first MPI_Start (after which railcoll's persistent
-// request is made once): simpler than chaining it, and correct because every
-// rank issues its calls on a communicator in one order -- but such a call
-// returns only once the root has made it (docs/mpi.md, "Known limits").
+// schedules need them on every rank: railcoll's calls take them so
+// (RAILCOLL_ROOT_COUNTS) and broadcast them as the first step of the same
+// request, so a nonblocking or persistent call returns at once like any
+// other; each other rank passes its own count, and one that disagrees with
+// the root's fails the call on every rank rather than move the wrong bytes.
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,11 +31,11 @@ railcoll_call_opts_t in_place_opts(bool in_place) { return {nullptr, in_place ? 
 // with `unpack` what arrived goes back to the caller's displacements after.
 class Blocks {
  public:
-  Blocks(Call& call, const DataView& element, void* buf, const int* counts, const int* displs, int n, Staging slot,
+  Blocks(ServedCall& call, const DataView& element, void* buf, const int* counts, const int* displs, int n, Staging slot,
          bool pack, bool unpack)
       : layout_(std::make_shared<Layout>()) {
     Layout& l = *layout_;
-    l.element = element;
+    l.element = call.held(element);
     l.buf = static_cast<char*>(buf);
     l.elements.assign(counts, counts + n);
     l.displs.assign(displs, displs + n);
@@ -109,27 +105,8 @@ bool route_rooted_v(Route& route, int root, bool in_place, MPI_Datatype type, co
   return at_root;
 }
 
-// The root's per-rank byte counts on every rank (see the top of this file):
-// `mine` is this rank's own, put in its place after the broadcast.
-railcoll_status_t share_root_counts(railcoll_comm_t rc, int root, int me, std::vector<size_t>* counts, size_t mine) {
-  railcoll_status_t st = railcoll_bcast(rc, counts->data(), counts->size() * sizeof(size_t), root, nullptr);
-  if (me != root) (*counts)[static_cast<size_t>(me)] = mine;
-  return st;
-}
-
-// MPI_Scatterv and MPI_Gatherv once their blocks are laid out: the root's
-// counts shared, then railcoll's call with them -- now (`issue`), or at a
-// persistent call's first start (`init` makes railcoll's persistent request).
-template <class Init, class Issue>
-int rooted_v(Call& call, railcoll_comm_t rc, int root, int me, std::vector<size_t> counts, size_t mine, Init init,
-             Issue issue) {
-  if (call.mode() == Mode::Persistent)
-    return call.run_at_first_start([=](railcoll_request_t* req) mutable {
-      railcoll_status_t st = share_root_counts(rc, root, me, &counts, mine);
-      return st == RAILCOLL_OK ? init(counts.data(), req) : st;
-    });
-  railcoll_status_t st = share_root_counts(rc, root, me, &counts, mine);
-  return st == RAILCOLL_OK ? issue(counts.data()) : call.fail(st);
+railcoll_call_opts_t root_counts_opts(bool in_place) {
+  return {nullptr, RAILCOLL_ROOT_COUNTS | (in_place ? RAILCOLL_IN_PLACE : 0u)};
 }
 
 const size_t* or_null(const std::vector<size_t>& v) { return v.empty() ? nullptr : v.data(); }
@@ -152,7 +129,7 @@ int alltoall(Route& route, const void* sendbuf, int sendcount, MPI_Datatype send
   const int n = route.size();
   const DataView recv = view(recvtype, static_cast<int64_t>(recvcount) * n);
   const railcoll_call_opts_t opts = in_place_opts(in_place);
-  Call call(route);
+  ServedCall call(route);
   const void* mine = nullptr;
   void* all = nullptr;
   if (in_place) {
@@ -184,7 +161,7 @@ int alltoallv(Route& route, const void* sendbuf, const int* sendcounts, const in
   if (!rc) return route.error();
   const int n = route.size();
   const railcoll_call_opts_t opts = in_place_opts(in_place);
-  Call call(route);
+  ServedCall call(route);
   // In place, recvbuf holds what is sent: packed in, unpacked out.
   Blocks recv(call, recv_element, recvbuf, recvcounts, rdispls, n, Staging::Recv, in_place, true);
   if (in_place) {
@@ -218,7 +195,7 @@ int scatter(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendt
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
   const railcoll_call_opts_t opts = in_place_opts(in_place);
-  Call call(route);
+  ServedCall call(route);
   const void* all = at_root ? call.packed(view(sendtype, static_cast<int64_t>(sendcount) * route.size()), sendbuf,
                                           Staging::Send)
                             : nullptr;
@@ -239,7 +216,7 @@ int scatterv(Route& route, const void* sendbuf, const int* sendcounts, const int
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
   const int n = route.size(), me = route.rank();
-  Call call(route);
+  ServedCall call(route);
   std::vector<size_t> counts(static_cast<size_t>(n));
   char* base = nullptr;
   std::vector<size_t> at;
@@ -249,16 +226,11 @@ int scatterv(Route& route, const void* sendbuf, const int* sendcounts, const int
     base = blocks.base();
     at.assign(blocks.at(), blocks.at() + n);
   }
+  if (!at_root) counts[static_cast<size_t>(me)] = recv.bytes;  // the root's are the others'
   void* mine = in_place ? nullptr : call.landing(recv, recvbuf, Staging::Recv);
-  const railcoll_call_opts_t opts = in_place_opts(in_place);
-  return rooted_v(
-      call, rc, root, me, counts, recv.bytes,
-      [rc, base, at, mine, root, opts](const size_t* c, railcoll_request_t* req) {
-        return railcoll_scatterv_init(rc, base, c, or_null(at), mine, root, &opts, req);
-      },
-      [&](const size_t* c) {
-        return call.issue(railcoll_scatterv, railcoll_iscatterv, rc, base, c, or_null(at), mine, root, &opts);
-      });
+  const railcoll_call_opts_t opts = root_counts_opts(in_place);
+  return call.run(railcoll_scatterv, railcoll_iscatterv, railcoll_scatterv_init, rc, base, counts.data(), or_null(at),
+                  mine, root, &opts);
 }
 
 template <class Pass>
@@ -277,7 +249,7 @@ int gatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendt
     return route.refuse(MPI_ERR_TRUNCATE, "the root sends " + bytes_text(send.bytes) + " but recvcounts[" +
                                               std::to_string(me) + "] holds " +
                                               bytes_text(static_cast<uint64_t>(recvcounts[me]) * recv_element.type_size));
-  Call call(route);
+  ServedCall call(route);
   std::vector<size_t> counts(static_cast<size_t>(n));
   char* base = nullptr;
   std::vector<size_t> at;
@@ -288,16 +260,11 @@ int gatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendt
     base = blocks.base();
     at.assign(blocks.at(), blocks.at() + n);
   }
+  if (!at_root) counts[static_cast<size_t>(me)] = send.bytes;  // the root's are the others'
   const void* mine = in_place ? nullptr : call.packed(send, sendbuf, Staging::Send);
-  const railcoll_call_opts_t opts = in_place_opts(in_place);
-  return rooted_v(
-      call, rc, root, me, counts, send.bytes,
-      [rc, base, at, mine, root, opts](const size_t* c, railcoll_request_t* req) {
-        return railcoll_gatherv_init(rc, mine, base, c, or_null(at), root, &opts, req);
-      },
-      [&](const size_t* c) {
-        return call.issue(railcoll_gatherv, railcoll_igatherv, rc, mine, base, c, or_null(at), root, &opts);
-      });
+  const railcoll_call_opts_t opts = root_counts_opts(in_place);
+  return call.run(railcoll_gatherv, railcoll_igatherv, railcoll_gatherv_init, rc, mine, base, counts.data(), or_null(at),
+                  root, &opts);
 }
 
 }  // namespace

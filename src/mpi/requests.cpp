@@ -15,11 +15,16 @@
 // when we say so, and the inactive one is never started. While no served
 // request is outstanding every call goes straight to its PMPI_ function.
 //
-// A wait over railcoll's requests alone is railcoll's wait (its deadline,
-// its sleeping). A wait over both polls both sides in turn, neither starving
-// the other, yielding the core and then sleeping between rounds: MPI's own
-// waits have no deadline, so neither has this loop; railcoll's requests in it
-// end at railcoll's (RAILCOLL_TIMEOUT), with an error.
+// Every completion call keeps both libraries going (MPI's progress rule;
+// docs/mpi.md, "Progress"). A wait over railcoll's requests alone is
+// railcoll's wait (its deadline, its sleeping), which turns MPI's progress
+// engine while it sleeps (the wait hook, comms.cpp). A wait over both polls
+// both sides in turn, neither starving the other, yielding the core and then
+// sleeping between rounds; a wait over MPI's alone while served calls run
+// polls MPI's and drives railcoll's (mpi_until); a test that finds ours not
+// done turns MPI's engine once. MPI's own waits have no deadline, so neither
+// have these loops; railcoll's requests in them end at railcoll's
+// (RAILCOLL_TIMEOUT), with an error.
 //
 // A collective's status is empty (MPI_ANY_SOURCE, MPI_ANY_TAG, count 0) with
 // MPI_ERROR its outcome. A railcoll failure goes to the communicator's error
@@ -28,6 +33,7 @@
 #include <sched.h>
 #include <time.h>
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -46,11 +52,15 @@ std::vector<Served*> freed;
 // table.size() + freed.size(): 0 lets every completion call go straight to MPI.
 std::atomic<int> outstanding{0};
 std::atomic<int> freed_count{0};  // freed.size(), read without the lock
+// Served calls started and not yet concluded (Served::active && !finished):
+// while any runs, a completion call over MPI's requests alone drives
+// railcoll's too (mpi_until).
+std::atomic<int> running{0};
 std::vector<Served*> graveyard;  // MPI_Finalize: freed after the railcoll communicators
 
 int grequest_query(void*, MPI_Status* status);
 int grequest_free(void*) { return MPI_SUCCESS; }
-int grequest_cancel(void*, int) { return MPI_SUCCESS; }  // MPI: cancelling a collective is erroneous
+int grequest_cancel(void*, int) { return MPI_SUCCESS; }  // never called: MPI_Cancel refuses ours first
 
 void empty_status(MPI_Status* status, int error) {
   if (status == MPI_STATUS_IGNORE) return;
@@ -91,6 +101,7 @@ void drop_handle(Served& s) {
 
 void conclude(Served& s, railcoll_status_t st) {
   s.finished = true;
+  running.fetch_sub(1, std::memory_order_release);
   if (st == RAILCOLL_OK) {
     for (auto& f : s.after) f();
     s.error = MPI_SUCCESS;
@@ -154,6 +165,52 @@ class Backoff {
   timespec start_{};
 };
 
+// railcoll's communicators with served calls running, driven by a completion
+// call that waits for MPI's requests alone (so that they advance even with
+// RAILCOLL_PROGRESS_THREAD=0, as MPI's progress rule asks). Collected once per
+// completion call; a communicator destroyed meanwhile (another thread's
+// request completed) answers RAILCOLL_ERR_ARG, its handle never reused.
+class RunningComms {
+ public:
+  void progress() {
+    if (running.load(std::memory_order_acquire) == 0) return;
+    if (!collected_) collect();
+    for (railcoll_comm_t c : comms_) railcoll_progress(c);
+  }
+
+ private:
+  void collect() {
+    collected_ = true;
+    std::lock_guard<std::mutex> lock(table_mutex);
+    auto add = [&](const Served* s) {
+      if (!s->active || s->finished) return;
+      railcoll_comm_t c = railcoll_of(s->comm);
+      if (c && std::find(comms_.begin(), comms_.end(), c) == comms_.end()) comms_.push_back(c);
+    };
+    for (auto& [handle, s] : table) add(s);
+    for (const Served* s : freed) add(s);
+  }
+  bool collected_ = false;
+  std::vector<railcoll_comm_t> comms_;
+};
+
+// A completion call over MPI's requests alone: `test` (one PMPI_Test* round,
+// true when the call is answered, *rc its return) until it answers, railcoll's
+// running calls driven between rounds. With none running, `wait` (the
+// PMPI_Wait* call itself).
+template <class Test, class Wait>
+int mpi_until(Test test, Wait wait) {
+  if (running.load(std::memory_order_acquire) == 0) return wait();
+  RunningComms comms;
+  Backoff backoff;
+  int rc = MPI_SUCCESS;
+  while (!test(&rc)) {
+    comms.progress();
+    backoff.pause();
+  }
+  return rc;
+}
+
 // An array of requests: railcoll's entries (index, served call) and a copy
 // for MPI with them replaced by MPI_REQUEST_NULL.
 struct Split {
@@ -189,9 +246,15 @@ struct Split {
       if (o.second->active) return true;
     return false;
   }
+  bool has_mpi() const {
+    for (MPI_Request r : theirs)
+      if (r != MPI_REQUEST_NULL) return true;
+    return false;
+  }
   // A poke at MPI's progress without completing anything (MPI's progress
-  // rule: its requests advance while the program waits for ours). False
-  // when MPI has no request here.
+  // rule: its requests advance while the program waits for ours), on one of
+  // MPI's requests here, else on none (poke_mpi_progress). False when MPI
+  // has no request here.
   bool poke_mpi() {
     for (MPI_Request& r : theirs)
       if (r != MPI_REQUEST_NULL) {
@@ -199,6 +262,7 @@ struct Split {
         PMPI_Request_get_status(r, &flag, MPI_STATUS_IGNORE);
         return true;
       }
+    poke_mpi_progress();
     return false;
   }
 };
@@ -219,18 +283,12 @@ int retire_all(Split& split, int n, MPI_Request* reqs, MPI_Status* statuses, int
 int start(Served& s) {
   const char* name = mpi_name(s.coll, s.mode);
   if (s.active) return raise_mpi(errors_comm(s.comm), name, MPI_ERR_REQUEST, "started while still active");
-  railcoll_status_t st = RAILCOLL_OK;
-  if (s.first_start) {
-    st = s.first_start(&s.rc);
-    s.first_start = nullptr;
-  }
-  if (st == RAILCOLL_OK) {
-    for (auto& f : s.before) f();
-    st = railcoll_start(s.rc);
-  }
+  for (auto& f : s.before) f();
+  const railcoll_status_t st = railcoll_start(s.rc);
   if (st != RAILCOLL_OK) return raise_railcoll(errors_comm(s.comm), name, st, railcoll_last_error());
   s.active = true;
   s.finished = false;
+  running.fetch_add(1, std::memory_order_release);
   return MPI_SUCCESS;
 }
 
@@ -238,6 +296,7 @@ int start(Served& s) {
 
 Served::~Served() {
   if (rc) railcoll_request_free(&rc);
+  for (MPI_Datatype& t : types) PMPI_Type_free(&t);
   if (comm) release(comm);
 }
 
@@ -258,13 +317,14 @@ int adopt(std::unique_ptr<Served> s, MPI_Request* request) {
   return MPI_SUCCESS;
 }
 
-int Call::issued(railcoll_status_t st) {
+int ServedCall::issued(railcoll_status_t st) {
   if (st != RAILCOLL_OK) return route_.finish(st);
   served_->coll = route_.coll();
   served_->mode = mode_;
   served_->comm = route_.state();
   hold(served_->comm);
   served_->active = mode_ == Mode::Nonblocking;
+  if (served_->active) running.fetch_add(1, std::memory_order_release);
   return adopt(std::move(served_), route_.request());
 }
 
@@ -299,6 +359,7 @@ void requests_finalize() {
   freed.clear();
   outstanding.store(0);
   freed_count.store(0);
+  running.store(0);
   // railcoll's requests let go; the communicators' destruction ends them.
   for (Served* s : graveyard)
     if (s->rc) railcoll_request_free(&s->rc);
@@ -317,7 +378,14 @@ extern "C" {
 
 int MPI_Wait(MPI_Request* request, MPI_Status* status) {
   Served* s = find(*request);
-  if (!s) return PMPI_Wait(request, status);
+  if (!s)
+    return mpi_until(
+        [&](int* rc) {
+          int flag = 0;
+          *rc = PMPI_Test(request, &flag, status);
+          return flag || *rc != MPI_SUCCESS;
+        },
+        [&] { return PMPI_Wait(request, status); });
   reap_freed();
   if (!s->active) {  // an inactive persistent request
     empty_status(status, MPI_SUCCESS);
@@ -329,7 +397,11 @@ int MPI_Wait(MPI_Request* request, MPI_Status* status) {
 
 int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   Served* s = find(*request);
-  if (!s) return PMPI_Test(request, flag, status);
+  if (!s) {
+    const int rc = PMPI_Test(request, flag, status);
+    if (!*flag) RunningComms().progress();
+    return rc;
+  }
   reap_freed();
   if (!s->active) {
     *flag = 1;
@@ -337,20 +409,40 @@ int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
     return MPI_SUCCESS;
   }
   *flag = advance(*s);
+  if (!*flag) poke_mpi_progress();  // a program testing in a loop keeps MPI's operations going too
   return *flag ? retire(*s, request, status) : MPI_SUCCESS;
 }
 
 int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
   Served* s = find(request);
-  if (!s) return PMPI_Request_get_status(request, flag, status);
+  if (!s) {
+    const int rc = PMPI_Request_get_status(request, flag, status);
+    if (!*flag) RunningComms().progress();
+    return rc;
+  }
   *flag = advance(*s);
   if (*flag) empty_status(status, s->active ? s->error : MPI_SUCCESS);
+  else poke_mpi_progress();
   return MPI_SUCCESS;
 }
 
+// MPI 4.0 §6.12: freeing (or cancelling) a nonblocking collective's request
+// is erroneous, and Open MPI and MPICH both refuse it (MPI_ERR_REQUEST here):
+// the request stays, and a completion call completes it as usual. A
+// persistent one may be freed while inactive; while active, Open MPI refuses
+// that too and MPICH takes it, and so does the library built for each (under
+// MPICH the call runs on, its data landing, reap_freed).
 int MPI_Request_free(MPI_Request* request) {
   Served* s = find(*request);
   if (!s) return PMPI_Request_free(request);
+  bool refuse = s->mode == Mode::Nonblocking;
+#ifdef OPEN_MPI
+  refuse = refuse || s->active;
+#endif
+  if (refuse)
+    return raise_mpi(errors_comm(s->comm), "MPI_Request_free", MPI_ERR_REQUEST,
+                     std::string("the request of an active ") + mpi_name(s->coll, s->mode) +
+                         " cannot be freed (MPI 4.0 6.12, 6.13); complete it with a wait or test");
   drop_handle(*s);
   *request = MPI_REQUEST_NULL;
   if (s->active && !s->finished) {
@@ -364,6 +456,14 @@ int MPI_Request_free(MPI_Request* request) {
   }
   delete s;
   return MPI_SUCCESS;
+}
+
+int MPI_Cancel(MPI_Request* request) {
+  Served* s = request ? find(*request) : nullptr;
+  if (!s) return PMPI_Cancel(request);
+  return raise_mpi(errors_comm(s->comm), "MPI_Cancel", MPI_ERR_REQUEST,
+                   std::string(mpi_name(s->coll, s->mode)) +
+                       ": a collective cannot be cancelled (MPI 4.0 6.12); it completes as usual");
 }
 
 int MPI_Start(MPI_Request* request) {
@@ -388,31 +488,57 @@ int MPI_Startall(int count, MPI_Request requests[]) {
   return first_error;
 }
 
-// Until railcoll's requests are done, MPI's are only driven (not completed:
-// MPICH 4.0.2's MPI_Testall fails on its own persistent collectives), then
-// MPI waits for its own.
+namespace {
+
+// PMPI_Waitall, railcoll's running calls driven meanwhile: MPI's entries only
+// looked at (PMPI_Request_get_status: MPICH 4.0.2's MPI_Testall fails on its
+// own persistent collectives) until every one is complete, then waited for.
+int pmpi_waitall_driving_railcoll(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  return mpi_until(
+      [&](int* rc) {
+        for (int i = 0; i < count; ++i) {
+          int flag = 1;
+          if (requests[i] != MPI_REQUEST_NULL) PMPI_Request_get_status(requests[i], &flag, MPI_STATUS_IGNORE);
+          if (!flag) return false;
+        }
+        *rc = PMPI_Waitall(count, requests, statuses);
+        return true;
+      },
+      [&] { return PMPI_Waitall(count, requests, statuses); });
+}
+
+}  // namespace
+
+// Until railcoll's requests are done, MPI's are only driven (not completed,
+// as in pmpi_waitall_driving_railcoll), then MPI waits for its own.
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   Split split;
-  if (!split.of(count, requests)) return PMPI_Waitall(count, requests, statuses);
+  if (!split.of(count, requests)) return pmpi_waitall_driving_railcoll(count, requests, statuses);
   reap_freed();
   Backoff backoff;
+  RunningComms others;
   for (;;) {
     bool ours_done = true;
     for (auto& o : split.ours) ours_done = advance(*o.second) && ours_done;
     if (ours_done) break;
-    if (!split.poke_mpi()) {  // nothing of MPI's: railcoll's wait
+    if (!split.poke_mpi()) {  // nothing of MPI's: railcoll's wait (which drives MPI: comms.cpp, the wait hook)
       for (auto& o : split.ours) wait_for(*o.second);
       break;
     }
+    others.progress();
     backoff.pause();
   }
-  const int mpi_rc = PMPI_Waitall(count, split.theirs.data(), statuses);
+  const int mpi_rc = pmpi_waitall_driving_railcoll(count, split.theirs.data(), statuses);
   return retire_all(split, count, requests, statuses, mpi_rc);
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
   Split split;
-  if (!split.of(count, requests)) return PMPI_Testall(count, requests, flag, statuses);
+  if (!split.of(count, requests)) {
+    const int rc = PMPI_Testall(count, requests, flag, statuses);
+    if (!*flag) RunningComms().progress();
+    return rc;
+  }
   reap_freed();
   bool ours_done = true;
   for (auto& o : split.ours) ours_done = advance(*o.second) && ours_done;
@@ -439,6 +565,7 @@ bool any_round(Split& split, int count, MPI_Request requests[], int* index, MPI_
       return true;
     }
   int flag = 0;
+  if (!split.has_mpi()) poke_mpi_progress();  // MPI_Testany over null entries need not turn it
   *rc = PMPI_Testany(count, split.theirs.data(), index, &flag, status);
   if (*rc != MPI_SUCCESS || (flag && *index != MPI_UNDEFINED)) {
     split.copy_back(count, requests);
@@ -463,6 +590,7 @@ bool some_round(Split& split, int count, MPI_Request requests[], int* outcount, 
   std::vector<MPI_Status> mpi_statuses(static_cast<size_t>(count));
   int mpi_out = 0;
   const bool want_status = statuses != MPI_STATUSES_IGNORE;
+  if (!split.has_mpi()) poke_mpi_progress();
   *rc = PMPI_Testsome(count, split.theirs.data(), &mpi_out, mpi_indices.data(),
                       want_status ? mpi_statuses.data() : MPI_STATUSES_IGNORE);
   if (*rc != MPI_SUCCESS && *rc != MPI_ERR_IN_STATUS) return true;
@@ -503,17 +631,32 @@ bool some_round(Split& split, int count, MPI_Request requests[], int* outcount, 
 
 int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
   Split split;
-  if (!split.of(count, requests)) return PMPI_Waitany(count, requests, index, status);
+  if (!split.of(count, requests))
+    return mpi_until(
+        [&](int* rc) {
+          int flag = 0;
+          *rc = PMPI_Testany(count, requests, index, &flag, status);
+          return flag || *rc != MPI_SUCCESS;
+        },
+        [&] { return PMPI_Waitany(count, requests, index, status); });
   reap_freed();
   Backoff backoff;
+  RunningComms others;
   int rc = MPI_SUCCESS;
-  while (!any_round(split, count, requests, index, status, &rc)) backoff.pause();
+  while (!any_round(split, count, requests, index, status, &rc)) {
+    others.progress();
+    backoff.pause();
+  }
   return rc;
 }
 
 int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
   Split split;
-  if (!split.of(count, requests)) return PMPI_Testany(count, requests, index, flag, status);
+  if (!split.of(count, requests)) {
+    const int rc = PMPI_Testany(count, requests, index, flag, status);
+    if (!*flag) RunningComms().progress();
+    return rc;
+  }
   reap_freed();
   int rc = MPI_SUCCESS;
   *flag = any_round(split, count, requests, index, status, &rc);
@@ -523,17 +666,31 @@ int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_St
 
 int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
   Split split;
-  if (!split.of(incount, requests)) return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+  if (!split.of(incount, requests))
+    return mpi_until(
+        [&](int* rc) {
+          *rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
+          return *outcount != 0 || (*rc != MPI_SUCCESS && *rc != MPI_ERR_IN_STATUS);
+        },
+        [&] { return PMPI_Waitsome(incount, requests, outcount, indices, statuses); });
   reap_freed();
   Backoff backoff;
+  RunningComms others;
   int rc = MPI_SUCCESS;
-  while (!some_round(split, incount, requests, outcount, indices, statuses, &rc)) backoff.pause();
+  while (!some_round(split, incount, requests, outcount, indices, statuses, &rc)) {
+    others.progress();
+    backoff.pause();
+  }
   return rc;
 }
 
 int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
   Split split;
-  if (!split.of(incount, requests)) return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+  if (!split.of(incount, requests)) {
+    const int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
+    if (*outcount == 0) RunningComms().progress();
+    return rc;
+  }
   reap_freed();
   int rc = MPI_SUCCESS;
   if (!some_round(split, incount, requests, outcount, indices, statuses, &rc)) *outcount = 0;

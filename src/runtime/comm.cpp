@@ -1,8 +1,9 @@
 // The communicator (comm.hpp): set-up in order (listeners, the out-of-band
 // exchange, topology, connections and the node segment, the executor), a call
 // (its plan built once and cached), the end. The work is elsewhere: the
-// executor in executor.cpp, the transports under transport/ (socket, fabric;
-// RAILCOLL_TRANSPORT picks), the exchange in oob.cpp, who this process is in
+// executor in engine/executor.cpp, the transports under transport/ (the rails
+// layer over the node's room and one kind of network link, RAILCOLL_TRANSPORT
+// picks), the exchange in oob.cpp, who this process is in
 // bootstrap/identity.cpp, the settings in core/settings.cpp.
 #include "runtime/comm.hpp"
 
@@ -13,11 +14,13 @@
 #include <mutex>
 
 #include "runtime/bootstrap/auth.hpp"
-#include "runtime/engine/plan_cache.hpp"  // plan_key
 #include "runtime/bootstrap/net.hpp"
-#include "runtime/transport/socket/socket_transport.hpp"
+#include "runtime/engine/plan_cache.hpp"  // plan_key
+#include "runtime/transport/local/local_node.hpp"
+#include "runtime/transport/rails/rail_transport.hpp"
+#include "runtime/transport/tcp/tcp_links.hpp"
 #ifdef RAILCOLL_HAVE_OFI
-#include "runtime/transport/fabric/fabric_transport.hpp"
+#include "runtime/transport/ofi/ofi_links.hpp"
 #endif
 
 namespace railcoll::rt {
@@ -50,18 +53,23 @@ bool same_key(const std::string& key, const std::string& theirs) {
 
 enum Field { kJob, kTag, kNode, kRails, kContact, kShm, kKeyCheck, kTransport, kFields };
 
-// The transport RAILCOLL_TRANSPORT names, opened on this rank's rails.
+// The rails layer over the node's room and the network links RAILCOLL_TRANSPORT
+// names, opened on this rank's rails. A new kind of link is one more line here.
 std::unique_ptr<ProcessTransport> make_transport(const Settings& s, int me, int n, const std::vector<std::string>& rails) {
   const TransportSettings settings = TransportSettings::from(s);
+  std::unique_ptr<Links> net;
   if (s.text(Setting::Transport) == "ofi") {
 #ifdef RAILCOLL_HAVE_OFI
-    return std::make_unique<FabricTransport>(settings, me, n, rails);
+    net = std::make_unique<OfiLinks>(settings, me, n, rails);
 #else
     throw RuntimeError(Status::Unsupported,
                        "RAILCOLL_TRANSPORT=ofi: this railcoll was built without libfabric (-DRAILCOLL_WITH_OFI=OFF)");
 #endif
+  } else {
+    net = std::make_unique<TcpLinks>(settings, me, n, rails);
   }
-  return std::make_unique<SocketTransport>(settings, me, n, rails);
+  return std::make_unique<RailTransport>(settings, me, n, rails, std::make_unique<LocalNode>(settings, me, n),
+                                         std::move(net));
 }
 
 }  // namespace
@@ -263,6 +271,9 @@ void Comm::post(const std::shared_ptr<Request>& r) { impl_->queue->post(r); }
 bool Comm::test(Request& r) { return impl_->queue->test(r); }
 void Comm::wait(Request& r) { impl_->queue->wait(r); }
 void Comm::progress() { impl_->queue->poll(); }
+void Comm::set_wait_hook(std::function<void()> hook, double every_s) {
+  impl_->exec->set_wait_hook(std::move(hook), every_s);
+}
 
 void Comm::abandon(const std::string& why) { impl_->queue->abandon(why); }
 std::string Comm::broken() const { return impl_->queue->broken(); }

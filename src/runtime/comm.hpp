@@ -1,6 +1,6 @@
 // A communicator: the processes of one job or group, connected by per-rail TCP
 // sockets between nodes and Unix sockets inside a node, sharing one POSIX
-// shared-memory segment per node (SocketTransport), and the executor that runs
+// shared-memory segment per node (RailTransport), and the executor that runs
 // the calling rank's program of a schedule over it (the architecture page,
 // ../shared/design/ARCHITECTURE.md, "Runtime"). This file's class only puts
 // them together: set-up in order, a call, the end.
@@ -82,6 +82,8 @@ class Comm {
   bool test(Request& r);
   void wait(Request& r);
   void progress();
+  // Executor::set_wait_hook: another library's progress while this rank's threads wait here.
+  void set_wait_hook(std::function<void()> hook, double every_s);
   // This rank does not join the call it was about to make (its arguments were
   // wrong): every peer's call, or its next one, fails with Status::Peer naming
   // this rank and `why`, and the communicator is broken on every rank. Nothing

@@ -182,6 +182,16 @@ void FrontEnd::build(const CallArgs& a, Request& req) {
   if (t.reducing && !redop_applies(a.op, a.dtype))
     wrong(std::string(t.name) + ": the operation " + redop_name(a.op) + " is not defined on " + dtype_name(a.dtype) +
           " (bitwise and logical operations take integer types, minloc and maxloc the (value, index) pairs)");
+  if (a.root_counts && !(a.per_rank && (a.collective == Collective::Gatherv || a.collective == Collective::Scatterv)))
+    wrong(std::string(a.fn) + ": RAILCOLL_ROOT_COUNTS is for scatterv and gatherv only");
+  // Counts only the root has: elsewhere this rank's own, zeros around it.
+  std::vector<size_t> own;
+  const size_t* counts_given = a.blocks.counts;
+  if (a.root_counts && me != a.root && counts_given) {
+    own.assign(static_cast<size_t>(n), 0);
+    own[static_cast<size_t>(me)] = counts_given[me];
+    counts_given = own.data();
+  }
   AlgoOptions opts;
   opts.root = a.root;
   if (t.reducing) opts.dtype = a.dtype, opts.redop = a.op;
@@ -216,7 +226,7 @@ void FrontEnd::build(const CallArgs& a, Request& req) {
     }
 
     case Result::Blocks: {  // allgather(v), gather(v): this rank's block, every rank's blocks (at the root)
-      const Layout l(byte_counts(a, n, a.blocks.counts, "counts"), a.blocks.displs);
+      const Layout l(byte_counts(a, n, counts_given, "counts"), a.blocks.displs);
       const bool receives = !t.result_at_root_only || at_root, in_place = a.in_place && receives;
       const uint64_t mine = l.counts[me], recv_end = receives ? l.extent() : 0;
       if (recv_end > 0 && !recv) null_error("recvbuf", t.result_at_root_only ? " at the root" : "");
@@ -226,7 +236,10 @@ void FrontEnd::build(const CallArgs& a, Request& req) {
       else if (receives && overlap(send, mine, recv, recv_end))
         wrong("sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
       void* into = receives ? packed_output(steps, recv, l) : nullptr;
-      step(l.counts, send, into);
+      if (a.root_counts)
+        counts_from_root(steps, a, opts, l.counts, send, into);
+      else
+        step(l.counts, send, into);
       if (receives && into != recv) unpack_output(steps, into, recv, l);
       return;
     }
@@ -258,7 +271,7 @@ void FrontEnd::build(const CallArgs& a, Request& req) {
     }
 
     case Result::RootBlocks: {  // scatter(v): the root's blocks in, this rank's block out
-      const Layout l(byte_counts(a, n, a.blocks.counts, "counts"), a.blocks.displs);
+      const Layout l(byte_counts(a, n, counts_given, "counts"), a.blocks.displs);
       const bool in_place = a.in_place && at_root;
       const uint64_t send_end = at_root ? l.extent() : 0, mine = l.counts[me];
       if (send_end > 0 && !send) null_error("sendbuf", " at the root");
@@ -267,7 +280,9 @@ void FrontEnd::build(const CallArgs& a, Request& req) {
         recv = steps.room(mine);
       else if (at_root && overlap(send, send_end, recv, mine))
         wrong("sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
-      return step(l.counts, at_root ? packed_input(steps, send, l) : nullptr, recv);
+      const void* from = at_root ? packed_input(steps, send, l) : nullptr;
+      if (a.root_counts) return counts_from_root(steps, a, opts, l.counts, from, recv);
+      return step(l.counts, from, recv);
     }
 
     case Result::BlocksByDest: {  // alltoall(v): a block for every rank out, one from every rank in
@@ -324,6 +339,44 @@ void FrontEnd::build(const CallArgs& a, Request& req) {
   }
 }
 
+// The counts only the root has, in two steps of one request as alltoallv's:
+// the root's counts broadcast, then the call planned from them once this
+// rank's own count is checked against the root's. A persistent call keeps the
+// plan after its first start, where the broadcast then has nothing to do (a
+// step without a plan is skipped).
+template <class Steps>
+void FrontEnd::counts_from_root(Steps& steps, const CallArgs& a, const AlgoOptions& opts,
+                                const std::vector<uint64_t>& counts, const void* send, void* recv) {
+  const int n = comm_.size(), me = comm_.rank();
+  const size_t row = static_cast<size_t>(n) * sizeof(uint64_t);
+  auto* shared = reinterpret_cast<uint64_t*>(steps.room(row));
+  if (me == a.root) std::copy(counts.begin(), counts.end(), shared);
+  AlgoOptions at_root;
+  at_root.root = a.root;
+  auto bcast = decide(Collective::Bcast, std::vector<uint64_t>(n, row), at_root, nullptr).plan;
+  auto planned = std::make_shared<std::shared_ptr<const Plan>>();
+  steps.add_planned_later([bcast, planned, shared, me, root = a.root](Step& s) {
+    s.plan = *planned ? nullptr : bcast;
+    s.bufs = {me == root ? shared : nullptr, me == root ? nullptr : shared};
+  });
+  const std::string requested = a.algorithm ? a.algorithm : "";
+  const uint64_t mine = counts[me];
+  steps.add_planned_later(
+      [this, planned, shared, n, me, mine, opts, requested, send, recv, coll = a.collective](Step& s) {
+        if (!*planned) {
+          if (shared[me] != mine)
+            throw InputError(std::string(collective_name(coll)) + ": the root's counts give rank " +
+                             std::to_string(me) + " " + std::to_string(shared[me]) + " bytes, but it passes " +
+                             std::to_string(mine));
+          const Decision d = decide(coll, std::vector<uint64_t>(shared, shared + n), opts, requested.c_str());
+          if (!d.plan->unfit.empty()) throw RuntimeError(Status::Unsupported, d.plan->unfit);
+          *planned = d.plan;
+        }
+        s.plan = *planned;
+        s.bufs = {send, recv};
+      });
+}
+
 void FrontEnd::abandon(const char* fn, const std::exception& e) {
   if (!comm_.broken().empty()) return;
   const auto* err = dynamic_cast<const Error*>(&e);
@@ -338,7 +391,7 @@ void FrontEnd::run(const CallArgs& a) {
     build(a, req);
     for (Step& s : req.steps) {
       if (s.before) s.before(s);
-      comm_.run(*s.plan, s.bufs);
+      if (s.plan) comm_.run(*s.plan, s.bufs);  // no plan: nothing to do this time
       if (s.after) s.after();
     }
   } catch (const std::exception& e) {

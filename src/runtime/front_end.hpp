@@ -5,8 +5,9 @@
 // buffer holds what, so no adapter checks them again), asks selection for its
 // ranked candidates and plans the first whose schedule every node's shared
 // memory holds, keeps the one plan cache (keyed by the call), and composes a
-// multi-step call (alltoallv: the counts, then the exchange) as the steps of
-// one request. The blocking, nonblocking and persistent forms differ only in
+// multi-step call (alltoallv: the counts, then the exchange; gatherv and
+// scatterv whose counts only the root has: its counts, then the call) as the
+// steps of one request. The blocking, nonblocking and persistent forms differ only in
 // when the built request runs (requests.hpp).
 #pragma once
 #include <cstddef>
@@ -48,6 +49,10 @@ struct CallArgs {
   DataType dtype = DataType::Byte;
   ReduceOp op = ReduceOp::Sum;
   bool in_place = false;
+  // gatherv, scatterv: blocks.counts is read at the root alone (MPI's rule);
+  // the others read their own entry, and the root's counts reach them as the
+  // first step of the call (RAILCOLL_ROOT_COUNTS).
+  bool root_counts = false;
   const char* algorithm = nullptr;  // null, "" or "auto": selection decides
 };
 
@@ -84,6 +89,10 @@ class FrontEnd {
 
  private:
   void build(const CallArgs& a, Request& req);
+  // The steps of a call whose counts only the root has (CallArgs::root_counts).
+  template <class Steps>
+  void counts_from_root(Steps& steps, const CallArgs& a, const AlgoOptions& opts, const std::vector<uint64_t>& counts,
+                        const void* send, void* recv);
   const Decision& decided(Collective collective, const std::vector<uint64_t>& counts, const AlgoOptions& opts,
                           const char* requested);
   Decision decide_anew(Collective collective, const std::vector<uint64_t>& counts, const AlgoOptions& opts,

@@ -13,10 +13,17 @@
 # wrong ABI, nonblocking and persistent collectives mixed with point-to-point
 # requests in every completion call (tests/mpi/mpi_nonblocking.c), threads
 # calling collectives on their own communicators at once
-# (tests/mpi/mpi_threads.c), and mpi4py at its default thread level (Debian's,
-# on Open MPI). The new tests run under RAILCOLL_TIMEOUT=15: a broken route
-# fails in seconds.
-#   usage: test_mpi_layer.sh BUILD_DIR local|cluster ABI...
+# (tests/mpi/mpi_threads.c), typemap order against MPI's own collectives
+# (tests/mpi/mpi_typemaps.c), what served calls hold while the program frees
+# it (tests/mpi/mpi_lifetimes.c), progress across both libraries on 4, 5 and
+# 10 ranks (tests/mpi/mpi_progress.c), Fortran through all three bindings
+# (tests/mpi/fortran_collectives.F90), and mpi4py at its default thread level
+# (Debian's, on Open MPI). The new tests run under RAILCOLL_TIMEOUT=15: a
+# broken route, or a rank stuck in one library, fails in seconds.
+#   threads  (make sanitize, under ThreadSanitizer) the threads alone: 3
+#            threads on their own communicators at MPI_THREAD_MULTIPLE, and a
+#            thread waiting while another posts on the same communicator
+#   usage: test_mpi_layer.sh BUILD_DIR local|cluster|threads ABI...
 set -u
 BUILD=$(cd "${1:?usage: test_mpi_layer.sh BUILD_DIR local|cluster ABI...}" && pwd) || exit 1
 MODE=${2:?local or cluster}
@@ -41,25 +48,32 @@ verdict() {  # verdict CONDITION-STATUS "what": counts the check
 lib_of() { [ "$1" = mpich ] && echo "$BUILD/lib/mpich/librailcoll_mpi.so" || echo "$BUILD/lib/librailcoll_mpi.so"; }
 
 # launch ABI [NAME=VALUE...] -- PROG ARGS: the job, stdout in $out, stderr in
-# $err, its exit status returned; railcoll's collectives unless PRELOAD=0.
+# $err, its exit status returned; railcoll's collectives unless PRELOAD=0;
+# NP ranks locally (default 4; the cluster's are its own).
 PRELOAD=1
+# Open MPI's own launcher by its own name: `mpirun` follows the system's
+# alternatives, which may name MPICH's, and another may come first in PATH (a
+# pip package's Intel MPI in a Python environment's bin, say).
+OMPI_RUN=mpirun
+command -v mpirun.openmpi >/dev/null && OMPI_RUN=mpirun.openmpi
 launch() {
   local abi=$1 cmd=()
   shift
   local envs=()
   while [ "$1" != -- ]; do envs+=("$1"); shift; done
   shift
+  [ -n "${TSAN_OPTIONS:-}" ] && envs+=("TSAN_OPTIONS=$TSAN_OPTIONS")  # mpirun passes on only what it is told
   if [ "$MODE" = cluster ]; then
     cmd=(env "${envs[@]}" "$RC" cluster mpirun --mpi "$abi" --timeout 300)
     [ "$PRELOAD" = 1 ] && cmd+=(--railcoll)
     cmd+=(--)
   elif [ "$abi" = openmpi ]; then
-    cmd=(mpirun --allow-run-as-root --oversubscribe -n 4 --mca btl tcp,vader,self --mca mpi_yield_when_idle 1
+    cmd=("$OMPI_RUN" --allow-run-as-root --oversubscribe -n "${NP:-4}" --mca btl "${OMPI_BTL:-tcp,vader,self}" --mca mpi_yield_when_idle 1
          --bind-to none)
     [ "$PRELOAD" = 1 ] && cmd+=(-x "LD_PRELOAD=$(lib_of openmpi)")
     for e in "${envs[@]}"; do cmd+=(-x "$e"); done
   else
-    cmd=(mpiexec.mpich -n 4)
+    cmd=(mpiexec.mpich -n "${NP:-4}")
     [ "$PRELOAD" = 1 ] && cmd+=(-genv LD_PRELOAD "$(lib_of mpich)")
     for e in "${envs[@]}"; do cmd+=(-genv "${e%%=*}" "${e#*=}"); done
   fi
@@ -76,6 +90,10 @@ report_matches() {
   [ -n "$want" ] && [ "$got" = "$want" ]
 }
 correct() { grep -q '^collectives correct: 0 wrong' "$out"; }
+# ended_well STATUS: the job exited 0 and no process of it died of a signal
+# or was caught by a sanitizer (check_lib.sh's died_re), also after its
+# verdict line (at MPI_Finalize, where the library destroys its communicators).
+ended_well() { [ "$1" -eq 0 ] && ! grep -qE "$died_re" "$out" "$err"; }
 count() { grep -cE "$1" "$2"; }
 
 run_collectives() {  # run_collectives ABI "what" [NAME=VALUE...] -- [WRAPPER...] PROG-SUFFIX [ARGS]: correct + report
@@ -83,7 +101,7 @@ run_collectives() {  # run_collectives ABI "what" [NAME=VALUE...] -- [WRAPPER...
   shift 2
   launch "$abi" RAILCOLL_MPI_VERBOSE=1 "$@"
   local st=$?
-  correct && report_matches
+  ended_well $st && correct && report_matches
   verdict $? "$abi: $what (exit $st)"
 }
 
@@ -103,20 +121,20 @@ test_layouts() {
   if [ "$MODE" = local ]; then
     [ "$abi" = openmpi ] && mpi_own=(OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allgatherv_algorithm=2)
     PRELOAD=0 launch "$abi" "${mpi_own[@]}" -- "$prog" --mpi-alone
-    grep -q '^layouts correct: 0 wrong' "$out"
+    ended_well $? && grep -q '^layouts correct: 0 wrong' "$out"
     verdict $? "$abi: the layouts test itself is right under MPI's own collectives"
   fi
 
   local t0=$SECONDS
   launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 -- "$prog"
   local st=$?
-  grep -q '^layouts correct: 0 wrong' "$out" && report_matches
+  ended_well $st && grep -q '^layouts correct: 0 wrong' "$out" && report_matches
   verdict $? "$abi: one type signature, a different layout on every rank (13 constructors, int+double structs, in place, counts 0-262140, split communicators): every call railcoll's, every byte and gap exact (exit $st, $((SECONDS - t0)) s)"
 
   t0=$SECONDS
   launch "$abi" RAILCOLL_TIMEOUT=15 -- "$prog" mismatch
   st=$?
-  [ $st -eq 0 ] && [ "$(count '^rank [0-9]+: mismatch: error after' "$out")" -eq "$n" ] && [ $((SECONDS - t0)) -lt 60 ]
+  ended_well $st && [ "$(count '^rank [0-9]+: mismatch: error after' "$out")" -eq "$n" ] && [ $((SECONDS - t0)) -lt 60 ]
   verdict $? "$abi: different basic types (4 MPI_INT against 4 MPI_DOUBLE): an error on every rank, no hang (exit $st, $((SECONDS - t0)) s)"
   grep -m1 "mismatch: error" "$out" | cut -c1-200 | sed 's/^/     /'
 }
@@ -133,48 +151,160 @@ test_nonblocking() {
     # MPI_Waitany over inactive ones): one start there.
     [ "$abi" = mpich ] && starts=1
     PRELOAD=0 launch "$abi" -- "$prog" --starts $starts
-    grep -q '^nonblocking correct: 0 wrong' "$out"
+    ended_well $? && grep -q '^nonblocking correct: 0 wrong' "$out"
     verdict $? "$abi: the nonblocking test itself is right under MPI's own collectives ($starts persistent starts)"
     PRELOAD=0 launch "$abi" -- "$threads" --loops 5
-    grep -q '^threads correct: 0 wrong' "$out"
+    ended_well $? && grep -q '^threads correct: 0 wrong' "$out"
     verdict $? "$abi: the threads test itself is right under MPI's own collectives"
   fi
   t0=$SECONDS
   launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 -- "$prog"
   local st=$?
-  grep -q '^nonblocking correct: 0 wrong' "$out" && report_matches && served_by_railcoll Iallgather Igatherv Ibarrier
+  ended_well $st && grep -q '^nonblocking correct: 0 wrong' "$out" && report_matches && served_by_railcoll Iallgather Igatherv Ibarrier
   verdict $? "$abi: every nonblocking collective with MPI_Isend/Irecv in one array, 8 completion calls, one and two communicators; 1000 persistent starts; MPI_Request_free; MPI_Comm_free outstanding: exact, all railcoll's (exit $st, $((SECONDS - t0)) s)"
   grep -m2 "^batches\|^persistent" "$out" | sed 's/^/     /'
 
   launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 RAILCOLL_PROGRESS_THREAD=0 -- "$prog" --starts 100
   st=$?
-  grep -q '^nonblocking correct: 0 wrong' "$out" && report_matches
+  ended_well $st && grep -q '^nonblocking correct: 0 wrong' "$out" && report_matches
   verdict $? "$abi: the same without railcoll's progress thread (the completion calls drive it; exit $st)"
 
   t0=$SECONDS
   launch "$abi" RAILCOLL_TIMEOUT=15 -- "$prog" leave
   st=$?
-  [ $st -eq 0 ] && [ "$(count '^rank [0-9]+: finalized with a request outstanding' "$out")" -eq "$n" ] && [ $((SECONDS - t0)) -lt 40 ]
+  ended_well $st && [ "$(count '^rank [0-9]+: finalized with a request outstanding' "$out")" -eq "$n" ] && [ $((SECONDS - t0)) -lt 40 ]
   verdict $? "$abi: MPI_Finalize with an MPI_Iallreduce outstanding ends cleanly (exit $st, $((SECONDS - t0)) s)"
 
   t0=$SECONDS
   launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 -- "$threads"
   st=$?
-  grep -q '^threads correct: 0 wrong' "$out" && report_matches
+  ended_well $st && grep -q '^threads correct: 0 wrong' "$out" && report_matches
   verdict $? "$abi: MPI_THREAD_MULTIPLE, 3 threads calling collectives on their own communicators at once (and making and freeing communicators): exact, all railcoll's (exit $st, $((SECONDS - t0)) s)"
   grep -m1 "^threads:" "$out" | sed 's/^/     /'
+
+  launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 -- "$BIN/mpi_wait_post_$abi"
+  st=$?
+  ended_well $st && grep -q '^wait-post correct: 0 wrong' "$out" && report_matches
+  verdict $? "$abi: MPI_THREAD_MULTIPLE, MPI_Wait on one thread while another posts the next nonblocking collectives on the same communicator, two communicators at once: exact, all railcoll's (exit $st)"
 
   if [ "$MODE" = local ]; then  # the same across 2 pretend nodes: railcoll's sockets, several communicators at once
     local pretend=(sh -c 'RAILCOLL_NODE=$(( ${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} / 2 )) exec "$0" "$@"')
     launch "$abi" RAILCOLL_MPI_VERBOSE=2 RAILCOLL_TIMEOUT=15 RAILCOLL_RAILS=127.0.0.1,127.0.0.2 -- "${pretend[@]}" "$threads"
     st=$?
-    grep -q '^threads correct: 0 wrong' "$out" && report_matches && grep -q "railcoll communicator of 4 ranks on 2 nodes, 2 rails" "$err"
+    ended_well $st && grep -q '^threads correct: 0 wrong' "$out" && report_matches && grep -q "railcoll communicator of 4 ranks on 2 nodes, 2 rails" "$err"
     verdict $? "$abi: the threads on 2 pretend nodes, 2 loopback rails: exact, all railcoll's (exit $st)"
     launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 RAILCOLL_RAILS=127.0.0.1,127.0.0.2 -- "${pretend[@]}" "$prog" --starts 300
     st=$?
-    grep -q '^nonblocking correct: 0 wrong' "$out" && report_matches
+    ended_well $st && grep -q '^nonblocking correct: 0 wrong' "$out" && report_matches
     verdict $? "$abi: the nonblocking test on 2 pretend nodes, 2 loopback rails: exact, all railcoll's (exit $st)"
   fi
+}
+
+# served_everywhere N COLL...: on each of N ranks the report has every COLL
+# served by railcoll alone (railcoll >= 1, mpi=0).
+served_everywhere() {
+  local n=$1 c
+  shift
+  for c in "$@"; do
+    [ "$(count "^railcoll-mpi: rank [0-9]+: MPI_$c railcoll=[1-9][0-9]* mpi=0\$" "$err")" -eq "$n" ] || return 1
+  done
+}
+
+# Typemap order (tests/mpi/mpi_typemaps.c): in place only where the typemap
+# runs in memory order, every call against MPI's own on copies of its buffers.
+test_typemaps() {
+  local abi=$1 n=4 t0 st mpi_own=()
+  [ "$MODE" = cluster ] && n=6
+  # The reference MPI_Allgatherv with layouts differing between ranks: Open
+  # MPI 4.1's default tuned one hangs (test_layouts), its Bruck does not.
+  [ "$abi" = openmpi ] && mpi_own=(OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allgatherv_algorithm=2)
+  t0=$SECONDS
+  launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 "${mpi_own[@]}" -- "$BIN/mpi_typemaps_$abi"
+  st=$?
+  [ $st -eq 0 ] && grep -q '^typemaps correct: 0 wrong' "$out" &&
+    served_everywhere $n Bcast Allgather Gather Scatter Alltoall Allgatherv Gatherv Scatterv Alltoallv Ibcast Iallgather
+  verdict $? "$abi: typemap order: 27 layouts (every constructor, reversed, permuted, negative, nested, MPI_BOTTOM) x 11 collectives x counts 1-3, every byte as MPI's own collective gives it, all railcoll's (exit $st, $((SECONDS - t0)) s)"
+  grep -E "^(case|typemaps)" "$out" | head -4 | sed 's/^/     /'
+}
+
+# Handle lifetimes (tests/mpi/mpi_lifetimes.c): types, the communicator and
+# requests freed while served calls run; MPI_Request_free and MPI_Cancel of
+# a collective refused as MPI does.
+test_lifetimes() {
+  local abi=$1 n=4 st
+  [ "$MODE" = cluster ] && n=6
+  if [ "$MODE" = local ]; then
+    PRELOAD=0 launch "$abi" -- "$BIN/mpi_lifetimes_$abi" --mpi-alone
+    st=$?
+    [ $st -eq 0 ] && grep -q '^lifetimes correct: 0 wrong' "$out"
+    verdict $? "$abi: the lifetimes test itself holds under MPI's own collectives (exit $st)"
+  fi
+  launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 -- "$BIN/mpi_lifetimes_$abi"
+  st=$?
+  [ $st -eq 0 ] && grep -q '^lifetimes correct: 0 wrong' "$out" && served_everywhere $n Ibcast Iallgather Igatherv Ibarrier
+  verdict $? "$abi: types and a communicator freed under served MPI_Ibcast/Iallgather/Igatherv/Ibarrier (and a persistent MPI_Bcast_init where declared), handles reused: exact, no crash; MPI_Request_free and MPI_Cancel of an active collective refused, the request completing as usual (exit $st)"
+  grep -E "^(free|cancel):" "$out" | sed 's/^/     /'
+}
+
+# Progress across both libraries (tests/mpi/mpi_progress.c): served and MPI's
+# own nonblocking collectives and point-to-point outstanding at once, completed
+# in every order, staggered between ranks; then served blocking calls and
+# waits beside MPI's pending 1 MiB send (over TCP alone, so the sender's MPI
+# must progress it).
+test_progress() {
+  local abi=$1 np st t0 served=(RAILCOLL_MPI_COLLS=gatherv,barrier,allgather,scatterv,bcast RAILCOLL_TIMEOUT=15)
+  local sizes=(4 5 10)
+  [ "$MODE" = cluster ] && sizes=(6)
+  if [ "$MODE" = local ]; then
+    PRELOAD=0 launch "$abi" -- "$BIN/mpi_progress_$abi" --rounds 12
+    st=$?
+    [ $st -eq 0 ] && grep -q '^progress correct: 0 wrong' "$out"
+    verdict $? "$abi: the progress test itself is right under MPI's own collectives (exit $st)"
+  fi
+  for np in "${sizes[@]}"; do
+    t0=$SECONDS
+    NP=$np launch "$abi" RAILCOLL_MPI_VERBOSE=1 "${served[@]}" -- "$BIN/mpi_progress_$abi" --rounds 30
+    st=$?
+    [ $st -eq 0 ] && grep -q '^progress correct: 0 wrong' "$out" &&
+      served_everywhere "$np" Igatherv Ibarrier Iallgather Iscatterv Ibcast
+    verdict $? "$abi: $np ranks: served MPI_Igatherv/Ibarrier/Iallgather/Iscatterv/Ibcast and MPI's MPI_Iscan/Iexscan/Ialltoallw/Ireduce (user operator)/Isend/Irecv outstanding together, completed by every wait and test in every order, staggered between ranks: exact, no hang (exit $st, $((SECONDS - t0)) s)"
+  done
+  if [ "$MODE" = local ]; then
+    launch "$abi" "${served[@]}" RAILCOLL_PROGRESS_THREAD=0 -- "$BIN/mpi_progress_$abi" --rounds 15
+    st=$?
+    [ $st -eq 0 ] && grep -q '^progress correct: 0 wrong' "$out"
+    verdict $? "$abi: the same without railcoll's progress thread: the completion calls over MPI's requests drive railcoll's (exit $st)"
+  fi
+  OMPI_BTL=tcp,self launch "$abi" "${served[@]}" -- "$BIN/mpi_progress_$abi" blocking --rounds 10
+  st=$?
+  [ $st -eq 0 ] && grep -q '^progress correct: 0 wrong' "$out"
+  verdict $? "$abi: a served blocking MPI_Allgather and a served MPI_Wait while a peer waits in MPI_Recv for this rank's 1 MiB MPI_Isend: railcoll's wait turns MPI's progress (exit $st)"
+}
+
+# Fortran (tests/mpi/fortran_collectives.F90) through mpif.h, use mpi and
+# use mpi_f08, each built with this MPI's mpifort: the test itself under
+# MPI's collectives, then preloaded: every result exact and the report the
+# program expects, every call railcoll's (blocking, nonblocking, persistent),
+# the report coming from MPI_FINALIZE called from Fortran.
+test_fortran() {
+  local abi=$1 binding prog st
+  for binding in mpif mpi f08; do
+    prog=$BIN/fortran_collectives_${binding}_$abi
+    if [ ! -x "$prog" ]; then
+      bad "$abi: no Fortran program $prog (no mpifort for $abi? scripts/install-deps.sh installs gfortran)"
+      continue
+    fi
+    if [ "$MODE" = local ]; then
+      PRELOAD=0 launch "$abi" -- "$prog" --mpi-alone
+      ended_well $? && grep -q '^fortran collectives correct: 0 wrong' "$out"
+      verdict $? "$abi: the Fortran test ($binding) itself is right under MPI's own collectives"
+    fi
+    launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 -- "$prog"
+    st=$?
+    ended_well $st && grep -q '^fortran collectives correct: 0 wrong' "$out" && report_matches &&
+      served_by_railcoll Allgather Iallgather Barrier Ibarrier Allreduce
+    verdict $? "$abi: Fortran $binding: every served collective, blocking, nonblocking (8 completion calls) and persistent, MPI_IN_PLACE, MPI_BOTTOM, 7 Fortran types reduced: exact, every call railcoll's (exit $st)"
+  done
 }
 
 test_abi() {
@@ -182,11 +312,11 @@ test_abi() {
   [ "$MODE" = cluster ] && n=6
 
   PRELOAD=0 launch "$abi" -- "$prog"
-  correct
+  ended_well $? && correct
   verdict $? "$abi: the test itself is right under MPI's own collectives"
 
   launch "$abi" RAILCOLL_MPI_VERBOSE=2 -- "$prog"
-  correct && report_matches && grep -q "MPI_Allreduce railcoll=[0-9]* mpi=[0-9]* (operator" "$err" &&
+  ended_well $? && correct && report_matches && grep -q "MPI_Allreduce railcoll=[0-9]* mpi=[0-9]* (operator" "$err" &&
     grep -q "railcoll communicator of $n ranks" "$err"
   verdict $? "$abi: every collective exact through railcoll, the report counts what railcoll and MPI served and why"
   grep -m1 "^free loop" "$out" | sed 's/^/     /'
@@ -194,7 +324,7 @@ test_abi() {
   if [ "$MODE" = local ]; then
     launch "$abi" RAILCOLL_MPI_VERBOSE=2 RAILCOLL_RAILS=127.0.0.1,127.0.0.2 -- \
       sh -c 'RAILCOLL_NODE=$(( ${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}} / 2 )) exec "$0" "$@"' "$prog"
-    correct && report_matches && grep -q "railcoll communicator of 4 ranks on 2 nodes, 2 rails" "$err"
+    ended_well $? && correct && report_matches && grep -q "railcoll communicator of 4 ranks on 2 nodes, 2 rails" "$err"
     verdict $? "$abi: 2 pretend nodes (RAILCOLL_NODE), 2 loopback rails: exact, sockets between the nodes"
   fi
 
@@ -211,7 +341,7 @@ test_abi() {
 
   # Errors: every rank gets one, the string is railcoll's; the fatal handler ends the job.
   launch "$abi" RAILCOLL_TIMEOUT=30 -- "$errs" mismatch return
-  [ $? -eq 0 ] && [ "$(count '^rank [0-9]+: error returned: class [0-9]+: railcoll: MPI_Allgather' "$out")" -eq "$n" ] &&
+  ended_well $? && [ "$(count '^rank [0-9]+: error returned: class [0-9]+: railcoll: MPI_Allgather' "$out")" -eq "$n" ] &&
     [ "$(count '^rank [0-9]+: next call: class [0-9]+: railcoll: MPI_Barrier: communicator is broken' "$out")" -eq "$n" ]
   verdict $? "$abi: mismatched counts, MPI_ERRORS_RETURN: an MPI error on every rank, MPI_Error_string says what railcoll saw"
   grep -m1 "error returned" "$out" | cut -c1-200 | sed 's/^/     /'
@@ -221,7 +351,7 @@ test_abi() {
   verdict $? "$abi: mismatched counts, MPI_ERRORS_ARE_FATAL: the job ends with railcoll's message"
 
   launch "$abi" RAILCOLL_TIMEOUT=15 -- "$errs" nonblocking return
-  [ $? -eq 0 ] && [ "$(count '^rank [0-9]+: error in status: class [0-9]+: railcoll: MPI_Iallgather' "$out")" -eq "$n" ] &&
+  ended_well $? && [ "$(count '^rank [0-9]+: error in status: class [0-9]+: railcoll: MPI_Iallgather' "$out")" -eq "$n" ] &&
     [ "$(count '^rank [0-9]+: next call: class [0-9]+: railcoll: MPI_Ibarrier: communicator is broken' "$out")" -eq "$n" ]
   verdict $? "$abi: mismatched counts in MPI_Iallgather beside MPI_Isend/Irecv, MPI_ERRORS_RETURN: MPI_Waitall gives MPI_ERR_IN_STATUS with railcoll's error in the collective's status on every rank, the point-to-point ones done"
 
@@ -230,7 +360,7 @@ test_abi() {
   verdict $? "$abi: the same with MPI_ERRORS_ARE_FATAL: the job ends with railcoll's message"
 
   launch "$abi" RAILCOLL_ALLGATHER_ALGO=nonsense -- "$errs" setup
-  [ $? -eq 0 ] && [ "$(count "error returned: .*setting up railcoll.*RAILCOLL_ALLGATHER_ALGO" "$out")" -eq "$n" ] &&
+  ended_well $? && [ "$(count "error returned: .*setting up railcoll.*RAILCOLL_ALLGATHER_ALGO" "$out")" -eq "$n" ] &&
     [ "$(count 'MPI served it: ok' "$out")" -eq "$n" ]
   verdict $? "$abi: a failed set-up is an error on every rank, then MPI serves the communicator"
 
@@ -240,15 +370,38 @@ test_abi() {
 
   test_nonblocking "$abi"
 
+  test_typemaps "$abi"
+  test_lifetimes "$abi"
+  test_progress "$abi"
+  test_fortran "$abi"
+
   [ "$MODE" = cluster ] && return
   launch "$abi" RAILCOLL_MPI_COLLS=allgathr -- "$prog"
   [ $? -ne 0 ] && grep -q "RAILCOLL_MPI_COLLS=allgathr: unknown collective 'allgathr'" "$err"
   verdict $? "$abi: a wrong name in RAILCOLL_MPI_COLLS ends the job at MPI_Init, saying which"
 
   local exports
-  exports=$(nm -D --defined-only "$(lib_of "$abi")" | awk '$3 !~ /^MPIX?_/ {print $3}' | tr '\n' ' ')
+  exports=$(nm -D --defined-only "$(lib_of "$abi")" | awk '$3 !~ /^(MPIX?_|mpix?_)/ {print $3}' | tr '\n' ' ')
   [ -z "$exports" ] && nm -D --defined-only "$(lib_of "$abi")" | grep -q ' T MPI_Allgatherv$'
-  verdict $? "$abi: the library exports MPI_* (and Open MPI's MPIX_*_init) alone ${exports:+(also: $exports)}"
+  verdict $? "$abi: the library exports MPI_* (and Open MPI's MPIX_*_init) and their Fortran entry points alone ${exports:+(also: $exports)}"
+
+  # Every row of the one list of served collectives has its C entry points and,
+  # where this MPI's Fortran binding goes around them, its Fortran ones.
+  local syms missing=() name iname lower buffers want
+  syms=" $(nm -D --defined-only "$(lib_of "$abi")" | awk '{print $3}' | tr '\n' ' ') "
+  while IFS=', ' read -r name iname lower buffers; do
+    want=("MPI_$name" "MPI_$iname")
+    if [ "$abi" = openmpi ]; then
+      want+=("mpi_${lower}_" "mpi_${lower}__" "mpi_$lower" "MPI_${lower^^}" "mpi_${lower}_f08_" "mpi_i${lower}_"
+             "MPI_I${lower^^}" "mpi_i${lower}_f08_" "mpix_${lower}_init_" "MPIX_${lower^^}_INIT" "mpix_${lower}_init_f08_")
+    elif [ "$buffers" = none ]; then
+      want+=("mpi_${lower}_f08_" "mpi_i${lower}_f08_" "mpi_${lower}_init_f08_")
+    fi
+    for w in "${want[@]}"; do [[ $syms == *" $w "* ]] || missing+=("$w"); done
+  done < <(sed -n 's/^RAILCOLL_MPI_SERVED(\([A-Za-z_]*\), \([A-Za-z_]*\), \([a-z_]*\), [A-Z_]*, [0-9]*, \([a-z]*\))$/\1, \2, \3, \4/p' \
+             "$HERE/../../src/mpi/served.def")
+  [ ${#missing[@]} -eq 0 ] && [ "$(grep -c '^RAILCOLL_MPI_SERVED(' "$HERE/../../src/mpi/served.def")" -ge 14 ]
+  verdict $? "$abi: every served collective of src/mpi/served.def has its C and Fortran entry points ${missing[*]:+(missing: ${missing[*]})}"
 }
 
 wrong_abi() {  # each library refuses a program of the other ABI, naming the right one
@@ -275,7 +428,7 @@ test_install() {
   done
   PRELOAD=0 launch openmpi RAILCOLL_MPI_VERBOSE=1 LD_PRELOAD="$prefix/lib/librailcoll_mpi.so" -- \
     "$BIN/mpi_collectives_openmpi" --loops 0
-  [ $all -eq 0 ] && correct && report_matches
+  ended_well $? && [ $all -eq 0 ] && correct && report_matches
   verdict $? "installed (${ABIS[*]}): each library finds the installed librailcoll.so.0, and serves from there"
   rm -rf "$prefix"
 }
@@ -284,7 +437,7 @@ test_install() {
 test_launcher_choice() {
   local abi=$1 want=$2
   "$RC" cluster mpirun --railcoll --verbose --timeout 120 -- "$BIN/mpi_collectives_$abi" --loops 0 >"$out" 2>"$err"
-  [ $? -eq 0 ] && correct && grep -q "^railcoll cluster mpirun: [^ ]*/$want " "$err"
+  ended_well $? && correct && grep -q "^railcoll cluster mpirun: [^ ]*/$want " "$err"
   verdict $? "cluster mpirun --railcoll without --mpi runs an $abi program with $want"
 }
 
@@ -294,22 +447,19 @@ served_by_railcoll() {  # served_by_railcoll COLL...: rank 0's report says railc
 
 test_mpi4py() {
   if ! /usr/bin/python3 -c 'import mpi4py, numpy' 2>/dev/null; then
-    echo "skipped: mpi4py with numpy for /usr/bin/python3 (Debian python3-mpi4py, python3-numpy)"
+    bad "no mpi4py with numpy for /usr/bin/python3 (scripts/install-deps.sh installs python3-mpi4py, python3-numpy)"
     return
   fi
   launch openmpi RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=15 -- /usr/bin/python3 "$HERE/mpi4py_collectives.py"
   local st=$?
-  [ $st -eq 0 ] && grep -q '^mpi4py collectives correct' "$out" && grep -q '^thread level: MPI_THREAD_MULTIPLE' "$out" &&
+  ended_well $st && grep -q '^mpi4py collectives correct' "$out" && grep -q '^thread level: MPI_THREAD_MULTIPLE' "$out" &&
     served_by_railcoll Allgather Allreduce Bcast Barrier Alltoall Reduce_scatter_block Reduce Scatter Iallgather \
       Iallreduce Ibcast && ! grep -q "MPI_THREAD_MULTIPLE [0-9]" "$err"
   verdict $? "mpi4py, unmodified (default thread level MPI_THREAD_MULTIPLE): Allgather, Allreduce, Bcast, Barrier, Alltoall, Reduce_scatter_block, Reduce, Scatter, Iallgather, Iallreduce, Ibcast on numpy arrays served by railcoll, results exact (exit $st)"
 }
 
 if [ "$MODE" = cluster ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "skipped: needs root (network namespaces)"
-    exit 0
-  fi
+  [ "$(id -u)" -eq 0 ] || skip "the emulated cluster needs root (network namespaces)"
   . "$HERE/../cluster_lock.sh"
   cluster_lock
   "$RC" cluster down >/dev/null 2>&1
@@ -321,11 +471,28 @@ if [ "$MODE" = cluster ]; then
   fi
 fi
 
+if [ "$MODE" = threads ]; then
+  for abi in "${ABIS[@]}"; do
+    launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=60 -- "$BIN/mpi_threads_$abi" --loops 5
+    st=$?
+    ended_well $st && grep -q '^threads correct: 0 wrong' "$out" && report_matches
+    verdict $? "$abi: MPI_THREAD_MULTIPLE, 3 threads on their own communicators: exact, all railcoll's, no report (exit $st)"
+    launch "$abi" RAILCOLL_MPI_VERBOSE=1 RAILCOLL_TIMEOUT=60 -- "$BIN/mpi_wait_post_$abi" --rounds 5
+    st=$?
+    ended_well $st && grep -q '^wait-post correct: 0 wrong' "$out" && report_matches
+    verdict $? "$abi: MPI_Wait on one thread while another posts on the same communicator, two at once: exact, no report (exit $st)"
+  done
+  summary
+  exit
+fi
 for abi in "${ABIS[@]}"; do test_abi "$abi"; done
 case " ${ABIS[*]} " in *" openmpi "*) test_mpi4py ;; esac
-if [ "$MODE" = local ] && [ ${#ABIS[@]} -eq 2 ]; then
-  wrong_abi openmpi mpich
-  wrong_abi mpich openmpi
+if [ "$MODE" = local ]; then  # (ctest runs each MPI as a test of its own)
+  for abi in "${ABIS[@]}"; do
+    other=openmpi
+    [ "$abi" = openmpi ] && other=mpich
+    [ -f "$(lib_of "$other")" ] && wrong_abi "$abi" "$other"
+  done
 fi
 case " ${ABIS[*]} " in *" openmpi "*) [ "$MODE" = local ] && test_install ;; esac
 if [ "$MODE" = cluster ]; then
@@ -341,7 +508,7 @@ if [ -x "$BIN/railcoll-mpi-layer-cost" ] && case " ${ABIS[*]} " in *" openmpi "*
     [ $coll = gather ] && cpu=(--cpu-us 2)  # the calibration's CPU before each C API call
     launch openmpi -- "$BIN/railcoll-mpi-layer-cost" --coll $coll -m 8:65536 -i 5 "${cpu[@]}" >"$out" 2>"$err"
     st=$?
-    [ $st -eq 0 ] && [ "$(grep -c '^  [0-9]' "$out")" -eq 14 ] && ! grep -q WRONG "$out" &&
+    ended_well $st && [ "$(grep -c '^  [0-9]' "$out")" -eq 14 ] && ! grep -q WRONG "$out" &&
       { [ ${#cpu[@]} = 0 ] || grep -q "spends 2.00 us of CPU" "$out"; }
     verdict $? "railcoll-mpi-layer-cost --coll $coll ${cpu[*]}: 14 sizes, both sides, right results"
   done

@@ -15,7 +15,7 @@
 #ifdef RAILCOLL_HAVE_OFI
 #include <rdma/fabric.h>
 
-#include "runtime/transport/fabric/fabric_transport.hpp"
+#include "runtime/transport/ofi/ofi_rail.hpp"
 #endif
 
 namespace railcoll::cli {

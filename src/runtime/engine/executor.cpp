@@ -254,9 +254,29 @@ void Executor::idle(double max_s) {
   });
 }
 
+void Executor::set_wait_hook(std::function<void()> hook, double every_s) {
+  wait_hook_ = std::move(hook);
+  hook_every_ = every_s;
+}
+
+void Executor::run_wait_hook_if_due() {
+  if (!wait_hook_) return;
+  const double now = now_seconds();
+  if (now - hook_ran_.load(std::memory_order_relaxed) < hook_every_) return;
+  hook_ran_.store(now, std::memory_order_relaxed);
+  wait_hook_();
+}
+
+void Executor::wait_idle(double max_s) {
+  if (!wait_hook_) return idle(max_s);
+  idle(std::min(max_s, hook_every_));
+  run_wait_hook_if_due();
+}
+
 // Blocks until the call ends: spins, yielding the core, for RAILCOLL_SPIN_US
 // (default 2 ms; 0 where the node's ranks outnumber its cores), then sleeps in
-// the transport until woken (docs/runtime.md, "The latency path").
+// the transport until woken (docs/runtime.md, "The latency path"), running
+// the wait hook between sleeps.
 void Executor::finish_call() {
   const double start = now_seconds();
   while (!advance()) {
@@ -264,7 +284,7 @@ void Executor::finish_call() {
       sched_yield();
       t_.progress(0, nullptr);
     } else {
-      idle(0.05);
+      wait_idle(0.05);
     }
   }
 }

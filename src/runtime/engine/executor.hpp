@@ -5,7 +5,7 @@
 // arrived, frames held for a call not yet entered, mismatch detection between
 // ranks, deadlines, and whether the communicator is broken. It knows nothing
 // of sockets, rails or how the node's memory was made, so the same executor
-// runs on real processes (SocketTransport) and on N ranks in one process
+// runs on real processes (RailTransport) and on N ranks in one process
 // (FakeTransport, for tests).
 #pragma once
 #include <sys/uio.h>
@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -85,6 +86,19 @@ class Executor final : private FrameSink {
   void idle(double max_s);
   // How long a wait of the current (or last) call spins before it sleeps (spin_budget).
   double spin_seconds() const { return spin_seconds_; }
+  // Another library's progress, for a thread that waits for a call of this
+  // communicator (a blocking call, a wait on a request) and sleeps: the MPI
+  // layer drives MPI's with it, so that a peer waiting inside MPI for this
+  // rank is not starved while this rank waits inside railcoll (docs/mpi.md,
+  // "Progress"). wait_idle() is idle() for such a thread: its sleep ends by
+  // the time the hook is due, and the hook runs then (about every `every_s`
+  // seconds while the wait sleeps). railcoll's progress thread never runs it:
+  // the other library may take calls from the program's threads alone.
+  void set_wait_hook(std::function<void()> hook, double every_s);
+  bool has_wait_hook() const { return static_cast<bool>(wait_hook_); }
+  double wait_hook_every() const { return hook_every_; }
+  void wait_idle(double max_s);
+  void run_wait_hook_if_due();
   // Between start() and the end of the call.
   bool in_call() const { return phase_ != Phase::Idle; }
   // Waits (within the deadline) until this rank's frames are all handed over;
@@ -147,6 +161,9 @@ class Executor final : private FrameSink {
   const uint64_t comm_id_;
   const double timeout_;
   const ExecutorSettings settings_;  // RAILCOLL_SPIN_US, for spin_budget at each call
+  std::function<void()> wait_hook_;  // set_wait_hook
+  double hook_every_ = 0;
+  std::atomic<double> hook_ran_{0};  // when a waiter last ran it (several threads may wait)
   const int node_ranks_;
   double spin_seconds_;  // the current call's (spin_budget)
   const uint64_t replay_call_;  // RAILCOLL_TEST_REPLAY_CALL

@@ -116,6 +116,7 @@ void RequestQueue::begin_step() {
     pop_front();
     return fail_all(Status::Broken, "communicator is broken: " + exec_.broken());
   }
+  if (!s.plan) return step_ended();  // nothing to do this time (a persistent call's known counts)
   try {
     exec_.start(*s.plan, s.bufs);
     running_ = true;
@@ -137,9 +138,10 @@ void RequestQueue::step_ended() {
 }
 
 // Runs the executor on the outstanding calls until the front one must wait;
-// then lets the transport take in what arrived, sleeping up to sleep_s for it,
-// and advances again. False when nothing is outstanding. drive_mu_ is held.
-bool RequestQueue::drive(double sleep_s) {
+// then lets the transport take in what arrived, sleeping up to sleep_s for it
+// (a waiter: wait_idle, which runs the executor's wait hook), and advances
+// again. False when nothing is outstanding. drive_mu_ is held.
+bool RequestQueue::drive(double sleep_s, bool waiter) {
   bool slept = false;
   for (;;) {
     if (!running_) {
@@ -162,7 +164,8 @@ bool RequestQueue::drive(double sleep_s) {
     }
     if (slept) return true;
     try {
-      exec_.idle(sleep_s);  // 0: one look at the network without blocking
+      if (waiter) exec_.wait_idle(sleep_s);
+      else exec_.idle(sleep_s);  // 0: one look at the network without blocking
     } catch (const std::exception& e) {
       fail_all(status_of(e), e.what());
       continue;
@@ -232,15 +235,22 @@ void RequestQueue::wait(Request& r) {
       std::lock_guard<std::mutex> d(drive_mu_, std::adopt_lock);
       while (r.state() != Request::State::Done) {
         const bool spinning = now_seconds() - start < spin;
-        drive(spinning ? 0 : kDriveSleep);
+        drive(spinning ? 0 : kDriveSleep, !spinning);
         if (spinning) sched_yield();
       }
       break;
     }
-    std::unique_lock<std::mutex> q(queue_mu_);
-    const uint64_t seen = releases_;
-    done_cv_.wait_for(q, std::chrono::milliseconds(50),
-                      [&] { return r.state() == Request::State::Done || releases_ != seen; });
+    {
+      // Asleep while another thread drives: for at most the wait hook's interval.
+      const auto nap = exec_.has_wait_hook()
+                           ? std::chrono::duration_cast<std::chrono::microseconds>(
+                                 std::chrono::duration<double>(exec_.wait_hook_every()))
+                           : std::chrono::microseconds(50000);
+      std::unique_lock<std::mutex> q(queue_mu_);
+      const uint64_t seen = releases_;
+      done_cv_.wait_for(q, nap, [&] { return r.state() == Request::State::Done || releases_ != seen; });
+    }
+    exec_.run_wait_hook_if_due();
   }
   std::lock_guard<std::mutex> q(queue_mu_);
   if (--waiters_ == 0 && !queue_.empty()) wake_thread_after(std::chrono::nanoseconds(1));  // the thread's again

@@ -2,8 +2,9 @@
 // architecture page, "Nonblocking and persistent calls").
 //
 // A Request is one collective call as the C API built it: one or more steps
-// (a plan on buffers; alltoallv's count exchange, then the exchange planned
-// from its result), what each step does first (copy an in-place input) and
+// (a plan on buffers; alltoallv's count exchange, or the broadcast of the
+// counts a scatterv's or gatherv's root alone has, then the call planned from
+// its result), what each step does first (copy an in-place input) and
 // after (unpack an output), and the buffers it owns. A persistent request runs
 // again at every start with nothing rebuilt.
 //
@@ -44,10 +45,12 @@
 namespace railcoll::rt {
 
 struct Step {
-  std::shared_ptr<const Plan> plan;
+  std::shared_ptr<const Plan> plan;  // none once before() ran: the step has nothing to do this time
   Buffers bufs;
-  // When the step begins (may set plan and bufs from an earlier step's result);
-  // an exception fails the call before this rank joins it (its peers are told).
+  // When the step begins (may set plan and bufs from an earlier step's
+  // result, e.g. counts only the root had: each step begins when the one
+  // before ended, so no call blocks to learn them); an exception fails the
+  // call before this rank joins it (its peers are told).
   std::function<void(Step&)> before;
   // When the step has ended.
   std::function<void()> after;
@@ -125,7 +128,7 @@ class RequestQueue {
   bool outstanding();
 
  private:
-  bool drive(double sleep_s);
+  bool drive(double sleep_s, bool waiter = false);
   void released();
   std::shared_ptr<Request> front();
   void pop_front();

@@ -1,13 +1,13 @@
 // The transport interface: everything the executor (executor.hpp) does that
 // crosses a process boundary goes through it, and nothing else does. Behind it
-// today: SocketTransport (socket/socket_transport.hpp: TCP per (peer, rail)
-// with rail failover inside, Unix sockets to local peers, the node's POSIX
-// shared memory), FabricTransport (fabric/fabric_transport.hpp: libfabric, one
-// domain per rail, the socket transport's local part inside a node) and
-// FakeTransport (fake/fake_transport.hpp: N ranks in one process, for tests).
-// Other RDMA stacks (UCX, verbs) go behind it the same way; the architecture
-// page (../shared/design/ARCHITECTURE.md, "Runtime") draws the seam, and Gloo's
-// transport::Pair / UCC's TL split are the models.
+// for real processes: RailTransport (rails/rail_transport.hpp), the multi-rail
+// layer written once over the node's room (local/: Unix sockets to local
+// peers, the node's POSIX shared memory, sleeping) and one kind of network
+// link (tcp/, ofi/; link.hpp is that seam); for tests, FakeTransport
+// (fake/fake_transport.hpp: N ranks in one process) and FakeRails (the rails
+// layer over fake links). Other RDMA stacks (UCX, verbs) are one more kind of
+// link; the architecture page (../shared/design/ARCHITECTURE.md, "Runtime")
+// draws the seam, and Gloo's transport::Pair / UCC's TL split are the models.
 //
 // The contract, in the order a call uses it:
 //  * Sending: send() queues one frame (a header and payload pieces) to a peer.
@@ -24,13 +24,13 @@
 //    go to the sink too; everything else (hellos, pings, goodbyes, rail
 //    notices) stays inside the transport.
 //  * Node memory: node() is this rank's view of its node's shared segment
-//    (counters, call words, the shared buffer; layout in node_shm.hpp). The
+//    (counters, call words, the shared buffer; layout in node_segment.hpp). The
 //    executor reads and writes it directly: memcpy puts into the shared buffer
 //    and counter increments cost no call. After raising a node counter it calls
 //    wake_node_sleepers(), and a wait on a node counter passes a NodeWait to
 //    progress() so that the transport may sleep until a local peer raises it
-//    (the socket transport: a futex when nothing else is awaited, else a Wake
-//    frame into its epoll set; node_shm.hpp, NodeSleeper).
+//    (the node room: a futex when nothing else is awaited, else a Wake
+//    frame into its epoll set; node_segment.hpp, NodeSleeper).
 //  * Errors: a transport throws RuntimeError (Peer, Network, Protocol, Timeout)
 //    from any call; the executor then marks the communicator broken and calls
 //    abort_peers(), which never throws.
@@ -44,7 +44,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
-#include "runtime/transport/local/node_shm.hpp"
+#include "runtime/transport/node_segment.hpp"
 #include "runtime/transport/wire.hpp"
 
 namespace railcoll::rt {
@@ -110,7 +110,7 @@ class Transport {
   virtual bool sends_pending() const = 0;
   // The call's program is over and only its last frames are left: hand them
   // over as fast as the transport can take them, past any limit that paced
-  // them inside the call (the socket transport's unsent limit), so the rank can
+  // them inside the call (the TCP links' unsent limit), so the rank can
   // leave instead of waiting for the network to carry them. Until begin_call.
   virtual void hand_over_sends() {}
 

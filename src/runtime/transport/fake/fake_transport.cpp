@@ -11,19 +11,24 @@
 
 namespace railcoll::rt {
 
+NodeSegment fake_node_segment(uint64_t shm_bytes, std::unique_ptr<char, void (*)(void*)>* mem) {
+  // calloc: zeroed, and the kernel gives pages only when they are touched.
+  char* p = static_cast<char*>(std::calloc(1, node_segment_bytes(shm_bytes)));
+  if (!p) throw std::bad_alloc();
+  mem->reset(p);
+  NodeSegment seg;
+  seg.shm = new (p) NodeShm{};
+  seg.shm->capacity = shm_bytes;
+  seg.shm->magic = kShmMagic;
+  seg.data = p + kShmHeader;
+  seg.bytes = node_segment_bytes(shm_bytes);
+  return seg;
+}
+
 FakeFabric::FakeFabric(const Topology& topo, uint64_t shm_bytes) : topo_(topo), dead_(new std::atomic<bool>[topo.nranks()]) {
   for (int n = 0; n < topo.nnodes(); ++n) {
-    // calloc: zeroed, and the kernel gives pages only when they are touched.
-    char* mem = static_cast<char*>(std::calloc(1, node_segment_bytes(shm_bytes)));
-    if (!mem) throw std::bad_alloc();
-    node_mem_.emplace_back(mem, std::free);
-    NodeSegment seg;
-    seg.shm = new (mem) NodeShm{};
-    seg.shm->capacity = shm_bytes;
-    seg.shm->magic = kShmMagic;
-    seg.data = mem + kShmHeader;
-    seg.bytes = node_segment_bytes(shm_bytes);
-    segs_.push_back(seg);
+    node_mem_.emplace_back(nullptr, std::free);
+    segs_.push_back(fake_node_segment(shm_bytes, &node_mem_.back()));
   }
   for (int r = 0; r < topo.nranks(); ++r) {
     dead_[r] = false;
@@ -115,7 +120,7 @@ void FakeTransport::post(int to, Frame type, std::string payload, uint64_t seq) 
   fabric_.deliver(to, std::move(f));
 }
 
-// As the socket transport: a peer whose connections closed without a goodbye.
+// As the node room and TCP links: a peer whose connections closed without a goodbye.
 void FakeTransport::check_alive() const {
   for (int r = 0; r < fabric_.topo().nranks(); ++r)
     if (r != me_ && fabric_.dead_[r])
@@ -144,7 +149,7 @@ void FakeTransport::progress(double wait_s, const NodeWait* sleep_on) {
   check_alive();
 }
 
-// What the socket transport's stream does with a frame, minus the socket.
+// What a stream and the rails layer do with a frame, minus the socket.
 void FakeTransport::receive(FakeFrame& f) {
   const FrameHeader& h = f.hdr;
   if (std::string why = header_problem(h, FakeFabric::kCommId, h.sender); !why.empty() || h.length != f.payload.size())

@@ -34,6 +34,10 @@ struct FakeFrame {
 
 class FakeTransport;
 
+// A pretend node's segment: plain zeroed memory laid out as the node segment
+// (node_shm.hpp), owned by *mem.
+NodeSegment fake_node_segment(uint64_t shm_bytes, std::unique_ptr<char, void (*)(void*)>* mem);
+
 class FakeFabric {
  public:
   static constexpr uint64_t kCommId = 0x5241494c46414b45ull;  // "RAILFAKE"

@@ -1,5 +1,5 @@
 // Creating and mapping the node's shared-memory segment (layout in node_shm.hpp).
-// Set-up only: the socket transport calls it once and then hands out the mapping.
+// Set-up only: the node room (local_node.hpp) calls it once and then hands out the mapping.
 #include "runtime/transport/local/node_shm.hpp"
 
 #include <fcntl.h>

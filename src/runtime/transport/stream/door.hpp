@@ -8,6 +8,7 @@
 #include <poll.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ class Door {
   void close_the_backlog(double now, std::vector<Admitted>* out);
   // Closes fd and logs why, in one line.
   void refuse(int fd, const std::string& why) const;
+  // Set-up: serves the door until `expected` connections were admitted
+  // (admit(a, now) says whether one counts) or throws at the deadline; then
+  // whoever else knocked is told no (and logged), rather than left in the backlog.
+  void accept(int expected, double deadline, const std::function<bool(const Admitted&, double)>& admit);
 
  private:
   struct Listener {

@@ -1,7 +1,7 @@
-// One rail of the libfabric transport (fabric_transport.hpp): its fabric,
-// domain, RDM endpoint, completion queue and address vector, opened on the
-// rail's local address, and the registered memory the transport sends from
-// and receives into (bounce buffers: one region per rail, registered once).
+// One rail of the libfabric links (ofi_links.hpp): its fabric, domain, RDM
+// endpoint, completion queue and address vector, opened on the rail's local
+// address, and the registered memory the links send from and receive into
+// (bounce buffers: one region per rail, registered once).
 #pragma once
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -26,6 +26,10 @@ constexpr uint64_t kHonouredMrModes = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLO
 // on local address `addr` (FI_SOURCE), of `provider` ("" = any but shm, which
 // cannot leave the node). Throws RuntimeError(Network) naming what was asked.
 fi_info* fabric_info_for(const std::string& addr, const std::string& provider);
+
+// What the fabric offers on each rail address: one line per rail (provider,
+// fabric, domain, memory-registration mode), for `railcoll info`.
+std::vector<std::string> describe_fabric_rails(const std::vector<std::string>& rail_addr, const std::string& provider);
 
 class FabricRail {
  public:
@@ -72,7 +76,7 @@ class FabricRail {
   static constexpr int kProbeRefused = -2;
   int probe_connect(int rank) const;
 
-  // ---- one-sided writes (the RMA path, fabric_transport.cpp)
+  // ---- one-sided writes (the RMA path, ofi_writes.cpp)
   // Whether this rail can carry them: FI_RMA granted and at least 4 bytes of
   // remote CQ data (fi_getinfo(3), cq_data_size).
   bool rma_ok() const;
@@ -114,6 +118,8 @@ class FabricRail {
   ssize_t send(Buf* b, int peer, size_t len, bool delivered = false);
   void repost(Buf* b);  // a receive buffer, back to the provider
   bool sends_in_flight() const;
+  // The send buffers still in flight to `peer` (their chunks, not yet completed).
+  std::vector<const Buf*> sends_to(int peer) const;
 
   // Completions: fills up to n entries; returns their number, 0, or -FI_EAVAIL.
   ssize_t read_cq(fi_cq_data_entry* e, fi_addr_t* src, size_t n);

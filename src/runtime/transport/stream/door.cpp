@@ -1,5 +1,5 @@
 // The door (door.hpp): listeners, half-open connections, Hello checks.
-#include "runtime/transport/socket/door.hpp"
+#include "runtime/transport/stream/door.hpp"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -127,6 +127,27 @@ void Door::close_the_backlog(double now, std::vector<Admitted>* out) {
     }
   for (auto& q : pending_) examine(q, now, true, out);
   pending_.clear();
+}
+
+void Door::accept(int expected, double deadline, const std::function<bool(const Admitted&, double)>& admit) {
+  std::vector<pollfd> p;
+  std::vector<Admitted> admitted;
+  for (int got = 0; got < expected;) {
+    const double now = now_seconds();
+    if (now > deadline)
+      throw RuntimeError(Status::Timeout, "timed out waiting for peers to connect (" + std::to_string(got) + " of " +
+                                              std::to_string(expected) + " connections made)");
+    p.clear();
+    poll_set(&p);
+    poll(p.data(), p.size(), 100);
+    admitted.clear();
+    serve(p.data(), now, &admitted);
+    for (auto& a : admitted) got += admit(a, now);
+  }
+  admitted.clear();
+  const double now = now_seconds();
+  close_the_backlog(now, &admitted);
+  for (auto& a : admitted) admit(a, now);
 }
 
 }  // namespace railcoll::rt

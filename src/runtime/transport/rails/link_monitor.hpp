@@ -65,7 +65,8 @@ class LinkMonitor {
   // Finds each rail address's interface and opens the netlink socket. Rails
   // whose address is on no interface (127.0.0.2 ...) are not watched; without
   // a socket (fd() < 0) nothing is, and failover detects silence only.
-  explicit LinkMonitor(const std::vector<std::string>& rail_addr);
+  // watch_interfaces false: neither; the rails' link states come by rail_link().
+  explicit LinkMonitor(const std::vector<std::string>& rail_addr, bool watch_interfaces = true);
   ~LinkMonitor();
   LinkMonitor(const LinkMonitor&) = delete;
   LinkMonitor& operator=(const LinkMonitor&) = delete;
@@ -84,6 +85,9 @@ class LinkMonitor {
   void on_messages(const void* buf, size_t len, double now, std::vector<Change>* out);
   // A rail watched on interface `ifindex` (tests; the constructor finds them).
   void watch(int rail, int ifindex, const std::string& ifname);
+  // The link state of a rail's interface, from another source than netlink
+  // (the fake link's rails).
+  void rail_link(int rail, bool running, double now, std::vector<Change>* out);
 
  private:
   struct Rail {
@@ -93,6 +97,7 @@ class LinkMonitor {
   };
   void follow_new_index(const char* msg, size_t len, int ifindex);
   void link_state(int ifindex, bool running, double now, std::vector<Change>* out);
+  void rail_state(size_t r, bool running, double now, std::vector<Change>* out);
   void resync(double now, std::vector<Change>* out);
 
   int fd_ = -1;

@@ -1,5 +1,5 @@
 // The link monitor and the hold-down policy (link_monitor.hpp).
-#include "runtime/transport/socket/link_monitor.hpp"
+#include "runtime/transport/rails/link_monitor.hpp"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -64,7 +64,11 @@ std::pair<int, std::string> interface_of_address(const std::string& addr) {
 
 }  // namespace
 
-LinkMonitor::LinkMonitor(const std::vector<std::string>& rail_addr) : rails_(rail_addr.size()) {
+LinkMonitor::LinkMonitor(const std::vector<std::string>& rail_addr, bool watch_interfaces) : rails_(rail_addr.size()) {
+  if (!watch_interfaces) {  // named after the addresses, for the log lines
+    for (size_t r = 0; r < rail_addr.size(); ++r) rails_[r].ifname = rail_addr[r];
+    return;
+  }
   for (size_t r = 0; r < rail_addr.size(); ++r) {
     auto [index, name] = interface_of_address(rail_addr[r]);
     if (index > 0) watch(static_cast<int>(r), index, name);
@@ -147,14 +151,21 @@ void LinkMonitor::follow_new_index(const char* msg, size_t len, int ifindex) {
 }
 
 void LinkMonitor::link_state(int ifindex, bool running, double now, std::vector<Change>* out) {
-  for (size_t r = 0; r < rails_.size(); ++r) {
-    Rail& rail = rails_[r];
-    if (rail.ifindex == 0 || rail.ifindex != ifindex) continue;
-    if (running) {
-      rail.hold.link_up(now);
-    } else if (rail.hold.link_down(now)) {
-      out->push_back({static_cast<int>(r), false, "lost its link (interface " + rail.ifname + " is down)"});
-    }
+  for (size_t r = 0; r < rails_.size(); ++r)
+    if (rails_[r].ifindex != 0 && rails_[r].ifindex == ifindex) rail_state(r, running, now, out);
+}
+
+void LinkMonitor::rail_link(int rail, bool running, double now, std::vector<Change>* out) {
+  if (rail >= 0 && static_cast<size_t>(rail) < rails_.size()) rail_state(static_cast<size_t>(rail), running, now, out);
+}
+
+void LinkMonitor::rail_state(size_t r, bool running, double now, std::vector<Change>* out) {
+  Rail& rail = rails_[r];
+  if (running) {
+    rail.hold.link_up(now);
+  } else if (rail.hold.link_down(now)) {
+    const std::string where = rail.ifname.empty() ? std::string() : " (interface " + rail.ifname + " is down)";
+    out->push_back({static_cast<int>(r), false, "lost its link" + where});
   }
 }
 

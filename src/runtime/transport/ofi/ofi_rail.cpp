@@ -1,7 +1,7 @@
-// One rail's libfabric objects (fabric_rail.hpp). The calls and the modes they
+// One rail's libfabric objects (ofi_rail.hpp). The calls and the modes they
 // honour follow fi_getinfo(3), fi_domain(3), fi_endpoint(3), fi_av(3),
 // fi_cq(3) and fi_mr(3); docs/runtime.md lists the provider assumptions.
-#include "runtime/transport/fabric/fabric_rail.hpp"
+#include "runtime/transport/ofi/ofi_rail.hpp"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -13,7 +13,6 @@
 #include <cstring>
 
 #include "core/errors.hpp"
-#include "runtime/transport/fabric/fabric_transport.hpp"
 
 namespace railcoll::rt {
 
@@ -338,6 +337,13 @@ bool FabricRail::sends_in_flight() const {
   for (int i = kRecvBufs; i < kRecvBufs + kSendBufs; ++i)
     if (bufs_[i].busy) return true;
   return false;
+}
+
+std::vector<const FabricRail::Buf*> FabricRail::sends_to(int peer) const {
+  std::vector<const Buf*> v;
+  for (int i = kRecvBufs; i < kRecvBufs + kSendBufs; ++i)
+    if (bufs_[i].busy && bufs_[i].peer == peer) v.push_back(&bufs_[i]);
+  return v;
 }
 
 ssize_t FabricRail::read_cq(fi_cq_data_entry* e, fi_addr_t* src, size_t n) {
