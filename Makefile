@@ -13,10 +13,12 @@ build: deps
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(BUILD)
 
-# The main job (scripts/main-job.sh): the verifier sweep, then every all-gather
-# algorithm against Open MPI on the emulated 4x4-rank, 2-rail cluster; results/.
+# The main job (scripts/main-job.sh): the verifier sweep, then every collective
+# against Open MPI and oneCCL on the emulated 4x4-rank, 2-rail cluster, at the
+# rate this machine can feed and at 1 Gbit/s; results/. FULL=1: the full sweep.
+# LOCAL=1: on local processes instead, only when asked.
 run: build
-	./scripts/main-job.sh
+	./scripts/main-job.sh $(if $(LOCAL),--local)
 
 # Broadcast latency and bandwidth on 2, 4 and 8 emulated nodes (root).
 bcast-vs-nodes: build

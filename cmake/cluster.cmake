@@ -11,17 +11,16 @@ target_link_libraries(railcoll_testbed PUBLIC railcoll_capi_static)
 add_executable(railcoll-tcp-alltoall tools/probes/tcp_alltoall.c)
 set_target_properties(railcoll-tcp-alltoall PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON)
 
-# The Open MPI baseline: an OSU-style benchmark of MPI_Allgather, MPI_Bcast,
-# MPI_Gather, MPI_Allreduce and MPI_Barrier, run on the emulated cluster by
+# The Open MPI baseline: an OSU-style benchmark of MPI's collectives, run on the emulated cluster by
 # `railcoll cluster mpirun`. Optional: without an MPI library the rest of
 # railcoll builds as usual.
 find_package(MPI COMPONENTS C QUIET)
 if(MPI_C_FOUND)
-  add_executable(railcoll-mpi-bench tools/mpi_bench/mpi_allgather_bench.c)
-  target_link_libraries(railcoll-mpi-bench PRIVATE MPI::MPI_C m)
-  # The busy loop of --nonblocking, the same as railcoll bench's (src/bench/busy_compute.h).
-  target_include_directories(railcoll-mpi-bench PRIVATE ${CMAKE_SOURCE_DIR}/src/bench)
-  set_target_properties(railcoll-mpi-bench PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON)
+  # Over the bench library's core (src/bench/peer.hpp): the same buffers,
+  # statistics and records as railcoll bench's workers.
+  add_executable(railcoll-mpi-bench tools/mpi_bench/mpi_bench.cpp)
+  target_link_libraries(railcoll-mpi-bench PRIVATE MPI::MPI_C railcoll_bench_core)
+  target_compile_definitions(railcoll-mpi-bench PRIVATE OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
   # The MPI layer's own cost: MPI calls through librailcoll_mpi.so against the
   # C API in the same program, alternating (docs/mpi.md).
   add_executable(railcoll-mpi-layer-cost tools/mpi_bench/mpi_layer_cost.c)

@@ -10,11 +10,17 @@ set -euo pipefail
 # python3-mpi4py + python3-numpy: the mpi4py test of it (Debian's mpi4py is built on Open MPI).
 # libfabric-dev: the libfabric (OFI) transport, RAILCOLL_TRANSPORT=ofi (-DRAILCOLL_WITH_OFI=OFF builds without).
 # gfortran: the Fortran test programs of the MPI layer (mpifort of both MPIs, tests/mpi).
+# slurmctld slurmd slurm-client munge: Slurm on the emulated cluster (railcoll cluster slurm up); Debian's
+# slurm-wlm-basic-plugins, which they pull in, has the mpi/pmix and mpi/pmi2 plugins (srun --mpi=pmix|pmi2).
+# libpmix-dev: the PMIx bootstrap (pmix.h; libpmix is loaded when a PMIx server started the process);
+# libpmi2-0-dev: Slurm's PMI-2 client header, for the same where only PMI-2 is offered.
 debian_packages=(cmake g++ make ninja-build libgtest-dev iproute2 util-linux
                  openmpi-bin libopenmpi-dev python3 python3-pip clang libclang-rt-14-dev
                  nlohmann-json3-dev pkg-config libssl-dev mpich libmpich-dev python3-mpi4py python3-numpy
-                 libfabric-dev gfortran)
-python_modules=(matplotlib)
+                 libfabric-dev gfortran slurmctld slurmd slurm-client munge libpmix-dev libpmi2-0-dev)
+# Python modules as "import name:PyPI name". scikit-build-core: the build backend of
+# python/pyproject.toml, here for builds without pip's isolation (the wheel test).
+python_modules=(matplotlib scikit_build_core:scikit-build-core)
 
 missing=()
 for p in "${debian_packages[@]}"; do
@@ -32,10 +38,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 py=$(command -v python3)
-for m in "${python_modules[@]}"; do
+for entry in "${python_modules[@]}"; do
+  m=${entry%%:*} pkg=${entry#*:}
   if ! "$py" -c "import $m" 2>/dev/null; then
-    echo "install-deps: installing Python module $m"
-    "$py" -m pip install -q "$m" 2>/dev/null || "$py" -m pip install -q --break-system-packages "$m"
+    echo "install-deps: installing Python module $pkg"
+    "$py" -m pip install -q "$pkg" 2>/dev/null || "$py" -m pip install -q --break-system-packages "$pkg"
   fi
 done
 
@@ -56,4 +63,18 @@ if [ ! -f "$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])
   fi
   echo "install-deps: installing python3-dev"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-dev >/dev/null
+fi
+
+# Intel oneCCL's CPU build, a peer of railcoll bench (--peer oneccl, tools/oneccl_bench/):
+# PyPI's oneccl-cpu and oneccl-cpu-devel with the Intel runtime libraries they
+# need (intel-cmplr-lib-rt: libintlc). Into a prefix of its own, never the
+# Python's: oneccl-cpu requires Intel MPI (impi-rt), whose mpirun would
+# otherwise come before Open MPI's in PATH. CMake finds it there
+# (RAILCOLL_ONECCL_PREFIX); RAILCOLL_NO_ONECCL=1 leaves it out.
+oneccl_prefix=${RAILCOLL_ONECCL_PREFIX:-/opt/railcoll-oneccl}
+if [ -z "${RAILCOLL_NO_ONECCL:-}" ] && [ ! -f "$oneccl_prefix/include/oneapi/ccl.hpp" ]; then
+  echo "install-deps: installing oneCCL (oneccl-cpu, oneccl-cpu-devel) into $oneccl_prefix"
+  "$py" -m pip install -q --prefix "$oneccl_prefix" oneccl-cpu oneccl-cpu-devel intel-cmplr-lib-rt 2>/dev/null ||
+    "$py" -m pip install -q --break-system-packages --prefix "$oneccl_prefix" oneccl-cpu oneccl-cpu-devel \
+      intel-cmplr-lib-rt
 fi

@@ -6,7 +6,9 @@
 RECORDS.json holds records as `railcoll bench --json` writes them (a JSON
 array, or one object per line). Latency against size on log-log axes, one line
 per algorithm, every algorithm with its own colour and marker (auto black and
-thick, Open MPI dashed). Records with "samples_us" (barrier) are drawn as
+thick, the peers dashed); when the records carry nccl-tests' bus bandwidth
+("busbw_GBps"), a second panel draws it against size, with the rails' rate
+of one node as a line. Records with "samples_us" (barrier) are drawn as
 histograms of the per-call latencies instead (seed 004 Figures 11-12). The
 output format follows the file's extension (png, svg, pdf).
 """
@@ -32,7 +34,7 @@ def styles_for(names):
             styles[name] = dict(color="black", marker="o", lw=2.6, ls="-")
             continue
         style = dict(color=COLOURS[i % len(COLOURS)], marker=MARKERS[i % len(MARKERS)], lw=1.3, ls="-")
-        if name.startswith("mpi:"):
+        if name.startswith("mpi:") or name.startswith("oneccl"):
             style.update(lw=2.2, ls="--")
         styles[name] = style
         i += 1
@@ -80,8 +82,12 @@ def main(argv):
         if label_of(r) not in names:
             names.append(label_of(r))
     styles = styles_for(names)
-    fig, ax = plt.subplots(figsize=(10, 6.5))
     sampled = [r for r in recs if r.get("samples_us")]
+    with_busbw = not sampled and any(r.get("busbw_GBps", -1) > 0 for r in recs)
+    if with_busbw:
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(16, 6.5))
+    else:
+        fig, ax = plt.subplots(figsize=(10, 6.5))
     if sampled:  # latency distributions: one histogram per algorithm, log-spaced bins
         lo = max(0.1, min(min(r["samples_us"]) for r in sampled))
         hi = max(max(r["samples_us"]) for r in sampled)
@@ -109,6 +115,22 @@ def main(argv):
     ax.set_title(a.title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, ncol=2)
+    if with_busbw:
+        for name in names:
+            pts = sorted((r["bytes"], r["busbw_GBps"]) for r in recs
+                         if label_of(r) == name and r.get("busbw_GBps", -1) > 0)
+            if pts:
+                bx.plot([p[0] for p in pts], [p[1] for p in pts], ms=4, label=name, **styles[name])
+        node = [r["rail_bits_per_s"] * r["rails"] / 8e9 for r in recs if r.get("rail_bits_per_s")]
+        if node:
+            bx.axhline(node[0], ls=":", color="grey", label="one node's rails (%.3g GB/s)" % node[0])
+        bx.set_xscale("log", base=2)
+        bx.set_yscale("log")
+        bx.set_xlabel(a.xlabel)
+        bx.set_ylabel("busbw (GB/s, nccl-tests)")
+        bx.set_title("bus bandwidth")
+        bx.grid(True, which="both", alpha=0.3)
+        bx.legend(fontsize=8, ncol=2)
     fig.tight_layout()
     fig.savefig(a.out, dpi=110)
     return 0

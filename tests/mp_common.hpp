@@ -21,12 +21,14 @@ inline unsigned char pattern(int r, int call, size_t i) {
 }
 
 // The algorithms of `collective` by name, then "auto"; empty if it has none.
+// Not the hardware ones (hw_multicast, hw_combining): the runtime has no such
+// hardware and refuses them (docs/selection.md).
 inline std::vector<std::string> algorithms(const std::string& collective) {
   std::vector<std::string> v;
   for (int i = 0; i < railcoll_algorithm_count(); ++i) {
     const char *coll, *name;
     railcoll_algorithm_name(i, &coll, &name);
-    if (collective == coll) v.push_back(name);
+    if (collective == coll && std::string(name).rfind("hw_", 0) != 0) v.push_back(name);
   }
   if (!v.empty()) v.push_back("auto");
   return v;

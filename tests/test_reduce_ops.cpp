@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
+#include <random>
+#include <vector>
 #include <cstring>
 
 #include "core/collective.hpp"
@@ -110,4 +113,41 @@ TEST(ReduceOps, IntegersWrapAndLogicalOperatorsGiveOneOrZero) {
   uint64_t u[1] = {0xF0F0}, v[1] = {0x0FF0};
   rt::reduce_into(DataType::UInt64, ReduceOp::BXor, u, v, 8);
   EXPECT_EQ(u[0], 0xFF00u);
+}
+
+// The vector kernels (AVX2, AVX-512) of float32, float16 and bfloat16 give
+// the portable kernel's bits: random bits, and every class of value
+// (subnormals, infinities, NaNs, signed zeros, ties that round to even, sums
+// that overflow), at odd lengths and odd addresses (so every block and tail
+// path runs).
+TEST(ReduceOps, VectorKernelsGiveThePortableBits) {
+  std::mt19937 rng(33);
+  const uint16_t special[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x7bff, 0x7c00, 0xfc00, 0x7c01, 0x7e00,
+                              0xfe00, 0x3c00, 0x3c01, 0x7f80, 0xff80, 0x7f81, 0x7fc0, 0x0080, 0x007f, 0x3f80,
+                              0x3f81, 0x4780, 0x477f, 0xc780};
+  int compared = 0;
+  for (rt::Kernels k : {rt::Kernels::Avx2, rt::Kernels::Avx512}) {
+    if (!rt::kernels_supported(k)) continue;
+    for (DataType t : {DataType::Float16, DataType::BFloat16, DataType::Float32})
+      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max})
+        for (int rep = 0; rep < 60; ++rep) {
+          // 16-bit words: a half each, or the halves of a float32.
+          const size_t n = 1 + rng() % 200, words = n * dtype_size(t) / 2, off = rep % 2;
+          std::vector<uint16_t> a(words + 1), b(words + 1);
+          for (size_t i = 0; i <= words; ++i) {
+            a[i] = rep % 3 ? static_cast<uint16_t>(rng()) : special[rng() % std::size(special)];
+            b[i] = rep % 4 ? static_cast<uint16_t>(rng()) : special[rng() % std::size(special)];
+          }
+          std::vector<uint16_t> want = a, got = a;
+          const char* src = reinterpret_cast<const char*>(b.data()) + off;
+          const size_t bytes = n * dtype_size(t);
+          rt::reduce_into_with(rt::Kernels::Portable, t, op, reinterpret_cast<char*>(want.data()) + off, src, bytes);
+          rt::reduce_into_with(k, t, op, reinterpret_cast<char*>(got.data()) + off, src, bytes);
+          ASSERT_EQ(want, got) << rt::kernels_name(k) << " " << dtype_name(t) << " " << redop_name(op) << " n " << n
+                               << " offset " << off;
+          ++compared;
+        }
+  }
+  if (!compared) GTEST_SKIP() << "this CPU has neither AVX2 with F16C nor AVX-512";
+  EXPECT_NE(rt::best_kernels(), rt::Kernels::Portable);
 }

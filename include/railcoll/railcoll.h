@@ -423,6 +423,31 @@ RAILCOLL_API railcoll_status_t railcoll_gatherv_init(railcoll_comm_t comm, const
                                                      const size_t* counts, const size_t* displs, int root,
                                                      const railcoll_call_opts_t* opts, railcoll_request_t* req);
 
+/* ---- point to point ----
+ *
+ * railcoll_isend sends `bytes` bytes of buf to rank `peer` with a tag (0 or
+ * more); railcoll_irecv receives a message from rank `peer`, or from any rank
+ * (RAILCOLL_ANY_SOURCE), with that tag into buf, which takes exactly `bytes`
+ * (a message of another size fails the receive with RAILCOLL_ERR_MISMATCH and
+ * is dropped); *source, unless source is NULL, is the sender once the receive
+ * completes. Both return a request completed by railcoll_wait, railcoll_test
+ * and the others; buf belongs to the library until then.
+ *
+ * Unlike collectives, they need not be issued in the same order on every rank,
+ * nor by every rank, and they go beside the collectives, not in their order.
+ * Between two ranks, messages of one tag are received in the order they were
+ * sent (MPI's rule). A send completes once its bytes are handed to the network;
+ * a receive once they are in buf. They travel on the collectives' connections
+ * (inside a node the local socket), split over the rails above
+ * RAILCOLL_STRIPE_BYTES. A receive no message matches within RAILCOLL_TIMEOUT
+ * of its post fails with RAILCOLL_ERR_TIMEOUT; that and a size mismatch leave
+ * the communicator usable; a dead peer breaks it. */
+#define RAILCOLL_ANY_SOURCE (-1)
+RAILCOLL_API railcoll_status_t railcoll_isend(railcoll_comm_t comm, const void* buf, size_t bytes, int peer, int tag,
+                                              railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_irecv(railcoll_comm_t comm, void* buf, size_t bytes, int peer, int tag,
+                                              int* source, railcoll_request_t* req);
+
 /* Starts an inactive persistent request (RAILCOLL_ERR_ARG if it is active or
  * not persistent); startall starts n of them in array order. */
 RAILCOLL_API railcoll_status_t railcoll_start(railcoll_request_t req);
@@ -445,7 +470,9 @@ RAILCOLL_API railcoll_status_t railcoll_testany(int n, railcoll_request_t* reqs,
  * (MPI_Request_get_status); *status then holds the call's status. */
 RAILCOLL_API int railcoll_request_done(railcoll_request_t req, railcoll_status_t* status);
 /* Frees a request: an inactive persistent one at once; an outstanding one once
- * its call completes (its outcome is then seen by nobody). *req becomes NULL. */
+ * its call completes (its outcome is then seen by nobody), except a
+ * point-to-point receive no message has matched yet, which is withdrawn at
+ * once. *req becomes NULL. */
 RAILCOLL_API railcoll_status_t railcoll_request_free(railcoll_request_t* req);
 /* Advances the outstanding calls of comm without blocking (for a caller that
  * turned the progress thread off and computes between tests). */

@@ -11,7 +11,15 @@ rails and the rest of the configuration come from RAILCOLL_* as for the C API.
 import torch
 import torch.distributed as dist
 
-from . import _C
+from ._build import TORCH_VERSION as _BUILT_FOR
+
+# A C++ extension runs only with the torch it was compiled against; another one
+# fails in the loader with a missing symbol, or worse, loads.
+if torch.__version__ != _BUILT_FOR:
+    raise ImportError("railcoll was built against torch %s, but this is torch %s: rebuild it "
+                      "(pip install ./python, or make build)" % (_BUILT_FOR, torch.__version__))
+
+from . import _C  # noqa: E402  (after the check)
 
 __all__ = ["BACKEND", "features", "library_version", "capi_allreduce_us"]
 

@@ -10,18 +10,43 @@
 #include <map>
 #include <sstream>
 
+#include "bench/bounds.hpp"
 #include "bench/plot.hpp"
 #include "bench/records.hpp"
 #include "bench/report.hpp"
+#include "bench/work_rates.hpp"
 #include "core/errors.hpp"
 #include "testbed/cluster_job.hpp"
 #include "testbed/spawn.hpp"
+#include "testbed/where.hpp"
 
 namespace railcoll::bench {
 
 namespace cl = railcoll::cluster;
 using testbed::JobOptions;
 using testbed::JobResult;
+
+const char* const kDefaultOnecclSettings = "w1,w2-mnic";
+
+const std::vector<OnecclSetting>& oneccl_settings() {
+  // Every one over libfabric's tcp provider (ATL ofi): the ATL mpi transport
+  // needs Intel MPI in the process, and the side channel here is Open MPI.
+  static const std::vector<OnecclSetting> settings = {
+      {"w1", "ATL ofi/tcp on the first rail, 1 worker thread that sleeps when idle",
+       {{"CCL_ATL_TRANSPORT", "ofi"}, {"FI_PROVIDER", "tcp"}, {"FI_TCP_IFACE", "RAIL0"}, {"CCL_WORKER_COUNT", "1"},
+        {"CCL_WORKER_WAIT", "1"}, {"CCL_YIELD", "sched_yield"}}},
+      {"w2-mnic", "ATL ofi/tcp, 2 worker threads, one rail each (CCL_MNIC=global over the rails)",
+       {{"CCL_ATL_TRANSPORT", "ofi"}, {"FI_PROVIDER", "tcp"}, {"CCL_WORKER_COUNT", "2"}, {"CCL_WORKER_WAIT", "1"},
+        {"CCL_YIELD", "sched_yield"}, {"CCL_MNIC", "global"}, {"CCL_MNIC_NAME", "RAILS"}}},
+      {"w1-spin", "ATL ofi/tcp on the first rail, 1 worker thread spinning (oneCCL's default wait)",
+       {{"CCL_ATL_TRANSPORT", "ofi"}, {"FI_PROVIDER", "tcp"}, {"FI_TCP_IFACE", "RAIL0"}, {"CCL_WORKER_COUNT", "1"}}},
+      {"w1-shm", "ATL ofi/tcp on the first rail between nodes and libfabric's shm inside one (CCL_ATL_SHM=1), "
+                 "1 sleeping worker",
+       {{"CCL_ATL_TRANSPORT", "ofi"}, {"FI_PROVIDER", "tcp"}, {"FI_TCP_IFACE", "RAIL0"}, {"CCL_ATL_SHM", "1"},
+        {"CCL_WORKER_COUNT", "1"}, {"CCL_WORKER_WAIT", "1"}, {"CCL_YIELD", "sched_yield"}}},
+  };
+  return settings;
+}
 
 std::string Placement::text() const {
   const int n = testbed::layout_ranks(layout), nodes = static_cast<int>(layout.size());
@@ -37,7 +62,7 @@ Placement choose_placement(const PlacementRequest& req) {
   if (!req.layout.empty() && (req.n > 0 || req.ppn > 0))
     throw InputError("give either --layout or -n/--ppn, not both");
   Placement p;
-  p.cluster = !req.local && cl::usable();
+  p.cluster = testbed::cluster_unless_local(req.local);
   p.rails = req.rails;
   if (!req.layout.empty()) {
     p.layout = req.layout;
@@ -74,6 +99,13 @@ JobResult run_at(const Placement& where, const std::vector<std::string>& program
   job.rails = where.rails;
   job.program = program;
   return testbed::run_local_job(job, options);
+}
+
+// 2.5 -> "2.5", 0.36 -> "0.36": a rate for a title.
+std::string number_text(double x) {
+  std::ostringstream o;
+  o << std::setprecision(3) << x;
+  return o.str();
 }
 
 std::string temp_file(const char* prefix) {
@@ -119,12 +151,14 @@ std::vector<std::string> worker_command(const BenchPlan& plan) {
   std::vector<std::string> w = {testbed::self_exe(), "bench", collective_name(plan.collective), "--worker",
                                 "--algo", plan.algo, "-m", std::to_string(plan.min) + ":" + std::to_string(plan.max),
                                 "-i", std::to_string(plan.iters), "-x", std::to_string(plan.warmup)};
+  if (plan.factor != 2) w.insert(w.end(), {"--factor", std::to_string(plan.factor)});
   if (plan.full) w.push_back("-f");
   if (plan.validate) w.push_back("-c");
   if (plan.idle_us > 0) w.insert(w.end(), {"--idle-us", std::to_string(plan.idle_us)});
   if (plan.skew_us > 0) w.insert(w.end(), {"--skew", std::to_string(plan.skew_us)});
   if (!plan.timeline.empty()) w.insert(w.end(), {"--timeline", plan.timeline});
   if (plan.form != CallForm::Blocking) w.push_back(std::string("--") + call_form_name(plan.form));
+  if (plan.rounds > 1) w.insert(w.end(), {"--rounds", std::to_string(plan.rounds), "--raw"});
   return w;
 }
 
@@ -189,13 +223,68 @@ int run_under_background(const BenchPlan& plan, const JobOptions& jo, std::vecto
   return 0;
 }
 
-// The MPI rows: one binary, railcoll-mpi-bench, under Open MPI's own
+// A peer's row: one program (railcoll-mpi-bench, railcoll-oneccl-bench) on the
+// same ranks as the workers. railcoll-mpi-bench runs under Open MPI's own
 // collectives (tuned, HAN) and under railcoll's, preloaded (docs/mpi.md).
-struct MpiRow {
-  const char* label;
-  bool han, railcoll;
+struct PeerRow {
+  std::string label;    // the records' "algorithm"
+  std::string program;  // beside this program
+  bool han = false, railcoll = false;
+  std::map<std::string, std::string> env;  // the library's settings (oneCCL's)
+  std::string what;     // for the heading
 };
-constexpr MpiRow kMpiRows[] = {{"mpi:tuned", false, false}, {"mpi:han", true, false}, {"mpi:railcoll", false, true}};
+
+// The rows of the plan's peers, for its collective; rows that cannot run it are said and left out.
+std::vector<PeerRow> peer_rows(const BenchPlan& plan, int rails) {
+  std::vector<PeerRow> rows;
+  for (const std::string& peer : plan.peers) {
+    if (peer == "mpi") {
+      rows.push_back({"mpi:tuned", "railcoll-mpi-bench", false, false, {}, "Open MPI mpi:tuned"});
+      rows.push_back({"mpi:han", "railcoll-mpi-bench", true, false, {}, "Open MPI mpi:han"});
+      continue;
+    }
+    if (peer == "mpi-layer") {
+      rows.push_back({"mpi:railcoll", "railcoll-mpi-bench", false, true, {},
+                      "railcoll's collectives through the same MPI program, mpi:railcoll"});
+      continue;
+    }
+    // oneCCL: one row per setting tried.
+    const Collective c = plan.collective;
+    if (c == Collective::Gather || c == Collective::Gatherv || c == Collective::Scatter || c == Collective::Scatterv) {
+      std::cout << "\n# oneCCL has no " << collective_name(c) << ": no oneccl row\n";
+      continue;
+    }
+    if (plan.form == CallForm::Persistent) continue;
+    std::string names = plan.oneccl_settings.empty() ? kDefaultOnecclSettings : "";
+    for (auto& n : plan.oneccl_settings) names += (names.empty() ? "" : ",") + n;
+    std::string rail_names;  // the cluster's nodes have rail0, rail1, ...; local processes loopback only
+    for (int r = 0; r < std::max(1, rails); ++r) rail_names += (r ? ",rail" : "rail") + std::to_string(r);
+    const std::string rail0 = plan.where.cluster ? "rail0" : "lo";
+    if (!plan.where.cluster) rail_names = "lo";
+    for (size_t at = 0; at <= names.size();) {
+      size_t comma = std::min(names.find(',', at), names.size());
+      const std::string name = names.substr(at, comma - at);
+      at = comma + 1;
+      auto it = std::find_if(oneccl_settings().begin(), oneccl_settings().end(),
+                             [&](const OnecclSetting& s) { return s.name == name; });
+      if (it == oneccl_settings().end()) throw InputError("unknown oneCCL setting '" + name + "'");
+      PeerRow row{"oneccl:" + name, "railcoll-oneccl-bench", false, false, {}, ""};
+      // Open MPI is only the side channel: ob1 over TCP, and not its libfabric
+      // component (oneCCL brings a libfabric of its own into the process).
+      row.env = {{"OMPI_MCA_pml", "ob1"}, {"OMPI_MCA_mtl", "^ofi"}, {"OMPI_MCA_btl", "tcp,vader,self"},
+                 // oneCCL's key-value store on a rail: by default it may take loopback, which other nodes cannot reach.
+                 {"CCL_KVS_IFACE", rail0}};
+      for (auto [var, value] : it->env) {
+        if (value == "RAILS") value = rail_names;
+        if (value == "RAIL0") value = rail0;
+        row.env[var] = value;
+      }
+      row.what = "Intel oneCCL, setting " + name + " (" + it->meaning + ")";
+      rows.push_back(row);
+    }
+  }
+  return rows;
+}
 
 // Locally railcoll's ranks live in pretend nodes of the plan's layout, as the
 // workers do: a wrapper gives each MPI rank its node by its world rank.
@@ -207,13 +296,26 @@ std::vector<std::string> pretend_node_wrapper(const std::vector<int>& layout) {
               "; do [ $r -lt $s ] && break; r=$((r - s)); n=$((n + 1)); done; RAILCOLL_NODE=$n exec \"$0\" \"$@\""};
 }
 
-// railcoll-mpi-bench on the same ranks as the workers: its records.
-std::vector<BenchRecord> run_mpi(const BenchPlan& plan, const BenchContext& ctx, const MpiRow& row) {
+void print_peer_table(const BenchPlan& plan, const BenchContext& ctx, const std::string& label,
+                      const std::vector<BenchRecord>& recs) {
+  if (plan.form != CallForm::Blocking) {
+    print_overlap_header(std::cout, label, ctx, call_form_name(plan.form), plan.validate);
+    for (auto& r : recs) print_overlap_row(std::cout, r);
+  } else {
+    print_table_header(std::cout, label, ctx, plan.full, plan.validate);
+    for (auto& r : recs) print_table_row(std::cout, r, plan.full);
+  }
+}
+
+// The peer's program on the same ranks as the workers: its records (none when
+// it failed, which is said). With `rounds` > 1 it times its share of the calls
+// and keeps every call's times for pooling; its table waits for the pool.
+std::vector<BenchRecord> run_peer(const BenchPlan& plan, const BenchContext& ctx, const PeerRow& row, int rounds) {
   const std::string label = row.label;
   std::string self = testbed::self_exe();
-  std::string mpibench = self.substr(0, self.rfind('/')) + "/railcoll-mpi-bench";
+  std::string program = self.substr(0, self.rfind('/')) + "/" + row.program;
   const char* name = collective_name(plan.collective);
-  std::vector<std::string> args = {mpibench, "--coll", name, "--label", label, "--rails", std::to_string(ctx.rails),
+  std::vector<std::string> args = {program, "--coll", name, "--label", label, "--rails", std::to_string(ctx.rails),
                                    "-i", std::to_string(plan.iters), "-x", std::to_string(plan.warmup)};
   if (!traits(plan.collective).moves_data) args.push_back("--samples");
   else args.insert(args.end(), {"-m", std::to_string(std::max<uint64_t>(plan.min, 1)) + ":" + std::to_string(plan.max)});
@@ -222,11 +324,21 @@ std::vector<BenchRecord> run_mpi(const BenchPlan& plan, const BenchContext& ctx,
     args.insert(args.end(), {"--idle-us", std::to_string(plan.idle_us)});
   if (plan.skew_us > 0) args.insert(args.end(), {"--skew", std::to_string(plan.skew_us)});
   if (plan.form == CallForm::Nonblocking) args.push_back("--nonblocking");  // Open MPI's: libnbc
-  std::cout << "\n# " << (row.railcoll ? "railcoll's collectives through the same MPI program, " : "Open MPI ") << label
-            << (plan.where.cluster        ? " on the same emulated cluster"
-                : row.railcoll            ? " on this machine, in the workers' pretend nodes"
-                                          : " on this machine (one node)")
-            << "\n" << std::flush;
+  if (rounds > 1) args.insert(args.end(), {"--rounds", std::to_string(rounds), "--raw"});
+  if (plan.factor != 2) args.insert(args.end(), {"--factor", std::to_string(plan.factor)});
+  if (access(program.c_str(), X_OK) != 0) {
+    std::cerr << "railcoll bench: no " << row.program << " beside this program"
+              << (row.program == "railcoll-oneccl-bench" ? " (built when scripts/install-deps.sh has installed oneCCL)"
+                                                         : " (built when an MPI library is installed)")
+              << ": no " << label << " row\n";
+    return {};
+  }
+  if (rounds == 1)
+    std::cout << "\n# " << row.what
+              << (plan.where.cluster        ? " on the same emulated cluster"
+                  : row.railcoll            ? " on this machine, in the workers' pretend nodes"
+                                            : " on this machine (one node)")
+              << "\n" << std::flush;
   std::string out;
   int status = 0;
   std::string failure;
@@ -237,9 +349,10 @@ std::vector<BenchRecord> run_mpi(const BenchPlan& plan, const BenchContext& ctx,
       req.layout = plan.where.layout;
       req.rails = plan.where.rails;
       testbed::MpirunOptions how;
-      how.mpi = testbed::MpiFlavor::OpenMpi;  // railcoll-mpi-bench is built with Open MPI
+      how.mpi = testbed::MpiFlavor::OpenMpi;  // both programs are built with Open MPI
       how.han = row.han;
       how.railcoll = row.railcoll;
+      how.env = row.env;
       JobOptions jo;
       jo.timeout_seconds = plan.timeout;
       jo.on_line = [&](int, bool is_stderr, const std::string& line) {
@@ -254,6 +367,7 @@ std::vector<BenchRecord> run_mpi(const BenchPlan& plan, const BenchContext& ctx,
                                       std::to_string(testbed::layout_ranks(plan.where.layout)), "--mca", "btl",
                                       "tcp,vader,self", "--mca", "mpi_yield_when_idle", "1"};
       if (row.han) cmd.insert(cmd.end(), {"--mca", "coll_han_priority", "100"});
+      for (auto& [var, value] : row.env) cmd.insert(cmd.end(), {"-x", var + "=" + value});
       testbed::RunOptions ro;
       if (row.railcoll) {
         ro.env = testbed::railcoll_mpi_env();
@@ -273,7 +387,7 @@ std::vector<BenchRecord> run_mpi(const BenchPlan& plan, const BenchContext& ctx,
       out = r.out;
       failure = r.status.text();
     }
-  } catch (const InputError& e) {  // no launcher or no library: this row is missing, the others stand
+  } catch (const InputError& e) {  // checked before anything ran (require_mpi_peer), so only a vanished one
     status = 2;
     failure = e.what();
   }
@@ -286,14 +400,29 @@ std::vector<BenchRecord> run_mpi(const BenchPlan& plan, const BenchContext& ctx,
     std::cerr << "railcoll bench: " << label << " exited 0 but reported nothing; its output:\n" << out;
     return {};
   }
-  if (plan.form != CallForm::Blocking) {
-    print_overlap_header(std::cout, label, ctx, call_form_name(plan.form), plan.validate);
-    for (auto& r : recs) print_overlap_row(std::cout, r);
-  } else {
-    print_table_header(std::cout, label, ctx, plan.full, plan.validate);
-    for (auto& r : recs) print_table_row(std::cout, r, plan.full);
+  if (rounds == 1) {
+    for (auto& r : recs) set_bandwidths(&r, ctx);
+    print_peer_table(plan, ctx, label, recs);
   }
   return recs;
+}
+
+// The best of oneCCL's settings at each size, as the row "oneccl" (its
+// setting in "chosen"): what a user who tuned oneCCL for this cluster gets.
+std::vector<BenchRecord> best_oneccl(const std::vector<BenchRecord>& recs) {
+  std::map<uint64_t, const BenchRecord*> best;
+  for (auto& r : recs)
+    if (r.background.empty() && r.algorithm.rfind("oneccl:", 0) == 0 &&
+        (!best.count(r.bytes) || judged_us(r) < judged_us(*best[r.bytes])))
+      best[r.bytes] = &r;
+  std::vector<BenchRecord> rows;
+  for (auto& [bytes, r] : best) {
+    BenchRecord b = *r;
+    b.chosen = r->algorithm.substr(7);
+    b.algorithm = "oneccl";
+    rows.push_back(b);
+  }
+  return rows;
 }
 
 // What reaching railcoll through MPI costs: mpi:railcoll against railcoll's own
@@ -358,15 +487,34 @@ int default_idle_us(const Placement& where) {
   return static_cast<int>(1.25 * static_cast<double>(cfg->burst_bytes) * 8e6 / static_cast<double>(cfg->rate_bps));
 }
 
+// --mpi asked for Open MPI beside railcoll: without it (mpirun, the benchmark
+// binary, the interposition library) the run would measure less than asked.
+void require_mpi_peer() {
+  testbed::require_peer("mpirun", "Open MPI, the peer --mpi measures against",
+                        "install openmpi-bin and libopenmpi-dev (scripts/install-deps.sh), or leave out --mpi");
+  const std::string self = testbed::self_exe();
+  testbed::require_peer(self.substr(0, self.rfind('/')) + "/railcoll-mpi-bench", "the benchmark --mpi runs",
+                        "it is built when Open MPI's development files are installed (scripts/install-deps.sh)");
+  testbed::mpi_layer_library(testbed::MpiFlavor::OpenMpi);  // the mpi:railcoll row's
+}
+
 int run_bench(const BenchPlan& asked) {
   BenchPlan plan = asked;
+  for (const std::string& peer : plan.peers)
+    if (peer == "mpi" || peer == "mpi-layer") {
+      require_mpi_peer();
+      break;
+    }
   if (plan.background != BackgroundPattern::None && !plan.where.cluster)
     throw InputError("--background needs the emulated cluster (railcoll cluster up)");
   if (plan.idle_us < 0) plan.idle_us = default_idle_us(plan.where);
+  // The overlap runs and the transports side by side run once.
+  const int rounds = plan.form == CallForm::Blocking && plan.transport != "both" ? std::max(1, plan.rounds) : 1;
+  plan.rounds = rounds;
   if (plan.where.cluster)
     std::cout << "railcoll bench: on the emulated cluster: " << plan.where.text() << "\n";
   else
-    std::cout << "railcoll bench: no emulated cluster is up: local processes, " << plan.where.text() << "\n";
+    std::cout << "railcoll bench: local processes (--local), " << plan.where.text() << "\n";
   if (plan.idle_us > 0 && traits(plan.collective).moves_data)
     std::cout << "railcoll bench: every timed call, on both sides, starts after " << plan.idle_us
               << " us of rest (the rails' shaper refills its burst; --idle-us)\n";
@@ -375,43 +523,93 @@ int run_bench(const BenchPlan& asked) {
   if (plan.skew_us > 0)
     std::cout << "railcoll bench: every rank enters every call after a random 0.." << plan.skew_us
               << " us, on both sides (--skew)\n";
-  std::cout << std::flush;
+  const std::vector<PeerRow> rows = peer_rows(plan, plan.where.rails > 0 ? plan.where.rails
+                                                    : plan.where.cluster ? cl::load_state()->rails : 2);
+  if (rounds > 1 && !rows.empty())
+    std::cout << "railcoll bench: like for like: " << rounds << " rounds of railcoll, then each peer ("
+              << rows.size() << " rows), alternating; each round times its share of every size's calls after its "
+              << "own warm-up, and the records pool the calls of every round (--rounds)\n";
+  // The compute bound's rates, measured before any rank runs (bench/bounds.hpp).
+  const WorkRates rates = measure_work_rates();
+  std::cout << "railcoll bench: this machine: ";
+  print_work_rates(std::cout, rates);
+  std::cout << " (the compute bound)\n" << std::flush;
   JobOptions jo;
   jo.timeout_seconds = plan.timeout;
   BenchContext ctx;
-  std::vector<BenchRecord> recs;
+  // Every round's records of one run (program, algorithm, size), in the order they first came.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<BenchRecord>> parts;
+  auto keep = [&](const std::vector<BenchRecord>& recs) {
+    for (auto& r : recs) {
+      const std::string key = r.algorithm + "|" + r.transport + "|" + r.background + "|" + std::to_string(r.bytes);
+      if (!parts.count(key)) order.push_back(key);
+      parts[key].push_back(r);
+    }
+  };
   const std::vector<std::string> transports =
       plan.transport == "both" ? std::vector<std::string>{"tcp", "ofi"} : std::vector<std::string>{plan.transport};
-  for (const std::string& transport : transports) {
-    if (!transport.empty()) {
-      setenv("RAILCOLL_TRANSPORT", transport.c_str(), 1);  // the workers inherit it
-      std::cout << "\n# transport " << transport << " (RAILCOLL_TRANSPORT)\n" << std::flush;
+  std::string failed_rows;  // a peer's row that failed fails the run, after the others are reported
+  for (int round = 0; round < rounds; ++round) {
+    if (rounds > 1) std::cout << "\n# round " << round + 1 << " of " << rounds << "\n" << std::flush;
+    std::vector<BenchRecord> this_round;
+    for (const std::string& transport : transports) {
+      if (!transport.empty()) {
+        setenv("RAILCOLL_TRANSPORT", transport.c_str(), 1);  // the workers inherit it
+        std::cout << "\n# transport " << transport << " (RAILCOLL_TRANSPORT)\n" << std::flush;
+      }
+      std::vector<std::string> lines;
+      JobResult r = run_workers(plan.where, worker_command(plan), &lines, jo);
+      std::vector<BenchRecord> mine = records_of(lines, &ctx);
+      if (r.exit_status != 0) {
+        report_failure(
+            "the benchmark ranks (transport " + (transport.empty() ? std::string("default") : transport) + ")", r);
+        return 1;
+      }
+      if (transports.size() > 1) print_summary(std::cout, mine, ctx);
+      if (rounds > 1) std::cout << "# railcoll: " << mine.size() << " sizes x algorithms\n" << std::flush;
+      keep(mine);
     }
-    std::vector<std::string> lines;
-    JobResult r = run_workers(plan.where, worker_command(plan), &lines, jo);
-    std::vector<BenchRecord> mine = records_of(lines, &ctx);
-    if (r.exit_status != 0) {
-      report_failure("the benchmark ranks (transport " + (transport.empty() ? std::string("default") : transport) + ")",
-                     r);
-      return 1;
+    for (const PeerRow& row : rows) {
+      auto peer = run_peer(plan, ctx, row, rounds);
+      if (peer.empty() && failed_rows.find(row.label) == std::string::npos)
+        failed_rows += std::string(failed_rows.empty() ? "" : ", ") + row.label;
+      if (rounds > 1) std::cout << "# " << row.label << ": " << peer.size() << " sizes\n" << std::flush;
+      keep(peer);
     }
-    if (transports.size() > 1) print_summary(std::cout, mine, ctx);
-    recs.insert(recs.end(), mine.begin(), mine.end());
+  }
+  std::vector<BenchRecord> recs;
+  for (auto& key : order) recs.push_back(rounds > 1 ? pooled_record(parts[key]) : parts[key].front());
+  ctx.cores = rates.cores, ctx.copy_Bps = rates.copy_all_Bps, ctx.reduce_Bps = rates.reduce_all_Bps;
+  if (plan.where.cluster)
+    if (auto cfg = cl::load_state()) ctx.rate_source = cfg->rate_source, ctx.ceiling_pct = cfg->ceiling_pct;
+  std::vector<BenchRecord> best = best_oneccl(recs);
+  recs.insert(recs.end(), best.begin(), best.end());
+  set_bounds(&recs, ctx);
+  if (rounds > 1) {  // the tables of the pooled records, one per run
+    std::vector<std::string> labels;
+    for (auto& r : recs)
+      if (std::find(labels.begin(), labels.end(), r.algorithm) == labels.end()) labels.push_back(r.algorithm);
+    for (auto& label : labels) {
+      std::vector<BenchRecord> mine;
+      for (auto& r : recs)
+        if (r.algorithm == label) mine.push_back(r);
+      print_peer_table(plan, ctx, label, mine);
+    }
   }
   if (transports.size() > 1) print_transport_ratio(std::cout, recs, ctx);
   if (plan.background != BackgroundPattern::None) {
     std::vector<BenchRecord> loaded;
-    if (run_under_background(plan, jo, &loaded) != 0) return 1;
+    BenchPlan once = plan;  // one run under load: nothing to pool
+    once.rounds = 1;
+    if (run_under_background(once, jo, &loaded) != 0) return 1;
+    set_bounds(&loaded, ctx);
     print_background_summary(std::cout, recs, loaded, ctx, background_name(plan.background));
     recs.insert(recs.end(), loaded.begin(), loaded.end());
   }
-  if (plan.mpi)
-    for (const MpiRow& row : kMpiRows) {
-      auto mpi = run_mpi(plan, ctx, row);
-      recs.insert(recs.end(), mpi.begin(), mpi.end());
-    }
   if (transports.size() == 1) {
     print_summary(std::cout, recs, ctx);
+    print_bandwidth_summary(std::cout, recs, ctx);
     print_field_summary(std::cout, recs, ctx);
     print_overlap_summary(std::cout, recs, ctx);
   }
@@ -420,8 +618,14 @@ int run_bench(const BenchPlan& asked) {
   if (!plan.csv.empty()) write_csv(plan.csv, recs), std::cout << "wrote " << plan.csv << "\n";
   if (!plan.plot.empty()) {
     std::string title = ctx.collective + ", " + std::to_string(ctx.ranks) + " ranks on " + std::to_string(ctx.nodes) +
-                        " nodes, " + std::to_string(ctx.rails) + " rails (" + ctx.where + ")";
+                        " nodes, " + std::to_string(ctx.rails) + " rails";
+    if (ctx.rail_bits_per_s > 0) title += " x " + number_text(ctx.rail_bits_per_s / 1e9) + " Gbit/s";
+    title += " (" + ctx.where + ")";
     if (write_plot(recs, plan.plot, title)) std::cout << "wrote " << plan.plot << "\n";
+  }
+  if (!failed_rows.empty()) {
+    std::cerr << "railcoll bench: " << failed_rows << " failed (above): the results lack them\n";
+    return 1;
   }
   return 0;
 }

@@ -1,6 +1,6 @@
 // The benchmark's driver (`railcoll bench` started by hand): it starts the
-// workers (bench/harness.hpp) as the ranks of a job on the emulated cluster
-// when one is up, else as local processes; runs them again under background
+// workers (bench/harness.hpp) as the ranks of a job on the emulated cluster,
+// or as local processes when asked (--local); runs them again under background
 // traffic when asked; runs Open MPI's collectives on the same ranks
 // (railcoll-mpi-bench), and railcoll's through that same MPI program (the MPI
 // interposition library preloaded: mpi:railcoll); then prints the summary and
@@ -31,11 +31,11 @@ struct PlacementRequest {
   std::vector<int> layout;
 };
 
-// The cluster when one is up and usable (unless `local`), else local
-// processes. Ranks per node: --layout; else -n in nodes of --ppn (the
-// cluster's ppn, locally -n in one node) with the rest on a last, smaller node;
-// else --ppn on every node (locally 2 nodes); else the cluster's shape
-// (locally 2 nodes of 4). Never more ranks than asked: a layout that does not
+// The cluster when one is up and usable, local processes when `local`;
+// neither: an InputError saying how to get one (testbed/where.hpp). Ranks per
+// node: --layout; else -n in nodes of --ppn (the cluster's ppn, locally -n in
+// one node) with the rest on a last, smaller node; else --ppn on every node
+// (locally 2 nodes); else the cluster's shape (locally 2 nodes of 4). Never more ranks than asked: a layout that does not
 // fit the cluster is an InputError.
 Placement choose_placement(const PlacementRequest& request);
 
@@ -53,8 +53,9 @@ struct BenchPlan {
   Collective collective = Collective::Allgather;
   std::string algo = "all";
   uint64_t min = 8, max = 1 << 20;
+  int factor = 2;  // each size this times the last (--factor)
   int iters = 100, warmup = 10;
-  bool full = false, validate = false, mpi = false;
+  bool full = false, validate = false;
   // Idle time before each timed call, in both benchmarks alike: a shaped rail
   // passes its burst at memory speed after a pause, so calls moving less than
   // that per rail are timed by how long the rails rested before them, which
@@ -73,7 +74,31 @@ struct BenchPlan {
   // --nonblocking / --persistent: OSU's overlap measurement (bench/overlap.hpp);
   // with --mpi the MPI rows run railcoll-mpi-bench --nonblocking.
   CallForm form = CallForm::Blocking;
+  // The peers railcoll is compared with on the same ranks (--peer): "mpi"
+  // (Open MPI's tuned and HAN), "oneccl" (Intel oneCCL, each of
+  // `oneccl_settings` tried, the best of them reported as the row "oneccl"),
+  // and "mpi-layer" (railcoll through the MPI layer, mpi:railcoll, not a peer
+  // but the same MPI program); --mpi is mpi and mpi-layer.
+  std::vector<std::string> peers;
+  std::vector<std::string> oneccl_settings;  // empty: kDefaultOnecclSettings
+  // Like for like: railcoll's workers and every peer's program run `rounds`
+  // times, alternating (railcoll, peer 1, peer 2, ..., railcoll, ...), each
+  // round timing its share of every size's calls (calls_for) after its own
+  // warm-up; each record pools the calls of every round. Blocking calls alone
+  // (the overlap runs and --transport both run once).
+  int rounds = 1;
 };
+
+// oneCCL's settings `--peer oneccl` tries (name -> its variables): its ATL
+// transport, worker threads, how they wait, and its multi-NIC support over the
+// rails. `railcoll bench --help` lists them.
+struct OnecclSetting {
+  std::string name, meaning;
+  // RAILS: the rails' interface names, RAIL0 the first's (locally both "lo").
+  std::vector<std::pair<std::string, std::string>> env;
+};
+const std::vector<OnecclSetting>& oneccl_settings();
+extern const char* const kDefaultOnecclSettings;  // "w1,w2-mnic"
 
 // The workers' command line for the plan (this program, `bench ... --worker`).
 std::vector<std::string> worker_command(const BenchPlan& plan);

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <thread>
 
+#include "bench/bounds.hpp"
 #include "bench/overlap.hpp"
 #include "bench/plot.hpp"
 #include "bench/report.hpp"
@@ -20,33 +21,6 @@
 #include "select/select.hpp"
 
 namespace railcoll::bench {
-
-double monotonic_us() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
-}
-
-uint64_t clock_identity() {
-  std::string boot;
-  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
-  struct stat st {};
-  uint64_t time_ns = stat("/proc/self/ns/time", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
-  return std::hash<std::string>{}(boot) ^ (time_ns * 0x9E3779B97F4A7C15ull);
-}
-
-BenchCall::BenchCall(Collective coll, uint64_t bytes, int me, int n) : t_(traits(coll)) {
-  shape_.rank = me;
-  shape_.nranks = n;
-  shape_.bytes = bytes;
-  if (t_.reducing) shape_.dtype = DataType::Float32;
-  send_.assign(t_.send_length(shape_) + 4, 0);
-  recv_.assign(std::max<uint64_t>(t_.recv_length(shape_), bytes * (t_.result == Result::Blocks ? n : 1)) + 4, 0);
-  counts_.assign(n, bytes);
-  for (int r = 0; r < n; ++r) displs_.push_back(r * bytes);
-}
-
-void BenchCall::prepare(int call) { t_.fill(shape_, call, send_.data(), recv_.data()); }
 
 namespace {
 
@@ -122,8 +96,6 @@ railcoll_status_t BenchCall::post(CallForm form, railcoll_comm_t comm, const rai
   }
 }
 
-std::string BenchCall::check(int call) const { return t_.check(shape_, call, recv_.data()); }
-
 std::vector<std::string> algorithms_to_run(Collective c, const std::string& algo) {
   if (algo != "all") return {algo};
   std::vector<std::string> algos;
@@ -131,13 +103,6 @@ std::vector<std::string> algorithms_to_run(Collective c, const std::string& algo
     if (s.collective == c && software_equivalent(s.collective, s.name) == s.name) algos.push_back(s.name);
   algos.push_back("auto");
   return algos;
-}
-
-void calls_for(uint64_t bytes, int ranks, int iters, int warmup, int* timed, int* untimed) {
-  uint64_t per_call = std::max<uint64_t>(1, bytes * static_cast<uint64_t>(ranks));
-  *timed = static_cast<int>(std::max<uint64_t>(5, std::min<uint64_t>(iters, (64ull << 20) / per_call)));
-  *timed = std::min(*timed, iters);
-  *untimed = std::min(warmup, std::max(1, *timed / 5));
 }
 
 namespace {
@@ -263,14 +228,15 @@ int run_worker(const WorkerOptions& o) {
     records << context_line(ctx) << "\n" << std::flush;
   }
   std::vector<BenchRecord> all;
+  const bool tables = me == 0 && !o.raw;  // a round's raw records are the driver's to pool and show
   for (auto& algo : algorithms_to_run(o.collective, o.algo)) {
-    if (me == 0 && o.form != CallForm::Blocking)
+    if (tables && o.form != CallForm::Blocking)
       print_overlap_header(std::cout, algo, ctx, call_form_name(o.form), o.validate);
-    else if (me == 0)
+    else if (tables)
       print_table_header(std::cout, algo, ctx, o.full, o.validate);
-    for (uint64_t bytes : bench_sizes(o.collective, o.min, o.max)) {
-      int iters = 0, warmup = 0;
-      calls_for(bytes, N, o.iters, o.warmup, &iters, &warmup);
+    for (uint64_t bytes : bench_sizes(o.collective, o.min, o.max, o.factor)) {
+      const CallCounts counts = calls_for(bytes, N, o.iters, o.warmup, o.rounds);
+      const int iters = counts.timed, warmup = counts.untimed;
       BenchCall call(o.collective, bytes, me, N);
       railcoll_call_opts_t opts{algo.c_str(), 0};
       const bool overlap = o.form != CallForm::Blocking;
@@ -312,7 +278,9 @@ int run_worker(const WorkerOptions& o) {
           std::ofstream tl(o.timeline, std::ios::app);
           write_timeline(tl, algo, bytes, ct);
         }
-        s = combine(ct, ctx.shared_clock);
+        RawTimes raw = raw_times(ct, ctx.shared_clock);
+        s = stats_of(raw);
+        if (o.raw) r.raw = std::move(raw);
       }
       r.collective = ctx.collective;
       r.algorithm = algo;
@@ -323,17 +291,16 @@ int run_worker(const WorkerOptions& o) {
       r.rails = ctx.rails;
       r.ppn = ctx.max_ppn;
       r.iterations = iters;
-      r.avg_us = s.avg_us, r.min_us = s.min_us, r.max_us = s.max_us;
-      if (consecutive && !overlap) r.samples_us = s.slowest_us;
-      set_percentiles(&r, s.slowest_us);
-      set_span_percentiles(&r, s.span_us);
-      set_own_times(&r, s.own);
+      r.warmup = warmup;
+      r.rounds = o.rounds;
+      set_figures(&r, s, consecutive && !overlap);
+      set_bandwidths(&r, ctx);
       r.idle_us = consecutive ? 0 : o.idle_us;
       r.skew_us = o.skew_us;
       r.validated = o.validate;
       set_transport(&r, railcoll_comm_transport(comm));
-      if (overlap) print_overlap_row(std::cout, r);
-      else print_table_row(std::cout, r, o.full);
+      if (tables && overlap) print_overlap_row(std::cout, r);
+      else if (tables) print_table_row(std::cout, r, o.full);
       if (records.is_open()) records << to_json_line(r) << "\n" << std::flush;
       all.push_back(r);
     }

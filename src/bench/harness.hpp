@@ -18,43 +18,31 @@
 #include <string>
 #include <vector>
 
+#include "bench/call_buffers.hpp"
+#include "bench/clock.hpp"
 #include "bench/call_form.hpp"
 #include "bench/records.hpp"
 #include "core/collective.hpp"
 
 namespace railcoll::bench {
 
-// CLOCK_MONOTONIC in us.
-double monotonic_us();
-// Equal in two processes exactly when they read the same CLOCK_MONOTONIC: the
-// kernel's boot id and the time namespace (network and UTS namespaces share it).
-uint64_t clock_identity();
-
-// One call of the benchmarked collective: bcast and gather use root 0,
-// allreduce sums floats.
-class BenchCall {
+// One call of the benchmarked collective through railcoll's C API, on the
+// buffers every benchmark shares (bench/call_buffers.hpp).
+class BenchCall : public CallBuffers {
  public:
-  BenchCall(Collective coll, uint64_t bytes, int me, int n);
-  void prepare(int call);  // the input of call number `call`, and recv cleared
+  using CallBuffers::CallBuffers;
   railcoll_status_t run(railcoll_comm_t comm, const railcoll_call_opts_t* opts);
   // railcoll_iCOLL (Nonblocking) or railcoll_COLL_init (Persistent) of the
   // same call, on the same buffers, into *req.
   railcoll_status_t post(CallForm form, railcoll_comm_t comm, const railcoll_call_opts_t* opts,
                          railcoll_request_t* req);
-  std::string check(int call) const;  // "" when the result is right, else what is wrong
-  uint64_t bytes() const { return shape_.bytes; }
-
- private:
-  const CollectiveTraits& t_;
-  CallShape shape_;
-  std::vector<unsigned char> send_, recv_;
-  std::vector<size_t> counts_, displs_;  // the v-calls': the same bytes for every rank, packed
 };
 
 struct WorkerOptions {
   Collective collective = Collective::Allgather;
   std::string algo = "all";  // a name, "auto", or "all" (every software algorithm, then auto)
   uint64_t min = 8, max = 1 << 20;
+  int factor = 2;  // each size this times the last (bench_sizes)
   int iters = 100, warmup = 10;
   bool full = false, validate = false;
   // Sleep before each call's barrier (not barriers'): every call finds the
@@ -75,15 +63,16 @@ struct WorkerOptions {
   // Nonblocking or Persistent: the overlap measurement (bench/overlap.hpp)
   // instead of timing blocking calls alone.
   CallForm form = CallForm::Blocking;
+  // One of `rounds` runs interleaved with the peers' (bench/driver.hpp): its
+  // share of the timed calls (calls_for); `raw`: the records carry every
+  // call's times so the driver can pool the rounds.
+  int rounds = 1;
+  bool raw = false;
 };
 
 // The algorithms "all" means for a collective: every software algorithm (the
 // hardware ones would run their software twins again), then auto.
 std::vector<std::string> algorithms_to_run(Collective c, const std::string& algo);
-
-// Timed and warm-up calls at one size: at most ~64 MiB gathered per size, at
-// least 5 calls, never more than asked.
-void calls_for(uint64_t bytes, int ranks, int iters, int warmup, int* timed, int* untimed);
 
 // Runs as one rank; returns the exit status (0, or 1 after a failure or a
 // wrong result, said on stderr).

@@ -16,6 +16,12 @@ using OrderedJson = nlohmann::ordered_json;
 
 // Times to the nanosecond: enough for any measurement, short in the files.
 double us(double x) { return std::round(x * 1000.0) / 1000.0; }
+// Bandwidths in GB/s to 6 significant digits: a small size's busbw is far below 0.001.
+double gbps(double x) {
+  if (x <= 0 || !std::isfinite(x)) return x;
+  const double scale = std::pow(10.0, 5 - std::floor(std::log10(x)));
+  return std::round(x * scale) / scale;
+}
 
 OrderedJson to_json(const BenchRecord& r) {
   OrderedJson j;
@@ -68,6 +74,22 @@ OrderedJson to_json(const BenchRecord& r) {
   }
   if (r.idle_us >= 0) j["idle_us"] = r.idle_us;
   if (r.skew_us >= 0) j["skew_us"] = r.skew_us;
+  if (r.rail_bits_per_s > 0) j["rail_bits_per_s"] = r.rail_bits_per_s;
+  if (!r.rate_source.empty()) j["rate_source"] = r.rate_source;
+  if (r.ceiling_pct > 0) j["ceiling_pct"] = us(r.ceiling_pct);
+  if (r.busbw_GBps >= 0) {
+    j["algbw_GBps"] = gbps(r.algbw_GBps);
+    j["busbw_GBps"] = gbps(r.busbw_GBps);
+    if (r.busbw_pct >= 0) j["busbw_pct"] = us(r.busbw_pct);
+  }
+  if (r.rail_bound_us >= 0) j["rail_bound_us"] = us(r.rail_bound_us);
+  if (r.compute_bound_us >= 0) j["compute_bound_us"] = us(r.compute_bound_us);
+  if (!r.binding.empty()) {
+    j["binding"] = r.binding;
+    j["bound_pct"] = us(r.bound_pct);
+  }
+  if (r.rounds > 0) j["rounds"] = r.rounds;
+  if (r.warmup >= 0) j["warmup"] = r.warmup;
   j["iterations"] = r.iterations;
   j["validated"] = r.validated;
   if (r.simulated) j["simulated"] = true;
@@ -76,6 +98,15 @@ OrderedJson to_json(const BenchRecord& r) {
     OrderedJson samples = OrderedJson::array();
     for (double x : r.samples_us) samples.push_back(us(x));
     j["samples_us"] = std::move(samples);
+  }
+  if (r.raw.calls > 0) {
+    j["raw_ranks"] = r.raw.ranks;
+    j["raw_calls"] = r.raw.calls;
+    OrderedJson own = OrderedJson::array(), span = OrderedJson::array();
+    for (double x : r.raw.own) own.push_back(us(x));
+    for (double x : r.raw.span) span.push_back(us(x));
+    j["raw_own_us"] = std::move(own);
+    j["raw_span_us"] = std::move(span);
   }
   return j;
 }
@@ -99,6 +130,17 @@ bool field(const Json& j, const char* key, T* out) {
   }
   *out = it->get<T>();
   return true;
+}
+
+// The list of numbers at `key` into *out (nothing when absent); InputError when it is not one.
+void numbers(const Json& j, const char* key, std::vector<double>* out) {
+  auto it = j.find(key);
+  if (it == j.end()) return;
+  if (!it->is_array()) throw InputError(std::string("\"") + key + "\" must be a list of numbers");
+  for (auto& x : *it) {
+    if (!x.is_number()) throw InputError(std::string("\"") + key + "\" must be a list of numbers, not " + x.dump());
+    out->push_back(x.get<double>());
+  }
 }
 
 BenchRecord record_from(const Json& j) {
@@ -146,12 +188,26 @@ BenchRecord record_from(const Json& j) {
   field(j, "validated", &r.validated);
   field(j, "simulated", &r.simulated);
   field(j, "preset", &r.preset);
-  if (auto it = j.find("samples_us"); it != j.end()) {
-    if (!it->is_array()) throw InputError("\"samples_us\" must be a list of numbers");
-    for (auto& x : *it) {
-      if (!x.is_number()) throw InputError("\"samples_us\" must be a list of numbers, not " + x.dump());
-      r.samples_us.push_back(x.get<double>());
-    }
+  field(j, "rounds", &r.rounds);
+  field(j, "warmup", &r.warmup);
+  field(j, "rail_bits_per_s", &r.rail_bits_per_s);
+  field(j, "rate_source", &r.rate_source);
+  field(j, "ceiling_pct", &r.ceiling_pct);
+  field(j, "algbw_GBps", &r.algbw_GBps);
+  field(j, "busbw_GBps", &r.busbw_GBps);
+  field(j, "busbw_pct", &r.busbw_pct);
+  field(j, "rail_bound_us", &r.rail_bound_us);
+  field(j, "compute_bound_us", &r.compute_bound_us);
+  field(j, "binding", &r.binding);
+  field(j, "bound_pct", &r.bound_pct);
+  numbers(j, "samples_us", &r.samples_us);
+  if (field(j, "raw_calls", &r.raw.calls)) {
+    field(j, "raw_ranks", &r.raw.ranks);
+    numbers(j, "raw_own_us", &r.raw.own);
+    numbers(j, "raw_span_us", &r.raw.span);
+    if (r.raw.own.size() != static_cast<size_t>(r.raw.ranks) * r.raw.calls ||
+        (!r.raw.span.empty() && r.raw.span.size() != static_cast<size_t>(r.raw.calls)))
+      throw InputError("\"raw_own_us\" must hold raw_ranks x raw_calls times and \"raw_span_us\" raw_calls");
   }
   return r;
 }
@@ -167,6 +223,13 @@ OrderedJson context_json(const BenchContext& c) {
   j["where"] = c.where;
   j["shared_clock"] = c.shared_clock;
   if (c.empty_span_p50_us >= 0) j["empty_span_p50_us"] = us(c.empty_span_p50_us);
+  if (!c.rate_source.empty()) j["rate_source"] = c.rate_source;
+  if (c.ceiling_pct > 0) j["ceiling_pct"] = us(c.ceiling_pct);
+  if (c.cores > 0) {
+    j["cores"] = c.cores;
+    j["copy_Bps"] = c.copy_Bps;
+    j["reduce_Bps"] = c.reduce_Bps;
+  }
   return OrderedJson{{"context", j}};
 }
 
@@ -180,6 +243,11 @@ BenchContext context_from(const Json& j) {
   field(j, "where", &c.where);
   field(j, "shared_clock", &c.shared_clock);
   field(j, "empty_span_p50_us", &c.empty_span_p50_us);
+  field(j, "cores", &c.cores);
+  field(j, "rate_source", &c.rate_source);
+  field(j, "ceiling_pct", &c.ceiling_pct);
+  field(j, "copy_Bps", &c.copy_Bps);
+  field(j, "reduce_Bps", &c.reduce_Bps);
   if (auto it = j.find("ranks_per_node"); it != j.end() && it->is_array())
     for (auto& x : *it)
       if (x.is_number_integer()) c.ranks_per_node.push_back(x.get<int>());
@@ -279,7 +347,9 @@ void write_csv(const std::string& path, const std::vector<BenchRecord>& recs) {
   f << "collective,algorithm,chosen,bytes,ranks,nodes,rails,avg_us,min_us,max_us,p50_us,p90_us,p99_us,iterations,"
        "validated,span_p50_us,span_p90_us,span_p99_us,background,ppn,simulated,preset,own_p50_us,own_p90_us,own_p99_us,"
        "own_max_us,slow_calls,idle_us,skew_us,form,blocking_avg_us,blocking_p50_us,blocking_p99_us,overall_avg_us,"
-       "overall_p50_us,overall_p99_us,compute_avg_us,post_avg_us,wait_avg_us,overlap_pct,overlap_p50_pct\n";
+       "overall_p50_us,overall_p99_us,compute_avg_us,post_avg_us,wait_avg_us,overlap_pct,overlap_p50_pct,"
+       "rail_bits_per_s,algbw_GBps,busbw_GBps,busbw_pct,rail_bound_us,compute_bound_us,binding,bound_pct,rounds,"
+       "warmup\n";
   auto num = [](double x) {
     std::ostringstream s;
     s << us(x);
@@ -297,7 +367,10 @@ void write_csv(const std::string& path, const std::vector<BenchRecord>& recs) {
       << num(r.blocking_p50_us) << "," << num(r.blocking_p99_us) << "," << num(r.overall_avg_us) << ","
       << num(r.overall_p50_us) << "," << num(r.overall_p99_us) << "," << num(r.compute_avg_us) << ","
       << num(r.post_avg_us) << "," << num(r.wait_avg_us) << "," << num(r.overlap_pct) << ","
-      << num(r.overlap_p50_pct) << "\n";
+      << num(r.overlap_p50_pct) << "," << static_cast<uint64_t>(r.rail_bits_per_s) << "," << gbps(r.algbw_GBps) << ","
+      << gbps(r.busbw_GBps) << "," << num(r.busbw_pct) << "," << num(r.rail_bound_us) << ","
+      << num(r.compute_bound_us) << "," << csv_field(r.binding) << "," << num(r.bound_pct) << "," << r.rounds << ","
+      << r.warmup << "\n";
   if (!f.flush()) throw InputError("cannot write " + path);
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/stats.hpp"
 #include "select/tune.hpp"
 
 namespace railcoll::bench {
@@ -53,6 +54,27 @@ struct BenchRecord {
   double overall_avg_us = -1, overall_p50_us = -1, overall_p99_us = -1;
   double compute_avg_us = -1, post_avg_us = -1, wait_avg_us = -1;
   double overlap_pct = -1, overlap_p50_pct = -1;
+  // Like for like (bench/driver.hpp): how many interleaved rounds the timed
+  // calls (`iterations` in all; p50/p99 are over them, own_* over ranks x
+  // them) came from, and the untimed calls before each round's; 0 / -1: not said.
+  int rounds = 0, warmup = -1;
+  // The rate of each rail the run had (bits/s, 0: not known, e.g. loopback),
+  // and on the cluster how it was chosen ("given", or "auto" with the share of
+  // the rail bound the plain TCP all-to-all reached there; BenchContext).
+  double rail_bits_per_s = 0;
+  std::string rate_source;
+  double ceiling_pct = 0;
+  // nccl-tests' bandwidths (bench/bounds.hpp), from the judged time (the span
+  // for a rooted collective when measured, else the slowest rank's p50), in
+  // GB/s; busbw_pct: busbw as a share of one node's rails x rate; -1: none.
+  double algbw_GBps = -1, busbw_GBps = -1, busbw_pct = -1;
+  // The physical bounds (bench/bounds.hpp): the rails' and the cores', in us,
+  // the larger one ("rail" or "compute") and the judged time's share of it, %.
+  double rail_bound_us = -1, compute_bound_us = -1, bound_pct = -1;
+  std::string binding;
+  // Every rank's own time and every call's span, carried between a worker and
+  // the driver so rounds can be pooled (written only while raw.calls > 0).
+  RawTimes raw;
 
   bool has_span() const { return span_p50_us >= 0; }
   bool has_own() const { return own_p50_us >= 0; }
@@ -70,6 +92,15 @@ struct BenchContext {
   // The median span of an empty call after a barrier: how unevenly the ranks
   // leave the barrier, which every span includes; -1: not measured.
   double empty_span_p50_us = -1;
+  // This machine's rates for the compute bound (bench/bounds.hpp), bytes/s
+  // with all `cores` at once; 0: not measured.
+  double copy_Bps = 0, reduce_Bps = 0;
+  int cores = 0;
+  // How the rails' rate was chosen: "given" or "auto" (found by `cluster up
+  // --rate auto`, with the share of the rail bound the plain TCP all-to-all
+  // reached there); "" : not on the cluster.
+  std::string rate_source;
+  double ceiling_pct = 0;
 };
 
 // One record as one line of JSON (no newline), fields in the documented order.

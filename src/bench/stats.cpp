@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <stdexcept>
+#include <string>
 
 namespace railcoll::bench {
 
@@ -54,22 +56,57 @@ void write_timeline(std::ostream& out, const std::string& algorithm, uint64_t by
   out << std::flush;
 }
 
-SizeStats combine(const CallTimes& t, bool with_span) {
+RawTimes raw_times(const CallTimes& t, bool with_span) {
+  RawTimes raw;
+  raw.ranks = t.ranks;
+  raw.calls = t.calls;
+  raw.own.resize(t.entry.size());
+  for (size_t at = 0; at < t.entry.size(); ++at) raw.own[at] = t.exit[at] - t.entry[at];
+  for (int i = 0; i < t.calls && with_span && t.ranks > 0; ++i) {
+    double first_in = t.entry[i], last_out = t.exit[i];
+    for (int k = 1; k < t.ranks; ++k) {
+      const size_t at = static_cast<size_t>(k) * t.calls + i;
+      first_in = std::min(first_in, t.entry[at]);
+      last_out = std::max(last_out, t.exit[at]);
+    }
+    raw.span.push_back(last_out - first_in);
+  }
+  return raw;
+}
+
+RawTimes pooled(const RawTimes& a, const RawTimes& b) {
+  if (a.calls == 0) return b;
+  if (b.calls == 0) return a;
+  if (a.ranks != b.ranks)
+    throw std::invalid_argument("cannot pool calls of " + std::to_string(a.ranks) + " and " +
+                                std::to_string(b.ranks) + " ranks");
+  RawTimes p;
+  p.ranks = a.ranks;
+  p.calls = a.calls + b.calls;
+  for (int k = 0; k < a.ranks; ++k) {
+    p.own.insert(p.own.end(), a.own.begin() + static_cast<ptrdiff_t>(k) * a.calls,
+                 a.own.begin() + static_cast<ptrdiff_t>(k + 1) * a.calls);
+    p.own.insert(p.own.end(), b.own.begin() + static_cast<ptrdiff_t>(k) * b.calls,
+                 b.own.begin() + static_cast<ptrdiff_t>(k + 1) * b.calls);
+  }
+  if (!a.span.empty() && !b.span.empty()) {
+    p.span = a.span;
+    p.span.insert(p.span.end(), b.span.begin(), b.span.end());
+  }
+  return p;
+}
+
+SizeStats stats_of(const RawTimes& raw) {
   SizeStats s;
-  const int N = t.ranks, iters = t.calls;
-  if (N <= 0 || iters <= 0) return s;
+  const int N = raw.ranks, iters = raw.calls;
+  if (N <= 0 || iters <= 0 || raw.own.size() != static_cast<size_t>(N) * iters) return s;
   s.min_us = 1e300;
   s.slowest_us.assign(iters, 0);
-  if (with_span) s.span_us.assign(iters, 0);
-  std::vector<double> own_us;
-  own_us.reserve(static_cast<size_t>(N) * iters);
   for (int k = 0; k < N; ++k) {
     double sum = 0;
     for (int i = 0; i < iters; ++i) {
-      const size_t at = static_cast<size_t>(k) * iters + i;
-      double own = t.exit[at] - t.entry[at];
+      const double own = raw.own[static_cast<size_t>(k) * iters + i];
       sum += own;
-      own_us.push_back(own);
       s.slowest_us[i] = std::max(s.slowest_us[i], own);
     }
     double mean = sum / iters;
@@ -77,17 +114,11 @@ SizeStats combine(const CallTimes& t, bool with_span) {
     s.min_us = std::min(s.min_us, mean);
     s.max_us = std::max(s.max_us, mean);
   }
-  s.own = own_times(std::move(own_us));
-  for (int i = 0; i < iters && with_span; ++i) {
-    double first_in = t.entry[i], last_out = t.exit[i];
-    for (int k = 1; k < N; ++k) {
-      const size_t at = static_cast<size_t>(k) * iters + i;
-      first_in = std::min(first_in, t.entry[at]);
-      last_out = std::max(last_out, t.exit[at]);
-    }
-    s.span_us[i] = last_out - first_in;
-  }
+  s.own = own_times(raw.own);
+  s.span_us = raw.span;
   return s;
 }
+
+SizeStats combine(const CallTimes& t, bool with_span) { return stats_of(raw_times(t, with_span)); }
 
 }  // namespace railcoll::bench

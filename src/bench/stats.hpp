@@ -51,6 +51,22 @@ struct SizeStats {
   OwnTimes own;                               // over every rank's own time of every call
 };
 
+// What the figures of one size are made of, kept so that the calls of several
+// runs (rounds interleaved with a peer's, bench/driver.hpp) can be pooled and
+// the figures computed once over all of them: every rank's own time of every
+// call (rank-major: own[k * calls + i]) and every call's span (empty when the
+// ranks' clocks differ).
+struct RawTimes {
+  int ranks = 0, calls = 0;
+  std::vector<double> own, span;
+};
+// Every rank's own times and, `with_span`, the spans of the calls of `t`.
+RawTimes raw_times(const CallTimes& t, bool with_span);
+// The calls of `b` after those of `a`, rank by rank; the spans only when both
+// have them. Throws std::invalid_argument when the rank counts differ.
+RawTimes pooled(const RawTimes& a, const RawTimes& b);
+SizeStats stats_of(const RawTimes& raw);
+
 // `with_span`: the clocks of all ranks are one (the same host clock); otherwise
 // span_us stays empty: differences of unrelated clocks mean nothing.
 SizeStats combine(const CallTimes& t, bool with_span);

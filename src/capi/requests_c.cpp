@@ -212,6 +212,8 @@ int railcoll_request_done(railcoll_request_t req, railcoll_status_t* status) {
 railcoll_status_t railcoll_request_free(railcoll_request_t* req) {
   return guarded([&]() -> railcoll_status_t {
     if (!req) return fail(RAILCOLL_ERR_ARG, "railcoll_request_free: NULL argument");
+    if (*req && (*req)->call->p2p && (*req)->call->state() == State::Queued)
+      if (railcoll::rt::Comm* comm = comm_of(*req, "railcoll_request_free")) comm->withdraw((*req)->call);
     delete *req;  // an outstanding call stays with its engine until it completes
     *req = RAILCOLL_REQUEST_NULL;
     return RAILCOLL_OK;

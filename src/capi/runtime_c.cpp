@@ -13,7 +13,9 @@
 #include "core/errors.hpp"
 #include "core/registry.hpp"
 #include "railcoll/railcoll.h"
+#include "runtime/bootstrap/launcher_exchange.hpp"
 #include "runtime/comm.hpp"
+#include "runtime/bootstrap/net.hpp"
 #include "select/select.hpp"
 
 namespace railcoll::capi {
@@ -87,7 +89,14 @@ railcoll_status_t railcoll_comm_init(railcoll_comm_t* out) {
   using railcoll::rt::Comm;
   return railcoll::capi::make_handle(out, "railcoll_comm_init", [](const Comm::Check& check) {
     std::exception_ptr bad_setting;
-    const railcoll::Settings settings = railcoll::Settings::from_environment(&bad_setting);
+    // Under srun --mpi=pmix|pmi2, mpirun or prterun: the launcher's own
+    // exchange, no store (src/runtime/bootstrap/launcher_exchange.hpp).
+    railcoll::Settings settings = railcoll::Settings::from_environment(&bad_setting);
+    const double deadline = railcoll::rt::now_seconds() + settings.seconds(railcoll::Setting::Timeout);
+    if (auto x = railcoll::rt::launcher_exchange(settings, deadline)) {
+      const railcoll::rt::Identity who = railcoll::rt::launcher_identity(*x, &settings);
+      return std::make_unique<Comm>(who, settings, *x, settings_then(bad_setting, check));
+    }
     return std::make_unique<Comm>(railcoll::rt::identity_from_env(settings), settings,
                                   settings_then(bad_setting, check));
   });

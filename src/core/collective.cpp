@@ -129,55 +129,6 @@ bool redop_applies(ReduceOp o, DataType t) {
   }
 }
 
-namespace {
-uint32_t float_bits(float f) {
-  uint32_t x;
-  memcpy(&x, &f, sizeof x);
-  return x;
-}
-float bits_float(uint32_t x) {
-  float f;
-  memcpy(&f, &x, sizeof f);
-  return f;
-}
-// Drops the low `shift` bits of `v`, rounding to nearest, ties to even.
-uint32_t round_shift(uint32_t v, int shift) {
-  const uint32_t kept = v >> shift, rest = v & ((1u << shift) - 1), half = 1u << (shift - 1);
-  return kept + (rest > half || (rest == half && (kept & 1)));
-}
-}  // namespace
-
-float half_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16, exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ff;
-  if (exp == 0x1f) return bits_float(sign | 0x7f800000 | mant << 13);
-  if (exp != 0) return bits_float(sign | (exp + 127 - 15) << 23 | mant << 13);
-  if (mant == 0) return bits_float(sign);
-  int e = 127 - 15 + 1;  // subnormal: normalise
-  while (!(mant & 0x400)) mant <<= 1, --e;
-  return bits_float(sign | static_cast<uint32_t>(e) << 23 | (mant & 0x3ff) << 13);
-}
-
-uint16_t float_to_half(float f) {
-  const uint32_t x = float_bits(f), sign = (x >> 16) & 0x8000, exp = (x >> 23) & 0xff, mant = x & 0x7fffff;
-  if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00 | (mant ? 0x200 : 0));
-  const int e = static_cast<int>(exp) - 127 + 15;
-  if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00);
-  if (e <= 0) {  // subnormal or zero
-    if (e < -10) return static_cast<uint16_t>(sign);
-    return static_cast<uint16_t>(sign | round_shift(mant | 0x800000, 14 - e));
-  }
-  // A carry out of the mantissa rounds into the exponent, up to infinity.
-  return static_cast<uint16_t>(sign | round_shift(static_cast<uint32_t>(e) << 23 | mant, 13));
-}
-
-float bf16_to_float(uint16_t h) { return bits_float(static_cast<uint32_t>(h) << 16); }
-
-uint16_t float_to_bf16(float f) {
-  const uint32_t x = float_bits(f);
-  if ((x & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((x >> 16) | 0x40);  // NaN stays NaN
-  return static_cast<uint16_t>(round_shift(x, 16));
-}
 
 namespace {
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/half.hpp"  // half_to_float, float_to_half, bf16_to_float, float_to_bf16
+
 namespace railcoll {
 
 enum class Collective : uint8_t {
@@ -48,11 +50,6 @@ bool redop_applies(ReduceOp o, DataType t);
 // "int8, uint8, ..." / "sum, min, ..." for messages naming the choices.
 std::string dtype_names();
 std::string redop_names();
-// IEEE binary16 and bfloat16 from and to float, rounding to nearest even.
-float half_to_float(uint16_t h);
-uint16_t float_to_half(float f);
-float bf16_to_float(uint16_t h);
-uint16_t float_to_bf16(float f);
 
 struct BlockLayout;
 

@@ -23,7 +23,7 @@ enum class Setting : uint8_t {
   // The transports (runtime/transport/)
   RailTimeout, NotsentLowat, TcpCongestion, OfiProvider, OfiStrictMr, OfiVerbose, OfiRmaBytes,
   // The engine: the executor's waits and the progress thread (runtime/engine/)
-  SpinUs, ProgressThread, ProgressNice, TestReplayCall,
+  SpinUs, ProgressThread, ProgressNice, TestReplayCall, ReduceKernels,
   // Selection (src/select/)
   Tuning, CollAlgo,
   // The layers above the C API, the simulator and the test bed

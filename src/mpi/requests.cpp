@@ -493,7 +493,7 @@ namespace {
 // PMPI_Waitall, railcoll's running calls driven meanwhile: MPI's entries only
 // looked at (PMPI_Request_get_status: MPICH 4.0.2's MPI_Testall fails on its
 // own persistent collectives) until every one is complete, then waited for.
-int pmpi_waitall_driving_railcoll(int count, MPI_Request requests[], MPI_Status statuses[]) {
+int mpi_side_waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   return mpi_until(
       [&](int* rc) {
         for (int i = 0; i < count; ++i) {
@@ -510,10 +510,10 @@ int pmpi_waitall_driving_railcoll(int count, MPI_Request requests[], MPI_Status 
 }  // namespace
 
 // Until railcoll's requests are done, MPI's are only driven (not completed,
-// as in pmpi_waitall_driving_railcoll), then MPI waits for its own.
+// as in mpi_side_waitall), then MPI waits for its own.
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   Split split;
-  if (!split.of(count, requests)) return pmpi_waitall_driving_railcoll(count, requests, statuses);
+  if (!split.of(count, requests)) return mpi_side_waitall(count, requests, statuses);
   reap_freed();
   Backoff backoff;
   RunningComms others;
@@ -528,7 +528,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
     others.progress();
     backoff.pause();
   }
-  const int mpi_rc = pmpi_waitall_driving_railcoll(count, split.theirs.data(), statuses);
+  const int mpi_rc = mpi_side_waitall(count, split.theirs.data(), statuses);
   return retire_all(split, count, requests, statuses, mpi_rc);
 }
 

@@ -268,6 +268,8 @@ void Comm::run(const Plan& p, const Buffers& b) {
 }
 
 void Comm::post(const std::shared_ptr<Request>& r) { impl_->queue->post(r); }
+void Comm::post_message(const std::shared_ptr<Request>& r) { impl_->queue->post_message(r); }
+void Comm::withdraw(const std::shared_ptr<Request>& r) { impl_->queue->withdraw(r); }
 bool Comm::test(Request& r) { return impl_->queue->test(r); }
 void Comm::wait(Request& r) { impl_->queue->wait(r); }
 void Comm::progress() { impl_->queue->poll(); }

@@ -79,6 +79,11 @@ class Comm {
   // advances without blocking (true once r is done); wait blocks until r is
   // done. A blocking run() waits for what is outstanding first.
   void post(const std::shared_ptr<Request>& r);
+  // A point-to-point send or receive (r->message; mailbox.hpp): not in the
+  // collectives' order; test and wait as above.
+  void post_message(const std::shared_ptr<Request>& r);
+  // A receive no message has matched yet is withdrawn (it completes, failed, and matches nothing).
+  void withdraw(const std::shared_ptr<Request>& r);
   bool test(Request& r);
   void wait(Request& r);
   void progress();

@@ -434,8 +434,10 @@ const Decision& FrontEnd::decided(Collective collective, const std::vector<uint6
 
 // Selection's candidates, best first; the first whose schedule every node's
 // shared memory holds (RAILCOLL_SHM_MIB: every rank knows every node's, so all
-// pick alike) runs, in its software form where it needs hardware the runtime
-// lacks. A choice passed over, or substituted, is said once on stderr.
+// pick alike) runs. A choice passed over is said once on stderr. A hardware
+// algorithm is refused, naming its software form: running that form under
+// the hardware algorithm's name would measure something other than what was
+// asked, so whoever wants it names it.
 Decision FrontEnd::decide_anew(Collective collective, const std::vector<uint64_t>& counts, const AlgoOptions& opts,
                                const std::string& requested) {
   uint64_t largest = 0;
@@ -450,8 +452,9 @@ Decision FrontEnd::decide_anew(Collective collective, const std::vector<uint64_t
   };
   auto ran = [&](const Choice& c, Decision d) {
     if (d.algorithm != c.algorithm)
-      report_once(coll + "/" + c.algorithm, coll + "/" + c.algorithm + " needs network hardware this cluster lacks; running " +
-                                                coll + "/" + d.algorithm + " instead");
+      throw Error(Status::Unsupported, coll + "/" + c.algorithm + " (" + c.origin +
+                                           ") needs network hardware this cluster lacks; ask for its software form, " +
+                                           coll + "/" + d.algorithm + ", by name");
     return d;
   };
   // The first candidate; a planning error counts as not fitting, and is what

@@ -30,7 +30,7 @@
 //   simulator, on the calibrated testbed (4 x 4, 2 rails) and the seeds' large
 //   machines (elan4 128x1, elan3 64x4).
 // * hw_multicast and hw_combining are never chosen: the runtime has no such
-//   hardware and would run their software twins (select.hpp software_equivalent).
+//   hardware and refuses them (select.hpp software_equivalent names their twins).
 #include "select/select.hpp"
 
 namespace railcoll {

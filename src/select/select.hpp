@@ -81,9 +81,9 @@ void check_algorithm_variables(const std::vector<std::string>& variables);
 // "RAILCOLL_ALLGATHER_ALGO"
 const std::string& algorithm_variable(Collective collective);
 
-// The algorithm a runtime without network hardware support runs when asked for
-// `algorithm`: hw_multicast -> smp, hw_combining -> tree; any other, itself.
-// The runtime says so once on stderr.
+// The software form of a hardware algorithm: hw_multicast -> smp, hw_combining
+// -> tree; any other, itself. The runtime, which has no such hardware, refuses
+// a hardware algorithm and names this one for the caller to ask for.
 std::string software_equivalent(Collective collective, const std::string& algorithm);
 
 }  // namespace railcoll

@@ -203,7 +203,8 @@ void write_state(const Config& c) {
     f << "# railcoll emulated cluster, written by `railcoll cluster up`, removed by `down`\n"
       << "nodes=" << c.nodes << "\nppn=" << c.ppn << "\nrails=" << c.rails << "\nrate=" << c.rate
       << "\nrate_bps=" << c.rate_bps << "\nburst_bytes=" << c.burst_bytes << "\nlatency_ms=" << c.latency_ms
-      << "\n";
+      << "\nrate_source=" << c.rate_source << "\n";
+    if (c.ceiling_pct > 0) f << "ceiling_pct=" << c.ceiling_pct << "\n";
     if (!f) throw CommandError("cannot write " + tmp + ": " + strerror(errno));
   }
   if (rename(tmp.c_str(), state_path().c_str()) != 0)
@@ -240,6 +241,8 @@ std::optional<Config> load_state() {
   c.rate_bps = static_cast<uint64_t>(state_number(kv, "rate_bps", 1, 1000000000000L));
   c.burst_bytes = static_cast<uint64_t>(state_number(kv, "burst_bytes", 1, 1L << 40));
   c.latency_ms = static_cast<int>(state_number(kv, "latency_ms", 1, 100000));
+  if (kv.count("rate_source")) c.rate_source = kv["rate_source"];
+  if (kv.count("ceiling_pct")) c.ceiling_pct = std::strtod(kv["ceiling_pct"].c_str(), nullptr);
   return c;
 }
 
@@ -304,6 +307,12 @@ void make_bridge(int r) {
   must({"ip", "link", "set", bridge_name(r), "up"});
 }
 
+void shape_rail(const Config& c, int node, int r, const char* verb) {
+  const std::string ns = node_name(node);
+  must(concat({"tc", "-n", ns, "qdisc", verb, "dev", rail_if_name(r)}, tbf_args(c)));
+  must(concat({"tc", "qdisc", verb, "dev", root_veth_name(node, r)}, tbf_args(c)));
+}
+
 void make_rail(const Config& c, int node, int r) {
   const std::string ns = node_name(node), veth = root_veth_name(node, r), rail = rail_if_name(r);
   // Create the pair with its node side already in the namespace and named
@@ -313,8 +322,7 @@ void make_rail(const Config& c, int node, int r) {
   must({"ip", "-n", ns, "addr", "add", rail_address(r, node) + "/24", "dev", rail});
   must({"ip", "-n", ns, "link", "set", rail, "up"});
   // Node-side egress = what the node sends; root-side egress = what it receives.
-  must(concat({"tc", "-n", ns, "qdisc", "add", "dev", rail}, tbf_args(c)));
-  must(concat({"tc", "qdisc", "add", "dev", veth}, tbf_args(c)));
+  shape_rail(c, node, r, "add");
 }
 
 void make_node(const Config& c, int node) {
@@ -367,6 +375,20 @@ int stop_node_processes(const std::vector<std::string>& namespaces) {
 }
 
 }  // namespace
+
+void set_rate(Config& cfg, uint64_t rate_bps) {
+  uint64_t written = 0;  // the rate as the user wrote it stays when it is this one
+  try {
+    written = parse_rate(cfg.rate);
+  } catch (const ClusterInputError&) {
+  }
+  if (written != rate_bps) cfg.rate = std::to_string(rate_bps / 1000000) + "mbit";
+  cfg.rate_bps = rate_bps;
+  choose_shaping(cfg);
+  for (int i = 0; i < cfg.nodes; ++i)
+    for (int r = 0; r < cfg.rails; ++r) shape_rail(cfg, i, r, "change");
+  write_state(cfg);
+}
 
 void up(const Config& cfg) {
   struct sigaction sa {}, old_int{}, old_term{};

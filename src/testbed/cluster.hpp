@@ -25,6 +25,11 @@ struct Config {
   uint64_t rate_bps = 1000000000;  // bits per second, per rail and direction
   uint64_t burst_bytes = 0;        // tbf bucket size
   int latency_ms = 0;              // tbf queue length, as time at the rate
+  // "given" (--rate), or "auto": the highest rate this machine can feed, found
+  // by `cluster up --rate auto` (testbed/ceiling.hpp), with the share of the
+  // rail bound the plain TCP all-to-all reached at it.
+  std::string rate_source = "given";
+  double ceiling_pct = 0;
 };
 
 // An external command failed; what() is "`cmd args` failed (exit N): stderr".
@@ -86,6 +91,12 @@ std::string address_conflict();
 // Creates the cluster and writes the state file. On failure removes
 // everything it made and throws CommandError. Call with nothing present.
 void up(const Config& cfg);
+// Gives every rail of the cluster that is up the rate `rate_bps` (both
+// directions; the bucket and queue chosen by choose_shaping) and rewrites the
+// state file; `rate_source`/`ceiling_pct` are recorded as they are in `cfg`.
+// Throws CommandError.
+void set_rate(Config& cfg, uint64_t rate_bps);
+
 // Stops the processes still running inside the nodes (SIGTERM, 3 s, SIGKILL),
 // then removes everything named like a cluster part and the state file;
 // succeeds when nothing is there. Returns how many processes it stopped.

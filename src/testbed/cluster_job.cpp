@@ -154,6 +154,7 @@ std::vector<std::string> openmpi_argv(const ClusterJob& job, const MpirunOptions
   // By name: the values (a job key among them) stay out of the command line.
   for (auto& [name, value] : env)
     if (name.rfind("RAILCOLL_", 0) == 0) argv.insert(argv.end(), {"-x", name});
+  for (auto& [name, value] : how.env) argv.insert(argv.end(), {"-x", name + "=" + value});
   argv.insert(argv.end(), job.program.begin(), job.program.end());
   return argv;
 }
@@ -161,12 +162,13 @@ std::vector<std::string> openmpi_argv(const ClusterJob& job, const MpirunOptions
 // MPICH's Hydra with the same agent: its proxies reach mpiexec on rail 0's
 // bridge address (-localhost; the root namespace's hostname means nothing in a
 // node), and pass mpiexec's whole environment to the ranks.
-std::vector<std::string> mpich_argv(const ClusterJob& job, const std::string& mpiexec, const std::string& agent,
-                                    const std::string& layer) {
+std::vector<std::string> mpich_argv(const ClusterJob& job, const MpirunOptions& how, const std::string& mpiexec,
+                                    const std::string& agent, const std::string& layer) {
   std::vector<std::string> argv = {mpiexec, "-localhost", cl::bridge_address(0), "-launcher", "rsh",
                                    "-launcher-exec", agent, "-hosts", host_list(job), "-n",
                                    std::to_string(job.ranks())};
   if (!layer.empty()) argv.insert(argv.end(), {"-genv", "LD_PRELOAD", layer});
+  for (auto& [name, value] : how.env) argv.insert(argv.end(), {"-genv", name, value});
   argv.insert(argv.end(), job.program.begin(), job.program.end());
   return argv;
 }
@@ -288,7 +290,7 @@ JobResult run_cluster_mpirun(const ClusterJob& job, const MpirunOptions& how, co
   if (how.railcoll) p.env = railcoll_mpi_env();
   for (auto& [name, value] : cluster_env(job)) p.env[name] = value;  // the cluster's rails, whatever the caller's
   if (mpich) {
-    p.argv = mpich_argv(job, launcher, dir.agent(), layer);
+    p.argv = mpich_argv(job, how, launcher, dir.agent(), layer);
   } else {
     p.argv = openmpi_argv(job, how, launcher, dir.agent(), p.env, layer);
     // Open MPI refuses root unless both are set; they reach orted and the ranks too.

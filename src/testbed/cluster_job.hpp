@@ -64,6 +64,9 @@ struct MpirunOptions {
   bool han = false;       // Open MPI's hierarchical collectives (coll_han_priority 100)
   bool railcoll = false;  // railcoll's collectives: the interposition library preloaded, railcoll_mpi_env()
   bool verbose = false;   // the launcher's command line on stderr
+  // More variables for the ranks (a peer library's settings, e.g. oneCCL's
+  // CCL_*), set by the launcher on every node.
+  std::map<std::string, std::string> env;
 };
 
 // The MPI launcher across the same nodes and rails (the baseline, or an MPI

@@ -67,7 +67,7 @@ void sink(std::vector<int> listeners) {
 }  // namespace
 
 bool started_by_a_launcher() {
-  for (const char* v : {"RAILCOLL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "RANK"})
+  for (const char* v : {"RAILCOLL_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", "RANK"})
     if (getenv(v)) return true;
   return false;
 }

@@ -2,8 +2,9 @@
 # The torch backend's tests (docs/torch.md). `local`: torchrun jobs on this
 # host (4 ranks on 2 pretend nodes over 2 loopback rails, and 2 ranks on one
 # node in shared memory): every operation, dtype and reduce op, subgroups,
-# outstanding Works, DDP, a rank killed mid-job, and `railcoll bench --torch`
-# on small sizes. `cluster` (root): the same
+# outstanding Works, DDP, every operation, dtype and layout against gloo's
+# results, FSDP2 against one process, a rank killed mid-job, and `railcoll
+# bench --torch` on small sizes. `cluster` (root): the same
 # operations and DDP through `railcoll cluster torchrun` on the emulated
 # cluster, created here and taken down on every exit path.
 # Without torch (or, on the cluster, without root) the test is SKIPPED
@@ -44,6 +45,13 @@ if [ "$MODE" = local ]; then
     env RAILCOLL_RAILS=127.0.0.1 "${TORCHRUN[@]}" --standalone --nproc-per-node 2 "$HERE/ops.py"
   check "DDP, 4 ranks on 2 pretend nodes: parameters equal, loss as gloo's" "^torch ddp: [0-9]+ checks passed" 1 -- \
     "${two_nodes[@]}" "${TORCHRUN[@]}" --standalone --nproc-per-node 4 "$HERE/ddp.py"
+  check "every operation, dtype and layout against gloo, 4 ranks on 2 pretend nodes" \
+    "^torch against gloo: [0-9]+ checks passed on 4 ranks" 1 -- \
+    "${two_nodes[@]}" "${TORCHRUN[@]}" --standalone --nproc-per-node 4 "$HERE/against_gloo.py"
+  check "FSDP2, 4 ranks on 2 pretend nodes: losses as one process's" "^torch fsdp: [0-9]+ checks passed on 4 ranks" 1 -- \
+    "${two_nodes[@]}" "${TORCHRUN[@]}" --standalone --nproc-per-node 4 "$HERE/fsdp.py"
+  check "FSDP2, 2 ranks on one node" "^torch fsdp: [0-9]+ checks passed on 2 ranks" 1 -- \
+    env RAILCOLL_RAILS=127.0.0.1 "${TORCHRUN[@]}" --standalone --nproc-per-node 2 "$HERE/fsdp.py"
   for victim in 1 3; do
     check --status 17 "rank $victim of 4 killed: the 3 others raise railcoll's error within the timeout" \
       "^rank [0-9]: exception after" 3 -- env "${two_nodes[@]}" RAILCOLL_TEST_VICTIM=$victim \

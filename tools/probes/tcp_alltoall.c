@@ -12,6 +12,9 @@
 //   TCP_A2A_MODE=steps  step d: send to node + d, receive from node - d; the
 //                       next step when both are done
 //   TCP_A2A_LOWAT=N     TCP_NOTSENT_LOWAT on every socket (railcoll's default 32768)
+//   TCP_A2A_CC=NAME     the congestion control of every socket, set before it
+//                       connects (default cubic, as railcoll's rails; "" keeps
+//                       the system's, which may pace: BBR)
 // Usage: railcoll-tcp-alltoall NODE NODES LOCAL_INDEX FIRST_RAIL RAILS BYTES CALLS PERIOD_MS T0_NS
 #include <arpa/inet.h>
 #include <errno.h>
@@ -52,6 +55,12 @@ static struct sockaddr_in address_of(int rail, int node, int port) {
   return a;
 }
 
+// Before connect or listen: a congestion control set later leaves a socket
+// that started with BBR paced by the kernel (docs/runtime.md).
+static void set_congestion(int s, const char* cc) {
+  if (*cc && setsockopt(s, IPPROTO_TCP, TCP_CONGESTION, cc, (socklen_t)strlen(cc)) != 0) die("TCP_CONGESTION");
+}
+
 int main(int argc, char** argv) {
   if (argc != 10) {
     fprintf(stderr, "usage: railcoll-tcp-alltoall NODE NODES LOCAL_INDEX FIRST_RAIL RAILS BYTES CALLS PERIOD_MS T0_NS\n");
@@ -68,12 +77,14 @@ int main(int argc, char** argv) {
     fprintf(stderr, "railcoll-tcp-alltoall: bad arguments\n");
     return 2;
   }
+  const char* cc = getenv("TCP_A2A_CC") ? getenv("TCP_A2A_CC") : "cubic";
   static int fd[kMaxNodes][kMaxRails];
   int listener[kMaxRails];
   for (int r = 0; r < rails; ++r) {
     listener[r] = socket(AF_INET, SOCK_STREAM, 0);
     int one = 1;
     setsockopt(listener[r], SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    set_congestion(listener[r], cc);  // accepted sockets inherit it
     struct sockaddr_in a = address_of(first_rail + r, me, kPortBase + 10 * local + first_rail + r);
     if (bind(listener[r], (struct sockaddr*)&a, sizeof a) || listen(listener[r], kMaxNodes)) die("listen");
   }
@@ -85,6 +96,7 @@ int main(int argc, char** argv) {
       int s = -1;
       for (double give_up = now_s() + 10;;) {
         s = socket(AF_INET, SOCK_STREAM, 0);
+        set_congestion(s, cc);
         if (bind(s, (struct sockaddr*)&from, sizeof from)) die("bind");
         if (connect(s, (struct sockaddr*)&to, sizeof to) == 0) break;
         close(s);

@@ -19,17 +19,29 @@ namespace railcoll::cli {
 
 namespace {
 
-const std::set<std::string> kFlags = {"f", "c", "mpi", "local", "worker", "nonblocking", "persistent"};
+const std::set<std::string> kFlags = {"f", "c", "mpi", "local", "worker", "nonblocking", "persistent", "raw"};
 const std::set<std::string> kValued = {"algo",    "m",          "i",     "x",      "json",         "csv",
                                        "plot",    "n",          "ppn",   "layout", "rails",        "records",
                                        "timeout", "background", "fault", "fault-marker", "duration", "idle-us", "skew",
-                                       "timeline", "transport"};
+                                       "timeline", "transport", "peer", "oneccl-settings", "rounds", "factor"};
 
 // Options that mean nothing with --fault: refused rather than ignored.
 const char* const kNotWithFault[] = {"mpi", "background", "csv",      "plot",        "f",         "c",
-                                     "i",   "x",          "skew",     "timeline",    "nonblocking", "persistent"};
+                                     "i",   "x",          "skew",     "timeline",    "nonblocking", "persistent",
+                                     "peer", "rounds"};
 // Options the overlap measurement (--nonblocking, --persistent) does not take.
 const char* const kNotWithOverlap[] = {"background", "skew", "timeline", "plot"};
+
+// "a,b,c" -> {a, b, c}; "" -> {}.
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  for (size_t at = 0; at < text.size();) {
+    size_t comma = std::min(text.find(',', at), text.size());
+    if (comma > at) items.push_back(text.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return items;
+}
 
 // Where the ranks go: -n, --ppn, --layout, --rails, --local.
 bench::Placement placement(const Args& a) {
@@ -67,6 +79,7 @@ int run(const std::vector<std::string>& argv, bool worker) {
     throw UsageError("unknown " + name + " algorithm '" + p.algo + "' (railcoll algos lists them)");
   size_range(a, &p.min, &p.max);
   if (p.max > (1ull << 30)) throw UsageError("-m: at most 1 GiB per rank");
+  p.factor = static_cast<int>(a.integer("factor", 2, 2, 1024));
   const bool moves_data = traits(coll).moves_data;
   if (!moves_data) p.min = p.max = 0;
   // A barrier's latency distribution needs many consecutive calls (seed 004 §5).
@@ -74,7 +87,25 @@ int run(const std::vector<std::string>& argv, bool worker) {
   p.warmup = static_cast<int>(a.integer("x", moves_data ? 10 : 100, 0, 1000000));
   p.full = a.flag("f");
   p.validate = a.flag("c");
-  p.mpi = a.flag("mpi");
+  if (a.flag("mpi")) p.peers = {"mpi", "mpi-layer"};
+  for (const std::string& peer : split_list(a.str("peer", ""))) {
+    if (peer != "mpi" && peer != "oneccl" && peer != "mpi-layer")
+      throw UsageError("--peer takes mpi, oneccl, mpi-layer or several (mpi,oneccl)");
+    if (std::find(p.peers.begin(), p.peers.end(), peer) == p.peers.end()) p.peers.push_back(peer);
+  }
+  for (const std::string& s : split_list(a.str("oneccl-settings", ""))) {
+    if (s == "all") {
+      for (auto& known : bench::oneccl_settings()) p.oneccl_settings.push_back(known.name);
+      continue;
+    }
+    if (std::none_of(bench::oneccl_settings().begin(), bench::oneccl_settings().end(),
+                     [&](const bench::OnecclSetting& k) { return k.name == s; }))
+      throw UsageError("unknown oneCCL setting '" + s + "' (railcoll bench --help lists them)");
+    p.oneccl_settings.push_back(s);
+  }
+  if (!p.oneccl_settings.empty() && std::find(p.peers.begin(), p.peers.end(), "oneccl") == p.peers.end())
+    throw UsageError("--oneccl-settings goes with --peer oneccl");
+  p.rounds = static_cast<int>(a.integer("rounds", 1, 1, 100));
   p.json = a.str("json");
   p.csv = a.str("csv");
   p.plot = a.str("plot");
@@ -95,8 +126,8 @@ int run(const std::vector<std::string>& argv, bool worker) {
     for (const char* k : kNotWithOverlap)
       if (a.has(k)) throw UsageError(a.spelled(k) + " does not go with " + form);
     if (p.transport == "both") throw UsageError("--transport both does not go with " + form);
-    if (p.form == bench::CallForm::Persistent && p.mpi)
-      throw UsageError("--persistent does not go with --mpi (Open MPI 4.1 has no MPI_Allgather_init)");
+    if (p.form == bench::CallForm::Persistent && !p.peers.empty())
+      throw UsageError("--persistent does not go with --mpi or --peer (Open MPI 4.1 has no MPI_Allgather_init)");
   }
 
   if (a.has("fault")) {
@@ -122,6 +153,7 @@ int run(const std::vector<std::string>& argv, bool worker) {
     w.collective = coll;
     w.algo = p.algo;
     w.min = p.min, w.max = p.max;
+    w.factor = p.factor;
     w.iters = p.iters, w.warmup = p.warmup;
     w.full = p.full, w.validate = p.validate;
     w.idle_us = std::max(0, p.idle_us);
@@ -130,6 +162,8 @@ int run(const std::vector<std::string>& argv, bool worker) {
     w.json = p.json, w.csv = p.csv, w.plot = p.plot;
     w.timeline = p.timeline;
     w.form = p.form;
+    w.rounds = p.rounds;
+    w.raw = a.flag("raw");
     return bench::run_worker(w);
   }
   p.where = placement(a);
@@ -140,6 +174,7 @@ int run(const std::vector<std::string>& argv, bool worker) {
 
 int cmd_bench(const std::vector<std::string>& argv) {
   if (std::find(argv.begin(), argv.end(), "--torch") != argv.end()) return cmd_bench_torch(argv);
+  if (std::find(argv.begin(), argv.end(), "--reduce") != argv.end()) return cmd_bench_reduce(argv);
   bool worker = std::find(argv.begin(), argv.end(), "--worker") != argv.end() || testbed::started_by_a_launcher();
   return run(argv, worker);
 }

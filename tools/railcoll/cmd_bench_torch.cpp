@@ -1,7 +1,7 @@
 // railcoll bench --torch COLL[,COLL...]: the same torch program over gloo and
 // over railcoll (python -m railcoll.bench, docs/torch.md), on the emulated
-// cluster when one is up (`railcoll cluster torchrun`, one agent per node),
-// else on local processes (torchrun --standalone). This process becomes the
+// cluster (`railcoll cluster torchrun`, one agent per node), or on local
+// processes when asked (--local: torchrun --standalone). This process becomes the
 // launcher (exec), so its exit status is the job's.
 #include <unistd.h>
 
@@ -14,7 +14,7 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "core/errors.hpp"
-#include "testbed/cluster.hpp"
+#include "testbed/where.hpp"
 #include "testbed/spawn.hpp"
 
 namespace railcoll::cli {
@@ -42,7 +42,7 @@ int cmd_bench_torch(const std::vector<std::string>& argv) {
   }
 
   std::vector<std::string> cmd;
-  const bool cluster = !a.flag("local") && cluster::is_root() && cluster::load_state().has_value();
+  const bool cluster = testbed::cluster_unless_local(a.flag("local"));
   if (cluster) {
     cmd = {exe, "cluster", "torchrun"};
     if (a.has("ppn")) cmd.insert(cmd.end(), {"--nproc-per-node", std::to_string(a.integer("ppn", 1, 1, 4096))});

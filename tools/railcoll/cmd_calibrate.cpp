@@ -2,7 +2,7 @@
 // railcoll calibrate --compare SIM.json BENCH.json [BENCH2.json ...]
 //
 // Measures the parameters of the simulator's machine model on the emulated
-// cluster (or, when none is up, on local processes) into the `testbed`
+// cluster (or, with --local, on local processes) into the `testbed`
 // preset, and compares simulated with measured records: the library is
 // src/bench/calibrate.hpp. This verb parses the flags, starts the calibration
 // jobs (`railcoll calibrate --worker --test T` under `railcoll cluster run` or
@@ -16,7 +16,9 @@
 #include "bench/driver.hpp"
 #include "bench/records.hpp"
 #include "commands.hpp"
+#include "core/errors.hpp"
 #include "testbed/cluster.hpp"
+#include "testbed/where.hpp"
 #include "testbed/spawn.hpp"
 
 namespace railcoll::cli {
@@ -30,8 +32,8 @@ bench::Records run_job(bool cluster, bool quick, int idle_us, const std::string&
   if (rail >= 0) worker.insert(worker.end(), {"--rail", std::to_string(rail)});
   if (idle_us > 0) worker.insert(worker.end(), {"--idle-us", std::to_string(idle_us)});
   if (quick) worker.push_back("--quick");
+  // A cluster that went away meanwhile: choose_placement refuses, never local.
   bench::Placement where = bench::choose_placement(cluster ? shape.cluster : shape.local);
-  if (cluster && !where.cluster) throw UsageError("the emulated cluster went away during calibration");
   std::string out;
   std::vector<std::string> lines;
   testbed::JobOptions jo;
@@ -81,9 +83,8 @@ int compare(const std::string& sim_path, const std::vector<std::string>& bench_p
   return 0;
 }
 
-int driver(bench::CalibrationOptions o, bool local, bool from_cluster) {
-  o.cluster = !local && cluster::usable();
-  if (from_cluster && !o.cluster) throw UsageError("--nodes-from-cluster: no healthy emulated cluster is up");
+int driver(bench::CalibrationOptions o, bool local) {
+  o.cluster = testbed::cluster_unless_local(local);
   if (o.cluster) {
     o.where = "the emulated cluster (railcoll cluster run)";
     std::cout << "railcoll calibrate: on " << o.where << "\n";
@@ -91,7 +92,7 @@ int driver(bench::CalibrationOptions o, bool local, bool from_cluster) {
     o.idle_us = bench::default_idle_us(bench::Placement{true, {}, 0});  // the rest bench takes there
   } else {
     o.where = "local processes (railcoll run, pretend nodes over loopback)";
-    std::cout << "railcoll calibrate: no emulated cluster is up: local processes, " << o.n << " ranks, " << o.ppn
+    std::cout << "railcoll calibrate: local processes (--local), " << o.n << " ranks, " << o.ppn
               << " per pretend node, " << o.rails << " loopback rails\n";
   }
   bench::calibrate(o, [&](const std::string& test, const bench::JobShape& shape, int rail) {
@@ -131,9 +132,9 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
   o.ppn = static_cast<int>(a.integer("ppn", 4, 1, 512));
   o.rails = static_cast<int>(a.integer("rails", 2, 1, 8));
   try {
-    return driver(o, local, from_cluster);
+    return driver(o, local);
   } catch (const std::runtime_error& e) {
-    if (dynamic_cast<const UsageError*>(&e)) throw;
+    if (dynamic_cast<const UsageError*>(&e) || dynamic_cast<const InputError*>(&e)) throw;
     std::cerr << "railcoll calibrate: " << e.what() << "\n";
     return 1;
   }

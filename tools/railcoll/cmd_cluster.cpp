@@ -1,18 +1,23 @@
-// railcoll cluster up|status|down|run|mpirun|torchrun: the emulated multi-rail cluster
+// railcoll cluster up|status|down|ceiling|run|mpirun|torchrun|slurm: the emulated multi-rail cluster
 // (docs/cluster.md). Exit status: 0 ok, 1 failed (a command, a check, a
 // job), 2 bad usage or wrong state, 3 (status only) no cluster; run, mpirun
 // and torchrun exit with the job's status.
 #include <algorithm>
+#include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <set>
 
 #include "args.hpp"
 #include "commands.hpp"
 #include "core/errors.hpp"
 #include "job_args.hpp"
+#include "testbed/ceiling.hpp"
 #include "testbed/cluster.hpp"
 #include "testbed/cluster_job.hpp"
+#include "cmd_cluster_slurm.hpp"
 #include "usage.hpp"
 
 namespace railcoll::cli {
@@ -46,19 +51,72 @@ void no_positional(const Args& a) {
 
 // ------------------------------------------------------------------ up
 
+// The ceiling search's options from the command line (cluster up --rate auto, cluster ceiling).
+const std::set<std::string> kCeilingValued = {"bytes", "calls", "repeats", "target", "start", "low", "high", "rates"};
+testbed::CeilingOptions ceiling_options(const Args& a) {
+  testbed::CeilingOptions o;
+  o.bytes = static_cast<uint64_t>(a.integer("bytes", 0, 0, 64 << 20));
+  o.calls = static_cast<int>(a.integer("calls", o.calls, 1, 1000));
+  o.repeats = static_cast<int>(a.integer("repeats", o.repeats, 1, 100));
+  o.target_pct = static_cast<double>(a.integer("target", static_cast<long>(o.target_pct), 1, 100));
+  try {
+    if (a.has("start")) o.start_bps = cl::parse_rate(a.str("start"));
+    if (a.has("low")) o.low_bps = cl::parse_rate(a.str("low"));
+    if (a.has("high")) o.high_bps = cl::parse_rate(a.str("high"));
+    const std::string rates = a.str("rates", "");
+    for (size_t at = 0; at < rates.size();) {
+      const size_t comma = std::min(rates.find(',', at), rates.size());
+      o.rates.push_back(cl::parse_rate(rates.substr(at, comma - at)));
+      at = comma + 1;
+    }
+  } catch (const cl::ClusterInputError& e) {
+    throw UsageError(e.what());
+  }
+  if (o.low_bps > o.high_bps) throw UsageError("--low must not be above --high");
+  return o;
+}
+
+// Takes the rate the search found (or, when none reached the target, its knee)
+// for the cluster's rails, recorded as found.
+void keep_ceiling(cl::Config& c, const testbed::Ceiling& found) {
+  const uint64_t rate = found.rate_bps ? found.rate_bps : found.knee_bps;
+  const double pct = found.rate_bps ? found.pct : found.knee_pct;
+  c.rate_source = "auto";
+  c.ceiling_pct = pct;
+  cl::set_rate(c, rate);
+}
+
+std::string rate_words(const cl::Config& c) {
+  std::ostringstream o;
+  o << c.rate;
+  if (c.rate_source == "auto")
+    o << " (auto: the plain TCP all-to-all reaches " << std::fixed << std::setprecision(0) << c.ceiling_pct
+      << "% of the rail bound there)";
+  return o.str();
+}
+
 int cluster_up(const std::vector<std::string>& argv) {
-  Args a(argv, {}, {"nodes", "ppn", "rails", "rate"});
+  std::set<std::string> valued = {"nodes", "ppn", "rails", "rate"};
+  valued.insert(kCeilingValued.begin(), kCeilingValued.end());
+  Args a(argv, {"slurm"}, valued);
   no_positional(a);
   cl::Config c;
   c.nodes = static_cast<int>(a.integer("nodes", 4, 1, cl::kMaxNodes));
   c.ppn = static_cast<int>(a.integer("ppn", 4, 1, cl::kMaxPpn));
   c.rails = static_cast<int>(a.integer("rails", 2, 1, cl::kMaxRails));
   c.rate = a.str("rate", "1gbit");
+  const bool automatic = c.rate == "auto";
+  const testbed::CeilingOptions search = ceiling_options(a);
+  if (!automatic)
+    for (auto& k : kCeilingValued)
+      if (a.has(k)) throw UsageError(a.spelled(k) + " goes with --rate auto");
+  if (automatic && c.nodes < 2) throw UsageError("--rate auto needs at least 2 nodes (it measures between them)");
   try {
-    c.rate_bps = cl::parse_rate(c.rate);
+    c.rate_bps = automatic ? 1000000000 : cl::parse_rate(c.rate);
   } catch (const cl::ClusterInputError& e) {
     throw UsageError(e.what());
   }
+  if (automatic) c.rate = "1000mbit";  // until the search has found the rate
   cl::choose_shaping(c);
   if (!need_root("up")) return 2;
 
@@ -77,9 +135,33 @@ int cluster_up(const std::vector<std::string>& argv) {
   } catch (const cl::CommandError& e) {
     return fail("up", std::string(e.what()) + " (removed what was created)", 1);
   }
+  if (automatic) {
+    try {
+      const testbed::Ceiling found = testbed::find_ceiling(c, search, std::cout);
+      keep_ceiling(c, found);
+      std::cout << "ceiling: " << c.rate << " per rail"
+                << (found.rate_bps ? ""
+                                   : " (no rate reached the target, which a loaded machine feeds at no rate: the "
+                                     "knee, the highest rate within 5 points of the best share measured)")
+                << ", found in " << std::fixed << std::setprecision(0) << found.seconds << " s\n";
+    } catch (const cl::CommandError& e) {
+      std::string msg = std::string("finding the rate failed: ") + e.what();
+      try {
+        cl::down();
+      } catch (const cl::CommandError& e2) {
+        msg += std::string("; removing the cluster also failed: ") + e2.what();
+      }
+      return fail("up", msg + " (the cluster was removed)", 1);
+    }
+  }
   std::cout << "cluster up: " << plural(c.nodes, "node") << " (rc-n0..rc-n" << c.nodes - 1 << "), "
             << plural(c.ppn, "rank") << " per node, " << plural(c.rails, "rail") << " (" << cl::rail_subnets(c.rails)
-            << ") at " << c.rate << " each way\n";
+            << ") at " << rate_words(c) << " each way\n";
+  if (a.flag("slurm") && slurm_up_on(c, "up") != 0) {
+    cl::down();
+    std::cerr << "railcoll cluster up: took the cluster down again\n";
+    return 1;
+  }
   return 0;
 }
 
@@ -88,7 +170,7 @@ int cluster_up(const std::vector<std::string>& argv) {
 void print_config(const cl::Config& c) {
   std::cout << "cluster: " << plural(c.nodes, "node") << ", " << plural(c.ppn, "rank") << " per node, "
             << plural(c.rails, "rail") << "\n"
-            << "rate:    " << c.rate << " (" << c.rate_bps << " bit/s) per rail and direction; tbf burst "
+            << "rate:    " << rate_words(c) << " (" << c.rate_bps << " bit/s) per rail and direction; tbf burst "
             << c.burst_bytes << " B, queue " << c.latency_ms << " ms\n"
             << "rails:   " << cl::rail_subnets(c.rails) << " (root side 198.18.<r>.254 on rcbr<r>)\n"
             << "state:   " << cl::state_path() << "\n";
@@ -126,6 +208,64 @@ int cluster_status(const std::vector<std::string>& argv) {
   return ok ? 0 : 1;
 }
 
+// ------------------------------------------------------------------ ceiling
+
+// Measures the ceiling curve on the cluster that is up; puts its rate back
+// unless --set, which keeps the rate found (as `up --rate auto` does).
+int cluster_ceiling(const std::vector<std::string>& argv) {
+  std::set<std::string> valued = {"json", "plot"};
+  valued.insert(kCeilingValued.begin(), kCeilingValued.end());
+  Args a(argv, {"set"}, valued);
+  no_positional(a);
+  const testbed::CeilingOptions search = ceiling_options(a);
+  if (!need_root("ceiling")) return 2;
+  cl::StateLock lock;
+  auto cfg = cl::load_state();
+  if (!cfg) return fail("ceiling", "no cluster is up (`railcoll cluster up` creates one)", 2);
+  if (cfg->nodes < 2) return fail("ceiling", "the cluster has one node: nothing to measure between nodes", 2);
+  cl::Config c = *cfg;
+  const cl::Config before = c;
+  testbed::Ceiling found;
+  try {
+    found = testbed::find_ceiling(c, search, std::cout);
+    if (a.flag("set")) {
+      keep_ceiling(c, found);
+    } else {
+      c = before;
+      cl::set_rate(c, before.rate_bps);
+    }
+  } catch (const cl::CommandError& e) {
+    cl::Config back = before;
+    try {
+      cl::set_rate(back, before.rate_bps);
+    } catch (const cl::CommandError&) {
+    }
+    return fail("ceiling", e.what(), 1);
+  }
+  if (found.rate_bps)
+    std::cout << "ceiling: " << found.rate_bps / 1000000 << " Mbit/s per rail (" << std::fixed << std::setprecision(0)
+              << found.pct << "% of the rail bound), found in " << found.seconds << " s";
+  else
+    std::cout << "ceiling: no rate reached " << search.target_pct << "%; the knee (the highest rate within 5 points "
+              << "of the best share) is " << found.knee_bps / 1000000 << " Mbit/s at " << std::fixed
+              << std::setprecision(0) << found.knee_pct << "% (searched in " << found.seconds << " s)";
+  std::cout << (a.flag("set") ? "; the cluster's rails now run at " + c.rate
+                              : "; the cluster's rails are back at " + before.rate)
+            << "\n";
+  const std::string json = testbed::ceiling_json(c, found, search);
+  if (a.has("json")) {
+    std::ofstream f(a.str("json"));
+    f << json;
+    if (!f.flush()) return fail("ceiling", "cannot write " + a.str("json"), 1);
+    std::cout << "wrote " << a.str("json") << "\n";
+  }
+  if (a.has("plot")) {
+    if (!testbed::plot_ceiling(json, a.str("plot"))) return 1;
+    std::cout << "wrote " << a.str("plot") << "\n";
+  }
+  return 0;
+}
+
 // ------------------------------------------------------------------ down
 
 int cluster_down(const std::vector<std::string>& argv) {
@@ -136,6 +276,7 @@ int cluster_down(const std::vector<std::string>& argv) {
   cl::Present before = cl::scan();
   int stopped = 0;
   try {
+    slurm_down_said("down");  // its controller and munged live outside the nodes
     stopped = cl::down();
   } catch (const cl::CommandError& e) {
     return fail("down", e.what(), 1);
@@ -269,9 +410,11 @@ int cmd_cluster(const std::vector<std::string>& args) {
     if (verb == "up") return cluster_up(rest);
     if (verb == "status") return cluster_status(rest);
     if (verb == "down") return cluster_down(rest);
+    if (verb == "ceiling") return cluster_ceiling(rest);
     if (verb == "run") return cluster_run(rest);
     if (verb == "mpirun") return cluster_mpirun(rest);
     if (verb == "torchrun") return cluster_torchrun(rest);
+    if (verb == "slurm") return cluster_slurm(rest);
   } catch (const UsageError& e) {
     return fail(verb, e.what(), 2);
   } catch (const HelpRequested&) {
@@ -284,7 +427,8 @@ int cmd_cluster(const std::vector<std::string>& args) {
   } catch (const cl::CommandError& e) {
     return fail(verb, e.what(), 1);
   }
-  throw UsageError("unknown verb '" + verb + "' (up, status, down, run, mpirun, torchrun; railcoll cluster --help)");
+  throw UsageError("unknown verb '" + verb +
+                   "' (up, status, down, ceiling, run, mpirun, torchrun, slurm; railcoll cluster --help)");
 }
 
 }  // namespace railcoll::cli

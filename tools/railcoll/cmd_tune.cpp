@@ -4,7 +4,7 @@
 //
 // Tuning files from measurements (docs/selection.md): every algorithm of each
 // collective is measured at every size, by `railcoll bench COLL --algo all` run
-// as a subprocess (on the emulated cluster when it is up, else locally), or in
+// as a subprocess (on the emulated cluster, or with --local locally), or in
 // the simulator on a preset; src/select/tune.hpp turns the records into rules
 // (the fastest algorithm per size, neighbouring sizes merged) and the file is
 // written and loaded back before this says it is done.

@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
     if (cmd == "traffic") return cmd_traffic(args);
     if (cmd == "info") return cmd_info(args);
     if (cmd == "tune") return cmd_tune(args);
+    if (cmd == "report") return cmd_report(args);
     std::cerr << "railcoll: unknown command '" << cmd << "' (railcoll --help lists them)\n";
     return 2;
   } catch (const HelpRequested&) {  // -h/--help among a verb's options (Args)

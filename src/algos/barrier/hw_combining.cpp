@@ -7,9 +7,9 @@
 // HwAssist::Combine (the simulator charges no per-message cost at rank 0 for
 // them, as the switches combine them); rank 0 waits for N-1 readies, then puts
 // the 'go' to every other rank flagged HwAssist::Multicast, consecutively, with
-// the same (empty) source and rail: one injection. The verifier and the runtime
-// see a centralised barrier (the runtime runs the software equivalent instead,
-// select.hpp software_equivalent).
+// the same (empty) source and rail: one injection. The verifier sees a
+// centralised barrier (the runtime refuses it and names the software
+// equivalent, select.hpp software_equivalent).
 // Hockney with the hardware: T = 2 (ts + levels of the fat tree x hop latency),
 // independent of N; as plain puts: 2 (N-1) messages through rank 0.
 #include "core/registry.hpp"

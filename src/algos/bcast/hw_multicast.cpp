@@ -5,8 +5,8 @@
 // In the schedule: one put per destination rank, all flagged HwAssist::Multicast,
 // consecutive in the root's program, with the same source span (`send`) and the
 // same rail. The simulator charges them as one injection on presets that have
-// the hardware; the verifier and the runtime see plain puts (the runtime runs
-// the software equivalent instead, select.hpp software_equivalent). Every other
+// the hardware; the verifier sees plain puts (the runtime refuses it and names
+// the software equivalent, select.hpp software_equivalent). Every other
 // rank waits for its one arrival. The hardware needs a contiguous set of nodes
 // and one destination buffer per node (seed 004 §4.2); that is the simulator's
 // model to enforce, not the schedule's.

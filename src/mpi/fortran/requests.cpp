@@ -77,6 +77,10 @@ void request_free(MPI_Fint* request, MPI_Fint* ierror) {
   Requests r(1, request);
   set(ierror, MPI_Request_free(r.c()));
 }
+void cancel(MPI_Fint* request, MPI_Fint* ierror) {  // a served collective's is refused, as MPI does (requests.cpp)
+  MPI_Request c = PMPI_Request_f2c(*request);
+  set(ierror, MPI_Cancel(&c));
+}
 void start(MPI_Fint* request, MPI_Fint* ierror) {
   Requests r(1, request);
   set(ierror, MPI_Start(r.c()));
@@ -160,6 +164,7 @@ RAILCOLL_F_ROUTINE(test, TEST, (MPI_Fint * r, MPI_Fint* f, void* s, MPI_Fint* e)
 RAILCOLL_F_ROUTINE(request_get_status, REQUEST_GET_STATUS, (MPI_Fint * r, MPI_Fint* f, void* s, MPI_Fint* e),
                    (r, f, s, e))
 RAILCOLL_F_ROUTINE(request_free, REQUEST_FREE, (MPI_Fint * r, MPI_Fint* e), (r, e))
+RAILCOLL_F_ROUTINE(cancel, CANCEL, (MPI_Fint * r, MPI_Fint* e), (r, e))
 RAILCOLL_F_ROUTINE(start, START, (MPI_Fint * r, MPI_Fint* e), (r, e))
 RAILCOLL_F_ROUTINE(startall, STARTALL, (MPI_Fint * n, MPI_Fint* r, MPI_Fint* e), (n, r, e))
 RAILCOLL_F_ROUTINE(waitall, WAITALL, (MPI_Fint * n, MPI_Fint* r, void* s, MPI_Fint* e), (n, r, s, e))

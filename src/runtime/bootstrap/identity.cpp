@@ -91,7 +91,8 @@ Identity identity_from_env(const Settings& s) {
   if (id.size > 1 && id.store.empty())
     throw RuntimeError(Status::Bootstrap,
                        "no store address: set RAILCOLL_STORE=host:port (rank 0 listens there) or MASTER_ADDR and "
-                       "MASTER_PORT; railcoll run and railcoll cluster run set it");
+                       "MASTER_PORT; railcoll run and railcoll cluster run set it, and under srun --mpi=pmix (or "
+                       "pmi2), mpirun or prterun none is needed");
   return id;
 }
 

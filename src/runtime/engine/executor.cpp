@@ -19,6 +19,7 @@ ExecutorSettings ExecutorSettings::from(const Settings& s) {
   e.timeout = s.seconds(Setting::Timeout);
   if (s.given(Setting::SpinUs)) e.spin_seconds = static_cast<double>(s.integer(Setting::SpinUs)) * 1e-6;
   e.replay_call = static_cast<uint64_t>(s.integer(Setting::TestReplayCall));
+  e.stripe_bytes = static_cast<uint64_t>(s.integer(Setting::StripeBytes));
   return e;
 }
 
@@ -35,6 +36,7 @@ Executor::Executor(Transport& transport, const Topology& topo, int me, uint64_t 
       spin_seconds_(spin_budget(settings, node_ranks_, 0)),
       replay_call_(settings.replay_call),
       seg_(transport.node()),
+      mailbox_(transport, topo, me, comm_id, settings.stripe_bytes, settings.timeout),
       node_base_(kCounterSlots, 0) {
   t_.attach(this);
 }
@@ -163,6 +165,7 @@ void Executor::part_arrived(const FrameHeader& h, int rail, const Op& op) {
 }
 
 Landing Executor::frame_header(const FrameHeader& h, int rail, std::vector<iovec>* place) {
+  if (h.flags & kFlagMessage) return mailbox_.frame_header(h, rail, place);
   if (in_call_ && h.seq == seq_) {
     const Op& op = check_frame(h, rail);
     if ((h.flags & kFlagMoved) && arrivals_.has(h)) return Landing::Drop;  // sent again, but the first copy came
@@ -180,6 +183,7 @@ Landing Executor::frame_header(const FrameHeader& h, int rail, std::vector<iovec
 }
 
 void Executor::frame_done(const FrameHeader& h, int rail, std::vector<char>* held) {
+  if (h.flags & kFlagMessage) return mailbox_.frame_done(h, rail, held);
   if (!held) return part_arrived(h, rail, plan_->incoming.at(key_of(h.sender, h.op)));
   Held frame{h, rail, std::move(*held)};
   held->clear();
@@ -246,7 +250,10 @@ bool Executor::blocked(What what) {
 void Executor::idle(double max_s) {
   if (!broken_.empty()) return;
   guard([&] {
-    if (!in_call()) return t_.progress(0, nullptr);
+    if (!in_call()) {  // between calls only point-to-point messages are awaited
+      t_.progress(mailbox_.waiting() ? max_s : 0, nullptr);
+      return mailbox_.poll();
+    }
     const double left = wait_since_ > 0 ? wait_since_ + timeout_ - now_seconds() : 0;
     NodeWait* sleep_on = sleep_on_.counter ? &sleep_on_ : nullptr;
     if (sleep_on) sleep_on->net_idle = messages_due_ == 0;

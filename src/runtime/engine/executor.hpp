@@ -21,6 +21,7 @@
 
 #include "core/topology.hpp"
 #include "core/settings.hpp"
+#include "runtime/engine/mailbox.hpp"
 #include "runtime/engine/plan.hpp"
 #include "runtime/transport/transport.hpp"
 
@@ -37,6 +38,7 @@ struct ExecutorSettings {
   double timeout = 0;         // RAILCOLL_TIMEOUT: every wait of a call
   double spin_seconds = -1;   // RAILCOLL_SPIN_US; below 0: not given (spin_budget decides)
   uint64_t replay_call = 0;   // RAILCOLL_TEST_REPLAY_CALL (tests): call n's data frame again in call n+2
+  uint64_t stripe_bytes = 16 << 10;  // RAILCOLL_STRIPE_BYTES: point-to-point messages above it go over every rail
 
   static ExecutorSettings from(const Settings& s);
 };
@@ -114,6 +116,8 @@ class Executor final : private FrameSink {
   void abandon(const std::string& why) { break_and_tell(why); }
   // Frames that arrived before their call was entered (readable from any thread).
   uint64_t frames_held() const { return frames_held_.load(std::memory_order_relaxed); }
+  // Point-to-point messages: their frames come through this executor, in a call or not.
+  Mailbox& mailbox() { return mailbox_; }
 
  private:
   struct Held {
@@ -168,6 +172,7 @@ class Executor final : private FrameSink {
   double spin_seconds_;  // the current call's (spin_budget)
   const uint64_t replay_call_;  // RAILCOLL_TEST_REPLAY_CALL
   const NodeSegment seg_;
+  Mailbox mailbox_;
 
   // Call state. Phases of a call: waiting for its bank (enter_bank), running
   // the program, flushing its sends at the end.

@@ -1,9 +1,12 @@
 #include "runtime/engine/reduce.hpp"
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/reduce_ops.hpp"
+#include "runtime/engine/reduce_half.hpp"
 
 namespace railcoll::rt {
 
@@ -31,14 +34,70 @@ void combine(void* dst, const void* src, size_t bytes, F f) {
   }
 }
 
+// RAILCOLL_REDUCE_KERNELS=portable|avx2|avx512 picks a set (one this CPU
+// lacks falls back to the best it has, said once on stderr): for comparing them.
+Kernels detect() {
+  if (const char* want = std::getenv("RAILCOLL_REDUCE_KERNELS"); want && *want) {
+    bool known = false;
+    for (Kernels k : {Kernels::Portable, Kernels::Avx2, Kernels::Avx512})
+      if (std::strcmp(want, kernels_name(k)) == 0) {
+        if (kernels_supported(k)) return k;
+        known = true;
+      }
+    std::fprintf(stderr, "railcoll: RAILCOLL_REDUCE_KERNELS=%s: %s: the best this CPU has runs instead\n", want,
+                 known ? "this CPU lacks them" : "not portable, avx2 or avx512");
+  }
+  if (kernels_supported(Kernels::Avx512)) return Kernels::Avx512;
+  if (kernels_supported(Kernels::Avx2)) return Kernels::Avx2;
+  return Kernels::Portable;
+}
+
 }  // namespace
 
-void reduce_into(DataType t, ReduceOp op, void* dst, const void* src, size_t bytes) {
+void reduce_portable(DataType t, ReduceOp op, void* dst, const void* src, size_t bytes) {
   // Byte is rejected when the schedule is built, and so is an operator the type lacks.
   ops::with_type(t, [&](auto codec) {
     using Codec = decltype(codec);
     ops::with_op<typename Codec::Calc>(op, [&](auto f) { combine<Codec>(dst, src, bytes, f); });
   });
+}
+
+Kernels best_kernels() {
+  static const Kernels best = detect();
+  return best;
+}
+
+bool kernels_supported(Kernels k) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  switch (k) {
+    case Kernels::Portable: return true;
+    case Kernels::Avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    case Kernels::Avx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl");
+  }
+  return false;
+#else
+  return k == Kernels::Portable;
+#endif
+}
+
+const char* kernels_name(Kernels k) {
+  switch (k) {
+    case Kernels::Portable: return "portable";
+    case Kernels::Avx2: return "avx2";
+    case Kernels::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+void reduce_into_with(Kernels k, DataType t, ReduceOp op, void* dst, const void* src, size_t bytes) {
+  if (k != Kernels::Portable && reduce_half_vector(k, t, op, dst, src, bytes)) return;
+  reduce_portable(t, op, dst, src, bytes);
+}
+
+void reduce_into(DataType t, ReduceOp op, void* dst, const void* src, size_t bytes) {
+  reduce_into_with(best_kernels(), t, op, dst, src, bytes);
 }
 
 }  // namespace railcoll::rt

@@ -39,7 +39,9 @@ ProgressSettings ProgressSettings::from(const Settings& s) {
 }
 
 RequestQueue::RequestQueue(Executor& exec, int rank, const ProgressSettings& settings)
-    : exec_(exec), rank_(rank), use_thread_(settings.thread), nice_(settings.nice), nice_given_(settings.nice_given) {}
+    : exec_(exec), rank_(rank), use_thread_(settings.thread), nice_(settings.nice), nice_given_(settings.nice_given) {
+  exec_.mailbox().on_complete([this](Request& r, Status st, const std::string& msg) { complete(r, st, msg); });
+}
 
 RequestQueue::~RequestQueue() {
   {
@@ -89,6 +91,7 @@ void RequestQueue::fail_all(Status st, const std::string& msg) {
     failed.swap(queue_);
   }
   for (auto& r : failed) complete(*r, st, msg);
+  exec_.mailbox().fail_all(st, msg);
 }
 
 std::shared_ptr<Request> RequestQueue::front() {
@@ -144,9 +147,20 @@ void RequestQueue::step_ended() {
 bool RequestQueue::drive(double sleep_s, bool waiter) {
   bool slept = false;
   for (;;) {
+    exec_.mailbox().poll();
     if (!running_) {
       std::shared_ptr<Request> r = front();
-      if (!r) return false;
+      if (!r) {  // no collective: the network, for point-to-point messages alone
+        if (slept || !exec_.mailbox().waiting()) return false;
+        try {
+          if (waiter) exec_.wait_idle(sleep_s);
+          else exec_.idle(sleep_s);
+        } catch (const std::exception& e) {
+          fail_all(status_of(e), e.what());
+        }
+        slept = true;
+        continue;
+      }
       r->step_ = 0;
       begin_step();
       continue;
@@ -192,6 +206,29 @@ void RequestQueue::post(const std::shared_ptr<Request>& r) {
   }
   wake_thread_after(kThreadGrace);
   poll();  // gets the call going now (its first sends out)
+}
+
+void RequestQueue::post_message(const std::shared_ptr<Request>& r) {
+  if (r->state() != Request::State::Inactive) throw InputError("the request is already active");
+  r->status_ = Status::Ok;
+  r->message_.clear();
+  std::lock_guard<std::mutex> d(drive_mu_);
+  if (!exec_.broken().empty()) throw RuntimeError(Status::Broken, "communicator is broken: " + exec_.broken());
+  r->state_.store(Request::State::Queued, std::memory_order_release);
+  try {
+    exec_.mailbox().post(r);
+  } catch (const InputError&) {
+    r->state_.store(Request::State::Inactive, std::memory_order_release);
+    throw;
+  } catch (const std::exception& e) {  // the transport failed: the communicator is broken
+    exec_.abandon(e.what());
+    fail_all(status_of(e), e.what());
+  }
+}
+
+void RequestQueue::withdraw(const std::shared_ptr<Request>& r) {
+  std::lock_guard<std::mutex> d(drive_mu_);
+  exec_.mailbox().withdraw(r);
 }
 
 void RequestQueue::poll() {

@@ -34,6 +34,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,6 +63,9 @@ class Request {
 
   std::vector<Step> steps;
   bool persistent = false;
+  // A point-to-point send or receive (mailbox.hpp) instead of steps: it runs
+  // beside the collectives, not in their order (RequestQueue::post_message).
+  std::optional<Message> p2p;
 
   // A buffer that lives as long as the request (stable address).
   std::vector<char>& keep(size_t bytes = 0) {
@@ -110,6 +114,13 @@ class RequestQueue {
   // Queues an Inactive request and gets it going without blocking. Throws
   // InputError for one already started whose completion was not reported yet.
   void post(const std::shared_ptr<Request>& r);
+  // A send or receive (r->p2p) to the mailbox at once, outside the
+  // collectives' queue; test and wait complete it as any request. Throws
+  // InputError for a bad peer or tag, RuntimeError(Broken) on a broken communicator.
+  void post_message(const std::shared_ptr<Request>& r);
+  // A posted receive no message has matched yet matches none any more: it
+  // completes with Status::Arg ("withdrawn"). Anything else goes on.
+  void withdraw(const std::shared_ptr<Request>& r);
   // Advances without blocking (a no-op while another thread drives); true
   // when r is done.
   bool test(Request& r);

@@ -33,6 +33,9 @@ enum class Frame : uint16_t {
 // FrameHeader::flags
 constexpr uint16_t kFlagMoved = 1;  // sent on another rail than the schedule's after a rail failed;
                                     // an earlier copy may have arrived, and then this one is dropped
+constexpr uint16_t kFlagMessage = 2;  // Data: a part of a point-to-point message (mailbox.hpp), not of a
+                                      // collective's put: seq numbers the sender's messages to the
+                                      // receiver (from 1), op is the tag, call_sig 0
 
 #pragma pack(push, 1)
 struct FrameHeader {

@@ -473,6 +473,7 @@ GivenUp OfiLinks::give_up(int peer, int rail) {
   for (auto& f : answers)
     if (to >= 0) out_[to][peer].push_back(std::move(f));
   if (to >= 0) post_sends(to);
+  ev_->link_closed(peer, rail);  // nothing to drain: a chunk brought late is placed once (done_)
   return g;
 }
 

@@ -142,8 +142,12 @@ Landing RailTransport::frame_header(int peer, int rail, const FrameHeader& h, st
 }
 
 void RailTransport::frame_done(int peer, int rail, const FrameHeader& h, std::vector<char>* held) {
-  if (h.type == static_cast<uint16_t>(Frame::Data) || h.type == static_cast<uint16_t>(Frame::Notify))
+  if (h.type == static_cast<uint16_t>(Frame::Data) || h.type == static_cast<uint16_t>(Frame::Notify)) {
+    // A frame begun before the call was given up and finished while the abort
+    // is flushed (its last write lands then): the executor has no call for it.
+    if (closing_ || broken_) return;
     return sink_->frame_done(h, rail, held);
+  }
   control_done(peer, rail, h, held);
 }
 
