@@ -28,13 +28,22 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j2
 
 # The multi-process suite (local and, as root, on the emulated cluster) under
-# AddressSanitizer and UndefinedBehaviorSanitizer, in build-asan.
-SAN_TESTS = Auth|Store|DirectPlan|Wire|Executor|CommOutOfBand|capi|multiprocess_local|more_collectives|communicators_local|auth_strangers|peer_failure_local|soak_local
+# AddressSanitizer and UndefinedBehaviorSanitizer, in build-asan; then the
+# threads under ThreadSanitizer, in build-tsan: the request engine and the
+# progress thread (the executor and communicators on threads, the C API's
+# nonblocking calls with a thread waiting while another posts, on two
+# communicators), and the MPI layer at MPI_THREAD_MULTIPLE under both MPIs
+# (mpi_layer_threads). Any report fails the test that saw it.
+SAN_TESTS = Auth|Store|DirectPlan|Wire|Executor|CommOutOfBand|capi|multiprocess_local|more_collectives_local|communicators_local|auth_strangers|peer_failure_local|soak_local
+TSAN_TESTS = Executor|RailSockets|SpinBudget|CommOutOfBand|ReduceOps|oob_capi|capi|nonblocking_local|mpi_layer_threads
 sanitize: deps
 	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAILCOLL_SANITIZE=address,undefined >/dev/null
 	@cmake --build build-asan
 	cd build-asan && ctest --output-on-failure -R '$(SAN_TESTS)'
 	cd build-asan && flock /tmp/railcoll-cluster.lock env RAILCOLL_CLUSTER_LOCKED=make ctest --output-on-failure -R 'multiprocess_cluster|rail_failover_cluster'
+	@cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAILCOLL_SANITIZE=thread >/dev/null
+	@cmake --build build-tsan
+	cd build-tsan && ctest --output-on-failure -j2 -R '$(TSAN_TESTS)'
 
 # 10,000 mixed, validated calls on the emulated cluster; files and memory compared.
 soak: build

@@ -5,6 +5,11 @@
 pass=0 fail=0
 log=$(mktemp)
 . "$(dirname "${BASH_SOURCE[0]}")/shm_lib.sh"
+# Jobs started here without rails of their own run on loopback: the default
+# (every interface that is up, but lo) changes while a cluster test beside this
+# one brings its bridges up or down, and ranks that started a moment apart then
+# disagree on their rail count. The launchers give every rank its rails anyway.
+export RAILCOLL_RAILS=${RAILCOLL_RAILS:-127.0.0.1}
 # A line that says a process of the command died or was caught misbehaving:
 # the launchers' (railcoll's, Open MPI's, Hydra's, the shell's), the crash
 # handler libfabric's psm2 provider brings in (libinfinipath: it prints this
@@ -20,7 +25,7 @@ died_re='killed by signal|exited on signal|KILLED BY SIGNAL|BAD TERMINATION|term
 check() {
   local want_st=0
   if [ "$1" = --status ]; then want_st=$2; shift 2; fi
-  local what=$1 regex=$2 want=$3; shift 4
+  local what=$1 regex=$2 want=$3 t0=$SECONDS; shift 4
   timeout -k 10 "${CHECK_TIMEOUT:-600}" "$@" >"$log" 2>&1; local st=$?
   local got died why=
   got=$(grep -vE "$died_re" "$log" | grep -cE "$regex")
@@ -31,7 +36,8 @@ check() {
   elif [ "$died" -gt 0 ]; then why="a process died: $(grep -m1 -E "$died_re" "$log")"
   elif [ "$got" -ne "$want" ]; then why="$got of $want lines match '$regex' (exit $st)"
   fi
-  if [ -z "$why" ]; then pass=$((pass + 1)); echo "ok   $what"
+  # The seconds each took: where a script's time goes (make test's wall time).
+  if [ -z "$why" ]; then pass=$((pass + 1)); echo "ok   $what ($((SECONDS - t0)) s)"
   else fail=$((fail + 1)); echo "FAIL $what: $why"; sed 's/^/     /' "$log" | head -20; fi
 }
 summary() {

@@ -213,6 +213,6 @@ int main(int argc, char** argv) {
   }
   n_ = railcoll_comm_size(comm);
   int rc = mode == "correct" ? mode_correct(comm) : mode == "errors" ? mode_errors(comm) : mode == "die" ? mode_die(comm) : 2;
-  if (mode != "die") railcoll_comm_destroy(comm);
+  railcoll_comm_destroy(comm);  // after "die" too: a survivor that left without a goodbye would be one more dead peer
   return rc;
 }

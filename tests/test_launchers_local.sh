@@ -15,7 +15,7 @@ for v in $(compgen -e | grep '^RAILCOLL_'); do clean+=(-u "$v"); done
 ok4="^rank [0-3] of 4 \(1 nodes, [0-9]+ rails\): [0-9]+ collectives correct$"
 # Open MPI's own name for it: another MPI's mpirun may come first in PATH.
 MPIRUN=$(command -v mpirun.openmpi || command -v mpirun)
-if [ -n "$MPIRUN" ] && "$MPIRUN" --version 2>/dev/null | grep -q "Open MPI"; then
+if [ -n "$MPIRUN" ] && "$MPIRUN" --version 2>/dev/null | grep -qE "Open MPI|OpenRTE"; then
   check "Open MPI's mpirun -n 4 (PMIx): every collective byte-checked" "$ok4" 4 -- \
     "${clean[@]}" "$MPIRUN" --allow-run-as-root --oversubscribe -n 4 --mca btl self,vader,tcp \
     --mca mpi_yield_when_idle 1 "$LAUNCHED" 1

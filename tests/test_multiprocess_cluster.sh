@@ -6,6 +6,10 @@
 set -u
 RC=${1:?railcoll}; MP=${2:?mp_collectives}
 HERE=$(cd "$(dirname "$0")" && pwd)
+# The system's Python for the strangers (standard library only): a Python
+# environment's shim in PATH took 5 s to start here under load, past the time
+# the store stays open.
+PY=$(command -v /usr/bin/python3 || command -v python3)
 if [ "$(id -u)" != 0 ]; then echo "SKIPPED: the emulated cluster needs root (network namespaces)"; exit 77; fi
 . "$(dirname "$0")/check_lib.sh"
 . "$(dirname "$0")/cluster_lock.sh"
@@ -54,10 +58,10 @@ strangers_on_cluster() {
   local data; data=$(ip netns exec rc-n0 ss -ltnpH | grep "pid=$r1," | awk '{print $4}' | head -1)
   local said=""
   for kind in garbage nokey wrongkey otherjob; do
-    said+=$(ip netns exec rc-n2 python3 "$HERE/stranger.py" store "$store" "$kind")"|"
+    said+=$(ip netns exec rc-n2 "$PY" "$HERE/stranger.py" store "$store" "$kind")"|"
   done
   for kind in garbage wrongkey otherjob; do
-    ip netns exec rc-n2 python3 "$HERE/stranger.py" data "$data" "$kind" "$job" >"$log.stranger.$kind" &
+    ip netns exec rc-n2 "$PY" "$HERE/stranger.py" data "$data" "$kind" "$job" >"$log.stranger.$kind" &
   done
   wait "$launcher"
   local st=$?

@@ -114,6 +114,9 @@ check "a remote peer exits, every frame by writes: every rank within 4 s" "dead 
 check "a replayed frame from an earlier call is refused" "replayed frame refused" 4 -- \
   env RAILCOLL_TEST_REPLAY_CALL=1 "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" replay
 check "a deadline passes" "sleeping peer -> (deadline passed|a peer failed) after [3-7]\." 3 -- "$RC" run -n 4 --ppn 2 -- "$MP" deadline
+# Set-up refusals: found as soon as every rank is in the store, so the deadline
+# only has to outlast a loaded machine's start of rank 0 (3 s did not, at load 18).
+export RAILCOLL_TIMEOUT=20
 check --status 1 "one rank on the native transport: refused on every rank" "RAILCOLL_TRANSPORT=(ofi|tcp), this rank" 4 -- \
   "$RC" run --grace 10 -n 4 --ppn 2 --rails 2 -- sh -c '[ $RAILCOLL_RANK = 1 ] && export RAILCOLL_TRANSPORT=tcp; exec "$0" correct' "$MP"
 check --status 1 "one rank with another job key: every rank fails set-up with the hint" "RAILCOLL_JOB_KEY differ" 4 -- \

@@ -44,7 +44,7 @@ one_run() {  # one_run SIGNAL INDEX
     "$RC" run -n $N --ppn 2 --rails 2 --timeout 60 --grace 30 -- "$MP" loop 65536 >"$out" 2>&1 &
   fi
   launcher=$!
-  for _ in $(seq 200); do [ -s "$dir/pid" ] && break; sleep 0.05; done
+  for _ in $(seq 600); do [ -s "$dir/pid" ] && break; sleep 0.05; done  # 30 s: set-up is slow on a loaded machine
   local victim; victim=$(cat "$dir/pid" 2>/dev/null)
   if [ -z "$victim" ]; then echo "FAIL $sig run $i: the victim never started: $(head -5 "$out")"; fail=$((fail + 1)); return; fi
   sleep "0.$((RANDOM % 4 + 1))"  # into the loop, mid-collective

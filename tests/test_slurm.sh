@@ -45,7 +45,7 @@ check "srun -N 4 -n 16 --mpi=pmix: every collective byte-checked, set up through
   "${clean[@]}" srun -N 4 -n 16 --mpi=pmix "$LAUNCHED" 4
 check "srun -N 4 -n 16 --mpi=pmi2: the same through PMI-2" "$ok16" 16 -- \
   "${clean[@]}" srun -N 4 -n 16 --mpi=pmi2 "$LAUNCHED" 4
-check "srun without --mpi: every rank refused, told to give --mpi=pmix" "under srun --mpi=pmix" 16 -- \
+check --status 1 "srun without --mpi: every rank refused, told to give --mpi=pmix" "under srun --mpi=pmix" 16 -- \
   "${clean[@]}" srun -N 4 -n 16 --mpi=none "$LAUNCHED" 4
 
 cat >"$tmp/job.sh" <<EOS

@@ -25,14 +25,16 @@ fi
 TORCHRUN=("$PY" -m torch.distributed.run)
 
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-# by_hand N SCRIPT: N ranks started without torchrun, env:// rendezvous at rank 0.
+# by_hand N SCRIPT: N ranks started without torchrun, env:// rendezvous at rank
+# 0; the status of the last rank that failed (waited for by pid: `wait -n`
+# could answer 127, no child left, for one reaped already).
 by_hand() {
-  local n=$1 script=$2 port; port=$(free_port)
+  local n=$1 script=$2 port pids=() st=0; port=$(free_port)
   for r in $(seq 0 $((n - 1))); do
     env RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$PY" "$script" &
+    pids+=($!)
   done
-  local st=0
-  for r in $(seq 0 $((n - 1))); do wait -n || st=$?; done
+  for p in "${pids[@]}"; do wait "$p" || st=$?; done
   return $st
 }
 

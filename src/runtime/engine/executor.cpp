@@ -287,7 +287,8 @@ void Executor::wait_idle(double max_s) {
 void Executor::finish_call() {
   const double start = now_seconds();
   while (!advance()) {
-    if (spin_seconds_ > 0 && now_seconds() - start < spin_seconds_) {
+    const double spin = spin_seconds();
+    if (spin > 0 && now_seconds() - start < spin) {
       sched_yield();
       t_.progress(0, nullptr);
     } else {
@@ -397,7 +398,7 @@ void Executor::start(const Plan& p, const Buffers& b) {
                                                 std::to_string(kMaxNodeCounters));
   plan_ = &p;
   bufs_ = b;
-  spin_seconds_ = spin_budget(settings_, node_ranks_, wait_bytes(s, me_));
+  spin_seconds_.store(spin_budget(settings_, node_ranks_, wait_bytes(s, me_)), std::memory_order_relaxed);
   guard([&] {
     t_.begin_call();
     if (scratch_.size() < s.scratch_bytes[me_]) scratch_.resize(s.scratch_bytes[me_]);

@@ -87,7 +87,7 @@ class Executor final : private FrameSink {
   bool advance();
   void idle(double max_s);
   // How long a wait of the current (or last) call spins before it sleeps (spin_budget).
-  double spin_seconds() const { return spin_seconds_; }
+  double spin_seconds() const { return spin_seconds_.load(std::memory_order_relaxed); }
   // Another library's progress, for a thread that waits for a call of this
   // communicator (a blocking call, a wait on a request) and sleeps: the MPI
   // layer drives MPI's with it, so that a peer waiting inside MPI for this
@@ -169,7 +169,9 @@ class Executor final : private FrameSink {
   double hook_every_ = 0;
   std::atomic<double> hook_ran_{0};  // when a waiter last ran it (several threads may wait)
   const int node_ranks_;
-  double spin_seconds_;  // the current call's (spin_budget)
+  // The current call's (spin_budget). Atomic: a thread waiting in
+  // Engine::wait reads it while the progress thread starts the next step.
+  std::atomic<double> spin_seconds_;
   const uint64_t replay_call_;  // RAILCOLL_TEST_REPLAY_CALL
   const NodeSegment seg_;
   Mailbox mailbox_;
