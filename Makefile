@@ -42,7 +42,7 @@ sanitize: deps
 	cd build-asan && ctest --output-on-failure -R '$(SAN_TESTS)'
 	cd build-asan && flock /tmp/railcoll-cluster.lock env RAILCOLL_CLUSTER_LOCKED=make ctest --output-on-failure -R 'multiprocess_cluster|rail_failover_cluster'
 	@cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAILCOLL_SANITIZE=thread >/dev/null
-	@cmake --build build-tsan
+	@cmake --build build-tsan --target tsan_programs
 	cd build-tsan && ctest --output-on-failure -j2 -R '$(TSAN_TESTS)'
 
 # 10,000 mixed, validated calls on the emulated cluster; files and memory compared.

@@ -20,7 +20,7 @@ debian_packages=(cmake g++ make ninja-build libgtest-dev iproute2 util-linux
                  libfabric-dev gfortran slurmctld slurmd slurm-client munge libpmix-dev libpmi2-0-dev)
 # Python modules as "import name:PyPI name". scikit-build-core: the build backend of
 # python/pyproject.toml, here for builds without pip's isolation (the wheel test).
-python_modules=(matplotlib scikit_build_core:scikit-build-core)
+python_modules=(matplotlib jsonschema scikit_build_core:scikit-build-core)
 
 missing=()
 for p in "${debian_packages[@]}"; do

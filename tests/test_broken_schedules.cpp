@@ -1,6 +1,7 @@
 // Deliberately broken schedules: the verifier must reject each one, and say why.
 #include <gtest/gtest.h>
 
+#include "core/errors.hpp"
 #include "core/registry.hpp"
 #include "verify/verifier.hpp"
 
@@ -294,7 +295,7 @@ TEST(Broken, AllreduceCountsARankTwice) {
 // A missing combine leaves a rank with a partial result.
 TEST(Broken, AllreduceMissingACombine) {
   Schedule s = build_allreduce("recursive_doubling", Topology::from_ppn(4, 1, 1), 16);
-  erase_op(s, 2, find_op(s, 2, OpKind::Reduce, 1));
+  erase_op(s, 2, find_op(s, 2, OpKind::ReduceBefore, 0));  // the combine with rank 0's pair
   EXPECT_ERROR(s, "expected the reduction over all 4 ranks of elements from offset 0");
 }
 
@@ -334,4 +335,84 @@ TEST(Broken, ScatterWrongBlock) {
   const int put = find_op(s, 2, OpKind::Put, 0);  // to rank 3: 6 bytes at offset 12
   edit_op(s, 2, put, [](Op& op) { op.segs[0].src.offset = 0; });
   EXPECT_ERROR(s, "expected bytes from offset 12 of rank 2");
+}
+
+// ---- rank order: non-commutative operators and prefix reductions ----
+
+namespace {
+AlgoOptions ordered_user_op(uint32_t elem) {
+  AlgoOptions o;
+  o.redop = ReduceOp::User;
+  o.elem_bytes = elem;
+  o.commutative = false;
+  return o;
+}
+Schedule build_ordered(Collective c, const std::string& algo, const Topology& t, uint64_t elems = 3) {
+  return build_schedule(c, algo, t, std::vector<uint64_t>(t.nranks(), elems * 12), ordered_user_op(12));
+}
+// Every combination on `rank` with its operands swapped.
+void flip_combines(Schedule& s, int rank) {
+  edit(s, rank, [](std::vector<Op>& ops) {
+    for (Op& op : ops)
+      if (op.kind == OpKind::Reduce || op.kind == OpKind::ReduceBefore)
+        op.kind = op.kind == OpKind::Reduce ? OpKind::ReduceBefore : OpKind::Reduce;
+  });
+}
+}  // namespace
+
+// With a non-commutative operator, combining the right operands on the wrong
+// side is wrong even though every rank is counted once; with a commutative
+// one the same schedule is right.
+TEST(Broken, NonCommutativeOperandsOnTheWrongSide) {
+  const Topology t = Topology::from_ppn(5, 1, 1);
+  for (auto [c, algo] : std::vector<std::pair<Collective, std::string>>{
+           {Collective::Allreduce, "recursive_doubling"}, {Collective::Scan, "recursive_doubling"},
+           {Collective::Exscan, "smp"}, {Collective::ReduceScatterBlock, "direct"}, {Collective::Reduce, "binomial"},
+           {Collective::Scan, "linear"}}) {
+    Schedule s = build_ordered(c, algo, t);
+    EXPECT_EQ(first_error(s), "") << algo;
+    flip_combines(s, 2);
+    EXPECT_ERROR(s, "in rank order");
+    s.commutative = true;
+    EXPECT_EQ(first_error(s), "") << collective_name(c) << "/" << algo << " commutative";
+  }
+}
+
+// An algorithm that does not keep rank order cannot be built for a
+// non-commutative operator: selection passes over it, a named one fails.
+TEST(Broken, NonCommutativeNeedsAnOrderKeepingAlgorithm) {
+  const Topology t = Topology::from_ppn(6, 2, 2);
+  for (auto [c, algo] : std::vector<std::pair<Collective, std::string>>{
+           {Collective::Allreduce, "ring"}, {Collective::Allreduce, "smp_leader"},
+           {Collective::ReduceScatter, "recursive_halving"}, {Collective::Reduce, "smp"}}) {
+    try {
+      build_ordered(c, algo, t);
+      ADD_FAILURE() << algo << " was built";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("does not combine in rank order"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// exscan: rank 0 receives nothing; a schedule that writes its recv is wrong.
+TEST(Broken, ExscanWritesRankZero) {
+  const Topology t = Topology::from_ppn(4, 2, 1);
+  AlgoOptions o = call_defaults(Collective::Exscan);
+  Schedule s = build_schedule(Collective::Exscan, "linear", t, std::vector<uint64_t>(4, 8), o);
+  EXPECT_EQ(first_error(s), "");
+  edit(s, 0, [](std::vector<Op>& ops) {
+    Op copy;
+    copy.kind = OpKind::Copy;
+    copy.segs = {{Span{Region::Send, 0, 0, 8}, Span{Region::Recv, 0, 0, 8}}};
+    ops.insert(ops.begin(), copy);
+  });
+  EXPECT_ERROR(s, "rank 0 writes its recv");
+}
+
+// scan: a rank that misses a lower rank's vector holds a wrong prefix.
+TEST(Broken, ScanMissesARank) {
+  const Topology t = Topology::from_ppn(4, 1, 1);
+  Schedule s = build_schedule(Collective::Scan, "linear", t, std::vector<uint64_t>(4, 8), call_defaults(Collective::Scan));
+  erase_op(s, 2, find_op(s, 2, OpKind::Reduce, 0));  // rank 2 never adds its own: holds 0..1
+  EXPECT_ERROR(s, "expected the reduction over ranks 0..2");
 }

@@ -37,6 +37,13 @@ TEST(Collective, RegionSizes) {
   EXPECT_EQ(recv, (std::vector<uint64_t>{4, 4, 0}));
   traits(Collective::Allreduce).region_sizes(E, 0, &send, &recv);
   EXPECT_EQ(recv, (std::vector<uint64_t>{4, 4, 4}));
+  // scan and exscan: every rank's vector in, its prefix out (exscan's rank 0 too: left untouched).
+  for (Collective c : {Collective::Scan, Collective::Exscan}) {
+    traits(c).region_sizes(E, 0, &send, &recv);
+    EXPECT_EQ(send, (std::vector<uint64_t>{4, 4, 4}));
+    EXPECT_EQ(recv, (std::vector<uint64_t>{4, 4, 4}));
+    EXPECT_TRUE(traits(c).reducing && !traits(c).rooted && traits(c).equal_counts);
+  }
   traits(Collective::Reduce).region_sizes(E, 2, &send, &recv);  // the result at the root only
   EXPECT_EQ(send, (std::vector<uint64_t>{4, 4, 4}));
   EXPECT_EQ(recv, (std::vector<uint64_t>{0, 0, 4}));
@@ -74,7 +81,8 @@ TEST(Collective, FillAndCheck) {
   const int N = 3;
   for (Collective c : {Collective::Allgather, Collective::Gather, Collective::Bcast, Collective::Allreduce,
                        Collective::ReduceScatterBlock, Collective::Reduce, Collective::Alltoall,
-                       Collective::Alltoallv, Collective::Scatter, Collective::Scatterv, Collective::Gatherv}) {
+                       Collective::Alltoallv, Collective::Scatter, Collective::Scatterv, Collective::Gatherv,
+                       Collective::Scan, Collective::Exscan}) {
     const CollectiveTraits& t = traits(c);
     for (DataType dt : {DataType::Int32, DataType::Float64}) {
       if (!t.reducing && dt != DataType::Int32) continue;
@@ -103,17 +111,20 @@ TEST(Collective, FillAndCheck) {
           for (int q = 0; q < N; ++q)
             memcpy(recv[r].data() + q * base.bytes, send[q].data() + r * base.bytes, base.bytes);
         const bool reduced = t.result == Result::ReducedSlice ||
-                             (t.result == Result::Reduction && (!t.result_at_root_only || r == base.root));
+                             (t.result == Result::Reduction && (!t.result_at_root_only || r == base.root)) ||
+                             t.result == Result::Prefix || (t.result == Result::ExclusivePrefix && r > 0);
         const uint64_t at = t.result == Result::ReducedSlice ? r * base.bytes : 0;  // this rank's slice
+        // The ranks whose inputs the result combines: all, or a prefix (scan: 0..r, exscan: 0..r-1).
+        const int upto = t.result == Result::Prefix ? r + 1 : t.result == Result::ExclusivePrefix ? r : N;
         if (reduced) {
           for (size_t i = 0; i < base.bytes / 8 && dt == DataType::Float64; ++i) {
             double sum = 0, v;
-            for (int q = 0; q < N; ++q) memcpy(&v, send[q].data() + at + 8 * i, 8), sum += v;
+            for (int q = 0; q < upto; ++q) memcpy(&v, send[q].data() + at + 8 * i, 8), sum += v;
             memcpy(recv[r].data() + 8 * i, &sum, 8);
           }
           for (size_t i = 0; i < base.bytes / 4 && dt == DataType::Int32; ++i) {
             int32_t sum = 0, v;
-            for (int q = 0; q < N; ++q) memcpy(&v, send[q].data() + at + 4 * i, 4), sum += v;
+            for (int q = 0; q < upto; ++q) memcpy(&v, send[q].data() + at + 4 * i, 4), sum += v;
             memcpy(recv[r].data() + 4 * i, &sum, 4);
           }
         }
@@ -121,6 +132,7 @@ TEST(Collective, FillAndCheck) {
         if (t.recv_length(s) == 0) continue;
         recv[r][5] ^= 0x40;
         EXPECT_NE(t.check(s, 7, recv[r].data()), "") << t.name << " rank " << r << " corrupted";
+        if (upto == 0) continue;  // exscan's rank 0: nothing but the untouched guard to check
         EXPECT_NE(t.check(s, 8, recv[r].data()), "") << t.name << " rank " << r << " another call's data";
       }
     }

@@ -238,7 +238,7 @@ TEST(BadInput, RegistryNamesTheProblem) {
   // The choices are the table's user-facing rows, in order.
   EXPECT_EQ(msg([&] { collective_from_name("nope"); }),
             "unknown collective 'nope' (one of: allgather, barrier, bcast, gather, allreduce, "
-            "reduce_scatter_block, reduce_scatter, reduce, alltoall, alltoallv, scatter, scatterv, gatherv)");
+            "reduce_scatter_block, reduce_scatter, reduce, alltoall, alltoallv, scatter, scatterv, gatherv, scan, exscan)");
   EXPECT_EQ(msg([&] { build_schedule(Collective::Allgather, "bruck", t, c, {}, {"concurrency"}); }),
             "allgather algorithm 'bruck' does not take the option --concurrency");
   EXPECT_EQ(msg([&] { build_schedule(Collective::Allgather, "bruck", t, {1, 2}, {}); }), "got 2 block sizes for 4 ranks");

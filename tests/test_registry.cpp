@@ -32,10 +32,12 @@ TEST(Registry, EveryAlgorithmRegisteredInOrder) {
       "alltoall/direct", "alltoall/bruck", "alltoall/concurrent_exchange", "alltoall/smp_multileader",
       "alltoallv/direct", "alltoallv/bruck", "alltoallv/concurrent_exchange", "alltoallv/smp_multileader",
       "scatter/binomial", "scatter/direct", "scatter/smp", "scatterv/binomial", "scatterv/direct", "scatterv/smp",
-      "gatherv/direct", "gatherv/smp"};
+      "gatherv/direct", "gatherv/smp",
+      "scan/linear", "scan/recursive_doubling", "scan/smp", "exscan/linear", "exscan/recursive_doubling",
+      "exscan/smp"};
   std::vector<std::string> got;
   for (auto& a : all_algorithms()) got.push_back(std::string(collective_name(a.collective)) + "/" + a.name);
-  EXPECT_EQ(got.size(), 59u);
+  EXPECT_EQ(got.size(), 65u);
   EXPECT_EQ(got, expected);
 }
 

@@ -226,7 +226,10 @@ typedef enum {
    * (MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT, MPI_SHORT_INT); a
    * count counts pairs */
   RAILCOLL_FLOAT_INT = 13, RAILCOLL_DOUBLE_INT = 14, RAILCOLL_LONG_INT = 15, RAILCOLL_2INT = 16,
-  RAILCOLL_SHORT_INT = 17
+  RAILCOLL_SHORT_INT = 17,
+  /* with a user operator (railcoll_op_create) only: the operator's own
+   * elements, a count counts them */
+  RAILCOLL_OP_ELEMENTS = 0
 } railcoll_datatype_t;
 /* Integer sums and products wrap around. The bitwise (BAND, BOR, BXOR) and
  * logical (LAND, LOR, LXOR: the result is 1 or 0) operators take the integer
@@ -239,6 +242,26 @@ typedef enum {
   RAILCOLL_LAND = 7, RAILCOLL_LOR = 8, RAILCOLL_LXOR = 9,
   RAILCOLL_MINLOC = 10, RAILCOLL_MAXLOC = 11
 } railcoll_op_t;
+
+/* A reduction operator of the program's own (MPI's MPI_Op_create), for every
+ * reducing call (allreduce, reduce, reduce_scatter(_block), scan, exscan) with
+ * type RAILCOLL_OP_ELEMENTS: fn(in, inout, n, context) must set inout[i] =
+ * in[i] op inout[i] for the n elements of elem_bytes bytes each at in and
+ * inout -- MPI's MPI_User_function order: `in` holds the lower ranks' values.
+ * The operator must be associative. commute = 0 says it is not commutative:
+ * railcoll then combines strictly in rank order, on the algorithms that keep
+ * it (`railcoll algos` marks them; selection passes over the others, and a call
+ * or RAILCOLL_<COLL>_ALGO naming one fails with RAILCOLL_ERR_ARG). Every rank
+ * passes an operator of the same element size and commutativity. fn runs on
+ * whichever thread drives the call (the caller's or railcoll's progress
+ * thread), on buffers aligned as the caller's and railcoll's own (16 bytes),
+ * and must not call railcoll. *op gets a new value of railcoll_op_t (above the
+ * predefined ones); railcoll_op_free gives it back: calls outstanding with it
+ * keep the operator until they complete, and the value may be handed out again. */
+typedef void (*railcoll_user_fn)(const void* in, void* inout, size_t n, void* context);
+RAILCOLL_API railcoll_status_t railcoll_op_create(railcoll_user_fn fn, size_t elem_bytes, int commute, void* context,
+                                                  railcoll_op_t* op);
+RAILCOLL_API railcoll_status_t railcoll_op_free(railcoll_op_t* op);
 /* recvbuf[i] = op over all ranks of sendbuf[i], for `count` elements of `type`.
  * With RAILCOLL_IN_PLACE, recvbuf holds the input and sendbuf is ignored.
  * Floating-point sums depend on the algorithm's order of combination (as in MPI). */
@@ -422,6 +445,33 @@ RAILCOLL_API railcoll_status_t railcoll_scatterv_init(railcoll_comm_t comm, cons
 RAILCOLL_API railcoll_status_t railcoll_gatherv_init(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
                                                      const size_t* counts, const size_t* displs, int root,
                                                      const railcoll_call_opts_t* opts, railcoll_request_t* req);
+
+/* ---- prefix reductions (MPI_Scan, MPI_Exscan), in the three forms ----
+ *
+ * scan: rank r's recvbuf[i] = sendbuf[i] of ranks 0, 1, ..., r combined in
+ * that order, for `count` elements; exscan: of ranks 0..r-1, and rank 0's
+ * recvbuf is not written (MPI leaves it undefined). With RAILCOLL_IN_PLACE,
+ * recvbuf holds the input. Every rank passes the same count, type and
+ * operator; any operator, a non-commutative user operator included
+ * (railcoll_op_create): every scan algorithm keeps rank order. */
+RAILCOLL_API railcoll_status_t railcoll_scan(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                                             railcoll_datatype_t type, railcoll_op_t op,
+                                             const railcoll_call_opts_t* opts);
+RAILCOLL_API railcoll_status_t railcoll_exscan(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                                               railcoll_datatype_t type, railcoll_op_t op,
+                                               const railcoll_call_opts_t* opts);
+RAILCOLL_API railcoll_status_t railcoll_iscan(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                                              railcoll_datatype_t type, railcoll_op_t op,
+                                              const railcoll_call_opts_t* opts, railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_iexscan(railcoll_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                                                railcoll_datatype_t type, railcoll_op_t op,
+                                                const railcoll_call_opts_t* opts, railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_scan_init(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                  size_t count, railcoll_datatype_t type, railcoll_op_t op,
+                                                  const railcoll_call_opts_t* opts, railcoll_request_t* req);
+RAILCOLL_API railcoll_status_t railcoll_exscan_init(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
+                                                    size_t count, railcoll_datatype_t type, railcoll_op_t op,
+                                                    const railcoll_call_opts_t* opts, railcoll_request_t* req);
 
 /* ---- point to point ----
  *

@@ -92,6 +92,12 @@ railcoll_status_t BenchCall::post(CallForm form, railcoll_comm_t comm, const rai
       return call_as(form, req, railcoll_gatherv, railcoll_igatherv, railcoll_gatherv_init, comm,
                      send, recv, counts,
                      displs, 0, opts);
+    case Collective::Scan:
+      return call_as(form, req, railcoll_scan, railcoll_iscan, railcoll_scan_init, comm, send, recv, floats,
+                     RAILCOLL_FLOAT, RAILCOLL_SUM, opts);
+    case Collective::Exscan:
+      return call_as(form, req, railcoll_exscan, railcoll_iexscan, railcoll_exscan_init, comm, send, recv, floats,
+                     RAILCOLL_FLOAT, RAILCOLL_SUM, opts);
     default: return call_as(form, req, railcoll_barrier, railcoll_ibarrier, railcoll_barrier_init, comm);
   }
 }

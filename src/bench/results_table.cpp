@@ -31,13 +31,30 @@ std::string significant(double x) {
   return fixed(x, std::min(digits, 7));
 }
 
-// A row's cell: busbw in GB/s with its share of the binding bound, or a
+// A share of a bound: the bound's time over the judged time, in percent.
+std::string share(double bound_us, const BenchRecord& r) {
+  const double t = judged_us(r);
+  return bound_us > 0 && t > 0 ? fixed(100 * bound_us / t, 0) + "%" : "-";
+}
+
+// A peer's cell: busbw in GB/s with its share of the rail bound, or a
 // barrier's time.
-std::string cell(const BenchRecord* r) {
+std::string peer_cell(const BenchRecord* r) {
   if (!r) return "-";
   if (r->busbw_GBps < 0) return fixed(judged_us(*r), 1) + " us";
-  std::string s = significant(r->busbw_GBps);
-  if (r->bound_pct > 0) s += " (" + fixed(r->bound_pct, 0) + "%)";
+  return significant(r->busbw_GBps) + " (" + share(r->rail_bound_us, *r) + ")";
+}
+
+// railcoll's cells: busbw (or a barrier's time), its share of the rail bound,
+// of the binding bound, and the tail: p99 over p50 of the judged time (the
+// span for rooted collectives, else the slowest rank's; a rank's own time
+// says little of a rooted call, whose root leaves first).
+std::string railcoll_cells(const BenchRecord& r) {
+  std::string s = r.busbw_GBps < 0 ? fixed(judged_us(r), 1) + " us" : significant(r.busbw_GBps);
+  s += " | " + share(r.rail_bound_us, r) + " | " + (r.bound_pct > 0 ? fixed(r.bound_pct, 0) + "%" : "-");
+  const bool span = r.span_p50_us > 0 && r.span_p99_us > 0 && judged_us(r) == r.span_p50_us;
+  const double p50 = span ? r.span_p50_us : r.p50_us, p99 = span ? r.span_p99_us : r.p99_us;
+  s += " | " + (p50 > 0 && p99 > 0 ? fixed(p99 / p50, 1) : std::string("-"));
   return s;
 }
 
@@ -46,6 +63,20 @@ std::string rate_text(double bps) {
   if (bps >= 1e9) o << std::setprecision(3) << bps / 1e9 << " Gbit/s";
   else o << std::fixed << std::setprecision(0) << bps / 1e6 << " Mbit/s";
   return o.str();
+}
+
+// The calls each row's p50/p99 are over (the same on both sides: like for
+// like), as their range over the regime's railcoll rows.
+std::string samples_text(const ResultRegime& g) {
+  int lo = 0, hi = 0;
+  for (auto& run : g.runs)
+    for (auto& r : run.records)
+      if (r.algorithm == "auto" && r.iterations > 0) {
+        lo = lo ? std::min(lo, r.iterations) : r.iterations;
+        hi = std::max(hi, r.iterations);
+      }
+  if (!hi) return "not recorded";
+  return lo == hi ? std::to_string(lo) + " calls" : std::to_string(lo) + "-" + std::to_string(hi) + " calls";
 }
 
 // Collectives in the traits table's order.
@@ -109,9 +140,13 @@ void write_results_table(std::ostream& o, const std::vector<ResultRegime>& regim
         if (is_peer(r.algorithm) && std::find(peers.begin(), peers.end(), r.algorithm) == peers.end())
           peers.push_back(r.algorithm);
     std::sort(peers.begin(), peers.end());
-    o << "| collective | bytes | binds | railcoll (auto) |";
+    o << "railcoll's busbw in GB/s (nccl-tests' factors; a barrier: its p50 time), its share of the rail "
+         "bound and of the binding bound (`binds`: rail or compute), p99/p50 of the time judged (the span for the rooted collectives, else the slowest rank's); each peer's busbw (share of the "
+         "rail bound); the best peer's p50 time over railcoll's (above 1: railcoll ahead). Samples per row: "
+      << samples_text(g) << ".\n\n";
+    o << "| collective | bytes | binds | railcoll busbw | % rail | % binding | p99/p50 |";
     for (auto& p : peers) o << " " << p << " |";
-    o << " best peer / railcoll |\n|---|---:|---|---:|";
+    o << " best peer / railcoll |\n|---|---:|---|---:|---:|---:|---:|";
     for (size_t i = 0; i < peers.size(); ++i) o << "---:|";
     o << "---:|\n";
     for (const ResultRun& run : g.runs) {
@@ -125,8 +160,8 @@ void write_results_table(std::ostream& o, const std::vector<ResultRegime>& regim
         for (auto& p : peers)
           if (rows.count(p) && (!best || judged_us(*rows[p]) < judged_us(*best))) best = rows[p];
         o << "| " << run.context.collective << " | " << bytes << " | " << (a->binding.empty() ? "-" : a->binding)
-          << " | " << cell(a) << " |";
-        for (auto& p : peers) o << " " << cell(rows.count(p) ? rows[p] : nullptr) << " |";
+          << " | " << railcoll_cells(*a) << " |";
+        for (auto& p : peers) o << " " << peer_cell(rows.count(p) ? rows[p] : nullptr) << " |";
         if (best && judged_us(*a) > 0)
           o << " " << fixed(judged_us(*best) / judged_us(*a), 2) << " (" << best->algorithm << ") |\n";
         else

@@ -70,6 +70,9 @@ railcoll_status_t guarded(F f) {
 using MakeComm = std::function<std::unique_ptr<railcoll::rt::Comm>(const railcoll::rt::Comm::Check& check)>;
 railcoll_status_t make_handle(railcoll_comm_t* out, const char* fn, const MakeComm& make);
 
+// The user operator of a railcoll_op_t value, or null (ops_c.cpp).
+std::shared_ptr<const rt::UserOp> find_user_op(int op);
+
 // A new handle for `call` on c (requests_c.cpp).
 railcoll_request_t make_request(railcoll_comm* c, std::shared_ptr<rt::Request> call);
 

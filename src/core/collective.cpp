@@ -60,6 +60,7 @@ const char* redop_name(ReduceOp o) {
     case ReduceOp::LXor: return "lxor";
     case ReduceOp::MinLoc: return "minloc";
     case ReduceOp::MaxLoc: return "maxloc";
+    case ReduceOp::User: return "user";
   }
   return "?";
 }
@@ -125,6 +126,7 @@ bool redop_applies(ReduceOp o, DataType t) {
     case ReduceOp::Sum: case ReduceOp::Min: case ReduceOp::Max: case ReduceOp::Prod:
       return t != DataType::Byte && !dtype_is_pair(t);
     case ReduceOp::MinLoc: case ReduceOp::MaxLoc: return dtype_is_pair(t);
+    case ReduceOp::User: return t == DataType::Byte;
     default: return dtype_is_integer(t);
   }
 }
@@ -164,6 +166,11 @@ const CollectiveTraits kTable[] = {
    "as scatter, with a byte count per rank"},
   {Collective::Gatherv,   "gatherv",   "MPI_Gatherv",    true,  false,   true,  false, true,  Result::Blocks,       true,
    "send: this rank's block (counts may differ); recv (root only): every block in rank order"},
+  // Prefix reductions (MPI 4.0 §6.11).
+  {Collective::Scan,      "scan",      "MPI_Scan",       false, true,    true,  true,  true,  Result::Prefix,       false,
+   "send: this rank's vector; recv: the element-wise reduction over ranks 0..r, in rank order"},
+  {Collective::Exscan,    "exscan",    "MPI_Exscan",     false, true,    true,  true,  true,  Result::ExclusivePrefix, false,
+   "send: this rank's vector; recv: the reduction over ranks 0..r-1 (rank 0's is left as it was)"},
   {Collective::Goal,      "goal",      "",               false, false,   true,  false, false, Result::None,         false,
    "a schedule imported from GOAL: regions as the file gives them"},
 };
@@ -210,8 +217,9 @@ void fill_elements(const CallShape& c, int call, unsigned char* send, uint64_t n
   });
 }
 
-// recv holds elements first.. of the reduction over every rank's send.
-std::string check_elements(const CallShape& c, int call, const unsigned char* recv, uint64_t first, uint64_t n) {
+// recv holds elements first.. of the reduction over the sends of ranks 0..upto-1.
+std::string check_elements(const CallShape& c, int call, const unsigned char* recv, uint64_t first, uint64_t n,
+                           int upto) {
   std::string wrong;
   ops::with_type(c.dtype, [&](auto codec) {
     using Codec = decltype(codec);
@@ -220,7 +228,7 @@ std::string check_elements(const CallShape& c, int call, const unsigned char* re
       for (uint64_t i = 0; i < n && wrong.empty(); ++i) {
         auto input = [&](int r) { return Codec::load(Codec::make(element_for(c, r, first + i, call), index_for(r, first + i))); };
         auto want = input(0);
-        for (int r = 1; r < c.nranks; ++r) want = Codec::load(Codec::store(f(want, input(r))));
+        for (int r = 1; r < upto; ++r) want = Codec::load(Codec::store(f(want, input(r))));
         S got;
         memcpy(&got, recv + i * sizeof(S), sizeof(S));
         if (Codec::load(got) != want)
@@ -277,6 +285,8 @@ void CollectiveTraits::region_sizes(const BlockLayout& layout, int root, std::ve
       recv->assign(N, result_at_root_only ? 0 : layout.total());
       if (result_at_root_only) (*recv)[root] = layout.total();
       break;
+    case Result::Prefix:
+    case Result::ExclusivePrefix: *recv = layout.count; break;
     case Result::Reduction:
       *recv = layout.count;
       if (result_at_root_only)
@@ -313,6 +323,8 @@ double CollectiveTraits::node_recv_bytes(int ranks, int nodes, int fewest, doubl
       return P * (ranks - P) * m;
     }
     case Result::RootBlocks: return (ranks - fewest) * m;  // what the root's node must send out
+    case Result::Prefix:
+    case Result::ExclusivePrefix: return nodes > 1 ? m : 0;  // the earlier nodes' prefix, once
     default: return 0;
   }
 }
@@ -332,6 +344,8 @@ uint64_t CollectiveTraits::recv_length(const CallShape& c) const {
   switch (result) {
     case Result::Blocks: return result_at_root_only && c.rank != c.root ? 0 : c.bytes * c.nranks;
     case Result::Reduction: return result_at_root_only && c.rank != c.root ? 0 : c.bytes;
+    case Result::Prefix:
+    case Result::ExclusivePrefix: return c.bytes;
     case Result::BlocksByDest: return c.bytes * c.nranks;
     case Result::RootBlocks:
     case Result::RootBlock:
@@ -378,7 +392,17 @@ std::string CollectiveTraits::check(const CallShape& c, int call, const unsigned
       if (c.dtype == DataType::Byte) return "a reduction needs a data type";
       if (result_at_root_only && c.rank != c.root) return "";
       const uint64_t n = c.bytes / dtype_size(c.dtype);
-      return check_elements(c, call, recv, result == Result::ReducedSlice ? n * c.rank : 0, n);
+      return check_elements(c, call, recv, result == Result::ReducedSlice ? n * c.rank : 0, n, c.nranks);
+    }
+    case Result::Prefix:
+    case Result::ExclusivePrefix: {
+      if (c.dtype == DataType::Byte) return "a reduction needs a data type";
+      const uint64_t n = c.bytes / dtype_size(c.dtype);
+      if (result == Result::Prefix) return check_elements(c, call, recv, 0, n, c.rank + 1);
+      if (c.rank > 0) return check_elements(c, call, recv, 0, n, c.rank);
+      for (uint64_t b = 0; b < c.bytes; ++b)  // rank 0's exscan result: untouched
+        if (recv[b] != kGuard) return "rank 0's recv was written at byte " + std::to_string(b);
+      return "";
     }
     default: return "";
   }

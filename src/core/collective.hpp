@@ -18,6 +18,8 @@ enum class Collective : uint8_t {
   ReduceScatterBlock, ReduceScatter, Reduce,  // the reduction family (issue 20)
   // Personalised data: every rank's result is its own part of the inputs.
   Alltoall, Alltoallv, Scatter, Scatterv, Gatherv,
+  // Prefix reductions: rank r's result combines ranks 0..r (exscan: 0..r-1).
+  Scan, Exscan,
   Goal
 };
 
@@ -32,8 +34,11 @@ enum class DataType : uint8_t {
 };
 // Bitwise (band, bor, bxor) and logical (land, lor, lxor: the result is 1 or
 // 0, as in MPI) operators apply to the integer types only; minloc and maxloc
-// to the pairs only (and the pairs to nothing else).
-enum class ReduceOp : uint8_t { Sum, Min, Max, Prod, BAnd, BOr, BXor, LAnd, LOr, LXor, MinLoc, MaxLoc };
+// to the pairs only (and the pairs to nothing else). User: a function of the
+// program's own (MPI_Op_create, railcoll_op_create), which the call supplies
+// at run time; its elements are opaque bytes (DataType::Byte), AlgoOptions::
+// elem_bytes each, and it may be non-commutative (AlgoOptions::commutative).
+enum class ReduceOp : uint8_t { Sum, Min, Max, Prod, BAnd, BOr, BXor, LAnd, LOr, LXor, MinLoc, MaxLoc, User };
 const char* dtype_name(DataType t);
 const char* redop_name(ReduceOp o);
 size_t dtype_size(DataType t);
@@ -45,7 +50,8 @@ const std::vector<ReduceOp>& reduction_ops();
 bool dtype_is_integer(DataType t);
 bool dtype_is_pair(DataType t);
 // Whether `o` is defined on `t` (MPI's rule: bitwise and logical operators on
-// integers only; minloc and maxloc on the pairs).
+// integers only; minloc and maxloc on the pairs; a user operator on opaque
+// elements, Byte).
 bool redop_applies(ReduceOp o, DataType t);
 // "int8, uint8, ..." / "sum, min, ..." for messages naming the choices.
 std::string dtype_names();
@@ -65,6 +71,8 @@ enum class Result : uint8_t {
   BlocksByDest,  // alltoall(v): rank d's recv holds block d of every rank's send, in source order
                  // (the counts are per pair: BlockLayout::pair)
   RootBlocks,    // scatter(v): rank r's recv holds block r of the root's send
+  Prefix,        // scan: rank r's recv holds, per element, the reduction over ranks 0..r in rank order
+  ExclusivePrefix,  // exscan: the reduction over ranks 0..r-1; rank 0's recv is left untouched (MPI: undefined)
   None,          // imported schedules: no meaning to check
 };
 

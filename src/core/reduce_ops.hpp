@@ -109,7 +109,7 @@ void with_op(ReduceOp op, F&& f) {
       case ReduceOp::Prod: return f(Prod{});
       case ReduceOp::Min: return f(Min{});
       case ReduceOp::Max: return f(Max{});
-      case ReduceOp::MinLoc: case ReduceOp::MaxLoc: return;
+      case ReduceOp::MinLoc: case ReduceOp::MaxLoc: case ReduceOp::User: return;
       case ReduceOp::BAnd: case ReduceOp::BOr: case ReduceOp::BXor:
       case ReduceOp::LAnd: case ReduceOp::LOr: case ReduceOp::LXor:
         if constexpr (std::is_integral_v<T>) {

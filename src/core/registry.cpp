@@ -51,6 +51,13 @@ std::string algorithm_names(Collective collective) {
   return names;
 }
 
+std::string order_keeping_names(Collective collective) {
+  std::string names;
+  for (auto& a : all_algorithms())
+    if (a.collective == collective && a.keeps_order) names += (names.empty() ? "" : ", ") + std::string(a.name);
+  return names.empty() ? "none of its algorithms" : names;
+}
+
 std::string unknown_algorithm_message(Collective collective, const std::string& name, const std::string& source) {
   return "unknown " + std::string(collective_name(collective)) + " algorithm '" + name + "' (" +
          (source.empty() ? "" : "from " + source + "; ") + "one of: " + algorithm_names(collective) + ")";
@@ -68,7 +75,14 @@ void check_call_args(Collective collective, const Topology& topo, const std::vec
     throw InputError("root " + std::to_string(opts.root) + " is out of range (" + std::to_string(N) + " ranks)");
   bool equal = std::all_of(counts.begin(), counts.end(), [&](uint64_t n) { return n == counts[0]; });
   if (c.equal_counts && c.moves_data && !equal) throw InputError(std::string(c.name) + " needs the same byte count on every rank");
-  if (c.reducing) {
+  if (c.reducing && opts.redop == ReduceOp::User) {
+    if (opts.dtype != DataType::Byte || opts.elem_bytes == 0)
+      throw InputError(std::string(c.name) + " with a user operator takes opaque elements of its own size (> 0 bytes)");
+    for (uint64_t n : counts)
+      if (n % opts.elem_bytes != 0)
+        throw InputError(std::string(c.name) + ": " + std::to_string(n) + " bytes is not a whole number of the user "
+                         "operator's " + std::to_string(opts.elem_bytes) + "-byte elements");
+  } else if (c.reducing) {
     if (opts.dtype == DataType::Byte)
       throw InputError(std::string(c.name) + " needs a data type (" + dtype_names() + ")");
     if (!redop_applies(opts.redop, opts.dtype))
@@ -114,6 +128,9 @@ Schedule build_schedule(Collective collective, const std::string& algorithm, con
     if (total > kMaxTotalBytes) throw InputError("total bytes (ranks x bytes) is above the limit of 2^48");
   }
   check_call_args(collective, topo, counts, opts);
+  if (traits(collective).reducing && opts.redop == ReduceOp::User && !opts.commutative && !spec->keeps_order)
+    throw InputError(coll + "/" + algorithm + " does not combine in rank order, which a non-commutative operator "
+                     "needs (" + coll + " algorithms that do: " + order_keeping_names(collective) + ")");
   if (opts.concurrency < 0) throw InputError("concurrency must be at least 1");
   if (opts.stripe_threshold == 0) throw InputError("stripe threshold must be at least 1 byte");
   const BlockLayout layout = per_pair ? BlockLayout::per_pair(topo.nranks(), counts) : BlockLayout(counts);

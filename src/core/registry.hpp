@@ -24,6 +24,9 @@ struct AlgoSpec {
   const char* source;    // where it comes from (seed section)
   std::vector<std::string> options;  // options it takes besides the common ones
   BuildFn build;
+  // A reduction's: every rank's result combines its inputs in rank order, so
+  // a non-commutative operator may run on it (the verifier checks the order).
+  bool keeps_order = false;
 };
 
 // Adds `spec` to the table when the program starts. One per algorithm file:
@@ -43,6 +46,8 @@ const std::vector<AlgoSpec>& all_algorithms();
 const AlgoSpec* find_algorithm(Collective collective, const std::string& name);
 // "direct, stdex, bruck, ..." for messages naming the choices.
 std::string algorithm_names(Collective collective);
+// The same for the algorithms that keep rank order (AlgoSpec::keeps_order).
+std::string order_keeping_names(Collective collective);
 // "unknown allgather algorithm 'x' (from SOURCE; one of: direct, ...)"; no
 // "from" part when `source` is empty.
 std::string unknown_algorithm_message(Collective collective, const std::string& name, const std::string& source);

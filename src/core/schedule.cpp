@@ -24,6 +24,7 @@ const char* op_name(OpKind k) {
     case OpKind::Signal: return "signal";
     case OpKind::Wait: return "wait";
     case OpKind::Flush: return "flush";
+    case OpKind::ReduceBefore: return "reduce_before";
   }
   return "?";
 }
@@ -207,8 +208,9 @@ ScheduleStats Schedule::stats() const {
     std::vector<uint64_t> rail(k, 0);
     for (const Op& op : programs[r]) {
       st.last_step = std::max(st.last_step, op.step);
-      if (op.kind == OpKind::Copy || op.kind == OpKind::Reduce) st.shm_bytes += op.bytes();
-      if (op.kind == OpKind::Reduce) st.reduce_bytes += op.bytes();
+      const bool reduces = op.kind == OpKind::Reduce || op.kind == OpKind::ReduceBefore;
+      if (op.kind == OpKind::Copy || reduces) st.shm_bytes += op.bytes();
+      if (reduces) st.reduce_bytes += op.bytes();
       if (op.kind != OpKind::Put) continue;
       put_steps.insert(op.step);
       ++msgs;
@@ -280,6 +282,8 @@ ScheduleBuilder::ScheduleBuilder(Collective collective, std::string algorithm, c
   s_.root = opts.root;
   s_.dtype = opts.dtype;
   s_.redop = opts.redop;
+  s_.elem_bytes = opts.redop == ReduceOp::User ? opts.elem_bytes : 0;
+  s_.commutative = opts.redop != ReduceOp::User || opts.commutative;
   int N = topo.nranks();
   traits(collective).region_sizes(layout, opts.root, &s_.send_bytes, &s_.recv_bytes);
   s_.pair_bytes = layout.pair_count;

@@ -10,6 +10,10 @@
 //   reduce like copy, but combines: dst[i] = dst[i] (op) src[i], element-wise in
 //          the schedule's data type (allreduce; the reduction operator of
 //          seed 003 §2 and seed 004 §4)
+//   reduce_before  dst[i] = src[i] (op) dst[i]: the source's ranks come first.
+//          Alike for MPI's predefined operators, which commute; a
+//          non-commutative operator (a user's) must combine in rank order, and
+//          an algorithm that keeps that order says on which side each input goes
 //   signal increment a counter (same node: a shared-memory flag; else a 0-byte put)
 //   wait   block until a local counter reaches a value (the only blocking op)
 //   flush  block until this rank's earlier puts no longer read their sources
@@ -110,7 +114,7 @@ class SegList {
 
 constexpr int kStripe = -1;  // put.rail: split evenly over all rails
 
-enum class OpKind : uint8_t { Put, Copy, Reduce, Signal, Wait, Flush };
+enum class OpKind : uint8_t { Put, Copy, Reduce, Signal, Wait, Flush, ReduceBefore };
 const char* op_name(OpKind k);
 
 // Network hardware a put may use instead of point-to-point messages (Quadrics,
@@ -231,6 +235,8 @@ struct Schedule {
   int root = 0;                         // bcast, gather
   DataType dtype = DataType::Byte;      // allreduce
   ReduceOp redop = ReduceOp::Sum;       // allreduce
+  uint32_t elem_bytes = 0;              // redop User: bytes of one element
+  bool commutative = true;              // false: every combination must keep rank order
   std::vector<uint64_t> send_bytes;     // per rank
   std::vector<uint64_t> recv_bytes;     // per rank
   std::vector<uint64_t> scratch_bytes;  // per rank
@@ -241,6 +247,8 @@ struct Schedule {
   std::vector<Program> programs;         // per rank
 
   uint64_t region_size(Region r, int owner) const;
+  // Bytes of one element of a reduction (a user operator's: elem_bytes).
+  size_t element_size() const { return redop == ReduceOp::User ? elem_bytes : dtype_size(dtype); }
   ScheduleStats stats() const;
   // How a put of `length` bytes with `rail` is split: (rail, bytes) per part.
   std::vector<std::pair<int, uint64_t>> rail_parts(int rail, uint64_t length) const;
@@ -279,10 +287,19 @@ struct AlgoOptions {
   int root = 0;                     // bcast, gather
   DataType dtype = DataType::Byte;  // allreduce
   ReduceOp redop = ReduceOp::Sum;   // allreduce
+  // A user operator (redop User): its element size, and whether it commutes;
+  // a non-commutative one runs only on algorithms that keep rank order
+  // (AlgoSpec::keeps_order).
+  uint32_t elem_bytes = 0;
+  bool commutative = true;
 };
 // The fields as one comparable value (what makes two calls' plans differ).
 inline auto options_key(const AlgoOptions& o) {
-  return std::make_tuple(o.stripe_threshold, o.concurrency, o.root, o.dtype, o.redop);
+  return std::make_tuple(o.stripe_threshold, o.concurrency, o.root, o.dtype, o.redop, o.elem_bytes, o.commutative);
+}
+// Bytes of one element of the call's reduction.
+inline size_t element_size(const AlgoOptions& o) {
+  return o.redop == ReduceOp::User ? o.elem_bytes : dtype_size(o.dtype);
 }
 
 // Helper that algorithms use to write programs.
@@ -293,6 +310,7 @@ class ScheduleBuilder {
 
   const Topology& topo() const { return s_.topo; }
   int rails() const { return s_.topo.rails(); }
+  Collective collective() const { return s_.collective; }
 
   // Spans.
   Span send(int rank, uint64_t off, uint64_t len) const { return {Region::Send, rank, off, len}; }
@@ -314,6 +332,11 @@ class ScheduleBuilder {
            HwAssist hw = HwAssist::None);
   void copy(int rank, int step, const SegList& segs) { local_op(OpKind::Copy, rank, step, segs); }
   void reduce(int rank, int step, const SegList& segs) { local_op(OpKind::Reduce, rank, step, segs); }
+  void reduce_before(int rank, int step, const SegList& segs) { local_op(OpKind::ReduceBefore, rank, step, segs); }
+  // dst = dst (op) src when the source's ranks come after dst's, else src (op) dst.
+  void combine(int rank, int step, const SegList& segs, bool src_first) {
+    local_op(src_first ? OpKind::ReduceBefore : OpKind::Reduce, rank, step, segs);
+  }
   void signal(int rank, int step, CounterRef c);
   void wait(int rank, int step, CounterRef c, uint64_t value);
   void flush(int rank, int step);

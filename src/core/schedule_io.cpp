@@ -82,7 +82,7 @@ std::string describe_op(const Schedule& s, int rank, int index) {
     o << " -> " << op.peer << ", ";
     if (op.rail == kStripe) o << "stripe"; else o << "rail " << op.rail;
     o << ", " << op.bytes() << " B";
-  } else if (op.kind == OpKind::Copy) {
+  } else if (op.kind == OpKind::Copy || op.kind == OpKind::Reduce || op.kind == OpKind::ReduceBefore) {
     o << " " << op.bytes() << " B";
   } else if (op.kind == OpKind::Wait || op.kind == OpKind::Signal) {
     o << " " << (op.counter.on_node ? "n" : "r") << op.counter.owner << ".c" << op.counter.index;
@@ -132,6 +132,7 @@ void print_schedule_text(std::ostream& out, const Schedule& s) {
           break;
         case OpKind::Copy:
         case OpKind::Reduce:
+        case OpKind::ReduceBefore:
           out << std::setw(22) << human_bytes(op.bytes());
           for (size_t i = 0; i < op.segs.size(); ++i)
             out << (i ? ", " : "") << span_text(op.segs[i].src, r, node) << " -> "
@@ -184,8 +185,9 @@ void print_schedule_json(std::ostream& o, const Schedule& s) {
         if (op.rail == kStripe) o << "\"stripe\""; else o << op.rail;
         if (op.hw != HwAssist::None) o << ",\"hw\":\"" << hw_text(op.hw) << "\"";
       }
-      if (op.kind == OpKind::Copy || op.kind == OpKind::Reduce) o << ",\"bytes\":" << op.bytes();
-      if (op.kind != OpKind::Flush && op.kind != OpKind::Copy && op.kind != OpKind::Reduce)
+      const bool local = op.kind == OpKind::Copy || op.kind == OpKind::Reduce || op.kind == OpKind::ReduceBefore;
+      if (local) o << ",\"bytes\":" << op.bytes();
+      if (op.kind != OpKind::Flush && !local)
         o << ",\"counter\":\"" << counter_text(op.counter) << "\"";
       if (op.kind == OpKind::Wait) o << ",\"value\":" << op.value;
       if (!op.segs.empty()) {

@@ -39,7 +39,8 @@ const std::vector<SettingSpec> kTable = {
   {Setting::JobKey, "RAILCOLL_JOB_KEY", K::Text, "secret", "", "runtime/bootstrap",
    "the job's secret every store and data connection proves (unset: none)", 0, 0, "", false, true},
   {Setting::Rails, "RAILCOLL_RAILS", K::Text, "list", "", "runtime/comm",
-   "rails: interfaces, subnets or addresses, comma-separated (unset: the up non-loopback IPv4 interfaces)"},
+   "rails, as NCCL_SOCKET_IFNAME: name prefixes (eth,ib), =exact names, ^exclusions, subnets, addresses "
+   "(unset: the up non-loopback IPv4 interfaces)"},
   {Setting::Timeout, "RAILCOLL_TIMEOUT", K::Seconds, "seconds", "60", "runtime/comm",
    "how long set-up and every wait of a call may take", 0, 86400 * 7},
   {Setting::ShmMib, "RAILCOLL_SHM_MIB", K::Integer, "MiB", "256", "runtime/comm",
@@ -77,6 +78,14 @@ const std::vector<SettingSpec> kTable = {
   {Setting::ReduceKernels, "RAILCOLL_REDUCE_KERNELS", K::Choice, "choice", "", "runtime/engine",
    "the float32/float16/bfloat16 reduction kernels, for comparison (unset: the best this CPU has)", 0, 0,
    "portable,avx2,avx512", true},
+
+  {Setting::FlightRecords, "RAILCOLL_FLIGHT_RECORDS", K::Integer, "calls", "256", "runtime/observe",
+   "the flight recorder's ring: the last calls each rank keeps, written out when a call fails (0: off)", 0,
+   1 << 20},
+  {Setting::FlightDir, "RAILCOLL_FLIGHT_DIR", K::Text, "path", "", "runtime/observe",
+   "where flight records go; given, each rank also writes its record at the end (unset: $TMPDIR/railcoll-flight-UID)"},
+  {Setting::Trace, "RAILCOLL_TRACE", K::Text, "path", "", "runtime/observe",
+   "a directory: each rank writes the trace-event JSON of every call there (unset: no trace)"},
 
   {Setting::Tuning, "RAILCOLL_TUNING", K::Text, "path", "", "select",
    "a tuning file whose rules come before the defaults (docs/selection.md)", 0, 0, "", true},

@@ -24,6 +24,8 @@ enum class Setting : uint8_t {
   RailTimeout, NotsentLowat, TcpCongestion, OfiProvider, OfiStrictMr, OfiVerbose, OfiRmaBytes,
   // The engine: the executor's waits and the progress thread (runtime/engine/)
   SpinUs, ProgressThread, ProgressNice, TestReplayCall, ReduceKernels,
+  // What watches the calls (runtime/observe/)
+  FlightRecords, FlightDir, Trace,
   // Selection (src/select/)
   Tuning, CollAlgo,
   // The layers above the C API, the simulator and the test bed

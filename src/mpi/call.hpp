@@ -13,9 +13,11 @@
 
 #include "mpi/route.hpp"
 
-// The persistent forms this MPI declares: MPI-4's MPI_Allgather_init, or
-// Open MPI 4's extension MPIX_Allgather_init (mpi-ext.h, "pcollreq").
-#if MPI_VERSION >= 4
+// The persistent forms this MPI declares: MPI-4's MPI_Allgather_init (also
+// Open MPI 5's, which says MPI 3.1 but took the MPI-4 names and dropped its
+// MPIX_ ones: open-mpi/ompi#9456), or Open MPI 4's extension
+// MPIX_Allgather_init (mpi-ext.h, "pcollreq").
+#if MPI_VERSION >= 4 || (defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 5)
 #define RAILCOLL_MPI_PERSISTENT 1
 #define MPI_PERSISTENT(name) MPI_##name##_init
 #define PMPI_PERSISTENT(name) PMPI_##name##_init

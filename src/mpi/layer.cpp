@@ -40,6 +40,9 @@ constexpr CollName kCollNames[kColls] = {
     {"MPI_Scatter", "scatter"},
     {"MPI_Scatterv", "scatterv"},
     {"MPI_Gatherv", "gatherv"},
+    {"MPI_Scan", "scan"},
+    {"MPI_Exscan", "exscan"},
+    {"MPI_Alltoallw", "alltoallw"},
 };
 
 constexpr const char* kReasonTexts[kReasons] = {
@@ -242,7 +245,6 @@ void start(unsigned selected) {
 // program made (a persistent call counts once, at its MPI_*_init).
 void report() {
   Layer& L = layer();
-  std::string text;
   for (int m = 0; m < kModes; ++m)
     for (int c = 0; c < kColls; ++c) {
       uint64_t to_mpi = 0;
@@ -255,13 +257,15 @@ void report() {
       }
       const uint64_t served = L.served[m][c].load();
       if (m != 0 && !served && !to_mpi) continue;
-      text += "railcoll-mpi: rank " + std::to_string(L.world_rank) + ": " + mode_names().name[m][c] +
-              " railcoll=" + std::to_string(served) + " mpi=" + std::to_string(to_mpi) +
-              (why.empty() ? "" : why + ")") + "\n";
+      const std::string line = "railcoll-mpi: rank " + std::to_string(L.world_rank) + ": " +
+                               mode_names().name[m][c] + " railcoll=" + std::to_string(served) +
+                               " mpi=" + std::to_string(to_mpi) + (why.empty() ? "" : why + ")") + "\n";
+      // One write a line: a write to a pipe is atomic only up to PIPE_BUF
+      // (4 KiB), which the whole report passes, so the ranks' reports would
+      // interleave inside lines.
+      if (write(2, line.data(), line.size()) < 0) {
+      }
     }
-  // One write: the ranks' reports do not interleave within a line.
-  if (write(2, text.data(), text.size()) < 0) {
-  }
 }
 
 }  // namespace
@@ -306,6 +310,7 @@ int MPI_Finalize(void) {
     comms_finalize();
     requests_forget();
     datatypes_finalize();
+    ops_finalize();
     thread_stage().release();
     if (L.poke != MPI_COMM_NULL) PMPI_Comm_free(&L.poke);
     L.started = false;

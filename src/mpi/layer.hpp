@@ -44,6 +44,7 @@ namespace railcoll::mpi {
 enum class Coll {
   Allgather, Allgatherv, Bcast, Gather, Allreduce, Barrier,
   ReduceScatterBlock, ReduceScatter, Reduce, Alltoall, Alltoallv, Scatter, Scatterv, Gatherv,
+  Scan, Exscan, Alltoallw,
   Count
 };
 constexpr int kColls = static_cast<int>(Coll::Count);
@@ -60,7 +61,7 @@ enum class Reason {
   Intercomm,       // an intercommunicator
   OneRank,         // a communicator of one rank: nothing to move
   ReduceType,      // a datatype railcoll does not reduce
-  Operator,        // an operator other than MPI_SUM, MPI_MIN, MPI_MAX
+  Operator,        // an operator railcoll does not run (MPI_REPLACE, MPI_NO_OP, a user function made elsewhere)
   SetupFailed,     // railcoll's set-up failed on this communicator earlier
   Count
 };
@@ -175,6 +176,17 @@ enum ReduceGroup : unsigned {
 // type, or a type railcoll does not reduce). Both read shared facts only.
 int railcoll_op(MPI_Op op, unsigned groups, Reason* why);
 void datatypes_finalize();  // frees the datatype caches and their keyval
+
+// ---- user-defined operators (ops.cpp) ----
+// The railcoll operator that runs `op`, a C function the program made with
+// MPI_Op_create, on `data`'s elements in place; -1 with *why when there is
+// none: Operator (not made through this library, e.g. by Fortran bindings
+// that call PMPI_Op_create) or ReduceType (a datatype whose elements are not
+// one piece of `extent` bytes from the buffer's address, which the function
+// would read differently). The datatype, like the operator, is the same on
+// every rank of a reduction (MPI 4.0 §6.9.1), so the route may read its layout.
+int user_op(MPI_Op op, const DataView& data, Reason* why);
+void ops_finalize();  // frees railcoll's operators
 
 // ---- non-contiguous buffers (pack.cpp) ----
 // A buffer of the call in one piece for railcoll: its own bytes when the

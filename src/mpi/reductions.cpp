@@ -17,10 +17,10 @@ namespace {
 
 // What every reduction routes on: the data (count elements of a predefined
 // type) and its operator; the railcoll operator, or -1 when MPI serves it.
-int route_reduction(Route& route, MPI_Op op, MPI_Datatype datatype, int64_t count, DataView* data) {
+int route_reduction(Route& route, MPI_Op op, MPI_Datatype datatype, MPI_Count count, DataView* data) {
   if (!route.open()) return -1;
   route.need(*data = view(datatype, count));
-  return reduce_op(route, op, *data);
+  return reduce_op(route, op, data);
 }
 
 railcoll_call_opts_t in_place_opts(bool in_place) { return {nullptr, in_place ? RAILCOLL_IN_PLACE : 0u}; }
@@ -28,7 +28,7 @@ railcoll_call_opts_t in_place_opts(bool in_place) { return {nullptr, in_place ? 
 railcoll_datatype_t type_of(const DataView& d) { return static_cast<railcoll_datatype_t>(d.reduce_type); }
 
 template <class Pass>
-int allreduce(Route& route, const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+int allreduce(Route& route, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
               Pass pass) {
   const bool in_place = sendbuf == MPI_IN_PLACE;
   DataView data;
@@ -44,7 +44,7 @@ int allreduce(Route& route, const void* sendbuf, void* recvbuf, int count, MPI_D
 }
 
 template <class Pass>
-int reduce(Route& route, const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+int reduce(Route& route, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root,
            Pass pass) {
   const bool in_place = sendbuf == MPI_IN_PLACE;
   DataView data;
@@ -63,7 +63,7 @@ int reduce(Route& route, const void* sendbuf, void* recvbuf, int count, MPI_Data
 }
 
 template <class Pass>
-int reduce_scatter_block(Route& route, const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype,
+int reduce_scatter_block(Route& route, const void* sendbuf, void* recvbuf, MPI_Count recvcount, MPI_Datatype datatype,
                          MPI_Op op, Pass pass) {
   const bool in_place = sendbuf == MPI_IN_PLACE;
   DataView block;
@@ -78,8 +78,8 @@ int reduce_scatter_block(Route& route, const void* sendbuf, void* recvbuf, int r
                   static_cast<size_t>(block.reduce_count), type_of(block), static_cast<railcoll_op_t>(rop), &opts);
 }
 
-template <class Pass>
-int reduce_scatter(Route& route, const void* sendbuf, void* recvbuf, const int* recvcounts, MPI_Datatype datatype,
+template <class Count, class Pass>
+int reduce_scatter(Route& route, const void* sendbuf, void* recvbuf, const Count* recvcounts, MPI_Datatype datatype,
                    MPI_Op op, Pass pass) {
   const bool in_place = sendbuf == MPI_IN_PLACE;
   DataView element;
@@ -196,6 +196,99 @@ int MPI_PERSISTENT(Reduce_scatter)(const void* sendbuf, void* recvbuf, const int
   Route route(Coll::ReduceScatter, comm, Mode::Persistent, request);
   return reduce_scatter(route, sendbuf, recvbuf, recvcounts, datatype, op, [&] {
     return PMPI_PERSISTENT(Reduce_scatter)(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
+  });
+}
+#endif
+
+// The large-count forms (MPI 4.0 §6.2: MPI_Count counts), where the MPI has them.
+#if MPI_VERSION >= 4
+int MPI_Allreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+                    MPI_Comm comm) {
+  Route route(Coll::Allreduce, comm);
+  return allreduce(route, sendbuf, recvbuf, count, datatype, op,
+                   [&] { return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm); });
+}
+
+int MPI_Iallreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+                     MPI_Comm comm, MPI_Request* request) {
+  Route route(Coll::Allreduce, comm, Mode::Nonblocking, request);
+  return allreduce(route, sendbuf, recvbuf, count, datatype, op,
+                   [&] { return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request); });
+}
+
+int MPI_Allreduce_init_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+                         MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  Route route(Coll::Allreduce, comm, Mode::Persistent, request);
+  return allreduce(route, sendbuf, recvbuf, count, datatype, op,
+                   [&] { return PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request); });
+}
+
+int MPI_Reduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root,
+                 MPI_Comm comm) {
+  Route route(Coll::Reduce, comm);
+  return reduce(route, sendbuf, recvbuf, count, datatype, op, root,
+                [&] { return PMPI_Reduce_c(sendbuf, recvbuf, count, datatype, op, root, comm); });
+}
+
+int MPI_Ireduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root,
+                  MPI_Comm comm, MPI_Request* request) {
+  Route route(Coll::Reduce, comm, Mode::Nonblocking, request);
+  return reduce(route, sendbuf, recvbuf, count, datatype, op, root,
+                [&] { return PMPI_Ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request); });
+}
+
+int MPI_Reduce_init_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root,
+                      MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  Route route(Coll::Reduce, comm, Mode::Persistent, request);
+  return reduce(route, sendbuf, recvbuf, count, datatype, op, root, [&] {
+    return PMPI_Reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
+  });
+}
+
+int MPI_Reduce_scatter_block_c(const void* sendbuf, void* recvbuf, MPI_Count recvcount, MPI_Datatype datatype,
+                               MPI_Op op, MPI_Comm comm) {
+  Route route(Coll::ReduceScatterBlock, comm);
+  return reduce_scatter_block(route, sendbuf, recvbuf, recvcount, datatype, op, [&] {
+    return PMPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm);
+  });
+}
+
+int MPI_Ireduce_scatter_block_c(const void* sendbuf, void* recvbuf, MPI_Count recvcount, MPI_Datatype datatype,
+                                MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+  Route route(Coll::ReduceScatterBlock, comm, Mode::Nonblocking, request);
+  return reduce_scatter_block(route, sendbuf, recvbuf, recvcount, datatype, op, [&] {
+    return PMPI_Ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+  });
+}
+
+int MPI_Reduce_scatter_block_init_c(const void* sendbuf, void* recvbuf, MPI_Count recvcount, MPI_Datatype datatype,
+                                    MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  Route route(Coll::ReduceScatterBlock, comm, Mode::Persistent, request);
+  return reduce_scatter_block(route, sendbuf, recvbuf, recvcount, datatype, op, [&] {
+    return PMPI_Reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
+  });
+}
+
+int MPI_Reduce_scatter_c(const void* sendbuf, void* recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype,
+                         MPI_Op op, MPI_Comm comm) {
+  Route route(Coll::ReduceScatter, comm);
+  return reduce_scatter(route, sendbuf, recvbuf, recvcounts, datatype, op,
+                        [&] { return PMPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm); });
+}
+
+int MPI_Ireduce_scatter_c(const void* sendbuf, void* recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype,
+                          MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+  Route route(Coll::ReduceScatter, comm, Mode::Nonblocking, request);
+  return reduce_scatter(route, sendbuf, recvbuf, recvcounts, datatype, op, [&] {
+    return PMPI_Ireduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
+  });
+}
+
+int MPI_Reduce_scatter_init_c(const void* sendbuf, void* recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype,
+                              MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  Route route(Coll::ReduceScatter, comm, Mode::Persistent, request);
+  return reduce_scatter(route, sendbuf, recvbuf, recvcounts, datatype, op, [&] {
+    return PMPI_Reduce_scatter_init_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
   });
 }
 #endif

@@ -5,8 +5,10 @@
 // it, compare it with MPI_REQUEST_NULL and put it in one array with MPI's own
 // requests: a generalized request (MPI_Grequest_start) for a nonblocking call,
 // completed and freed here once railcoll's call is over; an inactive
-// persistent request (a receive from MPI_PROC_NULL on MPI_COMM_SELF, never
-// started) for a persistent one, which lives until MPI_Request_free. A table
+// persistent request (a receive from rank 0 of MPI_COMM_SELF, never started)
+// for a persistent one, which lives until MPI_Request_free. Not a receive from
+// MPI_PROC_NULL: once MPICH 4.0.2 has freed one of those, its own persistent
+// collectives on a one-rank communicator never complete. A table
 // from MPI request to served call (locked: MPI_THREAD_MULTIPLE) lets the
 // completion calls below find them: each drives railcoll's requests of the
 // array itself (railcoll_test, railcoll_wait) and hands MPI a copy of the array
@@ -303,7 +305,7 @@ Served::~Served() {
 int adopt(std::unique_ptr<Served> s, MPI_Request* request) {
   const int rc = s->mode == Mode::Nonblocking
                      ? PMPI_Grequest_start(grequest_query, grequest_free, grequest_cancel, nullptr, &s->handle)
-                     : PMPI_Recv_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &s->handle);
+                     : PMPI_Recv_init(nullptr, 0, MPI_BYTE, 0, 0, MPI_COMM_SELF, &s->handle);
   if (rc != MPI_SUCCESS) {
     wait_for(*s);  // MPI has no request to give: the call is not left running under freed memory
     *request = MPI_REQUEST_NULL;

@@ -89,11 +89,18 @@ inline int check_root(Route& route, int root) {
 }
 
 // The railcoll operator of a reduction over `data`, or -1 with the call
-// declined (to MPI, on every rank alike: operator and predefined type are shared).
-inline int reduce_op(Route& route, MPI_Op op, const DataView& data) {
+// declined (to MPI, on every rank alike: the operator and the datatype are
+// the same on every rank). A user's operator runs on the datatype's own
+// elements: data's reduce_type becomes RAILCOLL_OP_ELEMENTS, its reduce_count
+// the count.
+inline int reduce_op(Route& route, MPI_Op op, DataView* data) {
   Reason why = Reason::ReduceType;
-  const int rop = data.valid ? railcoll_op(op, data.reduce_groups, &why) : -1;
-  if (rop < 0) route.decline(data.valid ? why : Reason::BadArgument);
+  int rop = data->valid ? railcoll_op(op, data->reduce_groups, &why) : -1;
+  if (rop < 0 && data->valid && why == Reason::Operator) {
+    rop = user_op(op, *data, &why);
+    if (rop >= 0) data->reduce_type = RAILCOLL_OP_ELEMENTS, data->reduce_count = static_cast<uint64_t>(data->count);
+  }
+  if (rop < 0) route.decline(data->valid ? why : Reason::BadArgument);
   return rop;
 }
 

@@ -16,6 +16,7 @@
 #include "runtime/bootstrap/auth.hpp"
 #include "runtime/bootstrap/net.hpp"
 #include "runtime/engine/plan_cache.hpp"  // plan_key
+#include "runtime/observe/observability.hpp"
 #include "runtime/transport/local/local_node.hpp"
 #include "runtime/transport/rails/rail_transport.hpp"
 #include "runtime/transport/tcp/tcp_links.hpp"
@@ -84,6 +85,7 @@ struct Comm::Impl {
   std::vector<std::string> rails;
   std::unique_ptr<ProcessTransport> transport;
   std::exception_ptr open_failed;  // open_transport's failure, told to every rank in init
+  std::unique_ptr<Observability> watch;  // before exec: outlives it
   std::unique_ptr<Executor> exec;
   std::unique_ptr<RequestQueue> queue;  // after exec: stops before it
   std::vector<uint64_t> node_capacity;  // [node] its shared buffer: RAILCOLL_SHM_MIB of its leader
@@ -225,6 +227,8 @@ void Comm::init(const Identity& who, OutOfBand& oob, double deadline, const Chec
   const uint64_t comm_id = fnv(job);
   m.transport->connect(m.topo, comm_id, job, fields[0][1], contacts, oob, deadline);
   m.exec = std::make_unique<Executor>(*m.transport, m.topo, m.me, comm_id, ExecutorSettings::from(settings));
+  m.watch = std::make_unique<Observability>(settings, m.me, m.n, m.topo.node_of(m.me), m.topo.rails(), comm_id);
+  m.exec->set_observer(m.watch->observer());
   m.queue = std::make_unique<RequestQueue>(*m.exec, m.me, ProgressSettings::from(settings));
 }
 
@@ -232,6 +236,7 @@ Comm::~Comm() {
   impl_->queue->drain();
   impl_->queue.reset();
   impl_->exec->finish();
+  impl_->watch->close();
   impl_->transport->close(now_seconds() + std::min(5.0, impl_->timeout));
 }
 

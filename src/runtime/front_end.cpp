@@ -22,7 +22,8 @@ namespace {
 // redoes exactly that at every start and nothing else.
 class Steps {
  public:
-  explicit Steps(Request& req) : req_(req) {}
+  // `op`: a user's reduction operator, which the call's steps carry with their buffers.
+  Steps(Request& req, std::shared_ptr<const UserOp> op) : req_(req), op_(std::move(op)) {}
 
   // `bytes` at src, copied at every start into a buffer of the call: the input
   // of an in-place call, which the schedule may overwrite while reading it.
@@ -38,7 +39,7 @@ class Steps {
   void add(std::shared_ptr<const Plan> plan, const void* send, void* recv) {
     Step s;
     s.plan = std::move(plan);
-    s.bufs = {send, recv};
+    s.bufs = {send, recv, op_};
     push(std::move(s));
   }
   // A step whose plan and buffers are made when it begins (from an earlier step's result).
@@ -64,6 +65,7 @@ class Steps {
   }
 
   Request& req_;
+  const std::shared_ptr<const UserOp> op_;
   std::vector<std::function<void()>> at_start_;
 };
 
@@ -139,12 +141,27 @@ bool overlap(const void* a, uint64_t alen, const void* b, uint64_t blen) {
 
 [[noreturn]] void wrong(const std::string& what) { throw InputError(what); }
 
+// The call's options for its schedule: root, and where it reduces the type
+// and operator (a user's: its element size and whether it commutes).
+AlgoOptions call_options(const CallArgs& a) {
+  AlgoOptions opts;
+  opts.root = a.root;
+  if (!traits(a.collective).reducing) return opts;
+  opts.dtype = a.dtype, opts.redop = a.op;
+  if (a.op == ReduceOp::User && a.user_op) {
+    opts.elem_bytes = static_cast<uint32_t>(a.user_op->elem_bytes);
+    opts.commutative = a.user_op->commutative;
+  }
+  return opts;
+}
+
 // The per-rank sizes of a call in bytes: its count for every rank, or (a
 // v-form) the counts of `blocks` (`what` names them in messages); elements of
-// its type where it reduces. Checked against the limits of a schedule.
+// its type (or of its user operator) where it reduces. Checked against the
+// limits of a schedule.
 std::vector<uint64_t> byte_counts(const CallArgs& a, int n, const size_t* blocks, const char* what) {
   const CollectiveTraits& t = traits(a.collective);
-  const uint64_t elem = t.reducing ? dtype_size(a.dtype) : 1, limit = kMaxBytesPerRank / elem;
+  const uint64_t elem = t.reducing ? element_size(call_options(a)) : 1, limit = kMaxBytesPerRank / elem;
   auto too_large = [&](int r) {  // r < 0: the count of every rank
     const std::string which = r < 0 ? (t.reducing ? "count" : "bytes")
                                     : (t.reducing ? "count of rank " + std::to_string(r)
@@ -179,6 +196,8 @@ void FrontEnd::build(const CallArgs& a, Request& req) {
   const int n = comm_.size(), me = comm_.rank();
   if (t.rooted && (a.root < 0 || a.root >= n))
     wrong("root " + std::to_string(a.root) + " is out of range (" + std::to_string(n) + " ranks)");
+  if (t.reducing && a.op == ReduceOp::User && !a.user_op)
+    throw Error(Status::Internal, std::string(a.fn) + ": a user operator without its function");
   if (t.reducing && !redop_applies(a.op, a.dtype))
     wrong(std::string(t.name) + ": the operation " + redop_name(a.op) + " is not defined on " + dtype_name(a.dtype) +
           " (bitwise and logical operations take integer types, minloc and maxloc the (value, index) pairs)");
@@ -192,16 +211,14 @@ void FrontEnd::build(const CallArgs& a, Request& req) {
     own[static_cast<size_t>(me)] = counts_given[me];
     counts_given = own.data();
   }
-  AlgoOptions opts;
-  opts.root = a.root;
-  if (t.reducing) opts.dtype = a.dtype, opts.redop = a.op;
+  const AlgoOptions opts = call_options(a);
   const bool at_root = me == a.root;
   // "count" where the sizes are elements of a type, "size" where they are bytes.
   const char* size_word = t.reducing ? "count" : "size";
   auto null_error = [&](const char* buf, const char* where) {
     wrong(std::string(buf) + " is NULL" + where + " with a non-zero " + size_word);
   };
-  Steps steps(req);
+  Steps steps(req, a.user_op);
   auto step = [&](const std::vector<uint64_t>& counts, const void* send, void* recv) {
     std::shared_ptr<const Plan> plan;
     {
@@ -244,6 +261,8 @@ void FrontEnd::build(const CallArgs& a, Request& req) {
       return;
     }
 
+    case Result::Prefix:           // scan, exscan: a vector in, its prefix out (exscan's rank 0: nothing)
+    case Result::ExclusivePrefix:
     case Result::Reduction: {  // allreduce, reduce: a vector in, the combined vector out (at the root)
       const auto counts = byte_counts(a, n, nullptr, "");
       const uint64_t bytes = counts[me];

@@ -21,6 +21,7 @@
 #include "core/collective.hpp"
 #include "runtime/comm.hpp"
 #include "runtime/engine/plan_cache.hpp"
+#include "runtime/engine/reduce.hpp"
 #include "select/select.hpp"
 
 namespace railcoll::rt {
@@ -48,6 +49,9 @@ struct CallArgs {
   int root = 0;
   DataType dtype = DataType::Byte;
   ReduceOp op = ReduceOp::Sum;
+  // op User: the program's operator (dtype Byte, count in its elements), held
+  // by the call until it is over.
+  std::shared_ptr<const UserOp> user_op;
   bool in_place = false;
   // gatherv, scatterv: blocks.counts is read at the root alone (MPI's rule);
   // the others read their own entry, and the root's counts reach them as the

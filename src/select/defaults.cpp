@@ -56,6 +56,11 @@ constexpr const char* kRsSmp = "combine in shared memory first, in pieces, each 
 constexpr const char* kRsHalving = "one rank per node, short blocks: log2 N steps (simulated testbed)";
 constexpr const char* kRsDirect = "one rank per node: one network step (simulated testbed)";
 constexpr const char* kRsRing = "one rank per node, long blocks: the ring (simulated testbed)";
+// The prefix reductions' rules, which scan and exscan share: the simulator.
+constexpr const char* kScanChain = "few ranks, middle sizes: the chain's one message per rank at a time (simulated testbed)";
+constexpr const char* kScanSmp = "prefix inside each node in shared memory, one message per step per node (simulated testbed, elan3, qsnet2)";
+constexpr const char* kScanFew = "one rank per node, up to 4: 3 hops beat 2 exchanges that both load the rails (simulated testbed)";
+constexpr const char* kScanDoubling = "one rank per node: log2 N steps (simulated elan4, testbed)";
 
 // clang-format off
 const Row kRows[] = {
@@ -150,6 +155,15 @@ const Row kRows[] = {
    "gather's smp: shared memory first (simulated testbed)"},
   {Collective::Gatherv,   kAny,      kAny, kAny,      kAny,            kAny,          "direct",
    "one network step, k ports (simulated testbed)"},
+  // Prefix reductions: scan and exscan, the same rules.
+  {Collective::Scan,      upto(16),  kAny, kSeveral,  Range{64 * KiB, 256 * KiB}, kAny, "linear", kScanChain},
+  {Collective::Scan,      kAny,      kAny, kSeveral,  kAny,            kAny,          "smp", kScanSmp},
+  {Collective::Scan,      upto(4),   kAny, kAny,      upto(128 * KiB), kAny,          "linear", kScanFew},
+  {Collective::Scan,      kAny,      kAny, kAny,      kAny,            kAny,          "recursive_doubling", kScanDoubling},
+  {Collective::Exscan,    upto(16),  kAny, kSeveral,  Range{64 * KiB, 256 * KiB}, kAny, "linear", kScanChain},
+  {Collective::Exscan,    kAny,      kAny, kSeveral,  kAny,            kAny,          "smp", kScanSmp},
+  {Collective::Exscan,    upto(4),   kAny, kAny,      upto(128 * KiB), kAny,          "linear", kScanFew},
+  {Collective::Exscan,    kAny,      kAny, kAny,      kAny,            kAny,          "recursive_doubling", kScanDoubling},
 };
 // clang-format on
 

@@ -162,6 +162,7 @@ std::vector<CombineGroup> check_schedule(const Schedule& s, const Machine& m) {
         case OpKind::Put:
         case OpKind::Copy:
         case OpKind::Reduce:
+        case OpKind::ReduceBefore:
         case OpKind::Signal:
         case OpKind::Wait:
         case OpKind::Flush:
@@ -380,10 +381,11 @@ class Simulation {
       const uint8_t* next = Program::decode(at.pos, &op);
       switch (op.kind) {
         case OpKind::Copy:
-        case OpKind::Reduce: {
+        case OpKind::Reduce:
+        case OpKind::ReduceBefore: {
           at.move_to(next);
           // A reduce streams three buffers (two in, one out) where a copy streams two.
-          double end = copy_time(r, node, t, op.kind == OpKind::Reduce ? op.bytes() * 3 / 2 : op.bytes());
+          double end = copy_time(r, node, t, op.kind == OpKind::Copy ? op.bytes() : op.bytes() * 3 / 2);
           if (end > t) return push(end, kStep, r, 0);
           break;
         }

@@ -258,7 +258,8 @@ class Exporter {
           break;
         }
         case OpKind::Copy:
-        case OpKind::Reduce: {  // both are local computation in GOAL (calc)
+        case OpKind::Reduce:
+        case OpKind::ReduceBefore: {  // all local computation in GOAL (calc)
           if (w) *w << "l" << label << ": calc " << op.bytes() << "\n";
           requires_front(label, front);
           front = {label++};

@@ -74,7 +74,11 @@ std::string SweepCase::label() const {
   s += uniform ? std::to_string(counts[0]) : "variable";
   if (opts.concurrency) s += ", concurrency " + std::to_string(opts.concurrency);
   if (c.rooted) s += ", root " + std::to_string(opts.root);
-  if (c.reducing) s += std::string(", ") + dtype_name(opts.dtype) + " " + redop_name(opts.redop);
+  if (c.reducing && opts.redop == ReduceOp::User)
+    s += ", user operator on " + std::to_string(opts.elem_bytes) + "-byte elements" +
+         (opts.commutative ? "" : ", non-commutative");
+  else if (c.reducing)
+    s += std::string(", ") + dtype_name(opts.dtype) + " " + redop_name(opts.redop);
   return s;
 }
 
@@ -103,7 +107,15 @@ std::vector<SweepCase> sweep_cases(Collective collective, const std::string& alg
       c.opts.redop = ops[(index / types.size()) % ops.size()];
       for (size_t k = 1; !redop_applies(c.opts.redop, c.opts.dtype); ++k)  // the next operator the type has
         c.opts.redop = ops[(index / types.size() + k) % ops.size()];
-      for (auto& n : c.counts) n *= dtype_size(c.opts.dtype);
+      // A user operator on elements of its own size, every algorithm a commutative one, an
+      // algorithm that keeps rank order a non-commutative one too (the order checked).
+      if (index % 3 == 2 || (spec->keeps_order && index % 3 == 1)) {
+        c.opts.redop = ReduceOp::User;
+        c.opts.dtype = DataType::Byte;
+        c.opts.elem_bytes = index % 2 ? 12 : 32;
+        c.opts.commutative = index % 3 == 2;
+      }
+      for (auto& n : c.counts) n *= element_size(c.opts);
     }
     if (takes_c && index % 3 != 0) {
       c.opts.concurrency = 1 + index % 5;

@@ -1,7 +1,10 @@
 // The verifier sweep: every algorithm over a wide set of topologies and sizes
 // (N = 1..64 and larger N, k = 1..4, ppn 1,2,3,4,8, uneven and non-consecutive
 // nodes, 0, 1, odd, above-the-stripe-threshold, per-rank-varying and per-pair-
-// varying (alltoallv) sizes, every root of small N).
+// varying (alltoallv) sizes, every root of small N). Reductions cycle through
+// every (type, operator) pair; a third of their cases take a commutative user
+// operator on 12- or 32-byte elements, and an algorithm that keeps rank order
+// another third a non-commutative one, checked for order.
 #pragma once
 #include <functional>
 #include <string>

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <tuple>
 
 namespace railcoll {
 
@@ -37,7 +38,7 @@ struct Piece {
   uint64_t origin_off;   // of the byte at the piece's start
   int32_t writer;        // access index, kNoWrite or kInitialWrite
   std::vector<int32_t> readers;
-  int32_t combo = -1;    // origin kCombined: the set of ranks whose elements at origin_off were reduced
+  int32_t combo = -1;    // origin kCombined: which ranks' elements at origin_off were reduced, and in what order (Combo)
 };
 
 class Bytes {
@@ -173,13 +174,14 @@ class Verifier {
           bool at_peer = op.counter.on_node ? op.counter.owner == t_.node_of(op.peer) : op.counter.owner == op.peer;
           if (!at_peer) op_error(r, oi, "notifies a counter that is not on the receiving side");
         }
-        if (op.kind == OpKind::Reduce && s_.dtype == DataType::Byte)
+        const bool reduces = op.kind == OpKind::Reduce || op.kind == OpKind::ReduceBefore;
+        if (reduces && s_.element_size() == 0)
           op_error(r, oi, "reduces in a schedule without a data type");
-        if (op.kind == OpKind::Put || op.kind == OpKind::Copy || op.kind == OpKind::Reduce) {
+        if (op.kind == OpKind::Put || op.kind == OpKind::Copy || reduces) {
           bool local = op.kind != OpKind::Put;
           for (auto& sg : op.segs) {
             if (sg.src.length != sg.dst.length) op_error(r, oi, "segment source and destination differ in length");
-            if (op.kind == OpKind::Reduce && sg.src.length % dtype_size(s_.dtype) != 0)
+            if (reduces && s_.element_size() && sg.src.length % s_.element_size() != 0)
               op_error(r, oi, "reduces a span that is not a whole number of elements");
             if (!span_ok(r, oi, sg.src, "source") || !span_ok(r, oi, sg.dst, "destination")) continue;
             if (!local_to(r, sg.src)) op_error(r, oi, "source " + range(sg.src.region, sg.src.owner, sg.src.offset, sg.src.offset + sg.src.length) + " is not addressable by this rank");
@@ -305,18 +307,31 @@ class Verifier {
   }
 
   // ---- reductions: a value is the reduction over a set of ranks' elements ----
+  // For a non-commutative operator the order counts too: a value is in order
+  // when its operands, left to right, come from strictly ascending ranks (an
+  // associative operator then gives the rank-order result, whatever the
+  // grouping); combining a with b keeps that when both are in order and a's
+  // last rank is below b's first.
   using RankSet = std::vector<uint64_t>;  // bit per rank
-  RankSet contributors(const Piece& p) const {
-    if (p.origin == kCombined) return sets_[p.combo];
-    RankSet s((N + 63) / 64, 0);
-    if (p.origin >= 0) s[p.origin / 64] |= 1ull << (p.origin % 64);
-    return s;
+  struct Combo {
+    RankSet set;
+    bool in_order;
+    int lo, hi;  // lowest and highest rank of the set
+    bool operator<(const Combo& o) const { return std::tie(set, in_order) < std::tie(o.set, o.in_order); }
+  };
+  Combo combo_of(const Piece& p) const {
+    if (p.origin == kCombined) return combos_[p.combo];
+    Combo c{RankSet((N + 63) / 64, 0), true, p.origin, p.origin};
+    if (p.origin >= 0) c.set[p.origin / 64] |= 1ull << (p.origin % 64);
+    return c;
   }
-  int intern(const RankSet& s) {
-    auto it = set_ids_.find(s);
-    if (it != set_ids_.end()) return it->second;
-    sets_.push_back(s);
-    return set_ids_[s] = static_cast<int>(sets_.size()) - 1;
+  RankSet contributors(const Piece& p) const { return combo_of(p).set; }
+  bool in_order(const Piece& p) const { return combo_of(p).in_order; }
+  int intern(const Combo& c) {
+    auto it = combo_ids_.find(c);
+    if (it != combo_ids_.end()) return it->second;
+    combos_.push_back(c);
+    return combo_ids_[c] = static_cast<int>(combos_.size()) - 1;
   }
   static std::string set_text(const RankSet& s) {
     std::string out;
@@ -325,9 +340,11 @@ class Verifier {
         if (s[w] >> b & 1) out += (out.empty() ? "" : ",") + std::to_string(w * 64 + b);
     return "{" + out + "}";
   }
-  // dst (op) src, piece by piece (piece lengths in .end): the elements must be
-  // the same ones (same origin offset) and no rank may be counted twice.
-  std::vector<Piece> combine(int r, int oi, const std::vector<Piece>& dst, const std::vector<Piece>& src) {
+  // dst (op) src (src_first: src (op) dst), piece by piece (piece lengths in
+  // .end): the elements must be the same ones (same origin offset) and no
+  // rank may be counted twice.
+  std::vector<Piece> combine(int r, int oi, const std::vector<Piece>& dst, const std::vector<Piece>& src,
+                             bool src_first) {
     std::vector<Piece> out;
     size_t i = 0, j = 0;
     uint64_t di = 0, sj = 0;  // bytes consumed of dst[i], src[j]
@@ -344,11 +361,16 @@ class Verifier {
                               " with elements at offset " + std::to_string(b.origin_off + sj));
           reported = true;
         }
-        RankSet x = contributors(a), y = contributors(b), u(x.size());
+        const Combo x = combo_of(a), y = combo_of(b);
+        const Combo& left = src_first ? y : x;
+        const Combo& right = src_first ? x : y;
+        Combo u{RankSet(x.set.size()), left.in_order && right.in_order && left.hi < right.lo,
+                std::min(x.lo, y.lo), std::max(x.hi, y.hi)};
         bool twice = false;
-        for (size_t w = 0; w < x.size(); ++w) twice |= (x[w] & y[w]) != 0, u[w] = x[w] | y[w];
+        for (size_t w = 0; w < x.set.size(); ++w) twice |= (x.set[w] & y.set[w]) != 0, u.set[w] = x.set[w] | y.set[w];
         if (twice && !reported) {
-          op_error(r, oi, "combines " + set_text(x) + " with " + set_text(y) + ": a rank's contribution counted twice");
+          op_error(r, oi, "combines " + set_text(x.set) + " with " + set_text(y.set) +
+                              ": a rank's contribution counted twice");
           reported = true;
         }
         p.combo = intern(u);
@@ -385,14 +407,14 @@ class Verifier {
           if (in.put >= 0) puts_[in.put].grants.push_back({r, seq});
         }
         waits_.push_back({r, seq, oi, id, op.value});
-      } else if (op.kind == OpKind::Reduce) {
+      } else if (op.kind == OpKind::Reduce || op.kind == OpKind::ReduceBefore) {
         int seq = tick(r);
         int ai = static_cast<int>(acc_.size());
         acc_.push_back({Access::Sync, r, seq, -1, oi});
         for (auto& sg : op.segs) {
           auto in = read(r, oi, sg.src, ai);
           auto acc = read(r, oi, sg.dst, ai);
-          write(r, oi, sg.dst, combine(r, oi, acc, in), ai);
+          write(r, oi, sg.dst, combine(r, oi, acc, in, op.kind == OpKind::ReduceBefore), ai);
         }
       } else if (op.kind == OpKind::Put || op.kind == OpKind::Copy) {
         int seq = tick(r);
@@ -527,6 +549,8 @@ class Verifier {
         return;
       case Result::Reduction:
       case Result::ReducedSlice: check_reduced(c); return;
+      case Result::Prefix:
+      case Result::ExclusivePrefix: check_prefix(c); return;
       case Result::Blocks:
       case Result::RootBlock:
       case Result::BlocksByDest:
@@ -603,7 +627,9 @@ class Verifier {
   std::string content_text(uint64_t at, const Piece& p) const {
     std::string range = "[" + std::to_string(p.origin_off) + "," + std::to_string(p.origin_off + (p.end - at)) + ")";
     if (p.origin == -1) return "bytes never written";
-    if (p.origin == kCombined) return "the reduction over ranks " + set_text(sets_[p.combo]) + " of elements " + range;
+    if (p.origin == kCombined)
+      return std::string("the reduction over ranks ") + set_text(combos_[p.combo].set) +
+             (s_.commutative || combos_[p.combo].in_order ? "" : " (out of rank order)") + " of elements " + range;
     return "bytes " + range + " of rank " + std::to_string(p.origin);
   }
 
@@ -629,11 +655,46 @@ class Verifier {
       bool reported = false;
       recv_[r].all([&](uint64_t at, Piece& p) {
         if (reported || ((p.origin >= 0 || p.origin == kCombined) && p.origin_off == base + at &&
-                         contributors(p) == everyone))
+                         contributors(p) == everyone && (s_.commutative || in_order(p))))
           return;
         error("rank " + std::to_string(r) + " ends with " + content_text(at, p) + " at recv[" + std::to_string(at) +
               "," + std::to_string(p.end) + "); expected the reduction over all " + std::to_string(N) +
-              " ranks of elements from offset " + std::to_string(base + at));
+              " ranks of elements from offset " + std::to_string(base + at) +
+              (s_.commutative ? "" : ", in rank order"));
+        reported = true;
+      });
+    }
+  }
+
+  // scan: rank r's recv holds, at every offset, the reduction over ranks
+  // 0..r of their elements there; exscan: over 0..r-1, and rank 0's recv is
+  // never written. In rank order for a non-commutative operator.
+  void check_prefix(const CollectiveTraits& c) {
+    const bool exclusive = c.result == Result::ExclusivePrefix;
+    for (int r = 0; r < N; ++r) {
+      if (s_.recv_bytes[r] != s_.send_bytes[r]) {
+        error("rank " + std::to_string(r) + " recv is " + std::to_string(s_.recv_bytes[r]) + " bytes and send " +
+              std::to_string(s_.send_bytes[r]) + ": they do not hold its vector");
+        continue;
+      }
+      const int upto = exclusive ? r : r + 1;  // ranks 0..upto-1
+      RankSet want((N + 63) / 64, 0);
+      for (int x = 0; x < upto; ++x) want[x / 64] |= 1ull << (x % 64);
+      bool reported = false;
+      recv_[r].all([&](uint64_t at, Piece& p) {
+        if (reported) return;
+        const std::string where = " at recv[" + std::to_string(at) + "," + std::to_string(p.end) + ")";
+        if (upto == 0) {  // exscan's rank 0
+          if (p.writer != kNoWrite) error("rank 0 writes its recv" + where + ", which exscan leaves untouched");
+          reported = p.writer != kNoWrite;
+          return;
+        }
+        if ((p.origin >= 0 || p.origin == kCombined) && p.origin_off == at && contributors(p) == want &&
+            (s_.commutative || in_order(p)))
+          return;
+        error("rank " + std::to_string(r) + " ends with " + content_text(at, p) + where +
+              "; expected the reduction over ranks 0.." + std::to_string(upto - 1) + " of elements from offset " +
+              std::to_string(at) + (s_.commutative ? "" : ", in rank order"));
         reported = true;
       });
     }
@@ -653,8 +714,8 @@ class Verifier {
   std::vector<std::vector<Incr>> counters_;
   std::vector<uint64_t> values_;
   std::vector<WaitRec> waits_;
-  std::vector<RankSet> sets_;
-  std::map<RankSet, int> set_ids_;
+  std::vector<Combo> combos_;
+  std::map<Combo, int> combo_ids_;
 };
 
 }  // namespace

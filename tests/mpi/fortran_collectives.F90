@@ -58,10 +58,11 @@ program fortran_collectives
   ! The served collectives in the library's report order (src/mpi/served.def).
   integer, parameter :: ALLGATHER = 1, ALLGATHERV = 2, BCAST = 3, GATHER = 4, ALLREDUCE = 5, BARRIER = 6, &
                         REDUCE_SCATTER_BLOCK = 7, REDUCE_SCATTER = 8, REDUCE = 9, ALLTOALL = 10, ALLTOALLV = 11, &
-                        SCATTER = 12, SCATTERV = 13, GATHERV = 14, NCOLL = 14
+                        SCATTER = 12, SCATTERV = 13, GATHERV = 14, SCAN = 15, EXSCAN = 16, ALLTOALLW = 17, &
+                        NCOLL = 17
   character(len=24), parameter :: names(NCOLL) = [character(len=24) :: 'Allgather', 'Allgatherv', 'Bcast', &
       'Gather', 'Allreduce', 'Barrier', 'Reduce_scatter_block', 'Reduce_scatter', 'Reduce', 'Alltoall', &
-      'Alltoallv', 'Scatter', 'Scatterv', 'Gatherv']
+      'Alltoallv', 'Scatter', 'Scatterv', 'Gatherv', 'Scan', 'Exscan', 'Alltoallw']
   integer :: expected(3, NCOLL)  ! calls per form (blocking, nonblocking, persistent) and collective
   integer :: ierr, me, n, errors, wrong, i, r, k, done, idx, outcount, flag_count, first
   logical :: flag, alone

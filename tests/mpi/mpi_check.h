@@ -27,16 +27,19 @@ static inline unsigned char pattern(int rank, uint64_t j, int call) {
 enum {
   ALLGATHER, ALLGATHERV, BCAST, GATHER, ALLREDUCE, BARRIER,
   REDUCE_SCATTER_BLOCK, REDUCE_SCATTER, REDUCE, ALLTOALL, ALLTOALLV, SCATTER, SCATTERV, GATHERV,
+  SCAN, EXSCAN, ALLTOALLW,
   NCOLL
 };
 static const char* const kNames[NCOLL] = {
     "MPI_Allgather",  "MPI_Allgatherv", "MPI_Bcast",   "MPI_Gather",   "MPI_Allreduce",
     "MPI_Barrier",    "MPI_Reduce_scatter_block",      "MPI_Reduce_scatter",
-    "MPI_Reduce",     "MPI_Alltoall",   "MPI_Alltoallv", "MPI_Scatter", "MPI_Scatterv", "MPI_Gatherv"};
+    "MPI_Reduce",     "MPI_Alltoall",   "MPI_Alltoallv", "MPI_Scatter", "MPI_Scatterv", "MPI_Gatherv",
+    "MPI_Scan",       "MPI_Exscan",     "MPI_Alltoallw"};
 /* RAILCOLL_MPI_COLLS's names of the same. */
 static const char* const kEnv[NCOLL] = {"allgather", "allgatherv", "bcast",     "gather",   "allreduce",
                                         "barrier",   "reduce_scatter_block",    "reduce_scatter",
-                                        "reduce",    "alltoall",   "alltoallv", "scatter",  "scatterv", "gatherv"};
+                                        "reduce",    "alltoall",   "alltoallv", "scatter",  "scatterv", "gatherv",
+                                        "scan",      "exscan",     "alltoallw"};
 /* What the library's report must say: [coll][1] calls railcoll serves, [0] MPI's. */
 static long expected[NCOLL][2];
 

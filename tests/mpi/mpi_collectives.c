@@ -5,7 +5,7 @@
  * and scattered displacements, on MPI_COMM_WORLD and sub-communicators (even
  * and odd ranks, reversed order, MPI_Comm_split_type, MPI_Comm_dup); a vector
  * type (packed by the library; tests/mpi/mpi_layouts.c has every layout);
- * a call MPI must serve (a user-defined operator) gives MPI's result; communicators freed and made again in a loop
+ * a call MPI must serve (a user-defined operator made past the library) gives MPI's result; communicators freed and made again in a loop
  * leave the open files, threads and railcoll shared-memory mappings as they
  * were; communicators and datatypes made on freed ones' handles are taken for
  * what they are.
@@ -260,23 +260,27 @@ static void test_allreduce(MPI_Comm comm, const char* where) {
   int me, n;
   MPI_Comm_rank(comm, &me);
   MPI_Comm_size(comm, &n);
-  MPI_Op mine_op;
+  MPI_Op mine_op, past_op;
   MPI_Op_create(user_sum, 1, &mine_op);
-  /* Every predefined operator but the user-defined one is railcoll's
-   * (tests/mpi/mpi_reductions.c has every type and operator). */
+  /* Made past the library (as Open MPI's Fortran bindings make theirs): it
+   * cannot know the function, and MPI serves it. */
+  PMPI_Op_create(user_sum, 1, &past_op);
+  /* Every operator but the one made past the library is railcoll's
+   * (tests/mpi/mpi_reductions.c has every type and operator, tests/mpi/mpi_scan.c
+   * more user-defined ones). */
   ReduceType rts[] = {{"int32", MPI_INT, 1},   {"int64", MPI_INT64_T, 1}, {"long", MPI_LONG, 1},
                       {"float", MPI_FLOAT, 1}, {"double", MPI_DOUBLE, 1}, {"int8", MPI_INT8_T, 1},
                       {"int16", MPI_SHORT, 1}};
-  const MPI_Op ops[] = {MPI_SUM, MPI_MIN, MPI_MAX, MPI_PROD, mine_op};
-  const char* op_names[] = {"sum", "min", "max", "prod", "user-defined sum (MPI serves it)"};
+  const MPI_Op ops[] = {MPI_SUM, MPI_MIN, MPI_MAX, MPI_PROD, mine_op, past_op};
+  const char* op_names[] = {"sum", "min", "max", "prod", "user-defined sum", "user-defined sum made past the library (MPI serves it)"};
   for (size_t t = 0; t < sizeof rts / sizeof rts[0]; ++t)
-    for (int o = 0; o < 5; ++o)
+    for (int o = 0; o < 6; ++o)
       for (int k = 0; k < NCOUNTS; ++k)
         for (int in_place = 0; in_place < 2; ++in_place) {
           /* Products of up to 64 factors of at most 5 in magnitude: exact in int64 and double only. */
           if (o == 3 && ((rts[t].type != MPI_INT64_T && rts[t].type != MPI_DOUBLE) || kCounts[k] > 7 || n > 16))
             continue;
-          if (o == 4 && rts[t].type != MPI_INT) continue;
+          if (o >= 4 && rts[t].type != MPI_INT) continue;
           const int count = kCounts[k], elems = count;
           int esize;
           MPI_Type_size(rts[t].type, &esize);
@@ -284,13 +288,13 @@ static void test_allreduce(MPI_Comm comm, const char* where) {
           char* recv = malloc((size_t)elems * esize + 1);
           ++call_no;
           for (int i = 0; i < elems; ++i) store(in_place ? recv : send, i, rts[t].type, value(me, i, call_no));
-          expect(ALLREDUCE, comm, rts[t].railcoll && o < 4);
+          expect(ALLREDUCE, comm, rts[t].railcoll && o < 5);
           MPI_Allreduce(in_place ? MPI_IN_PLACE : send, recv, count, rts[t].type, ops[o], comm);
           for (int i = 0; i < elems; ++i) {
             int64_t want = value(0, i, call_no);
             for (int r = 1; r < n; ++r) {
               int64_t v = value(r, i, call_no);
-              want = o == 0 || o == 4 ? want + v : o == 1 ? (v < want ? v : want) : o == 2 ? (v > want ? v : want)
+              want = o == 0 || o >= 4 ? want + v : o == 1 ? (v < want ? v : want) : o == 2 ? (v > want ? v : want)
                                                                                            : want * v;
             }
             if (load(recv, i, rts[t].type) != want) {
@@ -304,6 +308,7 @@ static void test_allreduce(MPI_Comm comm, const char* where) {
           free(recv);
         }
   MPI_Op_free(&mine_op);
+  MPI_Op_free(&past_op);
 }
 
 /* A datatype with gaps on one side of the call: railcoll serves it, packed. */

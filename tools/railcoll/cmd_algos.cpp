@@ -39,7 +39,7 @@ int cmd_algos(const std::vector<std::string>& argv) {
     for (auto& s : all_algorithms()) {
       std::cout << (first ? "" : ",") << "\n {\"collective\":\"" << collective_name(s.collective) << "\",\"algorithm\":\"" << s.name
                 << "\",\"summary\":\"" << s.summary << "\",\"cost\":\"" << s.cost << "\",\"source\":\"" << s.source
-                << "\",\"options\":[";
+                << "\",\"keeps_rank_order\":" << (s.keeps_order ? "true" : "false") << ",\"options\":[";
       for (size_t i = 0; i < s.options.size(); ++i) std::cout << (i ? "," : "") << "\"" << s.options[i] << "\"";
       std::cout << "]}";
       first = false;
@@ -51,7 +51,8 @@ int cmd_algos(const std::vector<std::string>& argv) {
     std::cout << collective_name(coll) << ":\n";
     for (auto& s : all_algorithms()) {
       if (coll != s.collective) continue;
-      std::cout << "  " << std::left << std::setw(27) << s.name << s.summary << "  [" << s.source << "]\n";
+      std::cout << "  " << std::left << std::setw(27) << s.name << s.summary
+                << (traits(coll).reducing && s.keeps_order ? " (keeps rank order)" : "") << "  [" << s.source << "]\n";
     }
   }
   return 0;

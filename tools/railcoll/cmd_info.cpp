@@ -42,8 +42,13 @@ int cmd_info(const std::vector<std::string>& argv) {
   const char* env_transport = getenv("RAILCOLL_TRANSPORT");
   const std::string spec = a.has("rails") ? a.str("rails") : env_rails ? env_rails : "";
   const std::string provider = a.has("provider") ? a.str("provider") : env_provider ? env_provider : "";
-  auto rails = rt::resolve_rails(spec);
+  const auto chosen = rt::choose_rails(spec, rt::host_interfaces());
+  std::vector<std::string> rails;
+  for (auto& c : chosen) rails.push_back(c.addr);
   std::cout << "rails: " << rails.size() << " (" << (spec.empty() ? "discovered" : spec) << ")\n";
+  for (size_t r = 0; r < chosen.size(); ++r)
+    std::cout << "  rail " << r << ": " << (chosen[r].name.empty() ? "-" : chosen[r].name) << " " << chosen[r].addr
+              << "  (" << chosen[r].why << ")\n";
   std::cout << "transport: " << (env_transport ? env_transport : "tcp")
             << " (RAILCOLL_TRANSPORT; tcp: native sockets per rail, ofi: libfabric between nodes)\n";
 #ifdef RAILCOLL_HAVE_OFI

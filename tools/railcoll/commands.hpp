@@ -18,6 +18,8 @@ int cmd_goal(const std::vector<std::string>& args);       // cmd_goal.cpp
 int cmd_calibrate(const std::vector<std::string>& args);  // cmd_calibrate.cpp
 int cmd_info(const std::vector<std::string>& args);       // cmd_info.cpp: rails, transports, libfabric providers
 int cmd_traffic(const std::vector<std::string>& args);    // cmd_traffic.cpp: background load
+int cmd_doctor(const std::vector<std::string>& args);     // cmd_doctor.cpp: flight records read
+int cmd_trace(const std::vector<std::string>& args);      // cmd_trace.cpp: traces merged, summed up, drawn
 int cmd_report(const std::vector<std::string>& args);     // cmd_report.cpp: the current table of docs/results.md
 int cmd_tune(const std::vector<std::string>& args), cmd_sim_tune(const std::vector<std::string>& args);  // cmd_tune.cpp
 }  // namespace railcoll::cli

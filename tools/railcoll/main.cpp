@@ -59,6 +59,8 @@ int main(int argc, char** argv) {
     if (cmd == "info") return cmd_info(args);
     if (cmd == "tune") return cmd_tune(args);
     if (cmd == "report") return cmd_report(args);
+    if (cmd == "doctor") return cmd_doctor(args);
+    if (cmd == "trace") return cmd_trace(args);
     std::cerr << "railcoll: unknown command '" << cmd << "' (railcoll --help lists them)\n";
     return 2;
   } catch (const HelpRequested&) {  // -h/--help among a verb's options (Args)

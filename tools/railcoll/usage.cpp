@@ -31,6 +31,29 @@ const Verb kVerbs[] = {
      "--into FILE replaces the table between its markers in FILE (or puts it after the\n"
      "first heading); without it the table goes to stdout. scripts/results.sh measures\n"
      "both regimes and calls this.\n"},
+    {"doctor",
+     "  doctor DIR                          which ranks are behind, where, and what they wait for (flight records)\n",
+     "usage: railcoll doctor DIR\n"
+     "\n"
+     "Reads every rank's flight record in DIR (flight-<comm>-rank<R>.txt, written by the\n"
+     "runtime when a call fails, on SIGUSR1, and at the end with RAILCOLL_FLIGHT_DIR) and says\n"
+     "per communicator: the ranks without a record, the first call the ranks disagree on,\n"
+     "the last call and who reached it, the ranks behind or late, what the others wait\n"
+     "for (op, step, peer, rail), the timeouts' likely cause, and the likely culprit\n"
+     "(docs/observability.md).\n"},
+    {"trace",
+     "  trace DIR [--png FILE] | trace --compare MEASURED SIMULATED [--png FILE]\n"
+     "                                      merge the ranks' traces, sum them up, draw a timeline\n",
+     "usage: railcoll trace DIR [--png FILE] [--call N]\n"
+     "       railcoll trace --compare MEASURED SIMULATED [--png FILE] [--call N]\n"
+     "\n"
+     "Merges the trace-event files of every rank in DIR (RAILCOLL_TRACE=DIR, or\n"
+     "railcoll sim --trace DIR) into DIR/trace.json (open it in ui.perfetto.dev), prints\n"
+     "the time per rail, per step kind and per rank and the straggler of the slowest\n"
+     "call, and draws DIR/trace.png: ranks by time, the rails' utilisation, the\n"
+     "critical path of the slowest call (--call N: that call). --compare puts a measured\n"
+     "and a simulated trace of one call side by side. Drawn by scripts/plot_trace.py\n"
+     "(matplotlib).\n"},
     {"tune",
      "  tune [-o FILE] [--collectives C,C] [bench options] | sim tune --preset P [-o FILE] ...\n"
      "                                      measure (or simulate) every algorithm into a tuning file\n",

@@ -22,7 +22,7 @@ void fold_in(ScheduleBuilder& b, const Fold& f, const std::vector<Unit>& units, 
     CounterRef c = b.rank_counter(to.rank, counter);
     b.put(from.rank, step, to.rank, {{from.acc, slot(u + 1, 0)}}, rail, c);
     b.wait(to.rank, step, c, 1);
-    b.reduce(to.rank, step, {{slot(u + 1, 0), to.acc}});
+    b.reduce_before(to.rank, step, {{slot(u + 1, 0), to.acc}});  // the even unit's comes first
   }
 }
 
@@ -51,7 +51,7 @@ int recursive_doubling(ScheduleBuilder& b, const std::vector<Unit>& units, const
       b.put(me.rank, step, units[partner].rank, {{me.acc, slot(partner, 1 + s)}}, rail, counter(partner, 1 + s));
       b.wait(me.rank, step, counter(u, 1 + s), 1);
       b.flush(me.rank, step);  // the put reads acc, which the reduce rewrites
-      b.reduce(me.rank, step, {{slot(u, 1 + s), me.acc}});
+      b.combine(me.rank, step, {{slot(u, 1 + s), me.acc}}, partner < u);  // the lower block on the left
     }
   }
   int last = step0 + 1 + f.log2;

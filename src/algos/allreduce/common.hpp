@@ -42,7 +42,8 @@ using SlotFn = std::function<Span(int unit, int slot)>;
 constexpr int kRecursiveDoublingSlots = 32;  // slot 0: the fold; 1 + s: exchange step s
 
 // The even unit of each of the first rem pairs hands its acc to the odd one's
-// slot and the odd one combines it (step `step`, counter `counter` of the odd one).
+// slot and the odd one combines it, the even one's on the left (step `step`,
+// counter `counter` of the odd one).
 void fold_in(ScheduleBuilder& b, const Fold& f, const std::vector<Unit>& units, const SlotFn& slot, int step,
              int rail, int counter);
 // The odd unit of each pair writes the result into the even one's acc.
@@ -50,9 +51,10 @@ void fold_out(ScheduleBuilder& b, const Fold& f, const std::vector<Unit>& units,
 
 // Recursive doubling over units (seed 002 §3's pairwise exchange, combining
 // instead of concatenating): log2 p2 steps, the whole vector each step, both
-// partners compute a (op) b from the same operands, so every unit ends with
-// the same bits. Uses rank counters counter0 .. counter0 + log2 p2 + 1 and
-// steps step0 .. returned step - 1.
+// partners compute (lower unit's) op (higher unit's) from the same operands,
+// so every unit ends with the same bits, and units in rank order keep rank
+// order (a non-commutative operator's, MPICH's recursive doubling). Uses rank
+// counters counter0 .. counter0 + log2 p2 + 1 and steps step0 .. returned step - 1.
 int recursive_doubling(ScheduleBuilder& b, const std::vector<Unit>& units, const SlotFn& slot, int step0,
                        int rail, int counter0);
 

@@ -28,7 +28,7 @@ void build_rabenseifner(ScheduleBuilder& b, const Topology& t, const BlockLayout
   std::vector<Unit> units;
   for (int r = 0; r < N; ++r) units.push_back({r, b.recv(r, 0, m)});
   halving_doubling(
-      b, units, [&](int u, int s) { return b.scratch(units[u].rank, s * m, m); }, dtype_size(o.dtype), 0,
+      b, units, [&](int u, int s) { return b.scratch(units[u].rank, s * m, m); }, element_size(o), 0,
       [&](uint64_t bytes) { return b.rail_for(bytes, 0); }, 0);
 }
 

@@ -1,7 +1,8 @@
 // Recursive-doubling allreduce: every rank copies its vector into recv, then in
 // step s = 0..log2(p2)-1 exchanges the whole vector with rank (p XOR 2^s) and
 // combines; ranks beyond the largest power of two p2 fold in before and get the
-// result after (common.hpp, Fold). Latency-optimal, for short vectors.
+// result after (common.hpp, Fold). Latency-optimal, for short vectors. The
+// lower partner's vector always goes on the left: rank order is kept.
 // Hockney: T = (ceil(log2 N) + 2 [N not a power of two]) (ts + m tau + m gamma)
 //          (m: vector bytes, gamma: combine time per byte)
 #include "algos/allreduce/common.hpp"
@@ -26,7 +27,7 @@ void build_recursive_doubling(ScheduleBuilder& b, const Topology& t, const Block
 const AlgorithmRegistrar registered{{Collective::Allreduce, 1, "recursive_doubling",
     "log2 N exchanges of the whole vector, both partners combine",
     "ceil(log2 N) (ts + m tau + m gamma)",
-    "seed 002 §3 pairwise exchange, combining", {}, build_recursive_doubling}};
+    "seed 002 §3 pairwise exchange, combining", {}, build_recursive_doubling, true}};
 
 }  // namespace
 

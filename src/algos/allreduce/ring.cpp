@@ -14,7 +14,7 @@ namespace {
 void build_ring(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int N = t.nranks();
   const uint64_t m = L.count[0];
-  Chunks ch(m, dtype_size(o.dtype), N);
+  Chunks ch(m, element_size(o), N);
   auto chunk = [&](int c) { return ((c % N) + N) % N; };
   for (int r = 0; r < N; ++r) {
     b.copy(r, 0, {{b.send(r, 0, m), b.recv(r, 0, m)}});

@@ -28,7 +28,7 @@ namespace {
 void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes();
   const uint64_t m = L.count[0];
-  const size_t elem = dtype_size(o.dtype);
+  const size_t elem = element_size(o);
   if (m == 0) return;  // nothing to combine, nothing to wait for
   int leaders = t.node_size(0);
   for (int n = 0; n < M; ++n) leaders = std::min(leaders, t.node_size(n));

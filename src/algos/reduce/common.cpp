@@ -21,7 +21,7 @@ int binomial_reduce(ScheduleBuilder& b, const std::vector<TreeUnit>& units,
       if (writable) {
         b.reduce(me.rank, step0 + low, {{in, acc}});
       } else {
-        b.reduce(me.rank, step0 + low, {{acc, in}});
+        b.reduce_before(me.rank, step0 + low, {{acc, in}});  // in = acc (op) in: this unit's first
         acc = in, writable = true;
       }
     }

@@ -19,7 +19,8 @@ struct TreeUnit {
 
 // Binomial reduction to unit 0 over units (trees::BinomialTree's shape,
 // MPICH's binomial reduce): unit v combines its children's partials, smallest
-// subtree first, and at step step0 + low(v) puts its partial into its parent's
+// subtree first, each on the right of its own (units in rank order keep rank
+// order), and at step step0 + low(v) puts its partial into its parent's
 // slot(parent, low(v)) (acc's length). Unit 0's partial ends in its acc,
 // which must be writable. rail_of(bytes, step) picks a put's rail. Rank
 // counters counter0 .. counter0 + ceil(log2 U) - 1. Returns the step after the last.

@@ -15,7 +15,7 @@ namespace {
 void build_rabenseifner(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int N = t.nranks(), root = o.root;
   const uint64_t m = L.count[0];
-  const allreduce::Chunks chunks(m, dtype_size(o.dtype), N);
+  const allreduce::Chunks chunks(m, element_size(o), N);
   std::vector<uint64_t> sizes;
   for (int c = 0; c < N; ++c) sizes.push_back(chunks.size(c));
   const BlockLayout C(sizes);

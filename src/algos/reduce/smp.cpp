@@ -23,7 +23,7 @@ namespace {
 void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes(), k = t.rails(), root = o.root, root_node = t.node_of(root);
   const uint64_t m = L.count[0];
-  const size_t elem = dtype_size(o.dtype);
+  const size_t elem = element_size(o);
   if (m == 0) return;  // nothing to combine, nothing to wait for
   // One leader per rail, or one for vectors up to the striping threshold (a
   // second tree costs more than it saves).

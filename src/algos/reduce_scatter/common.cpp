@@ -5,9 +5,9 @@
 namespace railcoll::reduce_scatter {
 
 BothRegistrars::BothRegistrars(int order, const char* name, const char* summary, const char* cost,
-                               const char* source, BuildFn build)
-    : block({Collective::ReduceScatterBlock, order, name, summary, cost, source, {}, build}),
-      counts({Collective::ReduceScatter, order, name, summary, cost, source, {}, build}) {}
+                               const char* source, BuildFn build, bool keeps_order)
+    : block({Collective::ReduceScatterBlock, order, name, summary, cost, source, {}, build, keeps_order}),
+      counts({Collective::ReduceScatter, order, name, summary, cost, source, {}, build, keeps_order}) {}
 
 namespace {
 

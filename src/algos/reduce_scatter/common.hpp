@@ -15,7 +15,7 @@ namespace railcoll::reduce_scatter {
 // counts, so every algorithm serves both under one name.
 struct BothRegistrars {
   BothRegistrars(int order, const char* name, const char* summary, const char* cost, const char* source,
-                 BuildFn build);
+                 BuildFn build, bool keeps_order = false);
   AlgorithmRegistrar block, counts;
 };
 

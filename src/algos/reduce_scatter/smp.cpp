@@ -49,7 +49,7 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
   auto slot_at = [&](int q, int n) {
     return allreduce::node_combine_bytes(T, t.node_size(q)) + ((q - n + M) % M - 1) * node_bytes[q];
   };
-  const size_t elem = dtype_size(o.dtype);
+  const size_t elem = element_size(o);
   for (int n = 0; n < M; ++n) {
     const int P = t.node_size(n);
     const auto& ranks = t.ranks_of(n);

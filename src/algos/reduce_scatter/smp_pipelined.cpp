@@ -44,7 +44,7 @@ constexpr int kCounterBudget = 192;
 void build_smp_pipelined(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes();
   const uint64_t T = L.total();
-  const size_t elem = dtype_size(o.dtype);
+  const size_t elem = element_size(o);
   // Node q's blocks as one packed string, and where each rank's block is in it.
   std::vector<ByteRanges> node_ranges(M);
   std::vector<uint64_t> node_bytes(M, 0), packed_at(t.nranks(), 0);

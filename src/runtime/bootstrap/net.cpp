@@ -283,61 +283,119 @@ void read_all(int fd, void* data, size_t n, double deadline, const std::string& 
   }
 }
 
-std::vector<std::string> resolve_rails(const std::string& spec) {
+std::vector<Interface> host_interfaces() {
   ifaddrs* ifs = nullptr;
   if (getifaddrs(&ifs) != 0) sys_fail("getifaddrs");
   std::map<std::string, std::string> by_name;  // interface -> first IPv4 address
-  std::vector<std::pair<uint32_t, std::string>> addrs;
   for (ifaddrs* i = ifs; i; i = i->ifa_next) {
     if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP)) continue;
     char buf[INET_ADDRSTRLEN];
     auto* sin = reinterpret_cast<sockaddr_in*>(i->ifa_addr);
     inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof buf);
     by_name.emplace(i->ifa_name, buf);
-    addrs.push_back({ntohl(sin->sin_addr.s_addr), buf});
   }
   freeifaddrs(ifs);
-  std::vector<std::string> rails;
+  std::vector<Interface> out;
+  for (auto& kv : by_name) out.push_back({kv.first, kv.second});
+  return out;
+}
+
+static bool loopback(const Interface& i) { return i.name == "lo" || i.addr.rfind("127.", 0) == 0; }
+
+static std::vector<std::string> spec_items(const std::string& list) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? list.size() + 1 : comma + 1;
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
+std::vector<ChosenRail> choose_rails(const std::string& spec, const std::vector<Interface>& ifs) {
+  std::vector<ChosenRail> rails;
+  auto taken = [&](const Interface& i) {
+    for (auto& r : rails)
+      if (r.name == i.name) return true;
+    return false;
+  };
   if (spec.empty()) {
-    for (auto& kv : by_name)
-      if (kv.first != "lo" && kv.second.rfind("127.", 0) != 0) rails.push_back(kv.second);
-    if (rails.empty()) rails.push_back("127.0.0.1");
+    for (auto& i : ifs)
+      if (!loopback(i)) rails.push_back({i.addr, i.name, "discovered (up, not loopback)"});
+    if (rails.empty()) rails.push_back({"127.0.0.1", "lo", "no other interface is up"});
     return rails;
   }
-  size_t start = 0;
-  while (start <= spec.size()) {
-    size_t comma = spec.find(',', start);
-    std::string item = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    start = comma == std::string::npos ? spec.size() + 1 : comma + 1;
-    if (item.empty()) continue;
-    if (auto it = by_name.find(item); it != by_name.end()) {
-      rails.push_back(it->second);
-      continue;
+  if (spec[0] == '^') {  // exclusions: every other non-loopback interface
+    const bool exact = spec.size() > 1 && spec[1] == '=';
+    const auto items = spec_items(spec.substr(exact ? 2 : 1));
+    for (auto& i : ifs) {
+      if (loopback(i)) continue;
+      bool out = false;
+      for (auto& x : items) out |= exact ? i.name == x : i.name.rfind(x, 0) == 0;
+      if (!out) rails.push_back({i.addr, i.name, "not excluded by '" + spec + "'"});
     }
+    if (rails.empty()) throw RuntimeError(Status::Arg, "RAILCOLL_RAILS='" + spec + "' excludes every interface");
+    return rails;
+  }
+  const bool exact = spec[0] == '=';
+  for (auto& item : spec_items(spec.substr(exact ? 1 : 0))) {
+    bool named = false;
+    for (auto& i : ifs)
+      if (i.name == item) {
+        if (!taken(i)) rails.push_back({i.addr, i.name, exact ? "named exactly" : "named"});
+        named = true;
+      }
+    if (named) continue;
     auto slash = item.find('/');
     in_addr ip{};
-    if (inet_pton(AF_INET, item.substr(0, slash).c_str(), &ip) != 1)
-      throw RuntimeError(Status::Arg, "RAILCOLL_RAILS entry '" + item +
-                                               "' is neither a local interface, a subnet nor an IPv4 address");
-    if (slash == std::string::npos) {  // an address: loopback ones need not be configured
-      rails.push_back(item.substr(0, slash));
+    if (inet_pton(AF_INET, item.substr(0, slash).c_str(), &ip) == 1) {
+      if (slash == std::string::npos) {  // an address: loopback ones need not be configured
+        std::string name;
+        for (auto& i : ifs)
+          if (i.addr == item) name = i.name;
+        rails.push_back({item, name, "address " + item});
+        continue;
+      }
+      int bits = std::atoi(item.c_str() + slash + 1);
+      uint32_t mask = bits <= 0 ? 0 : bits >= 32 ? 0xffffffffu : ~((1u << (32 - bits)) - 1);
+      uint32_t net = ntohl(ip.s_addr) & mask;
+      bool found = false;
+      for (auto& i : ifs) {
+        in_addr a{};
+        if (inet_pton(AF_INET, i.addr.c_str(), &a) == 1 && (ntohl(a.s_addr) & mask) == net) {
+          rails.push_back({i.addr, i.name, "subnet " + item});
+          found = true;
+          break;
+        }
+      }
+      if (!found) throw RuntimeError(Status::Arg, "RAILCOLL_RAILS subnet " + item + " has no address on this host");
       continue;
     }
-    int bits = std::atoi(item.c_str() + slash + 1);
-    uint32_t mask = bits <= 0 ? 0 : bits >= 32 ? 0xffffffffu : ~((1u << (32 - bits)) - 1);
-    uint32_t net = ntohl(ip.s_addr) & mask;
-    std::string found;
-    for (auto& a : addrs)
-      if ((a.first & mask) == net) {
-        found = a.second;
-        break;
-      }
-    if (found.empty())
-      throw RuntimeError(Status::Arg, "RAILCOLL_RAILS subnet " + item + " has no address on this host");
-    rails.push_back(found);
+    bool any = false;
+    if (!exact)
+      for (auto& i : ifs)
+        if (i.name.rfind(item, 0) == 0 && !taken(i)) {
+          rails.push_back({i.addr, i.name, "prefix '" + item + "'"});
+          any = true;
+        }
+    if (!any) {
+      std::string have;
+      for (auto& i : ifs) have += (have.empty() ? "" : ", ") + i.name;
+      throw RuntimeError(Status::Arg, "RAILCOLL_RAILS entry '" + item + "' is " +
+                                          (exact ? "not an interface's exact name" : "neither a local interface (or prefix of one), a subnet nor an IPv4 address") +
+                                          " (this host has: " + have + ")");
+    }
   }
   if (rails.empty()) throw RuntimeError(Status::Arg, "RAILCOLL_RAILS='" + spec + "' names no rail");
   return rails;
+}
+
+std::vector<std::string> resolve_rails(const std::string& spec) {
+  std::vector<std::string> out;
+  for (auto& r : choose_rails(spec, host_interfaces())) out.push_back(r.addr);
+  return out;
 }
 
 }  // namespace railcoll::rt

@@ -53,9 +53,32 @@ std::string choose_congestion(int fd, const std::string& names);
 void write_all(int fd, const void* data, size_t n, double deadline, const std::string& what);
 void read_all(int fd, void* data, size_t n, double deadline, const std::string& what);
 
-// The local IPv4 address of each rail. spec: comma-separated interface names,
-// CIDR subnets or addresses; empty: discover (up, non-loopback IPv4 interfaces
-// sorted by name; loopback if there is none).
+// An up IPv4 interface of this host: its name and first address.
+struct Interface {
+  std::string name, addr;
+};
+// A rail chosen: its local address, its interface ("" for an address given as
+// such), and why it was chosen ("prefix 'eth'", "subnet 10.0.0.0/24", ...).
+struct ChosenRail {
+  std::string addr, name, why;
+};
+
+// The rails RAILCOLL_RAILS chooses among `ifs` (sorted by name), in the
+// grammar NCCL_SOCKET_IFNAME / NCCL_IB_HCA use, plus subnets and addresses:
+//   ""               every up non-loopback interface (loopback if none)
+//   eth,ib           interfaces whose names begin with a prefix (an exact
+//                    name matches itself alone), in the order of the list
+//   =rail0,rail1     exactly these names
+//   ^lo,docker       every non-loopback interface except those with these
+//                    prefixes (^=name,...: exact names)
+//   10.0.1.0/24      the interface with an address in that subnet
+//   10.0.1.5         that address (need not be an interface's: loopback ones)
+// Throws RuntimeError(Arg) for an entry that matches nothing, and when no rail
+// is left.
+std::vector<ChosenRail> choose_rails(const std::string& spec, const std::vector<Interface>& ifs);
+// This host's up IPv4 interfaces, sorted by name.
+std::vector<Interface> host_interfaces();
+// The local IPv4 address of each rail: choose_rails on this host's interfaces.
 std::vector<std::string> resolve_rails(const std::string& spec);
 
 }  // namespace railcoll::rt

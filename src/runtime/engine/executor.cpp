@@ -6,6 +6,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 
@@ -131,6 +132,7 @@ void Executor::queue_put(const Op& op, int op_index) {
       for (auto& v : send_iov_) replay_->payload.append(static_cast<char*>(v.iov_base), v.iov_len);
     }
     t_.send(op.peer, parts[p].first, h, send_iov_.data(), send_iov_.size());
+    if (obs_) obs_->on_send(op_index, op.peer, topo_.same_node(op.peer, me_) ? -1 : parts[p].first, parts[p].second);
   }
 }
 
@@ -169,6 +171,7 @@ Landing Executor::frame_header(const FrameHeader& h, int rail, std::vector<iovec
   if (in_call_ && h.seq == seq_) {
     const Op& op = check_frame(h, rail);
     if ((h.flags & kFlagMoved) && arrivals_.has(h)) return Landing::Drop;  // sent again, but the first copy came
+    if (obs_) obs_->on_arrival(h.sender, rail, h.op, h.length, true);
     if (h.type == static_cast<uint16_t>(Frame::Data))
       payload_iov(op, h.offset, h.length, true, place);
     else
@@ -184,7 +187,10 @@ Landing Executor::frame_header(const FrameHeader& h, int rail, std::vector<iovec
 
 void Executor::frame_done(const FrameHeader& h, int rail, std::vector<char>* held) {
   if (h.flags & kFlagMessage) return mailbox_.frame_done(h, rail, held);
-  if (!held) return part_arrived(h, rail, plan_->incoming.at(key_of(h.sender, h.op)));
+  if (!held) {
+    if (obs_) obs_->on_arrival(h.sender, rail, h.op, h.length, false);
+    return part_arrived(h, rail, plan_->incoming.at(key_of(h.sender, h.op)));
+  }
   Held frame{h, rail, std::move(*held)};
   held->clear();
   frames_held_.fetch_add(1, std::memory_order_relaxed);
@@ -205,6 +211,15 @@ void Executor::peer_aborted(int peer, uint64_t call, const std::string& why) {
   }
   if (broken_.empty()) broken_ = msg;  // its sender told everyone: not passed on
   throw RuntimeError(Status::Peer, msg);
+}
+
+PeerSaid Executor::position() const {
+  PeerSaid here;
+  here.answered = true;
+  here.call = seq_;
+  here.phase = static_cast<uint8_t>(phase_);
+  here.op = phase_ == Phase::Idle ? -1 : static_cast<int>(pc_);
+  return here;
 }
 
 // A frame that arrived before its call: checked, then copied into place.
@@ -230,20 +245,27 @@ void Executor::apply_held(const Held& f) {
 // ones that did not: stopped, hung, or busy outside railcoll, rather than only
 // the ranks this one was waiting for, which may themselves be waiting on the
 // culprit); at the deadline it throws.
-template <class What>
-bool Executor::blocked(What what) {
+template <class What, class Who>
+bool Executor::blocked(What what, Who who) {
   const double now = now_seconds();
   if (wait_since_ == 0) {
     wait_since_ = now;
     probed_ = false;
+    if (obs_) {
+      const Awaited a = who();
+      obs_->on_wait(static_cast<int>(pc_), a.peer, a.rail, what());
+    }
     return false;
   }
   if (!probed_ && now > wait_since_ + timeout_ / 2) {
     probed_ = true;
     t_.probe_peers();
   }
-  if (now > wait_since_ + timeout_)
-    throw RuntimeError(Status::Timeout, "timed out after " + seconds_text(timeout_) + " " + what() + silent_peers());
+  if (now > wait_since_ + timeout_) {
+    const Awaited a = refine(who());
+    if (obs_) obs_->on_wait(static_cast<int>(pc_), a.peer, a.rail, what());  // the recorder keeps the final culprit
+    throw RuntimeError(Status::Timeout, timeout_text(what(), a));
+  }
   return false;
 }
 
@@ -297,17 +319,151 @@ void Executor::finish_call() {
   }
 }
 
-// "; rank 5 did not answer ..." for the peers that ignored the probe.
-std::string Executor::silent_peers() const {
-  std::string list;
-  int n = 0;
+static std::string rank_list(const std::vector<int>& ranks) {
+  std::string list = ranks.size() > 1 ? "ranks " : "rank ";
+  for (size_t i = 0; i < ranks.size() && i < 8; ++i) list += (i ? ", " : "") + std::to_string(ranks[i]);
+  return list + (ranks.size() > 8 ? ", ..." : "");
+}
+
+static std::string rail_text(int rail) {
+  return rail == kStripe ? "every rail" : rail < 0 ? "the node's memory" : "rail " + std::to_string(rail);
+}
+
+// Where the peers said they were when they answered the probe half-way to the
+// deadline ("; rank 5 did not answer ..."), and in *cause the likeliest reason
+// the wait expired, in words: a rank that does not answer (gone, stopped, or
+// busy outside railcoll without a progress thread), one that has not entered
+// this call (late, or it skipped it), one already past it, or, every rank
+// being in this call, a message that does not come (a rail that stopped
+// carrying, or a chain of waits: the other ranks' messages name its end).
+std::string Executor::peers_said(const Awaited& culprit, std::string* cause) const {
+  std::vector<int> silent, between, earlier, later;
   for (int p = 0; p < topo_.nranks(); ++p) {
-    if (p == me_ || t_.answered_probe(p)) continue;
-    if (n++ < 8) list += (n > 1 ? ", " : "") + std::to_string(p);
+    if (p == me_) continue;
+    const PeerSaid s = t_.peer_said(p);
+    if (!s.answered)
+      silent.push_back(p);
+    else if (s.call < seq_)
+      earlier.push_back(p);
+    else if (s.call == seq_ && s.phase == PeerSaid::Idle)
+      between.push_back(p);
+    else if (s.call > seq_)
+      later.push_back(p);
   }
-  if (n == 0) return "; every peer answered a liveness probe";
-  return std::string("; rank") + (n > 1 ? "s " : " ") + list + (n > 8 ? ", ..." : "") +
-         " did not answer a liveness probe (stopped, hung, or busy outside railcoll)";
+  const std::string call = "call " + std::to_string(seq_);
+  std::string text;
+  if (!silent.empty())
+    text += "; " + rank_list(silent) + " did not answer a liveness probe (stopped, hung, or busy outside railcoll)";
+  else
+    text += "; every peer answered a liveness probe";
+  if (!between.empty()) text += "; " + rank_list(between) + " answered between calls, before " + call;
+  for (int p : earlier) {
+    const PeerSaid s = t_.peer_said(p);
+    text += "; rank " + std::to_string(p) + " answered from call " + std::to_string(s.call) + ", op #" +
+            std::to_string(s.op);
+  }
+  if (!later.empty()) text += "; " + rank_list(later) + " answered from a later call than " + call;
+  // The culprit answered on some rails but not on the one its message comes on.
+  bool rail_silent = false;
+  if (culprit.peer >= 0 && culprit.rail >= 0 && rail_gap(culprit.peer) == culprit.rail) rail_silent = true;
+  if (culprit.peer >= 0) {
+    const PeerSaid s = t_.peer_said(culprit.peer);
+    if (s.answered && s.call == seq_ && s.phase != PeerSaid::Idle)
+      text += "; rank " + std::to_string(culprit.peer) + " answered from this call, op #" + std::to_string(s.op);
+    if (rail_silent) {
+      std::string on;
+      for (int r = 0; r < topo_.rails() && r < 31; ++r)
+        if (s.rails & (1u << r)) on += (on.empty() ? "" : ", ") + std::to_string(r);
+      text += "; rank " + std::to_string(culprit.peer) + " answered on rail " + (on.empty() ? "-" : on) +
+              " but not on rail " + std::to_string(culprit.rail);
+    }
+  }
+  if (rail_silent)
+    *cause = "rail " + std::to_string(culprit.rail) + " between this rank and rank " + std::to_string(culprit.peer) +
+             " stopped carrying (rank " + std::to_string(culprit.peer) + " answers on its other rails)";
+  else if (!silent.empty())
+    *cause = rank_list(silent) + " is gone, stopped or hung, or busy outside railcoll (a sleep, I/O, a long "
+                                 "computation) with no progress thread to answer";
+  else if (!between.empty())
+    *cause = rank_list(between) + " has not entered " + call + ": it is late (busy outside railcoll) or skipped it";
+  else if (!earlier.empty())
+    *cause = rank_list(earlier) + " is still in an earlier call, waiting there";
+  else if (!later.empty())
+    *cause = rank_list(later) + " is past " + call + ": it skipped it, or the ranks made different calls";
+  else if (culprit.peer >= 0)
+    *cause = "every rank is in " + call + ", but rank " + std::to_string(culprit.peer) + "'s message on " +
+             rail_text(culprit.rail) + " has not come: that rail may have stopped carrying, or rank " +
+             std::to_string(culprit.peer) + " waits itself (its own message names whom)";
+  else
+    *cause = "every rank is in " + call + "; the transport could not hand this rank's sends over";
+  return text;
+}
+
+// The first rail to `peer` (of another node) on which it did not answer the
+// probe while it answered on another; -1: none.
+int Executor::rail_gap(int peer) const {
+  const PeerSaid s = t_.peer_said(peer);
+  if (!s.answered || topo_.rails() < 2 || topo_.same_node(peer, me_)) return -1;
+  for (int r = 0; r < topo_.rails() && r < 31; ++r)
+    if (!(s.rails & (1u << r))) return r;
+  return -1;
+}
+
+// The culprit a wait names at its deadline, with the probe's answers in: among
+// the ranks whose messages are missing, one that did not answer, else one not
+// in this call, else one with a rail that did not answer; a wait with no rank
+// to name (sends that do not drain) names a peer whose rail did not answer.
+Executor::Awaited Executor::refine(Awaited a) const {
+  if (a.peer < 0) {
+    for (int p = 0; p < topo_.nranks(); ++p)
+      if (p != me_ && rail_gap(p) >= 0) return Awaited{p, rail_gap(p)};
+    return a;
+  }
+  if (!plan_ || !plan_->sched.programs[me_].size() || pc_ >= plan_->sched.programs[me_].size()) return a;
+  const Op op = plan_->sched.programs[me_][pc_];
+  if (op.kind != OpKind::Wait) return a;
+  int best = -1, best_rail = -1, best_score = 0;
+  for (auto& kv : plan_->incoming) {
+    if (!(kv.second.counter == op.counter) || arrivals_.done(kv.first)) continue;
+    const int sender = static_cast<int>(kv.first >> 32);
+    const PeerSaid s = t_.peer_said(sender);
+    const int rail = topo_.same_node(sender, me_) ? -1 : kv.second.rail;
+    const int score = !s.answered ? 3 : (s.call != seq_ || s.phase == PeerSaid::Idle) ? 2
+                      : (rail >= 0 && rail_gap(sender) == rail) ? 1 : 0;
+    if (score > best_score) best = sender, best_rail = rail, best_score = score;
+  }
+  return best >= 0 ? Awaited{best, best_rail} : a;
+}
+
+// "rank 0 timed out after 1 s waiting in ... (still missing: ...); in call 3
+// of communicator ..., op #4 (wait, step 1), waiting for rank 3 on rail 1;
+// <what the peers said>; likely cause: ...".
+std::string Executor::timeout_text(const std::string& what, const Awaited& culprit) const {
+  std::string where = where_text();
+  if (culprit.peer >= 0) where += ", waiting for rank " + std::to_string(culprit.peer) + " on " + rail_text(culprit.rail);
+  std::string cause;
+  const std::string said = peers_said(culprit, &cause);
+  return "rank " + std::to_string(me_) + " timed out after " + seconds_text(timeout_) + " " + what + where + said +
+         "; likely cause: " + cause;
+}
+
+// "; in call 3 of communicator 9c3e... (allgather/direct with ...), op #4 (wait, step 1)": where this rank is.
+std::string Executor::where_text() const {
+  char comm[24];
+  snprintf(comm, sizeof comm, "%016llx", static_cast<unsigned long long>(comm_id_));
+  std::string where = "; in call " + std::to_string(seq_) + " of communicator " + comm;
+  if (!plan_) return where;
+  where += " (" + plan_->what + ")";
+  const auto& prog = plan_->sched.programs[me_];
+  if (phase_ == Phase::Entering) {
+    where += ", entering it";
+  } else if (pc_ < prog.size()) {
+    const Op op = prog[pc_];
+    where += ", op #" + std::to_string(pc_) + " (" + op_name(op.kind) + ", step " + std::to_string(op.step) + ")";
+  } else {
+    where += ", after its last op";
+  }
+  return where;
 }
 
 // The ranks whose messages for counter cref have not all arrived yet.
@@ -319,6 +475,28 @@ std::string Executor::missing_senders(const CounterRef& cref) const {
     if (shown++ < 6) o << (shown > 1 ? ", " : "") << "rank " << (kv.first >> 32) << " op #" << (kv.first & 0xffffffffu);
   }
   return shown ? " (still missing: " + o.str() + (shown > 6 ? ", ..." : "") + ")" : "";
+}
+
+// The first rank a wait on cref waits for: one whose message has not all
+// arrived (and the rail it comes on), else a rank of this node that has not
+// entered this call (its increments of a node counter come through memory).
+Executor::Awaited Executor::awaited(const CounterRef& cref) const {
+  Awaited a;
+  for (auto& kv : plan_->incoming) {
+    if (!(kv.second.counter == cref) || arrivals_.done(kv.first)) continue;
+    const int sender = static_cast<int>(kv.first >> 32);
+    if (a.peer < 0 || sender < a.peer) {
+      a.peer = sender;
+      a.rail = topo_.same_node(sender, me_) ? -1 : kv.second.rail;
+    }
+  }
+  if (a.peer >= 0 || !cref.on_node) return a;
+  const auto& ranks = topo_.ranks_of(node_);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const uint64_t theirs = seg_.shm->call[bank_][i].load(std::memory_order_acquire);
+    if (ranks[i] != me_ && theirs >> 32 != (seq_ & 0xffffffffu)) return Awaited{ranks[i], -1};
+  }
+  return a;
 }
 
 // Local ranks whose increments this rank has just waited for are in this call:
@@ -381,7 +559,10 @@ void Executor::run(const Plan& p, const Buffers& b) {
 }
 
 void Executor::start(const Plan& p, const Buffers& b) {
-  if (!broken_.empty()) throw RuntimeError(Status::Broken, "communicator is broken: " + broken_);
+  if (!broken_.empty()) {
+    if (obs_) obs_->on_call_end(seq_, "communicator is broken: " + broken_);  // the recorder writes its record
+    throw RuntimeError(Status::Broken, "communicator is broken: " + broken_);
+  }
   if (later_abort_ && later_abort_->call <= seq_) {
     broken_ = later_abort_->why;  // its sender told everyone: not passed on
     throw RuntimeError(Status::Peer, broken_);
@@ -396,6 +577,8 @@ void Executor::start(const Plan& p, const Buffers& b) {
     throw RuntimeError(Status::Unsupported, p.what + " needs " + std::to_string(s.node_counters) +
                                                 " node counters; the shared segment has " +
                                                 std::to_string(kMaxNodeCounters));
+  if (s.redop == ReduceOp::User && (!b.op || b.op->elem_bytes != s.elem_bytes))
+    throw RuntimeError(Status::Internal, p.what + ": a user operator's call without its function");
   plan_ = &p;
   bufs_ = b;
   spin_seconds_.store(spin_budget(settings_, node_ranks_, wait_bytes(s, me_)), std::memory_order_relaxed);
@@ -408,6 +591,10 @@ void Executor::start(const Plan& p, const Buffers& b) {
     pc_ = 0;
     wait_since_ = 0;
     phase_ = Phase::Entering;
+    if (obs_) {
+      op_told_ = SIZE_MAX;
+      obs_->on_call_begin(seq_, p);
+    }
     enter_bank();
   });
 }
@@ -474,16 +661,29 @@ bool Executor::run_program() {
   for (; pc_ < prog.size(); ++pc_) {
     const Op& op = prog[pc_];
     const int index = static_cast<int>(pc_);
+    if (obs_ && op_told_ != pc_) {
+      op_told_ = pc_;
+      obs_->on_op(index, op);
+    }
     switch (op.kind) {
       case OpKind::Copy:
         for (auto& sg : op.segs) memmove(resolve(sg.dst), resolve(sg.src), sg.src.length);
         break;
       case OpKind::Reduce:
-        for (auto& sg : op.segs) reduce_into(s.dtype, s.redop, resolve(sg.dst), resolve(sg.src), sg.src.length);
+      case OpKind::ReduceBefore: {
+        const bool src_first = op.kind == OpKind::ReduceBefore;
+        for (auto& sg : op.segs) {
+          if (s.redop == ReduceOp::User)
+            reduce_user(*bufs_.op, resolve(sg.dst), resolve(sg.src), sg.src.length, src_first, &reduce_tmp_);
+          else
+            reduce_into(s.dtype, s.redop, resolve(sg.dst), resolve(sg.src), sg.src.length, src_first);
+        }
         break;
+      }
       case OpKind::Put:
         if (memcpy_put(topo_, me_, op)) {  // into this node's shared buffer: a memcpy, then the counter
           for (auto& sg : op.segs) memcpy(resolve(sg.dst), resolve(sg.src), sg.src.length);
+          if (obs_) obs_->on_send(index, op.peer, -1, op.bytes());
           signal(op.counter, index, op.peer);
         } else {
           queue_put(op, index);  // the transport sends at once what the socket takes
@@ -499,11 +699,13 @@ bool Executor::run_program() {
                                        : rank_counters_[c.index] >= target;
         if (!reached) {
           if (c.on_node) sleep_on_ = NodeWait{&node_counter(c.index), target, counter_slot(bank_, c.index), false};
-          return blocked([&] {
-            return "waiting in " + p.what + ", step " + std::to_string(op.step) + ", for " +
-                   (c.on_node ? "node" : "rank") + " counter " + std::to_string(c.index) + " to reach " +
-                   std::to_string(op.value) + missing_senders(c);
-          });
+          return blocked(
+              [&] {
+                return "waiting in " + p.what + ", step " + std::to_string(op.step) + ", for " +
+                       (c.on_node ? "node" : "rank") + " counter " + std::to_string(c.index) + " to reach " +
+                       std::to_string(op.value) + missing_senders(c);
+              },
+              [&] { return awaited(c); });
         }
         wait_since_ = 0;
         if (c.on_node) check_local_calls(p);
@@ -514,6 +716,7 @@ bool Executor::run_program() {
         wait_since_ = 0;
         break;
     }
+    if (obs_) obs_->on_op_end(index, op);
   }
   return true;
 }
@@ -527,6 +730,7 @@ void Executor::ended() {
   in_call_ = false;
   phase_ = Phase::Idle;
   plan_ = nullptr;
+  if (obs_) obs_->on_call_end(seq_, "");
   ++seq_;
 }
 
@@ -535,7 +739,16 @@ template <class F>
 void Executor::guard(F f) {
   try {
     f();
+  } catch (const RuntimeError& e) {
+    // Every failure inside a call says where this rank was (a timeout's text has it already).
+    const bool add = plan_ && e.status != Status::Timeout && e.status != Status::Broken;
+    const std::string msg = add ? e.what() + (" (rank " + std::to_string(me_) + where_text().substr(1) + ")") : e.what();
+    if (obs_ && plan_) obs_->on_call_end(seq_, msg);
+    break_and_tell(msg);
+    if (add) throw RuntimeError(e.status, msg);
+    throw;
   } catch (const std::exception& e) {
+    if (obs_ && plan_) obs_->on_call_end(seq_, e.what());
     break_and_tell(e.what());
     throw;
   }

@@ -22,15 +22,20 @@
 #include "core/topology.hpp"
 #include "core/settings.hpp"
 #include "runtime/engine/mailbox.hpp"
+#include "runtime/engine/observer.hpp"
 #include "runtime/engine/plan.hpp"
+#include "runtime/engine/reduce.hpp"
 #include "runtime/transport/transport.hpp"
 
 namespace railcoll::rt {
 
-// The user's buffers of one call.
+// The user's buffers of one call, and its reduction function when the
+// schedule's operator is ReduceOp::User (the plan is shared between calls; the
+// function is the call's).
 struct Buffers {
   const void* send = nullptr;
   void* recv = nullptr;
+  std::shared_ptr<const UserOp> op = nullptr;
 };
 
 // What the executor reads of the settings (core/settings.hpp).
@@ -118,6 +123,10 @@ class Executor final : private FrameSink {
   uint64_t frames_held() const { return frames_held_.load(std::memory_order_relaxed); }
   // Point-to-point messages: their frames come through this executor, in a call or not.
   Mailbox& mailbox() { return mailbox_; }
+  // Who watches the calls (observer.hpp); null: nobody. Set between calls.
+  void set_observer(Observer* o) { obs_ = o; }
+  uint64_t comm_id() const { return comm_id_; }
+  int rank() const { return me_; }
 
  private:
   struct Held {
@@ -130,6 +139,13 @@ class Executor final : private FrameSink {
   Landing frame_header(const FrameHeader& h, int rail, std::vector<iovec>* place) override;
   void frame_done(const FrameHeader& h, int rail, std::vector<char>* held) override;
   void peer_aborted(int peer, uint64_t call, const std::string& why) override;
+  PeerSaid position() const override;
+
+  // Whom a wait waits for: the first rank whose message is missing, and its rail.
+  struct Awaited {
+    int peer = -1;
+    int rail = -1;  // -1: the node's memory; kStripe: every rail
+  };
 
   FrameHeader header(Frame type, int op) const;
   char* resolve(const Span& sp) const;
@@ -144,8 +160,12 @@ class Executor final : private FrameSink {
   void part_arrived(const FrameHeader& h, int rail, const Op& op);
   void apply_held(const Held& f);
   [[noreturn]] void protocol_error(int peer, int rail, const std::string& what) const;
+  template <class What, class Who>
+  bool blocked(What what, Who who);  // who(): the Awaited, asked for only when needed
   template <class What>
-  bool blocked(What what);
+  bool blocked(What what) {
+    return blocked(what, [] { return Awaited{}; });
+  }
   template <class F>
   void guard(F f);
   void finish_call();
@@ -153,8 +173,13 @@ class Executor final : private FrameSink {
   void entered();
   bool run_program();
   void ended();
-  std::string silent_peers() const;
+  std::string timeout_text(const std::string& what, const Awaited& culprit) const;
+  std::string where_text() const;
+  std::string peers_said(const Awaited& culprit, std::string* cause) const;
   std::string missing_senders(const CounterRef& cref) const;
+  Awaited awaited(const CounterRef& cref) const;
+  Awaited refine(Awaited a) const;
+  int rail_gap(int peer) const;
   uint64_t call_word(const Plan& p) const { return (seq_ << 32) | (p.sig & 0xffffffffu); }
   void check_local_calls(const Plan& p) const;
   void break_and_tell(const std::string& why);
@@ -198,6 +223,7 @@ class Executor final : private FrameSink {
   size_t messages_due_ = 0;          // messages (puts, notifies) of this call not yet complete
   std::deque<Held> held_;            // frames of calls not entered yet
   std::vector<iovec> send_iov_;      // reused for every put
+  std::vector<char> reduce_tmp_;     // a user operator's right operand (reduce_user)
   std::string broken_;
   // An abort for a call this rank has not entered: this call goes on, that one fails.
   struct LaterAbort {
@@ -206,6 +232,9 @@ class Executor final : private FrameSink {
   };
   std::optional<LaterAbort> later_abort_;
   std::atomic<uint64_t> frames_held_{0};
+  Observer* obs_ = nullptr;  // set_observer
+  size_t op_told_ = SIZE_MAX;  // the op on_op was last called for
+  bool wait_told_ = false;     // on_wait was called for the current wait
 
   // RAILCOLL_TEST_REPLAY_CALL: a data frame of call n, sent again in call n+2.
   struct Replay {

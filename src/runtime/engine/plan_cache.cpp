@@ -24,6 +24,7 @@ std::string plan_key(Collective collective, const std::string& algorithm, const 
   std::ostringstream key;
   key << collective_name(collective) << "/" << algorithm << "/" << opts.stripe_threshold << "/" << opts.concurrency
       << "/root " << opts.root << "/" << dtype_name(opts.dtype) << "/" << redop_name(opts.redop);
+  if (opts.redop == ReduceOp::User) key << "/" << opts.elem_bytes << (opts.commutative ? "" : "/ordered");
   for (auto c : counts) key << "," << c;
   return key.str();
 }

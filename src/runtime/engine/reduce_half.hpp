@@ -13,7 +13,8 @@ namespace railcoll::rt {
 // and maxima with kernel set k (Avx2 or Avx512); false (nothing done) for any
 // other type, operator or set.
 bool reduce_half_vector(Kernels k, DataType t, ReduceOp op, void* dst, const void* src, size_t bytes);
-// The portable kernels of every type and operator (reduce.cpp).
-void reduce_portable(DataType t, ReduceOp op, void* dst, const void* src, size_t bytes);
+// The portable kernels of every type and operator (reduce.cpp); src_first:
+// dst = src op dst.
+void reduce_portable(DataType t, ReduceOp op, void* dst, const void* src, size_t bytes, bool src_first = false);
 
 }  // namespace railcoll::rt

@@ -72,6 +72,8 @@ class FrameSink {
   // the call is one this rank has not reached yet (the peer left this rank's
   // call and failed in the next): then this call goes on, and the next fails.
   virtual void peer_aborted(int peer, uint64_t call, const std::string& why) = 0;
+  // Where this rank is, for the answer to a liveness probe (PeerSaid).
+  virtual PeerSaid position() const { return {}; }
 
  protected:
   ~FrameSink() = default;
@@ -134,6 +136,8 @@ class Transport {
   // since the last probe (a rank in a railcoll call answers at once).
   virtual void probe_peers() = 0;
   virtual bool answered_probe(int peer) const = 0;
+  // What `peer` said in its answer (answered false: none since the last probe).
+  virtual PeerSaid peer_said(int peer) const = 0;
   // Tells every peer that call number `call` failed (best effort, never throws).
   virtual void abort_peers(uint64_t call, const std::string& why) = 0;
   // The end: goodbyes, connections closed, memory unmapped; until `deadline` at most.

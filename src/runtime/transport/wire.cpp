@@ -16,6 +16,21 @@ FrameHeader make_header(Frame type, uint64_t comm, int sender) {
   return h;
 }
 
+void pong_header(const PeerSaid& here, FrameHeader* h) {
+  h->seq = here.call;
+  h->op = here.op;
+  h->offset = here.phase;
+}
+
+PeerSaid said_in(const FrameHeader& pong) {
+  PeerSaid s;
+  s.answered = true;
+  s.call = pong.seq;
+  s.op = pong.op;
+  s.phase = static_cast<uint8_t>(pong.offset <= PeerSaid::Flushing ? pong.offset : PeerSaid::Idle);
+  return s;
+}
+
 std::string link_name(int peer, int rail) {
   return "rank " + std::to_string(peer) + (rail >= 0 ? " (rail " + std::to_string(rail) + ")" : " (same node)");
 }

@@ -66,6 +66,23 @@ constexpr size_t kListenNonce = 16;   // per rank and communicator, published in
 // A header of `type` from `sender` of communicator `comm`, every other field 0.
 FrameHeader make_header(Frame type, uint64_t comm, int sender);
 
+// Where a rank was when it answered a liveness probe: the call it is in (or,
+// when idle, the next it will enter), how far it got there, and the op index
+// of its program (-1: none). A Pong carries it (seq, op, offset: the phase), so that a rank that
+// waits for it in vain can say where the peer is.
+struct PeerSaid {
+  enum Phase : uint8_t { Idle = 0, Entering = 1, Running = 2, Flushing = 3 };
+  bool answered = false;
+  uint64_t call = 0;
+  int op = -1;
+  uint8_t phase = Idle;
+  uint32_t rails = 0;  // bit r: an answer came on rail r (bit 31: through the node); kept by the receiver
+};
+
+// The Pong's fields for `here`, and what a Pong says.
+void pong_header(const PeerSaid& here, FrameHeader* h);
+PeerSaid said_in(const FrameHeader& pong);
+
 // How a peer is named in messages: "rank 3 (rail 1)", or "rank 3 (same node)"
 // for rail -1 (the local socket).
 std::string link_name(int peer, int rail);

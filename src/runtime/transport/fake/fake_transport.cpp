@@ -89,7 +89,7 @@ size_t FakeFabric::queued(int rank) {
 // ------------------------------------------------------------------ a rank's end
 
 FakeTransport::FakeTransport(FakeFabric& fabric, int rank)
-    : fabric_(fabric), me_(rank), answered_(fabric.topo().nranks(), 0) {}
+    : fabric_(fabric), me_(rank), said_(fabric.topo().nranks()) {}
 
 NodeSegment FakeTransport::node() const { return fabric_.segs_[fabric_.topo().node_of(me_)]; }
 
@@ -117,6 +117,13 @@ void FakeTransport::post(int to, Frame type, std::string payload, uint64_t seq) 
               std::vector<char>(payload.begin(), payload.end())};
   f.hdr.seq = seq;
   f.hdr.length = f.payload.size();
+  fabric_.deliver(to, std::move(f));
+}
+
+void FakeTransport::post_pong(int to) {
+  const PeerSaid here = sink_ ? sink_->position() : PeerSaid{};
+  FakeFrame f{make_header(Frame::Pong, FakeFabric::kCommId, me_), fabric_.topo().same_node(to, me_) ? -1 : 0, {}};
+  pong_header(here, &f.hdr);
   fabric_.deliver(to, std::move(f));
 }
 
@@ -157,10 +164,11 @@ void FakeTransport::receive(FakeFrame& f) {
                                              (why.empty() ? "length differs from its payload" : why));
   switch (static_cast<Frame>(h.type)) {
     case Frame::Ping:
-      post(h.sender, Frame::Pong);
+      post_pong(h.sender);
       return;
     case Frame::Pong:
-      answered_[h.sender] = 1;
+      said_[h.sender] = said_in(h);
+      said_[h.sender].rails = 1;
       return;
     case Frame::Abort:
       sink_->peer_aborted(h.sender, h.seq, std::string(f.payload.begin(), f.payload.end()));
@@ -190,7 +198,7 @@ void FakeTransport::receive(FakeFrame& f) {
 }
 
 void FakeTransport::probe_peers() {
-  std::fill(answered_.begin(), answered_.end(), 0);
+  std::fill(said_.begin(), said_.end(), PeerSaid{});
   for (int r = 0; r < fabric_.topo().nranks(); ++r)
     if (r != me_) post(r, Frame::Ping);
 }

@@ -98,19 +98,21 @@ class FakeTransport final : public Transport {
   void progress(double wait_s, const NodeWait* sleep_on) override;
   int rails_up() const override { return fabric_.topo().rails(); }
   void probe_peers() override;
-  bool answered_probe(int peer) const override { return answered_[peer] != 0; }
+  bool answered_probe(int peer) const override { return said_[peer].answered; }
+  PeerSaid peer_said(int peer) const override { return said_[peer]; }
   void abort_peers(uint64_t call, const std::string& why) override;
   void close(double) override {}
 
  private:
   void post(int to, Frame type, std::string payload = {}, uint64_t seq = 0);
+  void post_pong(int to);
   void receive(FakeFrame& f);
   void check_alive() const;
 
   FakeFabric& fabric_;
   const int me_;
   FrameSink* sink_ = nullptr;
-  std::vector<char> answered_;
+  std::vector<PeerSaid> said_;  // [peer] its answer to the last probe
   std::deque<FakeFrame> taken_;
   std::vector<iovec> place_;
 };

@@ -21,7 +21,7 @@ RailTransport::RailTransport(const TransportSettings& settings, int me, int nran
       rail_addr_(std::move(rail_addr)),
       node_(std::move(node)),
       net_(std::move(net)),
-      answered_(nranks, 0),
+      said_(nranks),
       links_(rail_addr_, watch_interfaces),
       hold_seq_(rail_addr_.size(), 0) {
   node_->attach(this);
@@ -155,11 +155,19 @@ void RailTransport::frame_done(int peer, int rail, const FrameHeader& h, std::ve
 void RailTransport::control_done(int peer, int rail, const FrameHeader& h, std::vector<char>* text) {
   switch (static_cast<Frame>(h.type)) {
     case Frame::Ping:  // answered whatever this rank is waiting for
-      if (!path(peer, rail).bye) send_control(peer, rail, Frame::Pong);
+      if (!path(peer, rail).bye) {
+        FrameHeader where{};
+        pong_header(sink_ ? sink_->position() : PeerSaid{}, &where);
+        send_control(peer, rail, Frame::Pong, where.seq, where.op, where.offset);
+      }
       return;
     case Frame::Pong:
-      answered_[peer] = 1;
+    {
+      const uint32_t rails = said_[peer].rails | (rail < 0 ? 1u << 31 : 1u << std::min(rail, 30));
+      said_[peer] = said_in(h);
+      said_[peer].rails = rails;
       return;
+    }
     case Frame::Bye:
       path(peer, rail).bye = true;
       return;
@@ -263,12 +271,18 @@ int RailTransport::rails_up() const {
   return up;
 }
 
+// Every rail up to a peer of another node is asked, so that an answer that
+// comes on one rail and not on another says which rail stopped carrying.
 void RailTransport::probe_peers() {
-  std::fill(answered_.begin(), answered_.end(), 0);
+  std::fill(said_.begin(), said_.end(), PeerSaid{});
   for (int p = 0; p < n_; ++p) {
     if (p == me_) continue;
-    if (same_node(p) ? path(p, -1).gone : false) continue;
-    send_control(p, 0, Frame::Ping);
+    if (same_node(p)) {
+      if (!path(p, -1).gone) send_control(p, -1, Frame::Ping);
+      continue;
+    }
+    for (int r = 0; r < topo_.rails(); ++r)
+      if (!paths_[p][r].down && !paths_[p][r].gone) send_control(p, r, Frame::Ping);
   }
 }
 

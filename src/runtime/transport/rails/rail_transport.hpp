@@ -66,7 +66,8 @@ class RailTransport final : public ProcessTransport, private LinkEvents, private
   void progress(double wait_s, const NodeWait* sleep_on) override;
   int rails_up() const override;
   void probe_peers() override;
-  bool answered_probe(int peer) const override { return answered_[peer] != 0; }
+  bool answered_probe(int peer) const override { return said_[peer].answered; }
+  PeerSaid peer_said(int peer) const override { return said_[peer]; }
   void abort_peers(uint64_t call, const std::string& why) override;
   void close(double deadline) override;
 
@@ -134,7 +135,7 @@ class RailTransport final : public ProcessTransport, private LinkEvents, private
   FrameSink* sink_ = nullptr;
   std::vector<std::vector<Path>> paths_;  // [peer][rail] (local peers: [peer][0], their one link)
   std::vector<int> rail_down_count_;      // [rail] links given up on it
-  std::vector<char> answered_;            // [peer] answered the last probe
+  std::vector<PeerSaid> said_;            // [peer] its answer to the last probe
   std::vector<double> heard_at_;          // [peer] last frame from it (heartbeat)
   LinkMonitor links_;                     // this rank's rails' interfaces, and their hold-down
   std::vector<uint64_t> hold_seq_;        // [rail] RailHold notices sent (their seq)
