@@ -105,7 +105,7 @@ int alltoallw(Route& route, const void* sendbuf, const Count* sendcounts, const 
   if (route.to_mpi()) return pass();
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
-  const railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
+  const railcoll_call_opts_t opts = in_place_opts(in_place);
   ServedCall call(route);
   // In place, recvbuf holds what is sent: packed in, unpacked out.
   recv.place(call, Staging::Recv, in_place, true);

@@ -35,7 +35,7 @@ int allgather(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sen
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
   const DataView recv = view(recvtype, static_cast<int64_t>(recvcount) * route.size());
-  const railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
+  const railcoll_call_opts_t opts = in_place_opts(in_place);
   ServedCall call(route);
   const void* mine = in_place ? nullptr : call.packed(send, sendbuf, Staging::Send);
   void* all = in_place ? call.landing_in_place(recv, recvbuf, route.rank(), recvcount)
@@ -78,7 +78,7 @@ int allgatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype se
                                               std::to_string(me) + "] holds " + bytes_text(counts[me]));
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
-  const railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
+  const railcoll_call_opts_t opts = in_place_opts(in_place);
   ServedCall call(route);
   const void* mine = in_place ? nullptr : call.packed(send, sendbuf, Staging::Send);
   if (direct)
@@ -144,7 +144,7 @@ int gather(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendty
                                               bytes_text(recv.bytes));
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
-  const railcoll_call_opts_t opts{nullptr, in_place && at_root ? RAILCOLL_IN_PLACE : 0u};
+  const railcoll_call_opts_t opts = in_place_opts(in_place && at_root);
   ServedCall call(route);
   const void* mine = in_place ? nullptr : call.packed(send, sendbuf, Staging::Send);
   void* gathered = nullptr;

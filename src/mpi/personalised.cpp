@@ -22,8 +22,6 @@ namespace railcoll::mpi {
 
 namespace {
 
-railcoll_call_opts_t in_place_opts(bool in_place) { return {nullptr, in_place ? RAILCOLL_IN_PLACE : 0u}; }
-
 // A v-call's blocks as railcoll takes them: counts and displacements in bytes
 // from `base`, the memory railcoll reads or writes. Contiguous elements: the
 // caller's buffer and its displacements. Otherwise the blocks back to back in

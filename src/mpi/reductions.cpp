@@ -9,38 +9,17 @@
 #include <string>
 #include <vector>
 
-#include "mpi/call.hpp"
+#include "mpi/reductions.hpp"
 
 namespace railcoll::mpi {
 
 namespace {
 
-// What every reduction routes on: the data (count elements of a predefined
-// type) and its operator; the railcoll operator, or -1 when MPI serves it.
-int route_reduction(Route& route, MPI_Op op, MPI_Datatype datatype, MPI_Count count, DataView* data) {
-  if (!route.open()) return -1;
-  route.need(*data = view(datatype, count));
-  return reduce_op(route, op, data);
-}
-
-railcoll_call_opts_t in_place_opts(bool in_place) { return {nullptr, in_place ? RAILCOLL_IN_PLACE : 0u}; }
-
-railcoll_datatype_t type_of(const DataView& d) { return static_cast<railcoll_datatype_t>(d.reduce_type); }
-
 template <class Pass>
 int allreduce(Route& route, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
               Pass pass) {
-  const bool in_place = sendbuf == MPI_IN_PLACE;
-  DataView data;
-  const int rop = route_reduction(route, op, datatype, count, &data);
-  if (route.to_mpi()) return pass();
-  railcoll_comm_t rc = route.railcoll();
-  if (!rc) return route.error();
-  const railcoll_call_opts_t opts = in_place_opts(in_place);
-  ServedCall call(route);
-  return call.run(railcoll_allreduce, railcoll_iallreduce, railcoll_allreduce_init, rc,
-                  in_place ? nullptr : data.at(sendbuf), data.at(recvbuf), static_cast<size_t>(data.reduce_count),
-                  type_of(data), static_cast<railcoll_op_t>(rop), &opts);
+  return vector_reduction(route, {railcoll_allreduce, railcoll_iallreduce, railcoll_allreduce_init}, sendbuf, recvbuf,
+                          count, datatype, op, pass);
 }
 
 template <class Pass>

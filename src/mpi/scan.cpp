@@ -6,35 +6,19 @@
 // operator on a predefined type railcoll reduces, or a user's C operator
 // (ops.cpp), commutative or not: every railcoll scan algorithm keeps rank
 // order. Exscan leaves rank 0's recvbuf as it was (MPI: undefined).
-#include "mpi/call.hpp"
+#include "mpi/reductions.hpp"
 
 namespace railcoll::mpi {
 
 namespace {
 
 template <class Pass>
-int prefix(Route& route, bool exclusive, const void* sendbuf, void* recvbuf, int64_t count, MPI_Datatype datatype,
+int prefix(Route& route, bool exclusive, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
            MPI_Op op, Pass pass) {
-  const bool in_place = sendbuf == MPI_IN_PLACE;
-  DataView data;
-  int rop = -1;
-  if (route.open()) {
-    route.need(data = view(datatype, count));
-    rop = reduce_op(route, op, &data);
-  }
-  if (route.to_mpi()) return pass();
-  railcoll_comm_t rc = route.railcoll();
-  if (!rc) return route.error();
-  const railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
-  const void* send = in_place ? nullptr : data.at(sendbuf);
-  const auto type = static_cast<railcoll_datatype_t>(data.reduce_type);
-  const auto n = static_cast<size_t>(data.reduce_count);
-  ServedCall call(route);
-  if (exclusive)
-    return call.run(railcoll_exscan, railcoll_iexscan, railcoll_exscan_init, rc, send, data.at(recvbuf), n, type,
-                    static_cast<railcoll_op_t>(rop), &opts);
-  return call.run(railcoll_scan, railcoll_iscan, railcoll_scan_init, rc, send, data.at(recvbuf), n, type,
-                  static_cast<railcoll_op_t>(rop), &opts);
+  return vector_reduction(route,
+                          exclusive ? VectorReduction{railcoll_exscan, railcoll_iexscan, railcoll_exscan_init}
+                                    : VectorReduction{railcoll_scan, railcoll_iscan, railcoll_scan_init},
+                          sendbuf, recvbuf, count, datatype, op, pass);
 }
 
 }  // namespace
