@@ -54,12 +54,15 @@ struct Served {
   ~Served();
 };
 
+// railcoll's options of a call in place or not.
+inline railcoll_call_opts_t in_place_opts(bool in_place) { return {nullptr, in_place ? RAILCOLL_IN_PLACE : 0u}; }
+
 // Gives a served request an MPI request of its own and keeps it (requests.cpp).
 int adopt(std::unique_ptr<Served> s, MPI_Request* request);
 
-class Call {
+class ServedCall {
  public:
-  explicit Call(Route& route) : route_(route), mode_(route.mode()) {
+  explicit ServedCall(Route& route) : route_(route), mode_(route.mode()) {
     if (mode_ != Mode::Blocking) served_.reset(new Served);
   }
   char* staging(Staging slot, uint64_t bytes) { return (served_ ? served_->stage : thread_stage()).get(slot, bytes); }

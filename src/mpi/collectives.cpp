@@ -6,14 +6,16 @@
 // railcoll's C API, byte counts and one piece of memory per buffer (a
 // non-contiguous layout packed into staging and unpacked after: call.hpp).
 // Each collective is one body for its blocking, nonblocking and persistent
-// entry points (MPI_Allgather, MPI_Iallgather, MPI_Allgather_init): the entry
-// point routes with its mode and says which PMPI_ call serves it when railcoll
-// does not (`pass`).
+// entry points (MPI_Allgather, MPI_Iallgather, MPI_Allgather_init), which are
+// made from its row in served.def (served_entries.hpp): the entry point routes
+// with its mode and says which PMPI_ call serves it when railcoll does not
+// (`pass`).
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "mpi/call.hpp"
+#include "mpi/served_entries.hpp"
 
 namespace railcoll::mpi {
 
@@ -35,17 +37,18 @@ int allgather(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sen
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
   const DataView recv = view(recvtype, static_cast<int64_t>(recvcount) * route.size());
-  const railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
-  Call call(route);
+  const railcoll_call_opts_t opts = in_place_opts(in_place);
+  ServedCall call(route);
   const void* mine = in_place ? nullptr : call.packed(send, sendbuf, Staging::Send);
   void* all = in_place ? call.landing_in_place(recv, recvbuf, route.rank(), recvcount)
                        : call.landing(recv, recvbuf, Staging::Recv);
   return call.run(railcoll_allgather, railcoll_iallgather, railcoll_allgather_init, rc, mine, all, block.bytes, &opts);
 }
 
-// Allgatherv's blocks where railcoll puts them (back to back, in rank order)
-// or, when the displacements or the type's layout say otherwise, through a
-// staging buffer, each block then unpacked to its displacement.
+// Allgatherv's blocks of a contiguous type go to railcoll with their
+// displacements in bytes (railcoll packs and unpacks blocks that are not back
+// to back); blocks of a type with holes go through a staging buffer, each then
+// unpacked to its displacement.
 template <class Pass>
 int allgatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                const int* recvcounts, const int* displs, MPI_Datatype recvtype, Pass pass) {
@@ -63,13 +66,13 @@ int allgatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype se
   }
   if (route.to_mpi()) return pass();
   const int me = route.rank(), n = route.size();
-  std::vector<size_t> at(static_cast<size_t>(n));
+  std::vector<size_t> at(static_cast<size_t>(n)), where(static_cast<size_t>(n));
   size_t total = 0;
   bool direct = element.contiguous;
   for (int r = 0; r < n; ++r) {
     at[r] = total;
-    direct = direct && (counts[r] == 0 || static_cast<MPI_Aint>(displs[r]) * element.extent ==
-                                              static_cast<MPI_Aint>(total));
+    direct = direct && displs[r] >= 0;
+    where[r] = displs[r] >= 0 ? static_cast<size_t>(static_cast<MPI_Aint>(displs[r]) * element.extent) : 0;
     total += counts[r];
   }
   if (!in_place && send.bytes != counts[me])
@@ -77,12 +80,12 @@ int allgatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype se
                                               std::to_string(me) + "] holds " + bytes_text(counts[me]));
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
-  const railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
-  Call call(route);
+  const railcoll_call_opts_t opts = in_place_opts(in_place);
+  ServedCall call(route);
   const void* mine = in_place ? nullptr : call.packed(send, sendbuf, Staging::Send);
   if (direct)
     return call.run(railcoll_allgatherv, railcoll_iallgatherv, railcoll_allgatherv_init, rc, mine,
-                    element.at(recvbuf), counts.data(), &opts);
+                    element.at(recvbuf), counts.data(), where.data(), &opts);
   // The blocks' places, kept for packing and unpacking (MPI lets the program
   // reuse its arrays only once the call is complete, but a copy costs little).
   struct Blocks {
@@ -103,7 +106,7 @@ int allgatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype se
       unpack_from(b->staged + b->at[r], b->block(static_cast<int>(r)), static_cast<uint64_t>(b->counts[r]), b->element);
   });
   return call.run(railcoll_allgatherv, railcoll_iallgatherv, railcoll_allgatherv_init, rc, mine, b->staged,
-                  counts.data(), &opts);
+                  counts.data(), nullptr, &opts);
 }
 
 template <class Pass>
@@ -114,7 +117,7 @@ int bcast(Route& route, void* buffer, int count, MPI_Datatype datatype, int root
   if (int bad = check_root(route, root)) return bad;
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
-  Call call(route);
+  ServedCall call(route);
   void* bytes = route.rank() == root ? const_cast<void*>(call.packed(data, buffer, Staging::Recv))
                                      : call.landing(data, buffer, Staging::Recv);
   const railcoll_call_opts_t* opts = nullptr;
@@ -143,8 +146,8 @@ int gather(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendty
                                               bytes_text(recv.bytes));
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
-  const railcoll_call_opts_t opts{nullptr, in_place && at_root ? RAILCOLL_IN_PLACE : 0u};
-  Call call(route);
+  const railcoll_call_opts_t opts = in_place_opts(in_place && at_root);
+  ServedCall call(route);
   const void* mine = in_place ? nullptr : call.packed(send, sendbuf, Staging::Send);
   void* gathered = nullptr;
   if (at_root) {
@@ -159,7 +162,7 @@ int barrier(Route& route, Pass pass) {
   if (route.to_mpi()) return pass();
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
-  Call call(route);
+  ServedCall call(route);
   return call.run(railcoll_barrier, railcoll_ibarrier, railcoll_barrier_init, rc);
 }
 
@@ -169,115 +172,12 @@ int barrier(Route& route, Pass pass) {
 
 using namespace railcoll::mpi;
 
+#undef RAILCOLL_MPI_HOME_collectives
+#define RAILCOLL_MPI_HOME_collectives RAILCOLL_MPI_C_ENTRIES
+
 extern "C" {
 
-int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                  MPI_Datatype recvtype, MPI_Comm comm) {
-  Route route(Coll::Allgather, comm);
-  return allgather(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                   [&] { return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
-}
-
-int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::Allgather, comm, Mode::Nonblocking, request);
-  return allgather(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, [&] {
-    return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-  });
-}
-
-int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
-                   const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
-  Route route(Coll::Allgatherv, comm);
-  return allgatherv(route, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, [&] {
-    return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-  });
-}
-
-int MPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
-                    const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::Allgatherv, comm, Mode::Nonblocking, request);
-  return allgatherv(route, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, [&] {
-    return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
-  });
-}
-
-int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-  Route route(Coll::Bcast, comm);
-  return bcast(route, buffer, count, datatype, root, [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); });
-}
-
-int MPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::Bcast, comm, Mode::Nonblocking, request);
-  return bcast(route, buffer, count, datatype, root,
-               [&] { return PMPI_Ibcast(buffer, count, datatype, root, comm, request); });
-}
-
-int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-               MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  Route route(Coll::Gather, comm);
-  return gather(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, [&] {
-    return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-  });
-}
-
-int MPI_Igather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::Gather, comm, Mode::Nonblocking, request);
-  return gather(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, [&] {
-    return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-  });
-}
-
-int MPI_Barrier(MPI_Comm comm) {
-  Route route(Coll::Barrier, comm);
-  return barrier(route, [&] { return PMPI_Barrier(comm); });
-}
-
-int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::Barrier, comm, Mode::Nonblocking, request);
-  return barrier(route, [&] { return PMPI_Ibarrier(comm, request); });
-}
-
-#ifdef RAILCOLL_MPI_PERSISTENT
-int MPI_PERSISTENT(Allgather)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                              MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  Route route(Coll::Allgather, comm, Mode::Persistent, request);
-  return allgather(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, [&] {
-    return PMPI_PERSISTENT(Allgather)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-  });
-}
-
-int MPI_PERSISTENT(Allgatherv)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                               const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
-                               MPI_Info info, MPI_Request* request) {
-  Route route(Coll::Allgatherv, comm, Mode::Persistent, request);
-  return allgatherv(route, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, [&] {
-    return PMPI_PERSISTENT(Allgatherv)(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info,
-                                       request);
-  });
-}
-
-int MPI_PERSISTENT(Bcast)(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info,
-                          MPI_Request* request) {
-  Route route(Coll::Bcast, comm, Mode::Persistent, request);
-  return bcast(route, buffer, count, datatype, root,
-               [&] { return PMPI_PERSISTENT(Bcast)(buffer, count, datatype, root, comm, info, request); });
-}
-
-int MPI_PERSISTENT(Gather)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                           MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  Route route(Coll::Gather, comm, Mode::Persistent, request);
-  return gather(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, [&] {
-    return PMPI_PERSISTENT(Gather)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
-                                   request);
-  });
-}
-
-int MPI_PERSISTENT(Barrier)(MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  Route route(Coll::Barrier, comm, Mode::Persistent, request);
-  return barrier(route, [&] { return PMPI_PERSISTENT(Barrier)(comm, info, request); });
-}
-#endif
+// MPI_<Name>, MPI_I<Name> and the persistent form of this file's rows.
+#include "mpi/served.def"
 
 }  // extern "C"

@@ -17,12 +17,11 @@
 #include <vector>
 
 #include "mpi/call.hpp"
+#include "mpi/served_entries.hpp"
 
 namespace railcoll::mpi {
 
 namespace {
-
-railcoll_call_opts_t in_place_opts(bool in_place) { return {nullptr, in_place ? RAILCOLL_IN_PLACE : 0u}; }
 
 // A v-call's blocks as railcoll takes them: counts and displacements in bytes
 // from `base`, the memory railcoll reads or writes. Contiguous elements: the
@@ -31,7 +30,7 @@ railcoll_call_opts_t in_place_opts(bool in_place) { return {nullptr, in_place ? 
 // with `unpack` what arrived goes back to the caller's displacements after.
 class Blocks {
  public:
-  Blocks(Call& call, const DataView& element, void* buf, const int* counts, const int* displs, int n, Staging slot,
+  Blocks(ServedCall& call, const DataView& element, void* buf, const int* counts, const int* displs, int n, Staging slot,
          bool pack, bool unpack)
       : layout_(std::make_shared<Layout>()) {
     Layout& l = *layout_;
@@ -129,7 +128,7 @@ int alltoall(Route& route, const void* sendbuf, int sendcount, MPI_Datatype send
   const int n = route.size();
   const DataView recv = view(recvtype, static_cast<int64_t>(recvcount) * n);
   const railcoll_call_opts_t opts = in_place_opts(in_place);
-  Call call(route);
+  ServedCall call(route);
   const void* mine = nullptr;
   void* all = nullptr;
   if (in_place) {
@@ -161,7 +160,7 @@ int alltoallv(Route& route, const void* sendbuf, const int* sendcounts, const in
   if (!rc) return route.error();
   const int n = route.size();
   const railcoll_call_opts_t opts = in_place_opts(in_place);
-  Call call(route);
+  ServedCall call(route);
   // In place, recvbuf holds what is sent: packed in, unpacked out.
   Blocks recv(call, recv_element, recvbuf, recvcounts, rdispls, n, Staging::Recv, in_place, true);
   if (in_place) {
@@ -195,7 +194,7 @@ int scatter(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendt
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
   const railcoll_call_opts_t opts = in_place_opts(in_place);
-  Call call(route);
+  ServedCall call(route);
   const void* all = at_root ? call.packed(view(sendtype, static_cast<int64_t>(sendcount) * route.size()), sendbuf,
                                           Staging::Send)
                             : nullptr;
@@ -216,7 +215,7 @@ int scatterv(Route& route, const void* sendbuf, const int* sendcounts, const int
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
   const int n = route.size(), me = route.rank();
-  Call call(route);
+  ServedCall call(route);
   std::vector<size_t> counts(static_cast<size_t>(n));
   char* base = nullptr;
   std::vector<size_t> at;
@@ -249,7 +248,7 @@ int gatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendt
     return route.refuse(MPI_ERR_TRUNCATE, "the root sends " + bytes_text(send.bytes) + " but recvcounts[" +
                                               std::to_string(me) + "] holds " +
                                               bytes_text(static_cast<uint64_t>(recvcounts[me]) * recv_element.type_size));
-  Call call(route);
+  ServedCall call(route);
   std::vector<size_t> counts(static_cast<size_t>(n));
   char* base = nullptr;
   std::vector<size_t> at;
@@ -273,136 +272,12 @@ int gatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendt
 
 using namespace railcoll::mpi;
 
+#undef RAILCOLL_MPI_HOME_personalised
+#define RAILCOLL_MPI_HOME_personalised RAILCOLL_MPI_C_ENTRIES
+
 extern "C" {
 
-int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                 MPI_Datatype recvtype, MPI_Comm comm) {
-  Route route(Coll::Alltoall, comm);
-  return alltoall(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                  [&] { return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
-}
-
-int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::Alltoall, comm, Mode::Nonblocking, request);
-  return alltoall(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, [&] {
-    return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-  });
-}
-
-int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                  void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
-  Route route(Coll::Alltoallv, comm);
-  return alltoallv(route, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, [&] {
-    return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-  });
-}
-
-int MPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                   void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
-                   MPI_Request* request) {
-  Route route(Coll::Alltoallv, comm, Mode::Nonblocking, request);
-  return alltoallv(route, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, [&] {
-    return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
-                           request);
-  });
-}
-
-int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  Route route(Coll::Scatter, comm);
-  return scatter(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, [&] {
-    return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-  });
-}
-
-int MPI_Iscatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                 MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::Scatter, comm, Mode::Nonblocking, request);
-  return scatter(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, [&] {
-    return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-  });
-}
-
-int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
-                 void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  Route route(Coll::Scatterv, comm);
-  return scatterv(route, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, [&] {
-    return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
-  });
-}
-
-int MPI_Iscatterv(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
-                  void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::Scatterv, comm, Mode::Nonblocking, request);
-  return scatterv(route, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, [&] {
-    return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-  });
-}
-
-int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
-                const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  Route route(Coll::Gatherv, comm);
-  return gatherv(route, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, [&] {
-    return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
-  });
-}
-
-int MPI_Igatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
-                 const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::Gatherv, comm, Mode::Nonblocking, request);
-  return gatherv(route, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, [&] {
-    return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
-  });
-}
-
-#ifdef RAILCOLL_MPI_PERSISTENT
-int MPI_PERSISTENT(Alltoall)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                             MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  Route route(Coll::Alltoall, comm, Mode::Persistent, request);
-  return alltoall(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, [&] {
-    return PMPI_PERSISTENT(Alltoall)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-  });
-}
-
-int MPI_PERSISTENT(Alltoallv)(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                              void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
-                              MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  Route route(Coll::Alltoallv, comm, Mode::Persistent, request);
-  return alltoallv(route, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, [&] {
-    return PMPI_PERSISTENT(Alltoallv)(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
-                                      comm, info, request);
-  });
-}
-
-int MPI_PERSISTENT(Scatter)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                            MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  Route route(Coll::Scatter, comm, Mode::Persistent, request);
-  return scatter(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, [&] {
-    return PMPI_PERSISTENT(Scatter)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
-                                    request);
-  });
-}
-
-int MPI_PERSISTENT(Scatterv)(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
-                             void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
-                             MPI_Info info, MPI_Request* request) {
-  Route route(Coll::Scatterv, comm, Mode::Persistent, request);
-  return scatterv(route, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, [&] {
-    return PMPI_PERSISTENT(Scatterv)(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
-                                     info, request);
-  });
-}
-
-int MPI_PERSISTENT(Gatherv)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                            const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
-                            MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  Route route(Coll::Gatherv, comm, Mode::Persistent, request);
-  return gatherv(route, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, [&] {
-    return PMPI_PERSISTENT(Gatherv)(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
-                                    info, request);
-  });
-}
-#endif
+// MPI_<Name>, MPI_I<Name> and the persistent form of this file's rows.
+#include "mpi/served.def"
 
 }  // extern "C"
