@@ -31,7 +31,7 @@ def load(dirname):
         sys.exit(f"railcoll trace: no trace-*-rank*.json in {dirname}")
     by_comm = defaultdict(dict)
     for f in files:
-        m = re.search(r"trace-([0-9a-f]+)-rank(\d+)\.json$", f)
+        m = re.search(r"trace-([0-9a-z]+)-rank(\d+)\.json$", f)  # <comm id> or "sim"
         try:
             with open(f) as fh:
                 doc = json.load(fh)
@@ -209,10 +209,20 @@ def main():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    if a.compare and a.call is None:
+        # The first trace's call like the second's (a measured run holds many,
+        # a simulated one the one modeled): of those, the median one.
+        (d, ev, calls, rails, call), other = loaded[0], loaded[1]
+        name = next(iter(other[2][other[4]].values()))[2]
+        like = sorted((max(e for _, e, _ in calls[c].values()) - min(s for s, _, _ in calls[c].values()), c)
+                      for c in calls if next(iter(calls[c].values()))[2] == name)
+        if like:
+            loaded[0] = (d, ev, calls, rails, like[len(like) // 2][1])
     if a.compare:
         fig, axes = plt.subplots(1, 2, figsize=(16, 6))
         for ax, (d, ev, calls, rails, call) in zip(axes, loaded):
-            draw_call(ax, ev, calls, call, f"{os.path.basename(os.path.normpath(d))}: call {call}")
+            name = next(iter(calls[call].values()))[2]
+            draw_call(ax, ev, calls, call, f"{os.path.basename(os.path.normpath(d))}: call {call}: {name}")
     else:
         d, ev, calls, rails, call = loaded[0]
         fig, axes = plt.subplots(2, 1, figsize=(12, 4 + 0.4 * len(ev)),

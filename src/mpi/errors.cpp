@@ -7,6 +7,7 @@
 // stderr first, whatever the handler prints), MPI_ERRORS_RETURN returns it.
 #include <unistd.h>
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 
@@ -25,6 +26,31 @@ int last_code[kStatuses] = {};
 int codes_made = 0;
 std::mutex codes_mutex;  // the codes above, under MPI_THREAD_MULTIPLE
 
+// MPI_Error_string holds MPI_MAX_ERROR_STRING bytes (256 in Open MPI), and a
+// timeout's message names its culprit near the end (docs/observability.md):
+// one too long is cut to who failed and how, whom it waited for and the
+// likely cause, so that the rank behind is still named.
+std::string fit_error_string(const std::string& message) {
+  const size_t room = MPI_MAX_ERROR_STRING - 1;
+  if (message.size() <= room) return message;
+  // From `key` to the first of `ends` after it.
+  auto part = [&](const std::string& key, std::initializer_list<const char*> ends) -> std::string {
+    size_t at = message.find(key);
+    if (at == std::string::npos) return "";
+    size_t end = message.size();
+    for (const char* e : ends) end = std::min(end, message.find(e, at + key.size()));
+    return message.substr(at, end - at);
+  };
+  std::string head = message.substr(0, std::min({message.find(" waiting in "), message.find(" flushing "),
+                                                  message.find(';'), message.find(" (rank ")}));
+  const std::string whom = part("waiting for rank ", {";"});
+  const std::string cause = part("likely cause: ", {" (rank "});
+  std::string fitted = head;
+  if (!whom.empty()) fitted += "; " + whom;
+  if (!cause.empty()) fitted += "; " + cause;
+  return fitted.substr(0, room);
+}
+
 int code_for(railcoll_status_t status, const std::string& message) {
   std::lock_guard<std::mutex> lock(codes_mutex);
   int s = status > 0 && status < kStatuses ? status : RAILCOLL_ERR_INTERNAL;
@@ -37,7 +63,7 @@ int code_for(railcoll_status_t status, const std::string& message) {
     PMPI_Add_error_code(classes[s], &last_code[s]);
     ++codes_made;
   }
-  PMPI_Add_error_string(last_code[s], message.substr(0, MPI_MAX_ERROR_STRING - 1).c_str());
+  PMPI_Add_error_string(last_code[s], fit_error_string(message).c_str());
   return last_code[s];
 }
 

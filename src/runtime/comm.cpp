@@ -52,7 +52,7 @@ bool same_key(const std::string& key, const std::string& theirs) {
   return equal_constant_time(mine.data(), theirs.data(), mine.size());
 }
 
-enum Field { kJob, kTag, kNode, kRails, kContact, kShm, kKeyCheck, kTransport, kFields };
+enum Field { kJob, kTag, kNode, kRails, kContact, kShm, kKeyCheck, kTransport, kRailsText, kFields };
 
 // The rails layer over the node's room and the network links RAILCOLL_TRANSPORT
 // names, opened on this rank's rails. A new kind of link is one more line here.
@@ -128,6 +128,19 @@ void Comm::open_transport(int me, int n) {
   }
 }
 
+namespace {
+// "2 rails (rail0 198.18.0.1, rail1 198.18.1.1)": a rank's rails as its peers
+// are told them, so that a rank whose rails differ names both sides.
+std::string rails_text(const std::vector<std::string>& rails) {
+  std::map<std::string, std::string> name_of;
+  for (const Interface& i : host_interfaces()) name_of[i.addr] = i.name;
+  std::string list;
+  for (const std::string& addr : rails)
+    list += (list.empty() ? "" : ", ") + (name_of.count(addr) ? name_of[addr] + " " : std::string()) + addr;
+  return std::to_string(rails.size()) + (rails.size() == 1 ? " rail (" : " rails (") + list + ")";
+}
+}  // namespace
+
 void Comm::init(const Identity& who, OutOfBand& oob, double deadline, const Check& check) {
   Impl& m = *impl_;
   const Settings& settings = m.settings;
@@ -174,6 +187,7 @@ void Comm::init(const Identity& who, OutOfBand& oob, double deadline, const Chec
     mine[kShm] = std::to_string(static_cast<uint64_t>(settings.integer(Setting::ShmMib)) << 20);
     mine[kKeyCheck] = key_check_text(job_key, random_bytes(kKeyNonce));
     mine[kTransport] = transport;
+    mine[kRailsText] = rails_text(rails);
   }
   auto records = allgather_strings(oob, pack_fields(failed ? std::vector<std::string>{what_failed(failed)} : mine));
   if (failed) std::rethrow_exception(failed);
@@ -200,9 +214,10 @@ void Comm::init(const Identity& who, OutOfBand& oob, double deadline, const Chec
   for (int r = 0; r < m.n; ++r) {
     node_of[r] = node_ids.emplace(fields[r][kNode], static_cast<int>(node_ids.size())).first->second;
     if (fields[r][kRails] != std::to_string(rails.size()))
-      throw RuntimeError(Status::Mismatch, "rank " + std::to_string(r) + " has " + fields[r][kRails] +
-                                               " rails, this rank " + std::to_string(rails.size()) +
-                                               " (check RAILCOLL_RAILS)");
+      throw RuntimeError(Status::Mismatch, "rank " + std::to_string(r) + " has " + fields[r][kRailsText] +
+                                               " and this rank (" + std::to_string(m.me) + ") has " + mine[kRailsText] +
+                                               " (check RAILCOLL_RAILS on both; here it is '" +
+                                               settings.text(Setting::Rails) + "')");
     if (fields[r][kTransport] != transport)
       throw RuntimeError(Status::Mismatch, "rank " + std::to_string(r) + " uses RAILCOLL_TRANSPORT=" +
                                                fields[r][kTransport] + ", this rank " + transport);

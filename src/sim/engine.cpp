@@ -379,6 +379,7 @@ class Simulation {
     while (at.pos != at.end) {
       if (thread_op_at(r, at.pc)) return push(t + m_.nic_thread_us, kStep, r, 0);
       const uint8_t* next = Program::decode(at.pos, &op);
+      if (o_.trace) trace_op_begins(r, at.pc, op, t);
       switch (op.kind) {
         case OpKind::Copy:
         case OpKind::Reduce:
@@ -452,10 +453,24 @@ class Simulation {
       if (local_done_[r] > t) return begin_wait(r, t, -1, 0, local_done_[r]);
       finish_[r] = t;
       ++finished_;
+      if (o_.trace) trace_op_begins(r, -1, op, t);
       return release_core(r, t);
     }
     finish_[r] = std::max(t, local_done_[r]);  // returns after its puts left
     ++finished_;
+    if (o_.trace) trace_op_begins(r, -1, op, finish_[r]);
+  }
+
+  // Traced runs: rank r's op `pc` (-1: none, the rank is done) begins at t,
+  // which ends the one before (a wait re-entered when released goes on).
+  void trace_op_begins(int r, int pc, const Op& op, double t) {
+    if (traced_.empty()) traced_.resize(N);
+    Traced& x = traced_[r];
+    if (x.pc == pc) return;
+    if (x.pc >= 0) o_.trace->op(r, x.pc, x.op, x.start, t);
+    x.pc = pc;
+    x.start = t;
+    if (pc >= 0) x.op = op;
   }
 
   // Issues put `op` of rank r at t; returns when the rank may go on.
@@ -472,6 +487,7 @@ class Simulation {
       if (!to_shared_here) end = copy_time(r, node, end, bytes);
       arrive(end + m_.flag_latency_us, op.peer, counter_id(op.counter), 0);
       local_done_[r] = std::max(local_done_[r], end);
+      if (o_.trace) o_.trace->transfer(r, op.peer, -1, place_[r].pc - 1, bytes, t, end);
       return std::max(end, t);  // the sender does the copy
     }
     if (peer_node == node && m_.intranode_put == "socket") {
@@ -483,6 +499,7 @@ class Simulation {
       arrive(sent, op.peer, counter_id(op.counter), per_end, 1, from,
              local_socket(node, peer_node) ? m_.socket_overhead_us / 2 : -1);
       local_done_[r] = std::max(local_done_[r], sent);
+      if (o_.trace) o_.trace->transfer(r, op.peer, -1, place_[r].pc - 1, bytes, t, sent);
       return sent;
     }
     // On a message-passing stack (recv_cpu = loggp) a striped put is one
@@ -503,6 +520,7 @@ class Simulation {
       Network::Times x = net_.transfer(node, peer_node, rail, sent, b, !o_.nic_memory);
       last = std::max(last, x.arrive);
       local_done_[r] = std::max(local_done_[r], x.left);
+      if (o_.trace) o_.trace->transfer(r, op.peer, peer_node == node ? -1 : rail, place_[r].pc - 1, b, sent, x.arrive);
     };
     if (op.rail != kStripe || k == 1) {
       part(op.rail == kStripe ? 0 : op.rail, bytes);
@@ -904,6 +922,12 @@ class Simulation {
   };
   std::vector<Place> place_;
   Op op_;  // the op step() decodes into: one, not one per event
+  struct Traced {  // traced runs: the op a rank is in, since when
+    int pc = -1;
+    double start = 0;
+    Op op;
+  };
+  std::vector<Traced> traced_;
   int cores_ = 0;     // per pool
   std::vector<double> busy_;  // per rank: its host work is done until then (contended cores only)
   double now_ = 0;    // the time of the event being handled

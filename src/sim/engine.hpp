@@ -38,6 +38,18 @@
 
 namespace railcoll::sim {
 
+// What a traced run tells (`railcoll sim --trace`, which writes it in the
+// runtime's trace format, core/trace_format.hpp): every op of every rank with
+// its span, an op lasting until the rank's next op begins (a wait until it is
+// released), and every transfer a put makes with its rail (-1: within the
+// node) from when it is handed over to when its last byte is in.
+class SimTrace {
+ public:
+  virtual ~SimTrace() = default;
+  virtual void op(int rank, int index, const Op& op, double start_us, double end_us) = 0;
+  virtual void transfer(int from, int to, int rail, int op, uint64_t bytes, double start_us, double arrive_us) = 0;
+};
+
 struct SimOptions {
   std::string background = "none";  // none | complement | uniform | hotspot
   uint64_t background_bytes = 65536;  // size of every background message
@@ -56,6 +68,7 @@ struct SimOptions {
   // 004 §6.1: an Elan thread adds 3.3 us to a message, 5.5 us for MPI against
   // 2.2 us for Elan3lib).
   std::vector<std::pair<int, size_t>> nic_thread_ops;
+  SimTrace* trace = nullptr;  // not owned; null: no trace (no cost)
 };
 
 struct SimResult {

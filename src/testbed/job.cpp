@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,6 +31,8 @@ void on_signal(int sig) { forwarded_signal = sig; }
 
 // How long ended ranks get between SIGTERM and SIGKILL.
 constexpr double kKillAfter = 3.0;
+// How long ranks asked for their flight records get to write them.
+constexpr double kRecordsAfter = 0.5;
 // A line longer than this is forwarded in pieces (a rank printing without
 // newlines must not grow the launcher without bound).
 constexpr size_t kMaxLine = 1 << 16;
@@ -43,6 +46,18 @@ void write_fully(int fd, const std::string& text) {
     else if (n < 0 && errno == EINTR) continue;
     else return;
   }
+}
+
+// Whether process pid has a handler for sig (its SigCgt mask in /proc).
+bool catches(pid_t pid, int sig) {
+  FILE* f = fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "r");
+  if (!f) return false;
+  char line[256];
+  unsigned long long mask = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "SigCgt: %llx", &mask) == 1) break;
+  fclose(f);
+  return (mask >> (sig - 1)) & 1;
 }
 
 // One rank being watched: its process, and the unfinished lines of its output.
@@ -202,6 +217,14 @@ class Launcher {
       }
   }
 
+  // SIGUSR1 to each running rank that handles it (railcoll's recorder does,
+  // unless the program took the signal; an MPI launcher passes it on); to
+  // others it would be a kill, so they are not sent it.
+  void ask_for_records() {
+    for (auto& w : watched_)
+      if (w.proc.running() && catches(w.proc.pid(), SIGUSR1)) kill(w.proc.pid(), SIGUSR1);
+  }
+
   size_t running() const {
     size_t n = 0;
     for (auto& w : watched_) n += w.proc.running();
@@ -210,6 +233,7 @@ class Launcher {
 
   void watch() {
     int stage = 0;  // 0 running, 1 SIGTERM sent, 2 SIGKILL sent
+    bool asked_for_records = false;
     double term_at = 0;
     while (running() > 0) {
       std::vector<pollfd> fds;
@@ -245,7 +269,11 @@ class Launcher {
                           " s");
         end_at_ = now;
       }
-      if (stage == 0 && !res_.failure.empty() && now >= end_at_) {
+      if (stage == 0 && !res_.failure.empty() && now >= end_at_ && o_.ask_for_flight_records && !asked_for_records) {
+        asked_for_records = true;
+        ask_for_records();
+        end_at_ = now + kRecordsAfter;
+      } else if (stage == 0 && !res_.failure.empty() && now >= end_at_) {
         signal_running(SIGTERM);
         stage = 1, term_at = now;
       } else if (stage == 1 && now - term_at >= kKillAfter) {
@@ -361,6 +389,66 @@ std::map<std::string, std::string> rank_env(int rank, int size, int local_rank, 
   };
   if (!rails.empty()) env["RAILCOLL_RAILS"] = rails;
   return env;
+}
+
+// ---------------------------------------------------------------- flight records
+
+JobFlightRecords::JobFlightRecords() : start_(time(nullptr) - 1) {
+  if (const char* given = getenv("RAILCOLL_FLIGHT_DIR"); given && *given) {
+    dir_ = given;
+    return;
+  }
+  const char* tmp = getenv("TMPDIR");
+  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/railcoll-records-XXXXXX";
+  if (!mkdtemp(tmpl.data())) return;  // the ranks keep their default directory
+  dir_ = tmpl;
+  made_ = true;
+  setenv("RAILCOLL_FLIGHT_DIR", dir_.c_str(), 1);
+}
+
+JobFlightRecords::~JobFlightRecords() {
+  if (!made_ || keep_) return;
+  unsetenv("RAILCOLL_FLIGHT_DIR");
+  glob_t g{};
+  if (glob((dir_ + "/*").c_str(), 0, nullptr, &g) == 0)
+    for (size_t i = 0; i < g.gl_pathc; ++i) unlink(g.gl_pathv[i]);
+  globfree(&g);
+  rmdir(dir_.c_str());
+}
+
+std::vector<int> flight_record_ranks(const std::string& dir, time_t since) {
+  std::vector<int> ranks;
+  glob_t g{};
+  if (glob((dir + "/flight-*-rank*.txt").c_str(), 0, nullptr, &g) == 0)
+    for (size_t i = 0; i < g.gl_pathc; ++i) {
+      const std::string path = g.gl_pathv[i];
+      struct stat st {};
+      if (stat(path.c_str(), &st) != 0 || st.st_mtime < since) continue;
+      const size_t at = path.rfind("-rank");
+      const int r = atoi(path.c_str() + at + 5);
+      if (std::find(ranks.begin(), ranks.end(), r) == ranks.end()) ranks.push_back(r);
+    }
+  globfree(&g);
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
+std::string JobFlightRecords::report(const JobResult& result, int ranks) {
+  if (result.exit_status == 0 || dir_.empty()) return "";
+  const std::vector<int> have = flight_record_ranks(dir_, start_);
+  if (have.empty()) return "";  // not a railcoll job, or it failed before any communicator
+  keep_ = true;
+  std::string list;  // "0-2, 4, 5"
+  for (size_t i = 0; i < have.size();) {
+    size_t j = i;
+    while (j + 1 < have.size() && have[j + 1] == have[j] + 1) ++j;
+    list += (list.empty() ? "" : ", ") + std::to_string(have[i]);
+    if (j > i) list += (j == i + 1 ? ", " : "-") + std::to_string(have[j]);
+    i = j + 1;
+  }
+  return "the flight records of rank" + std::string(have.size() > 1 ? "s " : " ") + list + " (" +
+         std::to_string(have.size()) + " of " + std::to_string(ranks) + ") are in " + dir_ +
+         "; railcoll doctor " + dir_ + " reads them";
 }
 
 // ---------------------------------------------------------------- layouts

@@ -16,6 +16,7 @@
 // (fault-tolerance jobs whose survivors recover), and the result names the
 // first rank that failed, in time order, with every rank's status.
 #pragma once
+#include <ctime>
 #include <functional>
 #include <map>
 #include <optional>
@@ -38,6 +39,10 @@ struct JobOptions {
   double grace_seconds = 0;
   double timeout_seconds = 0;  // the whole job; 0: no limit
   bool tag_output = false;     // "[rank] " before every forwarded line
+  // On a failure, ask the ranks still running for their flight records
+  // (SIGUSR1, which railcoll's recorder answers by writing them) a moment
+  // before they are ended.
+  bool ask_for_flight_records = false;
   // Where a rank's output goes, one line at a time, each with its '\n'; a line
   // longer than 64 KiB comes in pieces, each but the last without '\n' (join
   // them). Default: written to the launcher's stdout/stderr.
@@ -82,6 +87,34 @@ int free_port(const std::string& address);
 std::map<std::string, std::string> rank_env(int rank, int size, int local_rank, int local_size, int node,
                                             const std::string& store, const std::string& job_id,
                                             const std::string& job_key, const std::string& rails);
+
+// ---- flight records (docs/observability.md, "Launchers gather them")
+
+// Where the ranks of one job write their flight records, so that a failed
+// job's records are in one place: RAILCOLL_FLIGHT_DIR when the launcher's
+// environment has it, else a directory made for the job. It is set in this
+// process's environment (every rank inherits it, through an MPI launcher too).
+// A directory made here is removed after a job that succeeded.
+class JobFlightRecords {
+ public:
+  JobFlightRecords();
+  ~JobFlightRecords();
+  JobFlightRecords(const JobFlightRecords&) = delete;
+  JobFlightRecords& operator=(const JobFlightRecords&) = delete;
+  // After the job: for a failed one, where its records are and how to read
+  // them ("the flight records of ranks 0-4 (5 of 6) are in DIR; railcoll
+  // doctor DIR reads them"); "" for one that succeeded or left no record.
+  std::string report(const JobResult& result, int ranks);
+
+ private:
+  std::string dir_;
+  bool made_ = false, keep_ = false;
+  time_t start_ = 0;  // records older than the job are another job's
+};
+
+// The ranks with a record (flight-<comm>-rank<R>.txt) in dir written since
+// `since` (seconds since the epoch), sorted.
+std::vector<int> flight_record_ranks(const std::string& dir, time_t since = 0);
 
 // ---- layouts: ranks per node, numbered node-major (node 0's ranks first)
 

@@ -1,6 +1,6 @@
 """A rank dies in the middle of a job: every other rank's next operation must
-raise an exception carrying railcoll's message within the group's timeout,
-never hang. Started by tests/torch/run_tests.sh without torchrun (whose agent
+raise an exception carrying railcoll's message, which names the dead rank,
+within the group's timeout, never hang. Started by tests/torch/run_tests.sh without torchrun (whose agent
 would end the survivors itself): RANK, WORLD_SIZE, MASTER_ADDR/PORT by hand.
 The dying rank exits with status 17; a survivor prints its exception."""
 import datetime
@@ -38,7 +38,8 @@ def main():
     except Exception as e:  # noqa: BLE001 (what it is is part of the check)
         took = time.time() - start
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        ok = "railcoll" in str(e) and took < TIMEOUT_S + 10
+        # railcoll's words, naming the rank that died (not a bare "timed out").
+        ok = "railcoll" in str(e) and ("rank %d " % victim) in str(e) and took < TIMEOUT_S + 10
         line = "rank %d: %s after %.1f s: %s: %s\n" % (rank, "exception" if ok else "FAILED: wrong exception",
                                                       took, type(e).__name__, msg)
         os.write(1, line.encode())  # one write: the survivors' lines must not interleave

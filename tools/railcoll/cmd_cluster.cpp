@@ -334,7 +334,10 @@ int cluster_run(const std::vector<std::string>& argv) {
   auto [opts, job] = split_job(argv, valued);
   Args a(opts, kJobFlags, valued);
   testbed::ClusterJob j = prepare("run", a, job);
-  return report_job("cluster run", testbed::run_cluster_job(j, job_options(a, kDefaultTimeout)));
+  testbed::JobOptions options = job_options(a, kDefaultTimeout);
+  options.ask_for_flight_records = true;
+  testbed::JobFlightRecords records;
+  return report_job("cluster run", testbed::run_cluster_job(j, options), &records);
 }
 
 // An MPI program across the nodes: Open MPI's mpirun or MPICH's Hydra (--mpi,
@@ -359,12 +362,17 @@ int cluster_mpirun(const std::vector<std::string>& argv) {
   how.verbose = a.flag("verbose");
   if (how.han && how.railcoll) throw UsageError("give only one of --han and --railcoll (whose collectives run)");
   testbed::ClusterJob j = prepare("mpirun", a, job);
-  testbed::JobResult r = testbed::run_cluster_mpirun(j, how, job_options(a, kDefaultTimeout));
+  testbed::JobOptions options = job_options(a, kDefaultTimeout);
+  options.ask_for_flight_records = true;  // Open MPI's mpirun and Hydra pass SIGUSR1 on to the ranks
+  std::optional<testbed::JobFlightRecords> records;
+  if (how.railcoll) records.emplace();
+  testbed::JobResult r = testbed::run_cluster_mpirun(j, how, options);
   if (r.exit_status != 0) {
     // The launcher calls mpirun "rank 0"; say "mpirun exited with status 1".
     std::string why = r.failure.rfind("rank 0 ", 0) == 0 ? r.failure.substr(7) : r.failure;
     std::cerr << "railcoll cluster mpirun: the MPI launcher failed: " << why << "\n";
   }
+  if (records) report_records("cluster mpirun", r, *records, j.ranks());
   return r.exit_status;
 }
 

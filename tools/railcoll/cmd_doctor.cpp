@@ -167,6 +167,7 @@ int diagnose(const std::string& comm, const std::vector<Record>& recs) {
     if ((sample = r.at(frontier))) break;
   std::cout << "last call: " << frontier << " (" << sample->what << "), reached by " << ranks_text(in_frontier)
             << "\n";
+  std::vector<std::string> stopped_behind;
   for (int rank : behind) {
     for (auto& r : recs) {
       if (r.rank != rank) continue;
@@ -175,8 +176,11 @@ int diagnose(const std::string& comm, const std::vector<Record>& recs) {
                 << (e ? "its last call is " + std::to_string(e->call) + " (" + e->state + ", " + where(*e) + ")"
                       : std::string("it recorded no call"))
                 << "\n";
-      culprits.push_back("rank " + std::to_string(rank) + " (behind, in call " +
-                         (e ? std::to_string(e->call) : std::string("none")) + ")");
+      const std::string culprit =
+          "rank " + std::to_string(rank) + " (behind, in call " + (e ? std::to_string(e->call) : std::string("none")) + ")";
+      // One whose last call failed was stopped there by another's failure
+      // (a peer that died mid-call): a weaker suspect than a rank that left no record.
+      (e && e->state == "failed" ? stopped_behind : culprits).push_back(culprit);
     }
   }
   // Ranks that entered the last call only after others had given it up.
@@ -189,6 +193,7 @@ int diagnose(const std::string& comm, const std::vector<Record>& recs) {
     }
   }
   for (int rank : missing) culprits.push_back("rank " + std::to_string(rank) + " (left no record: it died, or was killed)");
+  culprits.insert(culprits.end(), stopped_behind.begin(), stopped_behind.end());
 
   // What the ranks in the last call waited for, grouped.
   std::map<std::string, std::vector<int>> waits;

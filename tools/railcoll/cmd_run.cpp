@@ -36,11 +36,17 @@ testbed::JobOptions job_options(const Args& a, double default_timeout) {
   return o;
 }
 
-int report_job(const std::string& verb, const testbed::JobResult& r) {
+void report_records(const std::string& verb, const testbed::JobResult& r, testbed::JobFlightRecords& records, int ranks) {
+  const std::string where = records.report(r, ranks);
+  if (!where.empty()) std::cerr << "railcoll " << verb << ": " << where << "\n" << std::flush;
+}
+
+int report_job(const std::string& verb, const testbed::JobResult& r, testbed::JobFlightRecords* records) {
   if (r.exit_status != 0)
     std::cerr << "railcoll " << verb << ": " << r.failure << "\n"
               << "railcoll " << verb << ": every rank:\n"
               << r.rank_report() << std::flush;
+  if (records) report_records(verb, r, *records, static_cast<int>(r.ranks.size()));
   return r.exit_status;
 }
 
@@ -71,7 +77,10 @@ int cmd_run(const std::vector<std::string>& argv) {
     job.pretend_nodes = a.has("ppn");
     job.layout = testbed::layout_of(n, static_cast<int>(a.integer("ppn", n, 1, 1024)));
   }
-  return report_job("run", testbed::run_local_job(job, job_options(a, 0)));
+  testbed::JobOptions options = job_options(a, 0);
+  options.ask_for_flight_records = true;
+  testbed::JobFlightRecords records;
+  return report_job("run", testbed::run_local_job(job, options), &records);
 }
 
 }  // namespace railcoll::cli

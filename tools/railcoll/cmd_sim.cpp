@@ -7,9 +7,13 @@
 // Runs railcoll's own schedules in virtual time on a model of a machine
 // (src/sim/) and prints the same tables as `railcoll bench`: allreduce sums
 // floats, bcast and gather use --root (0), barrier is one call of 0 bytes.
+#include <sys/stat.h>
+
 #include <chrono>
 #include <iostream>
 #include <limits>
+#include <map>
+#include <memory>
 #include <optional>
 
 #include "args.hpp"
@@ -21,6 +25,7 @@
 #include "core/errors.hpp"
 #include "core/registry.hpp"
 #include "select/select.hpp"
+#include "core/trace_format.hpp"
 #include "sim/engine.hpp"
 
 namespace railcoll::cli {
@@ -52,10 +57,66 @@ int list_presets() {
 
 }  // namespace
 
+// `railcoll sim --trace DIR`: the modeled call in the runtime's trace format
+// (core/trace_format.hpp), DIR/trace-sim-rank<R>.json per rank, so that
+// `railcoll trace --compare MEASURED DIR` sets model and measurement side by
+// side. Virtual time from 0; the call is call 1.
+class SimTraceFiles final : public sim::SimTrace {
+ public:
+  SimTraceFiles(const std::string& dir, const Topology& t, const std::string& what) : what_(what) {
+    for (int r = 0; r < t.nranks(); ++r) {
+      files_.push_back(std::make_unique<TraceWriter>(dir + "/trace-sim-rank" + std::to_string(r) + ".json", r,
+                                                     t.node_of(r), t.rails(), "simulated"));
+      if (!files_.back()->ok()) throw InputError("cannot write the trace into " + dir);
+    }
+  }
+  void op(int rank, int index, const Op& op, double start, double end) override {
+    TraceEvent e = event(start, end, kTraceProgramTrack, op_name(op.kind), "op");
+    e.op = index;
+    e.step = op.step;
+    if (op.kind == OpKind::Put || op.kind == OpKind::Wait) e.peer = op.peer;
+    if (op.kind == OpKind::Put || op.kind == OpKind::Copy || op.kind == OpKind::Reduce) e.bytes = op.bytes();
+    files_[rank]->event(e);
+    first_ = std::min(first_, start);
+    last_[rank] = std::max(last_[rank], end);
+  }
+  void transfer(int from, int to, int rail, int op, uint64_t bytes, double start, double arrive) override {
+    TraceEvent e = event(start, arrive, rail < 0 ? kTraceLocalTrack : kTraceRailTrack + rail, "recv", "rail");
+    e.op = op;
+    e.peer = from;
+    e.rail = rail;
+    e.bytes = bytes;
+    files_[to]->event(e);
+  }
+  // Each rank's call span, from the first op of any rank to its own last.
+  void end_calls() {
+    for (size_t r = 0; r < files_.size(); ++r) {
+      TraceEvent e = event(first_, last_[r], kTraceCallTrack, "", "call");
+      files_[r]->event(e, &what_);
+    }
+  }
+
+ private:
+  static TraceEvent event(double start, double end, int tid, const char* name, const char* cat) {
+    TraceEvent e;
+    e.ts = start;
+    e.dur = std::max(0.0, end - start);
+    e.tid = tid;
+    e.name = name;
+    e.cat = cat;
+    e.call = 1;
+    return e;
+  }
+  std::string what_;
+  std::vector<std::unique_ptr<TraceWriter>> files_;
+  double first_ = std::numeric_limits<double>::max();
+  std::map<size_t, double> last_;
+};
+
 int cmd_sim(const std::vector<std::string>& argv) {
   std::set<std::string> valued = kTopologyOptions;
   valued.insert({"preset", "algo", "m", "json", "csv", "plot", "stripe-threshold", "concurrency", "root", "background",
-                 "background-bytes", "seed", "samples"});
+                 "background-bytes", "seed", "samples", "trace"});
   if (!argv.empty() && argv[0] == "reproduce") return cmd_reproduce({argv.begin() + 1, argv.end()});
   if (!argv.empty() && argv[0] == "tune") return cmd_sim_tune({argv.begin() + 1, argv.end()});
   Args a(argv, {"nic-memory"}, valued);
@@ -213,6 +274,20 @@ int cmd_sim(const std::vector<std::string>& argv) {
       sampled(&l, samples, s, [&](int i) { return sim::loaded_sample(loaded, m, i); });
       loaded_recs.push_back(l);
     }
+  }
+  if (a.has("trace")) {
+    if (runnable.size() != 1 || sizes.size() != 1)
+      throw UsageError("--trace models one call: give one algorithm (--algo A) and one size (-m B:B)");
+    const std::string dir = a.str("trace");
+    mkdir(dir.c_str(), 0777);
+    const std::string chosen = runnable[0] == "auto" ? select_algorithm(coll, topo, sizes[0]) : runnable[0];
+    SimTraceFiles files(dir, topo,
+                        coll_name + "/" + chosen + " with " + std::to_string(sizes[0]) + " B per rank");
+    sim::SimOptions o = quiet;
+    o.trace = &files;
+    sim::simulate(schedule(chosen, sizes[0]), m, o);
+    files.end_calls();
+    std::cout << "# the modeled call's trace: " << dir << "/trace-sim-rank*.json (railcoll trace " << dir << ")\n";
   }
   print_summary(std::cout, recs, ctx);
   if (background) {

@@ -193,6 +193,7 @@ const Verb kVerbs[] = {
      "  sim COLL --preset P [--algo A|all|auto] [-m MIN:MAX] [--root R]\n"
      "        [--ranks N --ppn P --rails K] [--nic-memory] [--background complement|uniform|hotspot\n"
      "        [--background-bytes B] [--seed S] [--samples K]] [--json F] [--csv F] [--plot F]\n"
+     "        [--trace DIR]\n"
      "                                      the same tables, simulated on a model of a machine\n"
      "  sim presets                         list the machine models\n"
      "  sim reproduce seed001|seed002|seed003|seed004|all [--json F] [--plot-dir D]\n"
@@ -201,12 +202,15 @@ const Verb kVerbs[] = {
      "                    [-m MIN:MAX] [--root R] [--ranks N --ppn P --rails K] [--nic-memory]\n"
      "                    [--stripe-threshold B] [--concurrency C]\n"
      "                    [--background complement|uniform|hotspot [--background-bytes B]\n"
-     "                    [--seed S] [--samples K]] [--json F] [--csv F] [--plot F]\n"
+     "                    [--seed S] [--samples K]] [--json F] [--csv F] [--plot F] [--trace DIR]\n"
      "       railcoll sim presets\n"
      "       railcoll sim reproduce seed001|seed002|seed003|seed004|all [--json F] [--plot-dir D]\n"
      "\n"
      "The tables of railcoll bench, simulated on a model of a machine (docs/simulator.md);\n"
-     "presets lists the models; reproduce sets the seeds' results beside the model's.\n"},
+     "presets lists the models; reproduce sets the seeds' results beside the model's.\n"
+     "--trace DIR (one algorithm, one size) writes the modeled call as RAILCOLL_TRACE does,\n"
+     "DIR/trace-sim-rank<R>.json: railcoll trace DIR draws it, railcoll trace --compare\n"
+     "MEASURED DIR sets it beside a measured one (docs/observability.md).\n"},
     {"goal",
      "  goal export COLL --algo A --ranks N ... [-o FILE]   a schedule as LogGOPSim GOAL text\n"
      "  goal import FILE [--rails K] [--preset P]         read GOAL (and simulate it)\n",

@@ -14,40 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "core/trace_format.hpp"
 #include "runtime/engine/observer.hpp"
 
 namespace railcoll::rt {
-
-// Threads (tracks) of a rank's process in the trace.
-constexpr int kTraceCallTrack = 0;     // the calls' spans
-constexpr int kTraceProgramTrack = 1;  // the ops of this rank's program
-constexpr int kTraceLocalTrack = 2;    // frames from ranks of the same node
-constexpr int kTraceRailTrack = 10;    // + rail: frames arriving on that rail
-
-// One trace event written as JSON (the simulator writes through it too).
-struct TraceEvent {
-  double ts = 0, dur = 0;  // microseconds
-  int tid = 0;
-  const char* name = "";
-  const char* cat = "";
-  uint64_t call = 0;
-  int op = -1, step = -1, peer = -1, rail = -2;
-  uint64_t bytes = 0;
-};
-
-// Writes the file's beginning (the process and track names), events, and end.
-class TraceWriter {
- public:
-  TraceWriter(const std::string& path, int rank, int node, int rails, const std::string& source);
-  ~TraceWriter();
-  bool ok() const { return f_ != nullptr; }
-  void event(const TraceEvent& e, const std::string* name = nullptr);
-
- private:
-  FILE* f_ = nullptr;
-  int pid_;
-  bool first_ = true;
-};
 
 class TraceSink final : public Observer {
  public:
