@@ -36,21 +36,27 @@ RC=$BIN/railcoll
 out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err" "$log"' EXIT
 
-# Each passing check's served calls (the report's railcoll=N>0 lines) with
-# the program that made them, for scripts/mpi_table.py (docs/mpi.md's table):
-# $BUILD/mpi-served/ABI.log, started afresh by a local run.
+# Each passing check's report (every line: railcoll=N mpi=M and the reasons,
+# rank by rank) with the program that made it, for scripts/mpi_table.py
+# (docs/mpi.md's table and the share of our programs' calls railcoll served):
+# $BUILD/mpi-served/ABI.log, started afresh by a local run. A launch is noted
+# once, however many checks read its output.
 served_log=$BUILD/mpi-served
 [ "$MODE" = local ] && { mkdir -p "$served_log"; for a in "${ABIS[@]}"; do : >"$served_log/$a.log"; done; }
 last_prog='' last_abi=''
 note_served() {
   [ "$MODE" = local ] && [ -n "$last_prog" ] || return 0
-  grep -oE '^railcoll-mpi: rank [0-9]+: MPI_[A-Za-z_]+ railcoll=[1-9]' "$err" | awk -v p="$last_prog" '{print p "\t" $4}' |
-    sort -u >>"$served_log/$last_abi.log"
+  sed -nE 's/^railcoll-mpi: rank [0-9]+: (MPI_[A-Za-z_]+) railcoll=([0-9]+) mpi=([0-9]+) ?\(?([^)]*)\)?$/\1\t\2\t\3\t\4/p' "$err" |
+    sed "s/^/$last_prog\t/" >>"$served_log/$last_abi.log"
+  last_prog=''
 }
-ok() { pass=$((pass + 1)); echo "ok   $*"; note_served; }
+# The seconds since the previous verdict: where the script's time goes.
+check_t0=$SECONDS
+ok() { pass=$((pass + 1)); echo "ok   $* [$((SECONDS - check_t0)) s]"; check_t0=$SECONDS; note_served; }
 bad() {
   fail=$((fail + 1))
-  echo "FAIL $*"
+  echo "FAIL $* [$((SECONDS - check_t0)) s]"
+  check_t0=$SECONDS
   { grep -v '^railcoll-mpi' "$out" | head -5; grep -v '^railcoll-mpi: rank [0-9]*: MPI_' "$err" | head -15; } | sed 's/^/     /'
 }
 verdict() {  # verdict CONDITION-STATUS "what": counts the check
@@ -90,7 +96,10 @@ launch() {
   fi
   last_abi=$abi last_prog=''
   [ "$PRELOAD" = 1 ] && for a in "$@"; do
-    case $a in "$BIN"/*) last_prog=${a##*/} last_prog=${last_prog%_"$abi"}; break ;; esac
+    case $a in
+      "$BIN"/*) last_prog=${a##*/} last_prog=${last_prog%_"$abi"}; break ;;
+      *.py) last_prog=${a##*/} last_prog=${last_prog%.py}; break ;;
+    esac
   done
   timeout 400 "${cmd[@]}" "$@" >"$out" 2>"$err"
 }
