@@ -29,11 +29,18 @@ sleep 1  # a file written in the same second as the marker still counts as newer
 # The venv has the system's packages (torch, scikit-build-core): no download.
 "$PY" -m venv --system-site-packages "$tmp/venv" || { bad "python -m venv"; finish; }
 VPY=$tmp/venv/bin/python
-# The build directory is kept, so a second run is incremental.
+# The build directory is kept, so a second run is incremental. BUILD_DIR's
+# compilers by the same names (ccache hashes the name: pip would ask for
+# Python's own, gcc and g++, where BUILD_DIR has cc and c++).
 stats=$tmp/ccache-stats
-if (cd "$tmp" && env -u PYTHONPATH CCACHE_STATSLOG="$stats" "$VPY" -m pip wheel --no-build-isolation --no-deps \
-      -w "$tmp/dist" --config-settings=build-dir="$BUILD-wheel" --config-settings=cmake.build-type="$TYPE" \
-      "$SRC/python") >"$tmp/build.log" 2>&1; then
+compilers=()
+for lang in C CXX; do
+  c=$(sed -n "s/^CMAKE_${lang}_COMPILER:[A-Z]*=//p" "$BUILD/CMakeCache.txt" 2>/dev/null)
+  [ -n "$c" ] && compilers+=("--config-settings=cmake.define.CMAKE_${lang}_COMPILER=$c")
+done
+if (cd "$tmp" && env -u PYTHONPATH -u CC -u CXX CCACHE_STATSLOG="$stats" "$VPY" -m pip wheel --no-build-isolation \
+      --no-deps -w "$tmp/dist" --config-settings=build-dir="$BUILD-wheel" --config-settings=cmake.build-type="$TYPE" \
+      "${compilers[@]}" "$SRC/python") >"$tmp/build.log" 2>&1; then
   cached=$(CCACHE_STATSLOG=$stats ccache --show-log-stats 2>/dev/null |
            awk '/^ *Hits:/ {print $2, "of", $4; exit}')
   ok "pip wheel ./python (scikit-build-core: the C library and the extension; $TYPE, compilations from ccache: ${cached:-none})"
