@@ -70,8 +70,11 @@ run_regime() {
     [ "$c" = barrier ] && how=(--algo "${sweep[1]}" -i 1000 -x 20 --rounds 2)
     echo
     echo "=== $name: $c"
+    local t0=$SECONDS
     "$RC" bench "$c" "${how[@]}" -c "${peers[@]}" "$@" \
       --json "$dir/$c.json" --csv "$dir/$c.csv" --plot "$dir/$c.png" | tee "$dir/$c.txt"
+    # Where the job's time goes, so the default sweep can be kept under 20 minutes.
+    echo "$c: $((SECONDS - t0)) s" | tee -a "$dir/NOTE"
   done
   if [ "$full" = 1 ] && [ "$(id -u)" = 0 ]; then
     "$RC" bench allgather --algo auto -m 8:1M -c --mpi --idle-us 0 | tee "$dir/allgather-back-to-back.txt"

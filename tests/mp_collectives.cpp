@@ -87,30 +87,38 @@ double seconds() {
 using mp::pattern;
 std::vector<std::string> algorithms() { return mp::algorithms("allgather"); }
 
-// One all-gather(v) call checked byte by byte.
+// One all-gather(v) call checked byte by byte. displaced: an all-gatherv whose
+// blocks lie in reverse rank order with a gap of 3 bytes after each, which
+// must keep their 0xEE.
 int check_call(railcoll_comm_t comm, const std::string& algo, const std::vector<size_t>& counts, int call,
-               bool in_place) {
+               bool in_place, bool displaced = false) {
   int size = railcoll_comm_size(comm);
-  size_t total = 0, displ = 0;
-  for (int r = 0; r < size; ++r) {
-    if (r == rank_) displ = total;
-    total += counts[r];
+  const size_t kGap = displaced ? 3 : 0;
+  std::vector<size_t> displs(size);
+  size_t total = 0;
+  for (int i = 0; i < size; ++i) {
+    const int r = displaced ? size - 1 - i : i;
+    displs[r] = total;
+    total += counts[r] + kGap;
   }
   std::vector<unsigned char> send(counts[rank_] + 1), recv(total + 1, 0xEE);
   for (size_t i = 0; i < counts[rank_]; ++i) send[i] = pattern(rank_, call, i);
-  if (in_place) memcpy(recv.data() + displ, send.data(), counts[rank_]);
+  if (in_place) memcpy(recv.data() + displs[rank_], send.data(), counts[rank_]);
   railcoll_call_opts_t o{algo.c_str(), in_place ? RAILCOLL_IN_PLACE : 0u};
-  bool uniform = true;
+  bool uniform = !displaced;
   for (auto c : counts) uniform &= c == counts[0];
   railcoll_status_t st = uniform ? railcoll_allgather(comm, in_place ? nullptr : send.data(), recv.data(), counts[0], &o)
-                                 : railcoll_allgatherv(comm, in_place ? nullptr : send.data(), recv.data(), counts.data(), &o);
+                                 : railcoll_allgatherv(comm, in_place ? nullptr : send.data(), recv.data(), counts.data(),
+                                                       displaced ? displs.data() : nullptr, &o);
   if (st != RAILCOLL_OK) FAIL("%s call %d (%zu B): %s: %s", algo.c_str(), call, counts[0], railcoll_strerror(st), railcoll_last_error());
-  size_t at = 0;
-  for (int r = 0; r < size; ++r)
-    for (size_t i = 0; i < counts[r]; ++i, ++at)
-      if (recv[at] != pattern(r, call, i))
+  for (int r = 0; r < size; ++r) {
+    for (size_t i = 0; i < counts[r]; ++i)
+      if (recv[displs[r] + i] != pattern(r, call, i))
         FAIL("%s call %d: wrong byte %zu of rank %d's block: got %d, expected %d", algo.c_str(), call, i, r,
-             recv[at], pattern(r, call, i));
+             recv[displs[r] + i], pattern(r, call, i));
+    for (size_t g = 0; g < kGap; ++g)
+      if (recv[displs[r] + counts[r] + g] != 0xEE) FAIL("%s call %d: wrote into the gap after rank %d's block", algo.c_str(), call, r);
+  }
   if (recv[total] != 0xEE) FAIL("%s call %d: wrote past the end of recv", algo.c_str(), call);
   return 0;
 }
@@ -126,6 +134,8 @@ int mode_correct(railcoll_comm_t comm) {
   for (int r = 0; r < size; ++r) v[r] = (r % 3 == 1) ? 0 : 100 * r + 17;
   for (auto& algo : algorithms()) {
     if (check_call(comm, algo, v, call++, false)) return 1;
+    if (check_call(comm, algo, v, call++, false, true)) return 1;  // blocks at displacements
+    if (check_call(comm, algo, v, call++, true, true)) return 1;   // ... and in place
     if (check_call(comm, algo, std::vector<size_t>(size, 333), call++, true)) return 1;
   }
   // Back to back: alternating algorithms and sizes, with barriers between some.
@@ -168,7 +178,7 @@ int mode_badargs(railcoll_comm_t comm) {
       {"NULL sendbuf", railcoll_allgather(comm, nullptr, buf.data(), 4, nullptr), "sendbuf is NULL"},
       {"overlapping buffers", railcoll_allgather(comm, buf.data() + 4, buf.data(), 4, nullptr), "overlap"},
       {"NULL communicator", railcoll_allgather(nullptr, buf.data(), buf.data(), 4, nullptr), "communicator is NULL"},
-      {"NULL counts", railcoll_allgatherv(comm, buf.data(), buf.data(), nullptr, nullptr), "counts is NULL"},
+      {"NULL counts", railcoll_allgatherv(comm, buf.data(), buf.data(), nullptr, nullptr, nullptr), "counts is NULL"},
       {"unknown algorithm", railcoll_allgather(comm, buf.data(), buf.data() + 64, 4, &bogus),
        "unknown allgather algorithm 'no_such_algo'"},
   };
@@ -222,7 +232,7 @@ int mode_onerank(railcoll_comm_t comm) {
       {"NULL counts (allgatherv)", "counts is NULL", "railcoll_allgatherv", 0, 0,
        [](railcoll_comm_t c, bool bad, int) {
          std::vector<size_t> counts(railcoll_comm_size(c), 64);
-         return railcoll_allgatherv(c, send.data(), recv.data(), bad ? nullptr : counts.data(), nullptr);
+         return railcoll_allgatherv(c, send.data(), recv.data(), bad ? nullptr : counts.data(), nullptr, nullptr);
        }},
       {"root out of range (bcast)", "is out of range", "railcoll_bcast", 0, 0,
        [](railcoll_comm_t c, bool bad, int) { return railcoll_bcast(c, recv.data(), 64, bad ? railcoll_comm_size(c) : 0, nullptr); },

@@ -83,7 +83,7 @@ static void varying(railcoll_comm_t comm) {
   unsigned char* all = malloc(total);
   const int root = (calls + 1) % size;
   fill(mine, rank, calls, counts[rank]);
-  OK(railcoll_allgatherv(comm, mine, all, counts, NULL), "allgatherv");
+  OK(railcoll_allgatherv(comm, mine, all, counts, NULL, NULL), "allgatherv");
   for (int r = 0, at = 0; r < size; at += (int)counts[r], ++r) expect(all + at, r, calls, counts[r], "allgatherv");
   ++calls;
   fill(mine, rank, calls, counts[rank]);

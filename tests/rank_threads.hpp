@@ -50,8 +50,8 @@ inline std::vector<Outcome> each_rank(int n, const std::function<void(int)>& fn,
 }
 
 // One call of a collective on every rank: plans, buffers filled by the traits.
-struct Call {
-  Call(const Topology& t, Collective c, const std::string& algo, uint64_t bytes, int call_no, int root = 0)
+struct CallOnEveryRank {
+  CallOnEveryRank(const Topology& t, Collective c, const std::string& algo, uint64_t bytes, int call_no, int root = 0)
       : coll(c), number(call_no) {
     const CollectiveTraits& tr = traits(c);
     AlgoOptions opts = call_defaults(c);

@@ -57,7 +57,7 @@ int main(void) {
   /* Every call on a destroyed handle: RAILCOLL_ERR_ARG (or -1, or NULL) saying so. */
   CHECK(railcoll_comm_destroy(a) == RAILCOLL_OK);
   CHECK(railcoll_allgather(a, send, recv, sizeof send, NULL) == RAILCOLL_ERR_ARG && has("was destroyed"));
-  CHECK(railcoll_allgatherv(a, send, recv, NULL, NULL) == RAILCOLL_ERR_ARG && has("was destroyed"));
+  CHECK(railcoll_allgatherv(a, send, recv, NULL, NULL, NULL) == RAILCOLL_ERR_ARG && has("was destroyed"));
   CHECK(railcoll_barrier(a) == RAILCOLL_ERR_ARG && has("was destroyed"));
   CHECK(railcoll_bcast(a, recv, 8, 0, NULL) == RAILCOLL_ERR_ARG && has("was destroyed"));
   CHECK(railcoll_gather(a, send, recv, 8, 0, NULL) == RAILCOLL_ERR_ARG && has("was destroyed"));

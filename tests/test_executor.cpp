@@ -81,7 +81,7 @@ TEST_P(EveryAlgorithm, RunsCorrectlyOnTheFakeTransport) {
     for (uint64_t bytes : sizes(spec.collective)) {
       ++call;
       const int root = tr.rooted ? (call * 5) % t.nranks() : 0;  // roots other than 0 too
-      Call c(t, spec.collective, spec.name, bytes, call, root);
+      CallOnEveryRank c(t, spec.collective, spec.name, bytes, call, root);
       auto out = each_rank(t.nranks(), [&](int r) { c.run(*ranks.exec[r], r); });
       for (int r = 0; r < t.nranks(); ++r) {
         ASSERT_EQ(out[r].status, Status::Ok) << s.name << ", " << bytes << " B, rank " << r << ": " << out[r].error;
@@ -128,12 +128,12 @@ void alter_first_frame_to_2(Ranks& ranks, std::function<void(FakeFrame*, std::ve
 // Rank 2 refuses the frame with `expect` in its error and writes none of it;
 // every other rank gets the abort, in this call or (if it had finished) the next.
 void expect_refused_by_rank_2(Ranks& ranks, const std::string& expect) {
-  Call first(ranks.topo, Collective::Allgather, "direct", 3000, 1);
+  CallOnEveryRank first(ranks.topo, Collective::Allgather, "direct", 3000, 1);
   auto out = each_rank(4, [&](int r) { first.run(*ranks.exec[r], r); });
   EXPECT_EQ(out[2].status, Status::Protocol) << out[2].error;
   EXPECT_NE(out[2].error.find(expect), std::string::npos) << out[2].error;
   EXPECT_NE(out[2].error.find("rejected a frame from rank 0 (rail"), std::string::npos) << out[2].error;
-  Call second(ranks.topo, Collective::Allgather, "direct", 3000, 2);
+  CallOnEveryRank second(ranks.topo, Collective::Allgather, "direct", 3000, 2);
   for (int r : {0, 1, 3}) {
     if (out[r].status == Status::Ok) {
       try {
@@ -269,7 +269,7 @@ TEST(ExecutorFaults, ARefusedFrameWritesNothing) {
   // Rank 2's block from rank 0 is refused: rank 2's recv keeps its guard bytes there.
   Ranks ranks(two_by_two());
   alter_first_frame_to_2(ranks, [](FakeFrame* f, std::vector<FakeFrame>*) { f->hdr.total += 1; });
-  Call c(ranks.topo, Collective::Allgather, "direct", 3000, 1);
+  CallOnEveryRank c(ranks.topo, Collective::Allgather, "direct", 3000, 1);
   std::vector<unsigned char> before = c.recv[2];
   auto out = each_rank(4, [&](int r) { c.run(*ranks.exec[r], r); });
   EXPECT_EQ(out[2].status, Status::Protocol) << out[2].error;
@@ -278,7 +278,7 @@ TEST(ExecutorFaults, ARefusedFrameWritesNothing) {
 
 TEST(ExecutorFaults, ASilentPeerIsNamedAtTheDeadline) {
   Ranks ranks(two_by_two(), settings(1.0));
-  Call c(ranks.topo, Collective::Allgather, "direct", 3000, 1);
+  CallOnEveryRank c(ranks.topo, Collective::Allgather, "direct", 3000, 1);
   auto start = std::chrono::steady_clock::now();
   auto out = each_rank(4, [&](int r) { c.run(*ranks.exec[r], r); }, {3});  // rank 3 never enters the call
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -294,7 +294,7 @@ TEST(ExecutorFaults, ASilentPeerIsNamedAtTheDeadline) {
 
 TEST(ExecutorFaults, APeerThatAbortsFailsEveryRank) {
   Ranks ranks(two_by_two());
-  Call c(ranks.topo, Collective::Allgather, "direct", 3000, 1);
+  CallOnEveryRank c(ranks.topo, Collective::Allgather, "direct", 3000, 1);
   auto out = each_rank(4, [&](int r) {
     if (r == 1)
       ranks.fabric.transport(1).abort_peers(1, "rank 1 gave up");
@@ -311,8 +311,8 @@ TEST(ExecutorFaults, APeerThatAbortsFailsEveryRank) {
 // in the next call: the broadcast ends on every rank, the next call fails.
 TEST(ExecutorFaults, AnAbortOfTheNextCallLetsThisOneEnd) {
   Ranks ranks(two_by_two());
-  Call bcast(ranks.topo, Collective::Bcast, "hw_multicast", 1 << 16, 1, 1);  // calls 1 and 2 of the communicator
-  Call next(ranks.topo, Collective::Allgather, "direct", 64, 2);
+  CallOnEveryRank bcast(ranks.topo, Collective::Bcast, "hw_multicast", 1 << 16, 1, 1);  // calls 1 and 2 of the communicator
+  CallOnEveryRank next(ranks.topo, Collective::Allgather, "direct", 64, 2);
   std::vector<int> bcast_ended(4, 0);
   auto out = each_rank(4, [&](int r) {
     if (r != 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the abort is there when they enter
@@ -334,7 +334,7 @@ TEST(ExecutorFaults, AnAbortOfTheNextCallLetsThisOneEnd) {
 TEST(ExecutorFaults, APeerThatDiesIsNamed) {
   Ranks ranks(two_by_two());
   ranks.fabric.kill(3);
-  Call c(ranks.topo, Collective::Allgather, "direct", 3000, 1);
+  CallOnEveryRank c(ranks.topo, Collective::Allgather, "direct", 3000, 1);
   auto out = each_rank(4, [&](int r) { c.run(*ranks.exec[r], r); }, {3});
   for (int r : {0, 1, 2}) {
     EXPECT_EQ(out[r].status, Status::Peer) << r << ": " << out[r].error;
@@ -344,7 +344,7 @@ TEST(ExecutorFaults, APeerThatDiesIsNamed) {
 
 TEST(ExecutorFaults, RanksInDifferentCallsAreAMismatch) {
   Ranks ranks(two_by_two(), settings(5));
-  Call mine(ranks.topo, Collective::Allgather, "direct", 3000, 1), other(ranks.topo, Collective::Allgather, "direct", 2000, 1);
+  CallOnEveryRank mine(ranks.topo, Collective::Allgather, "direct", 3000, 1), other(ranks.topo, Collective::Allgather, "direct", 2000, 1);
   auto out = each_rank(4, [&](int r) { (r == 0 ? other : mine).run(*ranks.exec[r], r); });
   int mismatches = 0;
   for (int r = 0; r < 4; ++r) {
@@ -361,7 +361,7 @@ TEST(ExecutorFaults, FramesOfTheNextCallAreHeldThenApplied) {
   Topology t = Topology::from_node_map({0, 1}, 2);
   Ranks ranks(t);
   ranks.fabric.close_gate(0, [](const FrameHeader& h) { return h.sender == 1 && h.seq == 1; });
-  Call one(t, Collective::Allgather, "direct", 3000, 1), two(t, Collective::Allgather, "direct", 3000, 2);
+  CallOnEveryRank one(t, Collective::Allgather, "direct", 3000, 1), two(t, Collective::Allgather, "direct", 3000, 2);
   std::thread opener([&] {
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (ranks.exec[0]->frames_held() == 0 && std::chrono::steady_clock::now() < until)
@@ -386,7 +386,7 @@ TEST(ExecutorFaults, ACallTooBigForTheNodeMemoryBreaksNothing) {
   FakeFabric fabric(t, 4096);  // a 4 KiB shared buffer
   std::vector<std::unique_ptr<Executor>> exec;
   for (int r = 0; r < 2; ++r) exec.push_back(std::make_unique<Executor>(fabric.transport(r), t, r, FakeFabric::kCommId, settings()));
-  Call big(t, Collective::Allgather, "smp_direct", 1 << 20, 1), small(t, Collective::Allgather, "smp_direct", 100, 1);
+  CallOnEveryRank big(t, Collective::Allgather, "smp_direct", 1 << 20, 1), small(t, Collective::Allgather, "smp_direct", 100, 1);
   auto out = each_rank(2, [&](int r) { big.run(*exec[r], r); });
   for (int r = 0; r < 2; ++r) {
     EXPECT_EQ(out[r].status, Status::Unsupported) << out[r].error;

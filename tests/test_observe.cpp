@@ -87,7 +87,7 @@ bool has(const std::string& s, const std::string& part) { return s.find(part) !=
 
 // Call 1 on every rank, validated.
 void warm_up(Ranks& ranks) {
-  Call c(ranks.topo(), Collective::Allgather, "direct", 3000, 1);
+  CallOnEveryRank c(ranks.topo(), Collective::Allgather, "direct", 3000, 1);
   auto out = each_rank(6, [&](int r) { c.run(*ranks.exec[r], r); });
   for (int r = 0; r < 6; ++r) ASSERT_EQ(out[r].status, Status::Ok) << r << ": " << out[r].error;
 }
@@ -104,7 +104,7 @@ std::vector<int> timed_out(const std::vector<Outcome>& out) {
 TEST(PlantedFaults, ARankAsleepOutsideTheLibraryIsNamed) {
   Ranks ranks;
   warm_up(ranks);
-  Call c(ranks.topo(), Collective::Allgather, "direct", 3000, 2);
+  CallOnEveryRank c(ranks.topo(), Collective::Allgather, "direct", 3000, 2);
   const double start = now_seconds();
   std::vector<double> ended(6, 0);
   auto out = each_rank(6, [&](int r) {
@@ -143,7 +143,7 @@ TEST(PlantedFaults, ARankAsleepOutsideTheLibraryIsNamed) {
 TEST(PlantedFaults, ARankThatSkipsACallIsNamed) {
   Ranks ranks;
   warm_up(ranks);
-  Call c(ranks.topo(), Collective::Allgather, "direct", 3000, 2);
+  CallOnEveryRank c(ranks.topo(), Collective::Allgather, "direct", 3000, 2);
   std::atomic<int> failed{0};
   auto out = each_rank(6, [&](int r) {
     if (r != 3) {
@@ -178,7 +178,7 @@ TEST(PlantedFaults, ARankThatSkipsACallIsNamed) {
 TEST(PlantedFaults, ARankThatPassesAnotherSizeIsNamed) {
   Ranks ranks;
   warm_up(ranks);
-  Call c(ranks.topo(), Collective::Allgather, "direct", 3000, 2), odd(ranks.topo(), Collective::Allgather, "direct", 2000, 2);
+  CallOnEveryRank c(ranks.topo(), Collective::Allgather, "direct", 3000, 2), odd(ranks.topo(), Collective::Allgather, "direct", 2000, 2);
   auto out = each_rank(6, [&](int r) { (r == 3 ? odd : c).run(*ranks.exec[r], r); });
   for (int r = 0; r < 6; ++r) {
     EXPECT_TRUE(out[r].status == Status::Mismatch || out[r].status == Status::Peer) << r << ": " << out[r].error;
@@ -200,7 +200,7 @@ TEST(PlantedFaults, ARailThatStopsCarryingIsNamed) {
   Ranks ranks(30);
   warm_up(ranks);
   ranks.net.cut(1, 0, true);
-  Call c(ranks.topo(), Collective::Allgather, "direct", 512, 2);
+  CallOnEveryRank c(ranks.topo(), Collective::Allgather, "direct", 512, 2);
   const double start = now_seconds();
   auto out = each_rank(6, [&](int r) { c.run(*ranks.exec[r], r); });
   EXPECT_LT(now_seconds() - start, kTimeout * 3);
@@ -235,13 +235,13 @@ TEST(PlantedFaults, ARankThatDiesIsNamed) {
     rec.push_back(std::make_unique<FlightRecorder>(r, 4, topo.node_of(r), FakeFabric::kCommId, 16, dir));
     exec[r]->set_observer(rec[r].get());
   }
-  Call warm(topo, Collective::Allgather, "direct", 3000, 1);
+  CallOnEveryRank warm(topo, Collective::Allgather, "direct", 3000, 1);
   auto ok = each_rank(4, [&](int r) { warm.run(*exec[r], r); });
   for (int r = 0; r < 4; ++r) ASSERT_EQ(ok[r].status, Status::Ok) << ok[r].error;
   fabric.kill(3);
   std::filesystem::remove(flight_path(dir, FakeFabric::kCommId, 3));  // a dead rank writes nothing
   rec[3].reset();
-  Call c(topo, Collective::Allgather, "direct", 3000, 2);
+  CallOnEveryRank c(topo, Collective::Allgather, "direct", 3000, 2);
   auto out = each_rank(4, [&](int r) { c.run(*exec[r], r); }, {3});
   for (int r : {0, 1, 2}) {
     EXPECT_EQ(out[r].status, Status::Peer) << out[r].error;
@@ -269,7 +269,7 @@ TEST(FlightRecorder, KeepsTheLastCallsInAFixedRing) {
     exec[r]->set_observer(rec[r].get());
   }
   for (int call = 1; call <= 6; ++call) {
-    Call c(topo, Collective::Allgather, "direct", 100 * call, call);
+    CallOnEveryRank c(topo, Collective::Allgather, "direct", 100 * call, call);
     auto out = each_rank(2, [&](int r) { c.run(*exec[r], r); });
     ASSERT_EQ(out[0].status, Status::Ok) << out[0].error;
   }

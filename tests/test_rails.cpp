@@ -75,7 +75,7 @@ Calls all_gathers(Rails& rails, double until, double give_up_at, const std::func
     bool all_up = true;
     for (int r = 0; r < rails.topo().nranks(); ++r) all_up &= rails.rails_up(r) == rails.topo().rails();
     if (now > give_up_at || (now > until && all_up)) break;
-    Call c(rails.topo(), Collective::Allgather, "direct", 64 << 10, ++run.calls);
+    CallOnEveryRank c(rails.topo(), Collective::Allgather, "direct", 64 << 10, ++run.calls);
     auto out = each_rank(rails.topo().nranks(), [&](int r) { c.run(*rails.exec[r], r); });
     for (int r = 0; r < rails.topo().nranks(); ++r) {
       if (out[r].status != Status::Ok) {
@@ -187,12 +187,12 @@ TEST(RailsOverFakeLinks, AFlappingRailIsHeldDownUntilItIsStable) {
 
 TEST(RailsOverFakeLinks, EveryRailToANodeLostFailsEveryRankByItsDeadline) {
   Rails rails(2.0);
-  Call warm(rails.topo(), Collective::Allgather, "direct", 64 << 10, 1);
+  CallOnEveryRank warm(rails.topo(), Collective::Allgather, "direct", 64 << 10, 1);
   auto ok = each_rank(6, [&](int r) { warm.run(*rails.exec[r], r); });
   for (int r = 0; r < 6; ++r) ASSERT_EQ(ok[r].status, Status::Ok) << ok[r].error;
   rails.net.cut(1, 0);
   rails.net.cut(1, 1);
-  Call c(rails.topo(), Collective::Allgather, "direct", 64 << 10, 2);
+  CallOnEveryRank c(rails.topo(), Collective::Allgather, "direct", 64 << 10, 2);
   const double start = now_seconds();
   auto out = each_rank(6, [&](int r) { c.run(*rails.exec[r], r); });
   const double took = now_seconds() - start;

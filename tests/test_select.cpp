@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 
 #include "core/errors.hpp"
 #include "core/registry.hpp"
@@ -289,4 +290,34 @@ TEST(Select, VariablesAreCheckedWhenTheSelectorIsMade) {
   EXPECT_EQ(error({"RAILCOLL_TUNING=/nonexistent.json"}).rfind("RAILCOLL_TUNING: /nonexistent.json: cannot read", 0), 0u);
   TempFile bad("{\"rules\": [{\"collective\": \"bcast\", \"algorithm\": \"nope\"}]}");
   EXPECT_EQ(error({"RAILCOLL_TUNING=" + bad.path}).rfind("RAILCOLL_TUNING: " + bad.path + ": rule #0: unknown bcast", 0), 0u);
+}
+
+// Selection ranks its candidates and asks nobody whether they fit: the rules
+// that match, in order (the file's first), then every software algorithm of the
+// collective, each once; a name the call or a variable gives stands alone.
+TEST(Select, CandidatesAreTheMatchingRulesThenEverySoftwareAlgorithmEachOnce) {
+  TempFile f("{\"rules\": [{\"collective\": \"bcast\", \"algorithm\": \"binomial\"}]}");
+  const Situation bcast = at(Collective::Bcast, 16, 4, 4, 2, 64);
+  const std::vector<Choice> ranked = Selector::from_variables({"RAILCOLL_TUNING=" + f.path}).candidates(bcast);
+  ASSERT_GE(ranked.size(), 3u);
+  EXPECT_EQ(ranked[0].algorithm, "binomial");
+  EXPECT_EQ(ranked[0].origin, "file:" + f.path + "#0");
+  EXPECT_EQ(ranked[1].algorithm, "smp");  // the defaults' rule for 16 ranks on 4 nodes
+  EXPECT_EQ(ranked[1].origin.rfind("default#", 0), 0u);
+  std::set<std::string> seen;
+  for (const Choice& c : ranked) {
+    EXPECT_TRUE(seen.insert(c.algorithm).second) << c.algorithm << " ranked twice";
+    EXPECT_EQ(software_equivalent(Collective::Bcast, c.algorithm), c.algorithm) << c.algorithm;
+  }
+  for (const AlgoSpec& a : all_algorithms())
+    if (a.collective == Collective::Bcast && software_equivalent(a.collective, a.name) == a.name)
+      EXPECT_TRUE(seen.count(a.name)) << a.name << " is never a candidate";
+  EXPECT_EQ(ranked.back().origin, "the first that fits");
+
+  const auto named = Selector::from_variables({"RAILCOLL_BCAST_ALGO=pipelined_chain"}).candidates(bcast);
+  ASSERT_EQ(named.size(), 1u);
+  EXPECT_EQ(named[0].algorithm, "pipelined_chain");
+  const auto called = Selector().candidates(bcast, "binomial");
+  ASSERT_EQ(called.size(), 1u);
+  EXPECT_EQ(called[0].origin, "the call's options");
 }

@@ -197,10 +197,12 @@ RAILCOLL_API railcoll_status_t railcoll_comm_set_wait_hook(railcoll_comm_t comm,
  * every rank's block in rank order. opts may be NULL. */
 RAILCOLL_API railcoll_status_t railcoll_allgather(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
                                                   size_t bytes, const railcoll_call_opts_t* opts);
-/* Rank r contributes counts[r] bytes; block r lands at the sum of counts[0..r-1].
- * Every rank must pass the same counts. */
+/* Rank r contributes counts[r] bytes; block r lands at byte displs[r] of recvbuf
+ * (displs NULL: at the sum of counts[0..r-1], the blocks packed in rank order),
+ * as gatherv's. Every rank must pass the same counts; blocks may not overlap. */
 RAILCOLL_API railcoll_status_t railcoll_allgatherv(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
-                                                   const size_t* counts, const railcoll_call_opts_t* opts);
+                                                   const size_t* counts, const size_t* displs,
+                                                   const railcoll_call_opts_t* opts);
 RAILCOLL_API railcoll_status_t railcoll_barrier(railcoll_comm_t comm);
 
 /* The root's `bytes` of buf are copied into buf on every other rank. Every rank
@@ -358,8 +360,8 @@ RAILCOLL_API railcoll_status_t railcoll_iallgather(railcoll_comm_t comm, const v
                                                    size_t bytes, const railcoll_call_opts_t* opts,
                                                    railcoll_request_t* req);
 RAILCOLL_API railcoll_status_t railcoll_iallgatherv(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
-                                                    const size_t* counts, const railcoll_call_opts_t* opts,
-                                                    railcoll_request_t* req);
+                                                    const size_t* counts, const size_t* displs,
+                                                    const railcoll_call_opts_t* opts, railcoll_request_t* req);
 RAILCOLL_API railcoll_status_t railcoll_ibarrier(railcoll_comm_t comm, railcoll_request_t* req);
 RAILCOLL_API railcoll_status_t railcoll_ibcast(railcoll_comm_t comm, void* buf, size_t bytes, int root,
                                                const railcoll_call_opts_t* opts, railcoll_request_t* req);
@@ -401,8 +403,8 @@ RAILCOLL_API railcoll_status_t railcoll_allgather_init(railcoll_comm_t comm, con
                                                        size_t bytes, const railcoll_call_opts_t* opts,
                                                        railcoll_request_t* req);
 RAILCOLL_API railcoll_status_t railcoll_allgatherv_init(railcoll_comm_t comm, const void* sendbuf, void* recvbuf,
-                                                        const size_t* counts, const railcoll_call_opts_t* opts,
-                                                        railcoll_request_t* req);
+                                                        const size_t* counts, const size_t* displs,
+                                                        const railcoll_call_opts_t* opts, railcoll_request_t* req);
 RAILCOLL_API railcoll_status_t railcoll_barrier_init(railcoll_comm_t comm, railcoll_request_t* req);
 RAILCOLL_API railcoll_status_t railcoll_bcast_init(railcoll_comm_t comm, void* buf, size_t bytes, int root,
                                                    const railcoll_call_opts_t* opts, railcoll_request_t* req);

@@ -208,12 +208,12 @@ int fault_driver(const FaultSpec& f, const std::string& algo, uint64_t bytes, co
   for (auto* suffix : {".start", ".pid"}) unlink((marker + suffix).c_str());
   rmdir(dir.c_str());
 
-  struct Call {
+  struct CallTime {  // when a call ended and how long it took
     double t, us;
   };
-  std::vector<Call> calls;
+  std::vector<CallTime> calls;
   for (auto& l : lines) {
-    Call c{};
+    CallTime c{};
     if (sscanf(l.c_str(), "#call t=%lf us=%lf", &c.t, &c.us) == 2) calls.push_back(c);
   }
   int wrong = 0, done = 0;

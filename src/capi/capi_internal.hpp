@@ -14,15 +14,8 @@
 #include "core/errors.hpp"
 #include "railcoll/railcoll.h"
 #include "runtime/comm.hpp"
+#include "runtime/front_end.hpp"
 #include "select/select.hpp"
-
-namespace railcoll::capi {
-// What a call runs: the algorithm and its plan.
-struct Chosen {
-  std::string algorithm;
-  std::shared_ptr<const railcoll::rt::Plan> plan;
-};
-}  // namespace railcoll::capi
 
 // A communicator handle. railcoll_comm_destroy frees the communicator but not
 // this shell (a few dozen bytes, kept reachable in a list of every handle
@@ -31,20 +24,13 @@ struct Chosen {
 // take its address.
 struct railcoll_comm {
   std::unique_ptr<railcoll::rt::Comm> comm;
+  // Its calls: checked, planned and built (runtime/front_end.hpp).
+  std::unique_ptr<railcoll::rt::FrontEnd> front;
   // RAILCOLL_<COLL>_ALGO checked and RAILCOLL_TUNING read when the communicator
-  // is made: a wrong name fails railcoll_comm_init, not the first call.
+  // is made (a wrong name fails railcoll_comm_init, not the first call), then
+  // handed to the front end.
   railcoll::Selector selector;
-  std::set<std::string> reported;  // substitutions already said once on stderr
-  std::string transport;           // railcoll_comm_transport's answer, kept for the caller
-  std::mutex choose_mu;            // selector, reported, recent: the caller and the progress thread choose
-  // The last choice per collective (railcoll::capi::choose).
-  struct Recent {
-    std::vector<uint64_t> counts;
-    std::string requested;
-    railcoll::AlgoOptions args;
-    railcoll::capi::Chosen out;
-  };
-  std::map<int, Recent> recent;
+  std::string transport;  // railcoll_comm_transport's answer, kept for the caller
 };
 
 // A request handle: the call (shared with the communicator's engine, which
@@ -83,14 +69,6 @@ railcoll_status_t guarded(F f) {
 // messages ("railcoll_comm_init").
 using MakeComm = std::function<std::unique_ptr<railcoll::rt::Comm>(const railcoll::rt::Comm::Check& check)>;
 railcoll_status_t make_handle(railcoll_comm_t* out, const char* fn, const MakeComm& make);
-
-// The algorithm for a call of `collective` with these counts and options, and
-// its plan (runtime_c.cpp).
-Chosen choose(railcoll_comm* c, Collective collective, const std::vector<uint64_t>& counts,
-              const railcoll_call_opts_t* opts, const AlgoOptions& args);
-// Its plan alone (no copy of the name).
-std::shared_ptr<const rt::Plan> choose_plan(railcoll_comm* c, Collective collective, const std::vector<uint64_t>& counts,
-                                            const railcoll_call_opts_t* opts, const AlgoOptions& args);
 
 // The user operator of a railcoll_op_t value, or null (ops_c.cpp).
 std::shared_ptr<const rt::UserOp> find_user_op(int op);

@@ -1,9 +1,11 @@
 // The C API (include/railcoll/railcoll.h) over the C++ core.
+#include <cstring>
 #include <new>
 #include <string>
 
 #include "capi/capi_internal.hpp"
 #include "core/errors.hpp"
+#include "core/status_text.hpp"
 #include "core/registry.hpp"
 #include "railcoll/railcoll.h"
 #include "verify/verifier.hpp"
@@ -37,22 +39,10 @@ extern "C" {
 const char* railcoll_version(void) { return RAILCOLL_VERSION_STRING; }
 
 const char* railcoll_strerror(railcoll_status_t status) {
-  switch (status) {
-    case RAILCOLL_OK: return "success";
-    case RAILCOLL_ERR_ARG: return "invalid argument";
-    case RAILCOLL_ERR_UNSUPPORTED: return "not supported by this algorithm";
-    case RAILCOLL_ERR_VERIFY: return "schedule failed verification";
-    case RAILCOLL_ERR_NOMEM: return "out of memory";
-    case RAILCOLL_ERR_INTERNAL: return "internal error";
-    case RAILCOLL_ERR_TIMEOUT: return "deadline passed";
-    case RAILCOLL_ERR_PEER: return "a peer failed";
-    case RAILCOLL_ERR_NETWORK: return "network error";
-    case RAILCOLL_ERR_PROTOCOL: return "malformed or unexpected message";
-    case RAILCOLL_ERR_MISMATCH: return "ranks disagree on the collective call";
-    case RAILCOLL_ERR_BOOTSTRAP: return "cannot create the communicator";
-    case RAILCOLL_ERR_BROKEN: return "communicator is broken by an earlier failure";
-  }
-  return "unknown status code";
+  int value;  // a C caller may pass any int: read it as one, not as the enum
+  memcpy(&value, &status, sizeof value);
+  if (value < 0 || value > static_cast<int>(railcoll::Status::Broken)) return "unknown status code";
+  return railcoll::status_text(static_cast<railcoll::Status>(value));
 }
 
 const char* railcoll_last_error(void) { return railcoll::capi::last_error_text(); }

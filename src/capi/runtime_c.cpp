@@ -27,6 +27,7 @@ railcoll_status_t make_handle(railcoll_comm_t* out, const char* fn, const MakeCo
     auto c = std::make_unique<railcoll_comm>();
     railcoll_comm* shell = c.get();
     c->comm = make([shell] { shell->selector = Selector::from_environment(); });
+    c->front = std::make_unique<rt::FrontEnd>(*c->comm, std::move(c->selector));
     // Never freed (see railcoll_comm), and reachable from here, so that leak
     // checkers count the shells of destroyed communicators as kept.
     static std::mutex mu;
@@ -49,117 +50,18 @@ railcoll_comm* live(railcoll_comm_t comm, const char* fn) {
 
 railcoll_comm_t railcoll::capi::adopt_comm(railcoll::Selector selector, std::unique_ptr<railcoll::rt::Comm> comm) {
   auto c = std::make_unique<railcoll_comm>();
-  c->selector = std::move(selector);
   c->comm = std::move(comm);
+  c->front = std::make_unique<railcoll::rt::FrontEnd>(*c->comm, std::move(selector));
   return c.release();
 }
 
 namespace {
 
-using railcoll::capi::Chosen;
 using railcoll::capi::fail;
 using railcoll::capi::guarded;
 using railcoll::capi::live;
 
-// Says `what` once per communicator, on rank 0 only.
-void report_once(railcoll_comm* c, const std::string& key, const std::string& what) {
-  if (c->comm->rank() == 0 && c->reported.insert(key).second) fprintf(stderr, "railcoll: %s\n", what.c_str());
-}
-
-// A call's candidates' plans (cached by the communicator), and whether they fit.
-struct Planner {
-  railcoll_comm* c;
-  railcoll::Collective collective;
-  const std::vector<uint64_t>& counts;
-  const railcoll::AlgoOptions& args;
-  Chosen out;
-
-  void plan(const std::string& name) {
-    out.algorithm = railcoll::software_equivalent(collective, name);
-    out.plan = c->comm->plan(collective, out.algorithm, counts, args);
-  }
-  std::string unfit(const std::string& name) {
-    try {
-      plan(name);
-      return c->comm->unfit(*out.plan);
-    } catch (const railcoll::Error& e) {
-      out.plan.reset();
-      return e.what();
-    }
-  }
-};
-
 }  // namespace
-
-// The algorithm for a call: the per-call option, else RAILCOLL_<COLL>_ALGO, else
-// the tuning file, else the default rules (src/select/select.hpp); a hardware
-// algorithm is refused (the runtime has no such hardware). A rule's choice
-// whose schedule the nodes' shared memory cannot hold (RAILCOLL_SHM_MIB) is
-// passed over for one that fits; every rank knows every node's capacity, so all
-// pick alike.
-namespace {
-
-Chosen choose_anew(railcoll_comm* c, railcoll::Collective collective, const std::vector<uint64_t>& counts,
-                   const std::string& requested, const railcoll::AlgoOptions& args) {
-  uint64_t largest = 0;
-  for (auto n : counts) largest = std::max(largest, n);
-  Planner planner{c, collective, counts, args, {}};
-  const railcoll::Choice choice = c->selector.choose(
-      collective, c->comm->topo(), largest, requested,
-      [p = &planner](const std::string& name) { return p->unfit(name); });  // one pointer: no allocation
-  const std::string software = railcoll::software_equivalent(collective, choice.algorithm);
-  const std::string coll = railcoll::collective_name(collective);
-  // Running the software twin under the hardware algorithm's name would
-  // measure something other than what was asked: whoever wants it names it.
-  if (software != choice.algorithm)
-    throw railcoll::Error(railcoll::Status::Unsupported,
-                          coll + "/" + choice.algorithm + " (" + choice.origin +
-                              ") needs network hardware this cluster lacks; ask for its software form, " + coll + "/" +
-                              software + ", by name");
-  if (!planner.out.plan || planner.out.algorithm != software) planner.plan(choice.algorithm);
-  if (!choice.passed_over.empty())
-    report_once(c, coll + " " + choice.passed_over.substr(0, choice.passed_over.find(' ')) + " -> " + software,
-                coll + ": " + choice.passed_over + "; running " + coll + "/" + software + " (" + choice.origin +
-                    ") instead");
-  return std::move(planner.out);
-}
-
-}  // namespace
-
-// A program makes the same call over and over: the last choice for each
-// collective is kept, and a call like it (same sizes, options, requested
-// algorithm) takes it without the rules, the fit checks or the plan lookup,
-// which were a fifth of an 8 B all-gather's instructions (callgrind,
-// tests/mp_call_cost.c).
-namespace {
-template <class What>
-auto chosen(railcoll_comm* c, railcoll::Collective collective, const std::vector<uint64_t>& counts,
-            const railcoll_call_opts_t* opts, const railcoll::AlgoOptions& args, What what) {
-  std::lock_guard<std::mutex> lock(c->choose_mu);
-  const char* requested = opts && opts->algorithm ? opts->algorithm : "";
-  railcoll_comm::Recent& last = c->recent[static_cast<int>(collective)];
-  if (!last.out.plan || last.counts != counts || last.requested != requested ||
-      railcoll::options_key(last.args) != railcoll::options_key(args)) {
-    last.out = choose_anew(c, collective, counts, requested, args);
-    last.counts = counts;
-    last.requested = requested;
-    last.args = args;
-  }
-  return what(last.out);
-}
-}  // namespace
-
-Chosen railcoll::capi::choose(railcoll_comm* c, railcoll::Collective collective, const std::vector<uint64_t>& counts,
-                              const railcoll_call_opts_t* opts, const railcoll::AlgoOptions& args) {
-  return chosen(c, collective, counts, opts, args, [](const Chosen& x) { return x; });
-}
-
-std::shared_ptr<const railcoll::rt::Plan> railcoll::capi::choose_plan(railcoll_comm* c, railcoll::Collective collective,
-                                                                      const std::vector<uint64_t>& counts,
-                                                                      const railcoll_call_opts_t* opts,
-                                                                      const railcoll::AlgoOptions& args) {
-  return chosen(c, collective, counts, opts, args, [](const Chosen& x) { return x.plan; });
-}
 
 namespace {
 
@@ -228,10 +130,8 @@ railcoll_status_t railcoll_comm_destroy(railcoll_comm_t comm) {
   return guarded([&]() -> railcoll_status_t {
     railcoll_comm* c = live(comm, "railcoll_comm_destroy");
     if (!c) return RAILCOLL_ERR_ARG;
-    c->comm.reset();  // the shell stays: see railcoll_comm
-    c->selector = railcoll::Selector();
-    c->reported.clear();
-    c->recent.clear();  // its plans belong to the communicator gone
+    c->comm.reset();  // the shell stays: see railcoll_comm (the end may still plan a queued call's step)
+    c->front.reset();
     return RAILCOLL_OK;
   });
 }
@@ -281,10 +181,9 @@ const char* railcoll_algorithm_for(railcoll_comm_t comm, const char* collective,
     if (!collective) return fail(RAILCOLL_ERR_ARG, std::string(fn) + ": collective is NULL");
     railcoll::Collective coll = railcoll::collective_from_name(collective);
     // The registry's own copy of the name: valid for the life of the library.
-    name = railcoll::find_algorithm(coll, railcoll::capi::choose(c, coll, std::vector<uint64_t>(c->comm->size(), bytes), opts,
-                                                 railcoll::call_defaults(coll))
-                                              .algorithm)
-               ->name;
+    const railcoll::rt::Decision d = c->front->decide(coll, std::vector<uint64_t>(c->comm->size(), bytes),
+                                                     railcoll::call_defaults(coll), opts ? opts->algorithm : nullptr);
+    name = railcoll::find_algorithm(coll, d.algorithm)->name;
     return RAILCOLL_OK;
   });
   return name;

@@ -44,7 +44,7 @@ class Side {
   }
   // The blocks in railcoll's terms; packing (`pack`) and unpacking (`unpack`)
   // registered with the call when they are staged.
-  void place(Call& call, Staging slot, bool pack, bool unpack) {
+  void place(ServedCall& call, Staging slot, bool pack, bool unpack) {
     Blocks& b = *blocks_;
     const size_t n = b.views.size();
     bool in_place = true;
@@ -106,7 +106,7 @@ int alltoallw(Route& route, const void* sendbuf, const Count* sendcounts, const 
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
   const railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
-  Call call(route);
+  ServedCall call(route);
   // In place, recvbuf holds what is sent: packed in, unpacked out.
   recv.place(call, Staging::Recv, in_place, true);
   if (in_place) {

@@ -57,9 +57,9 @@ struct Served {
 // Gives a served request an MPI request of its own and keeps it (requests.cpp).
 int adopt(std::unique_ptr<Served> s, MPI_Request* request);
 
-class Call {
+class ServedCall {
  public:
-  explicit Call(Route& route) : route_(route), mode_(route.mode()) {
+  explicit ServedCall(Route& route) : route_(route), mode_(route.mode()) {
     if (mode_ != Mode::Blocking) served_.reset(new Served);
   }
   char* staging(Staging slot, uint64_t bytes) { return (served_ ? served_->stage : thread_stage()).get(slot, bytes); }

@@ -36,16 +36,17 @@ int allgather(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sen
   if (!rc) return route.error();
   const DataView recv = view(recvtype, static_cast<int64_t>(recvcount) * route.size());
   const railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
-  Call call(route);
+  ServedCall call(route);
   const void* mine = in_place ? nullptr : call.packed(send, sendbuf, Staging::Send);
   void* all = in_place ? call.landing_in_place(recv, recvbuf, route.rank(), recvcount)
                        : call.landing(recv, recvbuf, Staging::Recv);
   return call.run(railcoll_allgather, railcoll_iallgather, railcoll_allgather_init, rc, mine, all, block.bytes, &opts);
 }
 
-// Allgatherv's blocks where railcoll puts them (back to back, in rank order)
-// or, when the displacements or the type's layout say otherwise, through a
-// staging buffer, each block then unpacked to its displacement.
+// Allgatherv's blocks of a contiguous type go to railcoll with their
+// displacements in bytes (railcoll packs and unpacks blocks that are not back
+// to back); blocks of a type with holes go through a staging buffer, each then
+// unpacked to its displacement.
 template <class Pass>
 int allgatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                const int* recvcounts, const int* displs, MPI_Datatype recvtype, Pass pass) {
@@ -63,13 +64,13 @@ int allgatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype se
   }
   if (route.to_mpi()) return pass();
   const int me = route.rank(), n = route.size();
-  std::vector<size_t> at(static_cast<size_t>(n));
+  std::vector<size_t> at(static_cast<size_t>(n)), where(static_cast<size_t>(n));
   size_t total = 0;
   bool direct = element.contiguous;
   for (int r = 0; r < n; ++r) {
     at[r] = total;
-    direct = direct && (counts[r] == 0 || static_cast<MPI_Aint>(displs[r]) * element.extent ==
-                                              static_cast<MPI_Aint>(total));
+    direct = direct && displs[r] >= 0;
+    where[r] = displs[r] >= 0 ? static_cast<size_t>(static_cast<MPI_Aint>(displs[r]) * element.extent) : 0;
     total += counts[r];
   }
   if (!in_place && send.bytes != counts[me])
@@ -78,11 +79,11 @@ int allgatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype se
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
   const railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
-  Call call(route);
+  ServedCall call(route);
   const void* mine = in_place ? nullptr : call.packed(send, sendbuf, Staging::Send);
   if (direct)
     return call.run(railcoll_allgatherv, railcoll_iallgatherv, railcoll_allgatherv_init, rc, mine,
-                    element.at(recvbuf), counts.data(), &opts);
+                    element.at(recvbuf), counts.data(), where.data(), &opts);
   // The blocks' places, kept for packing and unpacking (MPI lets the program
   // reuse its arrays only once the call is complete, but a copy costs little).
   struct Blocks {
@@ -103,7 +104,7 @@ int allgatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype se
       unpack_from(b->staged + b->at[r], b->block(static_cast<int>(r)), static_cast<uint64_t>(b->counts[r]), b->element);
   });
   return call.run(railcoll_allgatherv, railcoll_iallgatherv, railcoll_allgatherv_init, rc, mine, b->staged,
-                  counts.data(), &opts);
+                  counts.data(), nullptr, &opts);
 }
 
 template <class Pass>
@@ -114,7 +115,7 @@ int bcast(Route& route, void* buffer, int count, MPI_Datatype datatype, int root
   if (int bad = check_root(route, root)) return bad;
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
-  Call call(route);
+  ServedCall call(route);
   void* bytes = route.rank() == root ? const_cast<void*>(call.packed(data, buffer, Staging::Recv))
                                      : call.landing(data, buffer, Staging::Recv);
   const railcoll_call_opts_t* opts = nullptr;
@@ -144,7 +145,7 @@ int gather(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendty
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
   const railcoll_call_opts_t opts{nullptr, in_place && at_root ? RAILCOLL_IN_PLACE : 0u};
-  Call call(route);
+  ServedCall call(route);
   const void* mine = in_place ? nullptr : call.packed(send, sendbuf, Staging::Send);
   void* gathered = nullptr;
   if (at_root) {
@@ -159,7 +160,7 @@ int barrier(Route& route, Pass pass) {
   if (route.to_mpi()) return pass();
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
-  Call call(route);
+  ServedCall call(route);
   return call.run(railcoll_barrier, railcoll_ibarrier, railcoll_barrier_init, rc);
 }
 

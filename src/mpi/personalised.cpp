@@ -31,7 +31,7 @@ railcoll_call_opts_t in_place_opts(bool in_place) { return {nullptr, in_place ? 
 // with `unpack` what arrived goes back to the caller's displacements after.
 class Blocks {
  public:
-  Blocks(Call& call, const DataView& element, void* buf, const int* counts, const int* displs, int n, Staging slot,
+  Blocks(ServedCall& call, const DataView& element, void* buf, const int* counts, const int* displs, int n, Staging slot,
          bool pack, bool unpack)
       : layout_(std::make_shared<Layout>()) {
     Layout& l = *layout_;
@@ -129,7 +129,7 @@ int alltoall(Route& route, const void* sendbuf, int sendcount, MPI_Datatype send
   const int n = route.size();
   const DataView recv = view(recvtype, static_cast<int64_t>(recvcount) * n);
   const railcoll_call_opts_t opts = in_place_opts(in_place);
-  Call call(route);
+  ServedCall call(route);
   const void* mine = nullptr;
   void* all = nullptr;
   if (in_place) {
@@ -161,7 +161,7 @@ int alltoallv(Route& route, const void* sendbuf, const int* sendcounts, const in
   if (!rc) return route.error();
   const int n = route.size();
   const railcoll_call_opts_t opts = in_place_opts(in_place);
-  Call call(route);
+  ServedCall call(route);
   // In place, recvbuf holds what is sent: packed in, unpacked out.
   Blocks recv(call, recv_element, recvbuf, recvcounts, rdispls, n, Staging::Recv, in_place, true);
   if (in_place) {
@@ -195,7 +195,7 @@ int scatter(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendt
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
   const railcoll_call_opts_t opts = in_place_opts(in_place);
-  Call call(route);
+  ServedCall call(route);
   const void* all = at_root ? call.packed(view(sendtype, static_cast<int64_t>(sendcount) * route.size()), sendbuf,
                                           Staging::Send)
                             : nullptr;
@@ -216,7 +216,7 @@ int scatterv(Route& route, const void* sendbuf, const int* sendcounts, const int
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
   const int n = route.size(), me = route.rank();
-  Call call(route);
+  ServedCall call(route);
   std::vector<size_t> counts(static_cast<size_t>(n));
   char* base = nullptr;
   std::vector<size_t> at;
@@ -249,7 +249,7 @@ int gatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendt
     return route.refuse(MPI_ERR_TRUNCATE, "the root sends " + bytes_text(send.bytes) + " but recvcounts[" +
                                               std::to_string(me) + "] holds " +
                                               bytes_text(static_cast<uint64_t>(recvcounts[me]) * recv_element.type_size));
-  Call call(route);
+  ServedCall call(route);
   std::vector<size_t> counts(static_cast<size_t>(n));
   char* base = nullptr;
   std::vector<size_t> at;

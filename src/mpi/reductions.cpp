@@ -37,7 +37,7 @@ int allreduce(Route& route, const void* sendbuf, void* recvbuf, MPI_Count count,
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
   const railcoll_call_opts_t opts = in_place_opts(in_place);
-  Call call(route);
+  ServedCall call(route);
   return call.run(railcoll_allreduce, railcoll_iallreduce, railcoll_allreduce_init, rc,
                   in_place ? nullptr : data.at(sendbuf), data.at(recvbuf), static_cast<size_t>(data.reduce_count),
                   type_of(data), static_cast<railcoll_op_t>(rop), &opts);
@@ -56,7 +56,7 @@ int reduce(Route& route, const void* sendbuf, void* recvbuf, MPI_Count count, MP
   if (!rc) return route.error();
   const bool at_root = route.rank() == root;
   const railcoll_call_opts_t opts = in_place_opts(in_place);
-  Call call(route);
+  ServedCall call(route);
   return call.run(railcoll_reduce, railcoll_ireduce, railcoll_reduce_init, rc, in_place ? nullptr : data.at(sendbuf),
                   at_root ? data.at(recvbuf) : nullptr, static_cast<size_t>(data.reduce_count), type_of(data),
                   static_cast<railcoll_op_t>(rop), root, &opts);
@@ -72,7 +72,7 @@ int reduce_scatter_block(Route& route, const void* sendbuf, void* recvbuf, MPI_C
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
   const railcoll_call_opts_t opts = in_place_opts(in_place);
-  Call call(route);
+  ServedCall call(route);
   return call.run(railcoll_reduce_scatter_block, railcoll_ireduce_scatter_block, railcoll_reduce_scatter_block_init,
                   rc, in_place ? nullptr : block.at(sendbuf), block.at(recvbuf),
                   static_cast<size_t>(block.reduce_count), type_of(block), static_cast<railcoll_op_t>(rop), &opts);
@@ -94,7 +94,7 @@ int reduce_scatter(Route& route, const void* sendbuf, void* recvbuf, const Count
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
   const railcoll_call_opts_t opts = in_place_opts(in_place);
-  Call call(route);
+  ServedCall call(route);
   return call.run(railcoll_reduce_scatter, railcoll_ireduce_scatter, railcoll_reduce_scatter_init, rc,
                   in_place ? nullptr : element.at(sendbuf), element.at(recvbuf), counts.data(), type_of(element),
                   static_cast<railcoll_op_t>(rop), &opts);

@@ -319,7 +319,7 @@ int adopt(std::unique_ptr<Served> s, MPI_Request* request) {
   return MPI_SUCCESS;
 }
 
-int Call::issued(railcoll_status_t st) {
+int ServedCall::issued(railcoll_status_t st) {
   if (st != RAILCOLL_OK) return route_.finish(st);
   served_->coll = route_.coll();
   served_->mode = mode_;

@@ -29,7 +29,7 @@ int prefix(Route& route, bool exclusive, const void* sendbuf, void* recvbuf, int
   const void* send = in_place ? nullptr : data.at(sendbuf);
   const auto type = static_cast<railcoll_datatype_t>(data.reduce_type);
   const auto n = static_cast<size_t>(data.reduce_count);
-  Call call(route);
+  ServedCall call(route);
   if (exclusive)
     return call.run(railcoll_exscan, railcoll_iexscan, railcoll_exscan_init, rc, send, data.at(recvbuf), n, type,
                     static_cast<railcoll_op_t>(rop), &opts);

@@ -15,7 +15,7 @@
 
 #include "runtime/bootstrap/auth.hpp"
 #include "runtime/bootstrap/net.hpp"
-#include "runtime/engine/plan_cache.hpp"
+#include "runtime/engine/plan_cache.hpp"  // plan_key
 #include "runtime/observe/observability.hpp"
 #include "runtime/transport/local/local_node.hpp"
 #include "runtime/transport/rails/rail_transport.hpp"
@@ -87,10 +87,8 @@ struct Comm::Impl {
   std::exception_ptr open_failed;  // open_transport's failure, told to every rank in init
   std::unique_ptr<Observability> watch;  // before exec: outlives it
   std::unique_ptr<Executor> exec;
-  std::unique_ptr<Engine> engine;  // after exec: stops before it
-  std::mutex plans_mu;             // plans: a caller and the progress thread (alltoallv's second step) may plan at once
+  std::unique_ptr<RequestQueue> queue;  // after exec: stops before it
   std::vector<uint64_t> node_capacity;  // [node] its shared buffer: RAILCOLL_SHM_MIB of its leader
-  PlanCache plans;
 };
 
 Comm::Comm(const Identity& who, const Settings& settings, const Check& check) : impl_(std::make_unique<Impl>()) {
@@ -231,12 +229,12 @@ void Comm::init(const Identity& who, OutOfBand& oob, double deadline, const Chec
   m.exec = std::make_unique<Executor>(*m.transport, m.topo, m.me, comm_id, ExecutorSettings::from(settings));
   m.watch = std::make_unique<Observability>(settings, m.me, m.n, m.topo.node_of(m.me), m.topo.rails(), comm_id);
   m.exec->set_observer(m.watch->observer());
-  m.engine = std::make_unique<Engine>(*m.exec, m.me, ProgressSettings::from(settings));
+  m.queue = std::make_unique<RequestQueue>(*m.exec, m.me, ProgressSettings::from(settings));
 }
 
 Comm::~Comm() {
-  impl_->engine->drain();
-  impl_->engine.reset();
+  impl_->queue->drain();
+  impl_->queue.reset();
   impl_->exec->finish();
   impl_->watch->close();
   impl_->transport->close(now_seconds() + std::min(5.0, impl_->timeout));
@@ -252,42 +250,39 @@ double Comm::timeout() const { return impl_->timeout; }
 const std::string& Comm::unique_name() const { return impl_->unique; }
 
 std::shared_ptr<const Plan> Comm::plan(Collective collective, const std::string& algorithm,
-                                       const std::vector<uint64_t>& counts, const AlgoOptions& call_opts) {
+                                       const std::vector<uint64_t>& counts, const AlgoOptions& call_opts) const {
   AlgoOptions opts = call_opts;
   opts.stripe_threshold = impl_->stripe_bytes;
-  std::lock_guard<std::mutex> lock(impl_->plans_mu);
-  return impl_->plans.get(impl_->topo, impl_->me, collective, algorithm, counts, opts);
-}
-
-std::string Comm::unfit(const Plan& p) const {
-  const Schedule& s = p.sched;
-  for (int node = 0; node < impl_->topo.nnodes(); ++node)
+  std::shared_ptr<Plan> p =
+      make_plan(impl_->topo, impl_->me, collective, algorithm, counts, opts, plan_key(collective, algorithm, counts, opts));
+  const Schedule& s = p->sched;
+  for (int node = 0; node < impl_->topo.nnodes() && p->unfit.empty(); ++node)
     if (s.shared_bytes[node] > impl_->node_capacity[node])
-      return p.what + " needs " + std::to_string(s.shared_bytes[node]) + " bytes of node-shared memory on node " +
-             std::to_string(node) + "; its RAILCOLL_SHM_MIB allows " +
-             std::to_string(impl_->node_capacity[node] >> 20) + " MiB";
-  if (s.node_counters > kMaxNodeCounters)
-    return p.what + " needs " + std::to_string(s.node_counters) + " node counters; the shared segment has " +
-           std::to_string(kMaxNodeCounters);
-  return "";
+      p->unfit = p->what + " needs " + std::to_string(s.shared_bytes[node]) +
+                 " bytes of node-shared memory on node " + std::to_string(node) + "; its RAILCOLL_SHM_MIB allows " +
+                 std::to_string(impl_->node_capacity[node] >> 20) + " MiB";
+  if (p->unfit.empty() && s.node_counters > kMaxNodeCounters)
+    p->unfit = p->what + " needs " + std::to_string(s.node_counters) + " node counters; the shared segment has " +
+               std::to_string(kMaxNodeCounters);
+  return p;
 }
 
 void Comm::run(const Plan& p, const Buffers& b) {
-  if (std::string why = unfit(p); !why.empty()) throw RuntimeError(Status::Unsupported, why);
-  impl_->engine->run(p, b);
+  if (!p.unfit.empty()) throw RuntimeError(Status::Unsupported, p.unfit);
+  impl_->queue->run(p, b);
 }
 
-void Comm::post(const std::shared_ptr<Request>& r) { impl_->engine->post(r); }
-void Comm::post_message(const std::shared_ptr<Request>& r) { impl_->engine->post_message(r); }
-void Comm::withdraw(const std::shared_ptr<Request>& r) { impl_->engine->withdraw(r); }
-bool Comm::test(Request& r) { return impl_->engine->test(r); }
-void Comm::wait(Request& r) { impl_->engine->wait(r); }
-void Comm::progress() { impl_->engine->poll(); }
+void Comm::post(const std::shared_ptr<Request>& r) { impl_->queue->post(r); }
+void Comm::post_message(const std::shared_ptr<Request>& r) { impl_->queue->post_message(r); }
+void Comm::withdraw(const std::shared_ptr<Request>& r) { impl_->queue->withdraw(r); }
+bool Comm::test(Request& r) { return impl_->queue->test(r); }
+void Comm::wait(Request& r) { impl_->queue->wait(r); }
+void Comm::progress() { impl_->queue->poll(); }
 void Comm::set_wait_hook(std::function<void()> hook, double every_s) {
   impl_->exec->set_wait_hook(std::move(hook), every_s);
 }
 
-void Comm::abandon(const std::string& why) { impl_->engine->abandon(why); }
-std::string Comm::broken() const { return impl_->engine->broken(); }
+void Comm::abandon(const std::string& why) { impl_->queue->abandon(why); }
+std::string Comm::broken() const { return impl_->queue->broken(); }
 
 }  // namespace railcoll::rt

@@ -56,19 +56,20 @@ class Comm {
   // from every other's ("<job id>-<16 hex digits rank 0 drew>").
   const std::string& unique_name() const;
 
-  // The plan of one call: the schedule for (collective, algorithm, sizes,
-  // options) is built once and cached. Throws InputError for a bad request.
+  // The plan of one call on this communicator: the schedule for
+  // (collective, algorithm, sizes, options) at this communicator's striping
+  // threshold, with whether every node's shared memory holds it (Plan::unfit:
+  // every rank knows every node's RAILCOLL_SHM_MIB from set-up, so all ranks
+  // agree). Not cached: the call front end keeps the plans (front_end.hpp).
+  // Throws InputError for a bad request.
   std::shared_ptr<const Plan> plan(Collective collective, const std::string& algorithm,
-                                   const std::vector<uint64_t>& counts, const AlgoOptions& opts);
-  // "" when the shared memory of every node holds what `plan` needs (every rank
-  // knows every node's RAILCOLL_SHM_MIB from set-up, so all ranks agree), else
-  // why not.
-  std::string unfit(const Plan& plan) const;
+                                   const std::vector<uint64_t>& counts, const AlgoOptions& opts) const;
   // Runs one collective call. Throws RuntimeError (Unsupported, on every rank
-  // alike, when unfit() says so); after a failure in the call the communicator
-  // is broken and every peer has been told.
+  // alike, when the plan does not fit); after a failure in the call the
+  // communicator is broken and every peer has been told.
   using Buffers = rt::Buffers;
   void run(const Plan& plan, const Buffers& b);
+  // A call planned here and run (tests, tools: the C API goes through the front end).
   void run(Collective collective, const std::string& algorithm, const std::vector<uint64_t>& counts,
            const AlgoOptions& opts, const Buffers& b) {
     run(*plan(collective, algorithm, counts, opts), b);

@@ -108,43 +108,47 @@ Selector Selector::from_variables(const std::vector<std::string>& variables) {
   });
 }
 
-Choice Selector::choose(const Situation& s, const std::string& requested, const Unfit& unfit) const {
+// The call's option or the variable, when either names an algorithm (checked); else null.
+namespace {
+bool named(const Situation& s, const std::string& requested, const Selector::Lookup& lookup, Choice* out) {
   if (!wants_auto(requested)) {
     check_known(s.collective, requested, "the call's options");
-    return {requested, "the call's options", ""};
+    *out = {requested, "the call's options"};
+    return true;
   }
   const std::string& var = algorithm_variable(s.collective);
-  if (const char* v = lookup_(var); v && !wants_auto(v)) {
+  if (const char* v = lookup(var); v && !wants_auto(v)) {
     check_known(s.collective, v, var);
-    return {v, var, ""};
+    *out = {v, var};
+    return true;
   }
-  const Rule* first = nullptr;
+  return false;
+}
+}  // namespace
+
+Choice Selector::choose(const Situation& s, const std::string& requested) const {
+  Choice out;
+  if (named(s, requested, lookup_, &out)) return out;
   for (const auto* rules : {&file_rules_, &default_rules()})
-    if ((first = first_match(*rules, s))) break;
-  if (!first) throw Error(Status::Internal, std::string("no default rule for ") + collective_name(s.collective));
-  if (!unfit) return {first->algorithm, first->origin, ""};
-  const std::string why_not = unfit(first->algorithm);
-  if (why_not.empty()) return {first->algorithm, first->origin, ""};
-  // It cannot run here: the next rule that matches, then every software
-  // algorithm of the collective; the first that can run wins.
-  std::vector<Choice> candidates;
+    if (const Rule* first = first_match(*rules, s)) return {first->algorithm, first->origin};
+  throw Error(Status::Internal, std::string("no default rule for ") + collective_name(s.collective));
+}
+
+std::vector<Choice> Selector::candidates(const Situation& s, const std::string& requested) const {
+  std::vector<Choice> out{choose(s, requested)};
+  if (out[0].origin == "the call's options" || out[0].origin == algorithm_variable(s.collective)) return out;
+  auto add = [&](const std::string& algorithm, const std::string& origin) {
+    for (const Choice& c : out)
+      if (c.algorithm == algorithm) return;
+    out.push_back({algorithm, origin});
+  };
   for (const auto* rules : {&file_rules_, &default_rules()})
     for (const Rule& r : *rules)
-      if (r.matches(s) && r.algorithm != first->algorithm) candidates.push_back({r.algorithm, r.origin, ""});
+      if (r.matches(s)) add(r.algorithm, r.origin);
   for (const AlgoSpec& a : all_algorithms())
     if (a.collective == s.collective && software_equivalent(s.collective, a.name) == a.name)
-      candidates.push_back({a.name, "the first that fits", ""});
-  const std::string passed_over = first->algorithm + " (" + first->origin + "): " + why_not;
-  std::vector<std::string> tried{first->algorithm};
-  for (Choice& c : candidates) {
-    if (std::find(tried.begin(), tried.end(), c.algorithm) != tried.end()) continue;
-    tried.push_back(c.algorithm);
-    if (unfit(c.algorithm).empty()) {
-      c.passed_over = passed_over;
-      return c;
-    }
-  }
-  return {first->algorithm, first->origin, ""};  // nothing fits: the rules' choice, which fails saying why
+      add(a.name, "the first that fits");
+  return out;
 }
 
 std::vector<Rule> Selector::rules_in_force() const {

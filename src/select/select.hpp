@@ -3,12 +3,13 @@
 //   2. RAILCOLL_<COLL>_ALGO=name (read at every call: a program may change it),
 //   3. the rules of the tuning file RAILCOLL_TUNING names (read once),
 //   4. the default rules (defaults.cpp).
-// "auto" or empty at 1 or 2 passes on to the next. At 3 and 4, a rule whose
-// algorithm cannot run here (the caller says why: the runtime checks that every
-// node's shared memory holds its schedule) is passed over for the next rule that
-// matches, then for the first algorithm of the collective that can. The C API, `railcoll sim
-// --algo auto`, `railcoll show --algo auto` and `railcoll algos --rules` all
-// ask a Selector. docs/selection.md describes it for users.
+// "auto" or empty at 1 or 2 passes on to the next. At 3 and 4 selection ranks
+// its candidates: the first rule that matches, the other rules that match, then
+// every software algorithm of the collective; the runtime's call front end
+// (runtime/front_end.hpp) plans the first whose schedule every node's
+// shared memory holds. Selection asks nobody: it knows no runtime. The front
+// end, `railcoll sim --algo auto`, `railcoll show --algo auto` and `railcoll
+// algos --rules` all ask a Selector. docs/selection.md describes it for users.
 #pragma once
 #include <functional>
 #include <string>
@@ -28,12 +29,7 @@ struct Choice {
   // "the call's options", "RAILCOLL_BCAST_ALGO", "file:PATH#2", "default#7",
   // "the first that fits"
   std::string origin;
-  // When the rules' first choice cannot run here: "smp_direct (default#0): why".
-  std::string passed_over;
 };
-
-// "" when `algorithm` can run here, else why not.
-using Unfit = std::function<std::string(const std::string& algorithm)>;
 
 class Selector {
  public:
@@ -49,12 +45,15 @@ class Selector {
   // The same from explicit "NAME=VALUE" strings (tests, tools).
   static Selector from_variables(const std::vector<std::string>& variables);
 
-  // An algorithm the call or a variable names is returned as it is (it fails
-  // clearly if it cannot run); `unfit` (may be empty) only steers the rules.
-  Choice choose(const Situation& s, const std::string& requested = "", const Unfit& unfit = {}) const;
-  Choice choose(Collective collective, const Topology& topo, uint64_t bytes, const std::string& requested = "",
-                const Unfit& unfit = {}) const {
-    return choose(situation(collective, topo, bytes), requested, unfit);
+  // The algorithms for a call, best first, each once: the one the call or a
+  // variable names alone (it fails clearly if it cannot run); else the rules'
+  // choice, the other rules that match, then every software algorithm of the
+  // collective ("the first that fits").
+  std::vector<Choice> candidates(const Situation& s, const std::string& requested = "") const;
+  // The first candidate.
+  Choice choose(const Situation& s, const std::string& requested = "") const;
+  Choice choose(Collective collective, const Topology& topo, uint64_t bytes, const std::string& requested = "") const {
+    return choose(situation(collective, topo, bytes), requested);
   }
   // Everything below the call's option, in the order it is consulted: a rule
   // per RAILCOLL_<COLL>_ALGO set now, the file's rules, the defaults.

@@ -214,9 +214,9 @@ std::vector<CombineGroup> check_schedule(const Schedule& s, const Machine& m) {
   return groups;
 }
 
-class Engine {
+class Simulation {
  public:
-  Engine(const Schedule& s, const Machine& m, const SimOptions& o, const std::vector<CombineGroup>& combines)
+  Simulation(const Schedule& s, const Machine& m, const SimOptions& o, const std::vector<CombineGroup>& combines)
       : s_(s), m_(m), o_(o), t_(s.topo), N(t_.nranks()), net_(m, t_.nnodes(), t_.rails(), o.seed), random_(o.seed) {
     check_options(o);
     membus_.assign(m.membus_machine_wide ? 1 : t_.nnodes(), 0);
@@ -978,7 +978,7 @@ bool placement_drawn(const Topology& t, const Machine& m) {
 }
 
 SimResult simulate(const Schedule& s, const Machine& m, const SimOptions& o) {
-  return Engine(s, m, o, check_schedule(s, m)).run();
+  return Simulation(s, m, o, check_schedule(s, m)).run();
 }
 
 }  // namespace railcoll::sim

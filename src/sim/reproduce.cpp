@@ -76,12 +76,12 @@ Curve run(const Machine& m, const Topology& t, const std::string& algo, uint64_t
 
 // A library call as the simulator runs it: its schedule, and the operations
 // the NIC's thread processor issues (SimOptions::nic_thread_ops).
-struct Call {
+struct LibraryCall {
   Schedule schedule;
   std::vector<std::pair<int, size_t>> thread_ops;
 };
 
-double slowest(const Machine& m, const Call& c, SimOptions o = {}) {
+double slowest(const Machine& m, const LibraryCall& c, SimOptions o = {}) {
   o.nic_thread_ops = c.thread_ops;
   return slowest(m, c.schedule, o);
 }
@@ -90,7 +90,7 @@ double slowest(const Machine& m, const Call& c, SimOptions o = {}) {
 // has done its part of `first` (seed 004's Elanlib collectives are a
 // synchronization followed by a broadcast, §4.2). The counters of `then` are
 // numbered after those of `first`; the regions are as large as either needs.
-Call sequence(Call first, const Call& then) {
+LibraryCall sequence(LibraryCall first, const LibraryCall& then) {
   Schedule& s = first.schedule;
   for (auto [r, i] : then.thread_ops) first.thread_ops.push_back({r, i + s.programs[r].size()});
   const int steps = s.stats().last_step + 1;
@@ -166,15 +166,15 @@ Schedule root_waits_for_its_go(Schedule s, int root) {
   return s;
 }
 
-Call elanlib(const std::string& name, const Topology& t, uint64_t bytes) {
+LibraryCall elanlib(const std::string& name, const Topology& t, uint64_t bytes) {
   const std::vector<uint64_t> none(t.nranks(), 0);
   AlgoOptions o;  // root 0: VPID 0, the root of the barriers' trees and of the broadcasts
-  Call sync{name == "elan_hgsync" || name == "elan_hbcast"
+  LibraryCall sync{name == "elan_hgsync" || name == "elan_hbcast"
                 ? root_waits_for_its_go(build_schedule(Collective::Barrier, "hw_combining", t, none, o), o.root)
                 : barrier::build_tree_ready(t, BlockLayout(none), o),
             {}};
   if (name == "elan_hgsync") return sync;
-  Call bcast{build_schedule(Collective::Bcast, "hw_multicast", t,
+  LibraryCall bcast{build_schedule(Collective::Bcast, "hw_multicast", t,
                             std::vector<uint64_t>(t.nranks(), name == "elan_gsync" ? 0 : bytes), o),
              {{o.root, 0}}};
   return sequence(std::move(sync), bcast);
@@ -202,7 +202,7 @@ Curve elan_gather(const Machine& m, const Topology& t, uint64_t lo, uint64_t hi,
   for (uint64_t b = lo; b <= std::min<uint64_t>(hi, 32768); b *= 2) {
     const Topology& gather_on = b <= 4096 ? one_rail : t;
     AlgoOptions root0;  // root 0, as elan_hbcast's source
-    Call gather{build_schedule(Collective::Gather, b <= 2048 ? "smp" : "tree", gather_on,
+    LibraryCall gather{build_schedule(Collective::Gather, b <= 2048 ? "smp" : "tree", gather_on,
                                std::vector<uint64_t>(t.nranks(), b), root0),
                 {}};
     n[b] = slowest(m, sequence(std::move(gather), elanlib("elan_hbcast", one_rail, b * t.nranks())));
@@ -354,7 +354,7 @@ std::vector<int> node_counts(int max) {
 
 // Loaded runs of `s` under uniform background traffic (seed 004 §5) of
 // `background_bytes` messages: the slowest rank's time of each sample.
-FigurePoint loaded_runs(const Machine& m, const Call& c, const std::string& label, int samples,
+FigurePoint loaded_runs(const Machine& m, const LibraryCall& c, const std::string& label, int samples,
                         uint64_t background_bytes) {
   SimOptions load;
   load.background = "uniform";

@@ -52,13 +52,6 @@ static inline size_t expected_text(int rank, char* text, size_t at, size_t size)
   return at;
 }
 
-/* The expected report, one write (tests/mpi/test_mpi_layer.sh compares it with the library's). */
-static inline void print_expected(int rank) {
-  char text[4096] = "";
-  expected_text(rank, text, 0, sizeof text);
-  fputs(text, stdout);
-}
-
 #ifdef MPI_VERSION
 /* Every rank's `text` (at most 8 KiB) printed by rank 0 alone, in rank order:
  * a launcher that forwards the ranks' output in pieces (the emulated
@@ -75,5 +68,18 @@ static inline void print_at_rank0(const char* text, int rank, int size) {
     free(all);
   }
   fflush(stdout);
+}
+
+/* The expected report (tests/mpi/test_mpi_layer.sh compares it with the
+ * library's), printed by rank 0 for every rank: stdio flushes a pipe in 4 KiB
+ * pieces, so each rank's own fputs could be cut mid-line by another's on the
+ * emulated cluster (it was: a lone "mpi=0" line failed mpi_layer_cluster). */
+static inline void print_expected(int rank) {
+  char text[4096] = "";
+  int size = 0;
+  expected_text(rank, text, 0, sizeof text);
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+  fflush(stdout);
+  print_at_rank0(text, rank, size);
 }
 #endif

@@ -156,7 +156,7 @@ Status Comm::allgather(const void* in, void* out, size_t bytes, Request* req) {
   return railcoll_iallgather(comm_, in, out, bytes, in ? nullptr : &kInPlace, req);
 }
 Status Comm::allgatherv(const void* in, void* out, const std::vector<size_t>& counts, Request* req) {
-  return railcoll_iallgatherv(comm_, in, out, counts.data(), nullptr, req);
+  return railcoll_iallgatherv(comm_, in, out, counts.data(), nullptr, nullptr, req);
 }
 Status Comm::gather(const void* in, void* out, size_t bytes, int root, Request* req) {
   return railcoll_igather(comm_, in, out, bytes, root, nullptr, req);

@@ -24,6 +24,13 @@ ExecutorSettings ExecutorSettings::from(const Settings& s) {
   return e;
 }
 
+// The cores this process may run on (its affinity mask); 0 if unknown.
+static int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
 Executor::Executor(Transport& transport, const Topology& topo, int me, uint64_t comm_id,
                    const ExecutorSettings& settings)
     : t_(transport),
@@ -34,7 +41,8 @@ Executor::Executor(Transport& transport, const Topology& topo, int me, uint64_t 
       timeout_(settings.timeout),
       settings_(settings),
       node_ranks_(topo.node_size(topo.node_of(me))),
-      spin_seconds_(spin_budget(settings, node_ranks_, 0)),
+      cores_(usable_cores()),
+      spin_seconds_(spin_budget(settings, node_ranks_, 0, cores_)),
       replay_call_(settings.replay_call),
       seg_(transport.node()),
       mailbox_(transport, topo, me, comm_id, settings.stripe_bytes, settings.timeout),
@@ -42,18 +50,14 @@ Executor::Executor(Transport& transport, const Topology& topo, int me, uint64_t 
   t_.attach(this);
 }
 
-// The cores this process may run on (its affinity mask); 0 if unknown.
-static int usable_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+double spin_budget(const ExecutorSettings& settings, int node_ranks, uint64_t call_bytes, int cores) {
+  if (settings.spin_seconds >= 0) return settings.spin_seconds;
+  if (cores <= 0 || node_ranks <= cores) return kOwnCoreSpin;
+  return call_bytes <= kShortCallBytes ? kShortCallSpin : 0.0;
 }
 
 double spin_budget(const ExecutorSettings& settings, int node_ranks, uint64_t call_bytes) {
-  if (settings.spin_seconds >= 0) return settings.spin_seconds;
-  const int cores = usable_cores();
-  if (cores <= 0 || node_ranks <= cores) return kOwnCoreSpin;
-  return call_bytes <= kShortCallBytes ? kShortCallSpin : 0.0;
+  return spin_budget(settings, node_ranks, call_bytes, usable_cores());
 }
 
 uint64_t wait_bytes(const Schedule& s, int me) {
@@ -581,7 +585,7 @@ void Executor::start(const Plan& p, const Buffers& b) {
     throw RuntimeError(Status::Internal, p.what + ": a user operator's call without its function");
   plan_ = &p;
   bufs_ = b;
-  spin_seconds_.store(spin_budget(settings_, node_ranks_, wait_bytes(s, me_)), std::memory_order_relaxed);
+  spin_seconds_.store(spin_budget(settings_, node_ranks_, wait_bytes(s, me_), cores_), std::memory_order_relaxed);
   guard([&] {
     t_.begin_call();
     if (scratch_.size() < s.scratch_bytes[me_]) scratch_.resize(s.scratch_bytes[me_]);

@@ -60,6 +60,9 @@ struct ExecutorSettings {
 constexpr double kOwnCoreSpin = 2e-3;
 constexpr uint64_t kShortCallBytes = 16 << 10;
 constexpr double kShortCallSpin = 200e-6;
+// `cores`: the cores this process may run on (its affinity mask; 0 if unknown),
+// read once per communicator: a syscall per call showed in the small-call cost.
+double spin_budget(const ExecutorSettings& settings, int node_ranks, uint64_t call_bytes, int cores);
 double spin_budget(const ExecutorSettings& settings, int node_ranks, uint64_t call_bytes);
 // The bytes rank `me` sends or waits for in a call of `s`: its send or receive
 // buffer, its node's ranks' share of it where the result is every rank's block
@@ -194,6 +197,7 @@ class Executor final : private FrameSink {
   double hook_every_ = 0;
   std::atomic<double> hook_ran_{0};  // when a waiter last ran it (several threads may wait)
   const int node_ranks_;
+  const int cores_;  // the affinity mask's count at construction (spin_budget)
   // The current call's (spin_budget). Atomic: a thread waiting in
   // Engine::wait reads it while the progress thread starts the next step.
   std::atomic<double> spin_seconds_;

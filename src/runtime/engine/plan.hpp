@@ -23,6 +23,10 @@ struct Plan {
   // since a program yields its ops by value (schedule.hpp, Program).
   std::unordered_map<uint64_t, Op> incoming;
   std::vector<uint64_t> node_increments;  // per node counter of this rank's node
+  // "" when every node's shared memory holds the schedule (the communicator
+  // that made the plan knows every node's), else why not: decided once, when
+  // the plan is made, and alike on every rank.
+  std::string unfit;
 };
 
 uint64_t fnv(const std::string& s, uint64_t h = 1469598103934665603ull);

@@ -1,8 +1,9 @@
-// The plans of a communicator's calls, built once per (collective, algorithm,
-// options, sizes) and found again without building a key string: a call that
-// repeats the last one costs a hash of its arguments and a comparison (the
-// ostringstream key this replaced was a third of an 8 B call's instructions,
-// docs/runtime.md, "The latency path").
+// The one plan cache of a communicator's calls (the call front end's,
+// front_end.hpp): what selection and planning decided for a call, found again
+// by the call itself (collective, requested algorithm, sizes, options) without
+// building a key string: a call that repeats the last one of its collective
+// costs a comparison, any other a hash of its arguments (docs/runtime.md, "The
+// latency path", has what a string key cost).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -14,28 +15,39 @@
 
 namespace railcoll::rt {
 
+// What selection and planning decided for one call.
+struct Decision {
+  std::string algorithm;  // the one that runs (a hardware algorithm's software twin)
+  std::shared_ptr<const Plan> plan;
+};
+
 class PlanCache {
  public:
-  // The plan for this call on rank `me`, made by make_plan the first time.
-  // Shared, so a plan the caller holds outlives the cache starting again.
-  const std::shared_ptr<const Plan>& get(const Topology& t, int me, Collective collective,
-                                         const std::string& algorithm, const std::vector<uint64_t>& counts,
-                                         const AlgoOptions& opts);
+  // The decision for a call like this one, or null. `requested`: the
+  // algorithm the call names ("" for selection's choice).
+  const Decision* find(Collective collective, const std::string& requested, const std::vector<uint64_t>& counts,
+                       const AlgoOptions& opts);
+  // Keeps `d` for calls like this one. The reference lives until the cache is
+  // full and starts again (a plan the caller holds outlives that: shared).
+  const Decision& add(Collective collective, const std::string& requested, const std::vector<uint64_t>& counts,
+                      const AlgoOptions& opts, Decision d);
   size_t size() const { return entries_.size(); }
+  void clear();
 
-  // At most this many plans are kept; then the cache starts again empty.
+  // At most this many decisions are kept; then the cache starts again empty.
   static constexpr size_t kMaxPlans = 256;
 
  private:
   struct Entry {
     Collective collective;
-    std::string algorithm;
+    std::string requested;
     AlgoOptions opts;
     std::vector<uint64_t> counts;
-    std::shared_ptr<const Plan> plan;
-    bool same(Collective c, const std::string& a, const std::vector<uint64_t>& n, const AlgoOptions& o) const;
+    Decision decision;
+    bool same(Collective c, const std::string& r, const std::vector<uint64_t>& n, const AlgoOptions& o) const;
   };
   std::unordered_multimap<uint64_t, Entry> entries_;
+  std::vector<const Entry*> last_;  // per collective: its last call (elements of entries_ keep their address)
 };
 
 // The text every rank derives a call's signature from (Plan::sig = fnv of it).

@@ -38,12 +38,12 @@ ProgressSettings ProgressSettings::from(const Settings& s) {
   return p;
 }
 
-Engine::Engine(Executor& exec, int rank, const ProgressSettings& settings)
+RequestQueue::RequestQueue(Executor& exec, int rank, const ProgressSettings& settings)
     : exec_(exec), rank_(rank), use_thread_(settings.thread), nice_(settings.nice), nice_given_(settings.nice_given) {
   exec_.mailbox().on_complete([this](Request& r, Status st, const std::string& msg) { complete(r, st, msg); });
 }
 
-Engine::~Engine() {
+RequestQueue::~RequestQueue() {
   {
     std::lock_guard<std::mutex> q(queue_mu_);
     stop_ = true;
@@ -57,10 +57,10 @@ Engine::~Engine() {
 // kThreadGrace, disarmed by a waiter that finished what was outstanding. So a
 // caller that posts and waits at once never wakes the thread, while a caller
 // gone computing has its calls driven from kThreadGrace after the post on
-// (docs/runtime.md, "Calls in the background", has the measurements: a
-// condition variable notified at every post, and arming and disarming a timer
-// due within a millisecond, each cost about 20 us per call here).
-void Engine::wake_thread_after(std::chrono::nanoseconds delay) {
+// (a condition variable notified at every post, or a timer due within about a
+// millisecond, cost a large part of a short call: docs/runtime.md, "Calls in
+// the background", has the measurements).
+void RequestQueue::wake_thread_after(std::chrono::nanoseconds delay) {
   if (timer_fd_ < 0) return;
   itimerspec when{};
   when.it_value.tv_sec = static_cast<time_t>(delay.count() / 1000000000);
@@ -68,12 +68,12 @@ void Engine::wake_thread_after(std::chrono::nanoseconds delay) {
   timerfd_settime(timer_fd_, 0, &when, nullptr);
 }
 
-bool Engine::outstanding() {
+bool RequestQueue::outstanding() {
   std::lock_guard<std::mutex> q(queue_mu_);
   return !queue_.empty();
 }
 
-void Engine::complete(Request& r, Status st, const std::string& msg) {
+void RequestQueue::complete(Request& r, Status st, const std::string& msg) {
   std::lock_guard<std::mutex> q(queue_mu_);
   r.status_ = st;
   r.message_ = msg;
@@ -83,7 +83,7 @@ void Engine::complete(Request& r, Status st, const std::string& msg) {
 
 // The running call failed: the executor is broken (and has told the peers),
 // so every call queued behind it fails the same way.
-void Engine::fail_all(Status st, const std::string& msg) {
+void RequestQueue::fail_all(Status st, const std::string& msg) {
   running_ = false;
   std::deque<std::shared_ptr<Request>> failed;
   {
@@ -94,12 +94,12 @@ void Engine::fail_all(Status st, const std::string& msg) {
   exec_.mailbox().fail_all(st, msg);
 }
 
-std::shared_ptr<Request> Engine::front() {
+std::shared_ptr<Request> RequestQueue::front() {
   std::lock_guard<std::mutex> q(queue_mu_);
   return queue_.empty() ? nullptr : queue_.front();
 }
 
-void Engine::pop_front() {
+void RequestQueue::pop_front() {
   std::lock_guard<std::mutex> q(queue_mu_);
   queue_.pop_front();
 }
@@ -108,7 +108,7 @@ void Engine::pop_front() {
 // call began is this rank's own (its before() refused the call, or the node's
 // memory cannot hold it): the former is told to the peers, as a blocking call
 // that fails its checks does.
-void Engine::begin_step() {
+void RequestQueue::begin_step() {
   std::shared_ptr<Request> r = front();
   Step& s = r->steps[r->step_];
   try {
@@ -130,7 +130,7 @@ void Engine::begin_step() {
   }
 }
 
-void Engine::step_ended() {
+void RequestQueue::step_ended() {
   running_ = false;
   std::shared_ptr<Request> r = front();
   Step& s = r->steps[r->step_];
@@ -144,7 +144,7 @@ void Engine::step_ended() {
 // then lets the transport take in what arrived, sleeping up to sleep_s for it
 // (a waiter: wait_idle, which runs the executor's wait hook), and advances
 // again. False when nothing is outstanding. drive_mu_ is held.
-bool Engine::drive(double sleep_s, bool waiter) {
+bool RequestQueue::drive(double sleep_s, bool waiter) {
   bool slept = false;
   for (;;) {
     exec_.mailbox().poll();
@@ -188,7 +188,7 @@ bool Engine::drive(double sleep_s, bool waiter) {
   }
 }
 
-void Engine::post(const std::shared_ptr<Request>& r) {
+void RequestQueue::post(const std::shared_ptr<Request>& r) {
   if (r->state() != Request::State::Inactive)  // Done counts as active until a wait or test reports it
     throw InputError("the request is already active (start it again once a wait or test has completed it)");
   r->status_ = Status::Ok;
@@ -208,7 +208,7 @@ void Engine::post(const std::shared_ptr<Request>& r) {
   poll();  // gets the call going now (its first sends out)
 }
 
-void Engine::post_message(const std::shared_ptr<Request>& r) {
+void RequestQueue::post_message(const std::shared_ptr<Request>& r) {
   if (r->state() != Request::State::Inactive) throw InputError("the request is already active");
   r->status_ = Status::Ok;
   r->message_.clear();
@@ -226,12 +226,12 @@ void Engine::post_message(const std::shared_ptr<Request>& r) {
   }
 }
 
-void Engine::withdraw(const std::shared_ptr<Request>& r) {
+void RequestQueue::withdraw(const std::shared_ptr<Request>& r) {
   std::lock_guard<std::mutex> d(drive_mu_);
   exec_.mailbox().withdraw(r);
 }
 
-void Engine::poll() {
+void RequestQueue::poll() {
   if (!drive_mu_.try_lock()) return;  // another thread drives
   drive(0);
   drive_mu_.unlock();
@@ -239,13 +239,13 @@ void Engine::poll() {
 }
 
 // drive_mu_ was let go: a waiter asleep because someone else drove may drive now.
-void Engine::released() {
+void RequestQueue::released() {
   std::lock_guard<std::mutex> q(queue_mu_);
   ++releases_;
   done_cv_.notify_all();
 }
 
-bool Engine::test(Request& r) {
+bool RequestQueue::test(Request& r) {
   if (r.state() != Request::State::Done) poll();
   return r.state() == Request::State::Done;
 }
@@ -256,15 +256,16 @@ bool Engine::test(Request& r) {
 // there: then the waiter drives the rest itself, and its wake-ups are the
 // network's alone, as in a blocking call, not the thread's as well. Spins
 // first (yielding) for the executor's spin budget, as a blocking call does.
-void Engine::wait(Request& r) {
+void RequestQueue::wait(Request& r) {
   const double start = now_seconds(), spin = exec_.spin_seconds();
   {
     std::lock_guard<std::mutex> q(queue_mu_);
     ++waiters_;
   }
-  // The thread's timer would go off in the middle of the call for nothing (on
-  // the emulated cluster 16 such wake-ups on 2 cores added 220 us to a 470 us
-  // call): a waiter disarms it.
+  // The thread's timer would go off in the middle of the call for nothing, a
+  // wake-up per rank that costs the call as much as it lasts on a crowded node
+  // (docs/results.md, "The measurements behind the runtime's defaults"): a
+  // waiter disarms it.
   wake_thread_after(std::chrono::nanoseconds(0));
   while (r.state() != Request::State::Done) {
     if (drive_mu_.try_lock()) {
@@ -292,7 +293,7 @@ void Engine::wait(Request& r) {
   if (--waiters_ == 0 && !queue_.empty()) wake_thread_after(std::chrono::nanoseconds(1));  // the thread's again
 }
 
-void Engine::run(const Plan& plan, const Buffers& b) {
+void RequestQueue::run(const Plan& plan, const Buffers& b) {
   if (!outstanding()) {  // the progress thread drives only while something is
     std::lock_guard<std::mutex> d(drive_mu_);
     if (!outstanding()) return exec_.run(plan, b);
@@ -306,20 +307,20 @@ void Engine::run(const Plan& plan, const Buffers& b) {
   if (r->status() != Status::Ok) throw RuntimeError(r->status(), r->message());
 }
 
-void Engine::drain() {
+void RequestQueue::drain() {
   while (outstanding()) {
     std::lock_guard<std::mutex> d(drive_mu_);
     drive(kDriveSleep);
   }
 }
 
-void Engine::abandon(const std::string& why) {
+void RequestQueue::abandon(const std::string& why) {
   std::lock_guard<std::mutex> d(drive_mu_);
   exec_.abandon(why);
   fail_all(Status::Broken, "communicator is broken: " + exec_.broken());
 }
 
-std::string Engine::broken() {
+std::string RequestQueue::broken() {
   std::lock_guard<std::mutex> d(drive_mu_);
   return exec_.broken();
 }
@@ -328,7 +329,7 @@ std::string Engine::broken() {
 // for it (a waiter drives itself, see wait()). RAILCOLL_PROGRESS_NICE gives it
 // another priority: where every core computes, its wake-ups must preempt the
 // computation for the call to progress at all.
-void Engine::thread_main() {
+void RequestQueue::thread_main() {
   if (nice_given_) setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice_);  // best effort
   pollfd timer{timer_fd_, POLLIN, 0};
   for (;;) {

@@ -8,7 +8,7 @@
 // after (unpack an output), and the buffers it owns. A persistent request runs
 // again at every start with nothing rebuilt.
 //
-// The Engine runs a communicator's requests one after another in the order
+// The RequestQueue runs a communicator's requests one after another in the order
 // they were posted, which is the order every rank issues them (MPI's rule for
 // collectives on a communicator), on the communicator's one Executor: a call
 // that starts later than a peer's next one finds its early frames held and
@@ -64,7 +64,7 @@ class Request {
   std::vector<Step> steps;
   bool persistent = false;
   // A point-to-point send or receive (mailbox.hpp) instead of steps: it runs
-  // beside the collectives, not in their order (Engine::post_message).
+  // beside the collectives, not in their order (RequestQueue::post_message).
   std::optional<Message> p2p;
 
   // A buffer that lives as long as the request (stable address).
@@ -85,7 +85,7 @@ class Request {
   const std::string& message() const { return message_; }
 
  private:
-  friend class Engine;
+  friend class RequestQueue;
   std::atomic<State> state_{State::Inactive};
   Status status_ = Status::Ok;
   std::string message_;
@@ -102,14 +102,14 @@ struct ProgressSettings {
   static ProgressSettings from(const Settings& s);
 };
 
-class Engine {
+class RequestQueue {
  public:
   // rank: this rank (for messages); settings: whether a thread drives posted
   // requests too, and at which nice value.
-  Engine(Executor& exec, int rank, const ProgressSettings& settings);
-  ~Engine();  // stops the thread; outstanding requests: see drain()
-  Engine(const Engine&) = delete;
-  Engine& operator=(const Engine&) = delete;
+  RequestQueue(Executor& exec, int rank, const ProgressSettings& settings);
+  ~RequestQueue();  // stops the thread; outstanding requests: see drain()
+  RequestQueue(const RequestQueue&) = delete;
+  RequestQueue& operator=(const RequestQueue&) = delete;
 
   // Queues an Inactive request and gets it going without blocking. Throws
   // InputError for one already started whose completion was not reported yet.

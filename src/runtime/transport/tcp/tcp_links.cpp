@@ -179,11 +179,16 @@ void TcpLinks::begin_call() {
 }
 
 // When a call returns, frames the peer has not acknowledged stop pointing
-// into the user's buffers: they are copied, in case they must go again.
+// into the user's buffers: they are copied, in case they must go again. Asking
+// the kernel what it confirmed (an ioctl) costs more than copying a few small
+// frames, so it is asked only once the kept bytes pass kAskKernelBytes: a
+// small call's end makes no syscall, and the kept queue stays bounded.
 void TcpLinks::end_call() {
+  constexpr uint64_t kAskKernelBytes = 64 << 10;
   for (auto& c : conns_) {
     if (c.closed) continue;
-    if (!c.unacked.empty()) release_confirmed(c);
+    if (!c.unacked.empty() && c.written - (c.unacked.front().end - c.unacked.front().total()) > kAskKernelBytes)
+      release_confirmed(c);
     c.keep_payloads();
   }
 }
