@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "mpi/call.hpp"
+#include "mpi/served_entries.hpp"
 
 namespace railcoll::mpi {
 
@@ -105,7 +106,7 @@ int alltoallw(Route& route, const void* sendbuf, const Count* sendcounts, const 
   if (route.to_mpi()) return pass();
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
-  const railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
+  const railcoll_call_opts_t opts = in_place_opts(in_place);
   ServedCall call(route);
   // In place, recvbuf holds what is sent: packed in, unpacked out.
   recv.place(call, Staging::Recv, in_place, true);
@@ -150,39 +151,13 @@ int alltoallv_as_w(Route& route, const void* sendbuf, const MPI_Count* sendcount
 
 using namespace railcoll::mpi;
 
+#undef RAILCOLL_MPI_HOME_alltoallw
+#define RAILCOLL_MPI_HOME_alltoallw RAILCOLL_MPI_C_ENTRIES
+
 extern "C" {
 
-int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[],
-                  void* recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
-                  MPI_Comm comm) {
-  Route route(Coll::Alltoallw, comm);
-  return alltoallw(route, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, [&] {
-    return PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
-  });
-}
-
-int MPI_Ialltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[],
-                   void* recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
-                   MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::Alltoallw, comm, Mode::Nonblocking, request);
-  return alltoallw(route, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, [&] {
-    return PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
-                           request);
-  });
-}
-
-#ifdef RAILCOLL_MPI_PERSISTENT
-int MPI_PERSISTENT(Alltoallw)(const void* sendbuf, const int sendcounts[], const int sdispls[],
-                              const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
-                              const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
-                              MPI_Request* request) {
-  Route route(Coll::Alltoallw, comm, Mode::Persistent, request);
-  return alltoallw(route, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, [&] {
-    return PMPI_PERSISTENT(Alltoallw)(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
-                                      recvtypes, comm, info, request);
-  });
-}
-#endif
+// MPI_<Name>, MPI_I<Name> and the persistent form of this file's rows.
+#include "mpi/served.def"
 
 // The large-count forms (MPI 4.0: MPI_Count counts, MPI_Aint displacements), where the MPI has them.
 #if MPI_VERSION >= 4

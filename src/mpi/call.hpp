@@ -54,6 +54,9 @@ struct Served {
   ~Served();
 };
 
+// railcoll's options of a call in place or not.
+inline railcoll_call_opts_t in_place_opts(bool in_place) { return {nullptr, in_place ? RAILCOLL_IN_PLACE : 0u}; }
+
 // Gives a served request an MPI request of its own and keeps it (requests.cpp).
 int adopt(std::unique_ptr<Served> s, MPI_Request* request);
 

@@ -6,14 +6,16 @@
 // railcoll's C API, byte counts and one piece of memory per buffer (a
 // non-contiguous layout packed into staging and unpacked after: call.hpp).
 // Each collective is one body for its blocking, nonblocking and persistent
-// entry points (MPI_Allgather, MPI_Iallgather, MPI_Allgather_init): the entry
-// point routes with its mode and says which PMPI_ call serves it when railcoll
-// does not (`pass`).
+// entry points (MPI_Allgather, MPI_Iallgather, MPI_Allgather_init), which are
+// made from its row in served.def (served_entries.hpp): the entry point routes
+// with its mode and says which PMPI_ call serves it when railcoll does not
+// (`pass`).
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "mpi/call.hpp"
+#include "mpi/served_entries.hpp"
 
 namespace railcoll::mpi {
 
@@ -35,7 +37,7 @@ int allgather(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sen
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
   const DataView recv = view(recvtype, static_cast<int64_t>(recvcount) * route.size());
-  const railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
+  const railcoll_call_opts_t opts = in_place_opts(in_place);
   ServedCall call(route);
   const void* mine = in_place ? nullptr : call.packed(send, sendbuf, Staging::Send);
   void* all = in_place ? call.landing_in_place(recv, recvbuf, route.rank(), recvcount)
@@ -78,7 +80,7 @@ int allgatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype se
                                               std::to_string(me) + "] holds " + bytes_text(counts[me]));
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
-  const railcoll_call_opts_t opts{nullptr, in_place ? RAILCOLL_IN_PLACE : 0u};
+  const railcoll_call_opts_t opts = in_place_opts(in_place);
   ServedCall call(route);
   const void* mine = in_place ? nullptr : call.packed(send, sendbuf, Staging::Send);
   if (direct)
@@ -144,7 +146,7 @@ int gather(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendty
                                               bytes_text(recv.bytes));
   railcoll_comm_t rc = route.railcoll();
   if (!rc) return route.error();
-  const railcoll_call_opts_t opts{nullptr, in_place && at_root ? RAILCOLL_IN_PLACE : 0u};
+  const railcoll_call_opts_t opts = in_place_opts(in_place && at_root);
   ServedCall call(route);
   const void* mine = in_place ? nullptr : call.packed(send, sendbuf, Staging::Send);
   void* gathered = nullptr;
@@ -170,115 +172,12 @@ int barrier(Route& route, Pass pass) {
 
 using namespace railcoll::mpi;
 
+#undef RAILCOLL_MPI_HOME_collectives
+#define RAILCOLL_MPI_HOME_collectives RAILCOLL_MPI_C_ENTRIES
+
 extern "C" {
 
-int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                  MPI_Datatype recvtype, MPI_Comm comm) {
-  Route route(Coll::Allgather, comm);
-  return allgather(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                   [&] { return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
-}
-
-int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::Allgather, comm, Mode::Nonblocking, request);
-  return allgather(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, [&] {
-    return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-  });
-}
-
-int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
-                   const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
-  Route route(Coll::Allgatherv, comm);
-  return allgatherv(route, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, [&] {
-    return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-  });
-}
-
-int MPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
-                    const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::Allgatherv, comm, Mode::Nonblocking, request);
-  return allgatherv(route, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, [&] {
-    return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
-  });
-}
-
-int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-  Route route(Coll::Bcast, comm);
-  return bcast(route, buffer, count, datatype, root, [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); });
-}
-
-int MPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::Bcast, comm, Mode::Nonblocking, request);
-  return bcast(route, buffer, count, datatype, root,
-               [&] { return PMPI_Ibcast(buffer, count, datatype, root, comm, request); });
-}
-
-int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-               MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  Route route(Coll::Gather, comm);
-  return gather(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, [&] {
-    return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-  });
-}
-
-int MPI_Igather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::Gather, comm, Mode::Nonblocking, request);
-  return gather(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, [&] {
-    return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-  });
-}
-
-int MPI_Barrier(MPI_Comm comm) {
-  Route route(Coll::Barrier, comm);
-  return barrier(route, [&] { return PMPI_Barrier(comm); });
-}
-
-int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::Barrier, comm, Mode::Nonblocking, request);
-  return barrier(route, [&] { return PMPI_Ibarrier(comm, request); });
-}
-
-#ifdef RAILCOLL_MPI_PERSISTENT
-int MPI_PERSISTENT(Allgather)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                              MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  Route route(Coll::Allgather, comm, Mode::Persistent, request);
-  return allgather(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, [&] {
-    return PMPI_PERSISTENT(Allgather)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-  });
-}
-
-int MPI_PERSISTENT(Allgatherv)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                               const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
-                               MPI_Info info, MPI_Request* request) {
-  Route route(Coll::Allgatherv, comm, Mode::Persistent, request);
-  return allgatherv(route, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, [&] {
-    return PMPI_PERSISTENT(Allgatherv)(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info,
-                                       request);
-  });
-}
-
-int MPI_PERSISTENT(Bcast)(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info,
-                          MPI_Request* request) {
-  Route route(Coll::Bcast, comm, Mode::Persistent, request);
-  return bcast(route, buffer, count, datatype, root,
-               [&] { return PMPI_PERSISTENT(Bcast)(buffer, count, datatype, root, comm, info, request); });
-}
-
-int MPI_PERSISTENT(Gather)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                           MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  Route route(Coll::Gather, comm, Mode::Persistent, request);
-  return gather(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, [&] {
-    return PMPI_PERSISTENT(Gather)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
-                                   request);
-  });
-}
-
-int MPI_PERSISTENT(Barrier)(MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  Route route(Coll::Barrier, comm, Mode::Persistent, request);
-  return barrier(route, [&] { return PMPI_PERSISTENT(Barrier)(comm, info, request); });
-}
-#endif
+// MPI_<Name>, MPI_I<Name> and the persistent form of this file's rows.
+#include "mpi/served.def"
 
 }  // extern "C"

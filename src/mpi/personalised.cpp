@@ -17,12 +17,11 @@
 #include <vector>
 
 #include "mpi/call.hpp"
+#include "mpi/served_entries.hpp"
 
 namespace railcoll::mpi {
 
 namespace {
-
-railcoll_call_opts_t in_place_opts(bool in_place) { return {nullptr, in_place ? RAILCOLL_IN_PLACE : 0u}; }
 
 // A v-call's blocks as railcoll takes them: counts and displacements in bytes
 // from `base`, the memory railcoll reads or writes. Contiguous elements: the
@@ -273,136 +272,12 @@ int gatherv(Route& route, const void* sendbuf, int sendcount, MPI_Datatype sendt
 
 using namespace railcoll::mpi;
 
+#undef RAILCOLL_MPI_HOME_personalised
+#define RAILCOLL_MPI_HOME_personalised RAILCOLL_MPI_C_ENTRIES
+
 extern "C" {
 
-int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                 MPI_Datatype recvtype, MPI_Comm comm) {
-  Route route(Coll::Alltoall, comm);
-  return alltoall(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                  [&] { return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
-}
-
-int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::Alltoall, comm, Mode::Nonblocking, request);
-  return alltoall(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, [&] {
-    return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-  });
-}
-
-int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                  void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
-  Route route(Coll::Alltoallv, comm);
-  return alltoallv(route, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, [&] {
-    return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-  });
-}
-
-int MPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                   void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
-                   MPI_Request* request) {
-  Route route(Coll::Alltoallv, comm, Mode::Nonblocking, request);
-  return alltoallv(route, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, [&] {
-    return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
-                           request);
-  });
-}
-
-int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  Route route(Coll::Scatter, comm);
-  return scatter(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, [&] {
-    return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-  });
-}
-
-int MPI_Iscatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                 MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::Scatter, comm, Mode::Nonblocking, request);
-  return scatter(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, [&] {
-    return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-  });
-}
-
-int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
-                 void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  Route route(Coll::Scatterv, comm);
-  return scatterv(route, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, [&] {
-    return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
-  });
-}
-
-int MPI_Iscatterv(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
-                  void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::Scatterv, comm, Mode::Nonblocking, request);
-  return scatterv(route, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, [&] {
-    return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-  });
-}
-
-int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
-                const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  Route route(Coll::Gatherv, comm);
-  return gatherv(route, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, [&] {
-    return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
-  });
-}
-
-int MPI_Igatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
-                 const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::Gatherv, comm, Mode::Nonblocking, request);
-  return gatherv(route, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, [&] {
-    return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
-  });
-}
-
-#ifdef RAILCOLL_MPI_PERSISTENT
-int MPI_PERSISTENT(Alltoall)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                             MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  Route route(Coll::Alltoall, comm, Mode::Persistent, request);
-  return alltoall(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, [&] {
-    return PMPI_PERSISTENT(Alltoall)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-  });
-}
-
-int MPI_PERSISTENT(Alltoallv)(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                              void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
-                              MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  Route route(Coll::Alltoallv, comm, Mode::Persistent, request);
-  return alltoallv(route, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, [&] {
-    return PMPI_PERSISTENT(Alltoallv)(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
-                                      comm, info, request);
-  });
-}
-
-int MPI_PERSISTENT(Scatter)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                            MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  Route route(Coll::Scatter, comm, Mode::Persistent, request);
-  return scatter(route, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, [&] {
-    return PMPI_PERSISTENT(Scatter)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
-                                    request);
-  });
-}
-
-int MPI_PERSISTENT(Scatterv)(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
-                             void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
-                             MPI_Info info, MPI_Request* request) {
-  Route route(Coll::Scatterv, comm, Mode::Persistent, request);
-  return scatterv(route, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, [&] {
-    return PMPI_PERSISTENT(Scatterv)(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
-                                     info, request);
-  });
-}
-
-int MPI_PERSISTENT(Gatherv)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                            const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
-                            MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  Route route(Coll::Gatherv, comm, Mode::Persistent, request);
-  return gatherv(route, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, [&] {
-    return PMPI_PERSISTENT(Gatherv)(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
-                                    info, request);
-  });
-}
-#endif
+// MPI_<Name>, MPI_I<Name> and the persistent form of this file's rows.
+#include "mpi/served.def"
 
 }  // extern "C"

@@ -9,38 +9,18 @@
 #include <string>
 #include <vector>
 
-#include "mpi/call.hpp"
+#include "mpi/reductions.hpp"
+#include "mpi/served_entries.hpp"
 
 namespace railcoll::mpi {
 
 namespace {
 
-// What every reduction routes on: the data (count elements of a predefined
-// type) and its operator; the railcoll operator, or -1 when MPI serves it.
-int route_reduction(Route& route, MPI_Op op, MPI_Datatype datatype, MPI_Count count, DataView* data) {
-  if (!route.open()) return -1;
-  route.need(*data = view(datatype, count));
-  return reduce_op(route, op, data);
-}
-
-railcoll_call_opts_t in_place_opts(bool in_place) { return {nullptr, in_place ? RAILCOLL_IN_PLACE : 0u}; }
-
-railcoll_datatype_t type_of(const DataView& d) { return static_cast<railcoll_datatype_t>(d.reduce_type); }
-
 template <class Pass>
 int allreduce(Route& route, const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
               Pass pass) {
-  const bool in_place = sendbuf == MPI_IN_PLACE;
-  DataView data;
-  const int rop = route_reduction(route, op, datatype, count, &data);
-  if (route.to_mpi()) return pass();
-  railcoll_comm_t rc = route.railcoll();
-  if (!rc) return route.error();
-  const railcoll_call_opts_t opts = in_place_opts(in_place);
-  ServedCall call(route);
-  return call.run(railcoll_allreduce, railcoll_iallreduce, railcoll_allreduce_init, rc,
-                  in_place ? nullptr : data.at(sendbuf), data.at(recvbuf), static_cast<size_t>(data.reduce_count),
-                  type_of(data), static_cast<railcoll_op_t>(rop), &opts);
+  return vector_reduction(route, {railcoll_allreduce, railcoll_iallreduce, railcoll_allreduce_init}, sendbuf, recvbuf,
+                          count, datatype, op, pass);
 }
 
 template <class Pass>
@@ -106,99 +86,13 @@ int reduce_scatter(Route& route, const void* sendbuf, void* recvbuf, const Count
 
 using namespace railcoll::mpi;
 
+#undef RAILCOLL_MPI_HOME_reductions
+#define RAILCOLL_MPI_HOME_reductions RAILCOLL_MPI_C_ENTRIES
+
 extern "C" {
 
-int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  Route route(Coll::Allreduce, comm);
-  return allreduce(route, sendbuf, recvbuf, count, datatype, op,
-                   [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm); });
-}
-
-int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                   MPI_Request* request) {
-  Route route(Coll::Allreduce, comm, Mode::Nonblocking, request);
-  return allreduce(route, sendbuf, recvbuf, count, datatype, op,
-                   [&] { return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request); });
-}
-
-int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
-               MPI_Comm comm) {
-  Route route(Coll::Reduce, comm);
-  return reduce(route, sendbuf, recvbuf, count, datatype, op, root,
-                [&] { return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm); });
-}
-
-int MPI_Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
-                MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::Reduce, comm, Mode::Nonblocking, request);
-  return reduce(route, sendbuf, recvbuf, count, datatype, op, root,
-                [&] { return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request); });
-}
-
-int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
-                             MPI_Comm comm) {
-  Route route(Coll::ReduceScatterBlock, comm);
-  return reduce_scatter_block(route, sendbuf, recvbuf, recvcount, datatype, op, [&] {
-    return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
-  });
-}
-
-int MPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
-                              MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::ReduceScatterBlock, comm, Mode::Nonblocking, request);
-  return reduce_scatter_block(route, sendbuf, recvbuf, recvcount, datatype, op, [&] {
-    return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
-  });
-}
-
-int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
-                       MPI_Comm comm) {
-  Route route(Coll::ReduceScatter, comm);
-  return reduce_scatter(route, sendbuf, recvbuf, recvcounts, datatype, op,
-                        [&] { return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm); });
-}
-
-int MPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
-                        MPI_Comm comm, MPI_Request* request) {
-  Route route(Coll::ReduceScatter, comm, Mode::Nonblocking, request);
-  return reduce_scatter(route, sendbuf, recvbuf, recvcounts, datatype, op, [&] {
-    return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
-  });
-}
-
-#ifdef RAILCOLL_MPI_PERSISTENT
-int MPI_PERSISTENT(Allreduce)(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                              MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  Route route(Coll::Allreduce, comm, Mode::Persistent, request);
-  return allreduce(route, sendbuf, recvbuf, count, datatype, op, [&] {
-    return PMPI_PERSISTENT(Allreduce)(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-  });
-}
-
-int MPI_PERSISTENT(Reduce)(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
-                           MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  Route route(Coll::Reduce, comm, Mode::Persistent, request);
-  return reduce(route, sendbuf, recvbuf, count, datatype, op, root, [&] {
-    return PMPI_PERSISTENT(Reduce)(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
-  });
-}
-
-int MPI_PERSISTENT(Reduce_scatter_block)(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype,
-                                         MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  Route route(Coll::ReduceScatterBlock, comm, Mode::Persistent, request);
-  return reduce_scatter_block(route, sendbuf, recvbuf, recvcount, datatype, op, [&] {
-    return PMPI_PERSISTENT(Reduce_scatter_block)(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
-  });
-}
-
-int MPI_PERSISTENT(Reduce_scatter)(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype datatype,
-                                   MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  Route route(Coll::ReduceScatter, comm, Mode::Persistent, request);
-  return reduce_scatter(route, sendbuf, recvbuf, recvcounts, datatype, op, [&] {
-    return PMPI_PERSISTENT(Reduce_scatter)(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
-  });
-}
-#endif
+// MPI_<Name>, MPI_I<Name> and the persistent form of this file's rows.
+#include "mpi/served.def"
 
 // The large-count forms (MPI 4.0 §6.2: MPI_Count counts), where the MPI has them.
 #if MPI_VERSION >= 4

@@ -70,6 +70,26 @@ static inline void print_at_rank0(const char* text, int rank, int size) {
   fflush(stdout);
 }
 
+/* The expected report of a program that counts every form: `forms`
+ * [form][coll][railcoll?], form 0 blocking, 1 nonblocking (MPI_Ixxx), 2
+ * persistent (MPI_Xxx_init); blocking lines always, the others' where called;
+ * after `head` (a line or ""), printed by rank 0 for every rank. */
+static inline void print_expected_forms(long forms[3][NCOLL][2], const char* head, int rank, int size) {
+  char text[RANK0_TEXT] = "";
+  size_t at = (size_t)snprintf(text, sizeof text, "%s", head);
+  for (int form = 0; form < 3; ++form)
+    for (int c = 0; c < NCOLL; ++c) {
+      const long* e = forms[form][c];
+      if (form && !e[0] && !e[1]) continue;
+      char name[64];
+      if (form == 1) snprintf(name, sizeof name, "MPI_I%c%s", kNames[c][4] + 32, kNames[c] + 5);
+      else snprintf(name, sizeof name, "%s%s", kNames[c], form == 2 ? "_init" : "");
+      at += (size_t)snprintf(text + at, sizeof text - at, "railcoll-mpi-expect: rank %d: %s railcoll=%ld mpi=%ld\n",
+                             rank, name, e[1], e[0]);
+    }
+  print_at_rank0(text, rank, size);
+}
+
 /* The expected report (tests/mpi/test_mpi_layer.sh compares it with the
  * library's), printed by rank 0 for every rank: stdio flushes a pipe in 4 KiB
  * pieces, so each rank's own fputs could be cut mid-line by another's on the

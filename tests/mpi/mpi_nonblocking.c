@@ -584,19 +584,7 @@ int main(int argc, char** argv) {
   MPI_Allreduce(&errors, &wrong, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   expect(0, ALLREDUCE, MPI_COMM_WORLD, 1);
   /* The report the library should give: every blocking line, and the other forms' that were called. */
-  char text[RANK0_TEXT] = "";
-  size_t at = 0;
-  for (int form = 0; form < 3; ++form)
-    for (int c = 0; c < NCOLL; ++c) {
-      const long* e = expected_forms[form][c];
-      if (form && !e[0] && !e[1]) continue;
-      char name[64];
-      if (form == 1) snprintf(name, sizeof name, "MPI_I%c%s", kNames[c][4] + 32, kNames[c] + 5);
-      else snprintf(name, sizeof name, "%s%s", kNames[c], form == 2 ? "_init" : "");
-      at += (size_t)snprintf(text + at, sizeof text - at, "railcoll-mpi-expect: rank %d: %s railcoll=%ld mpi=%ld\n",
-                             world_rank, name, e[1], e[0]);
-    }
-  print_at_rank0(text, world_rank, world_size);
+  print_expected_forms(expected_forms, "", world_rank, world_size);
   MPI_Finalize();
   /* The verdict after MPI_Finalize: a crash or hang there must fail the test. */
   if (world_rank == 0) printf("nonblocking correct: %d wrong\n", wrong);

@@ -600,19 +600,9 @@ int main(int argc, char** argv) {
   MPI_Allreduce(&errors, &wrong, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   expect(0, ALLREDUCE, MPI_COMM_WORLD, 1);
   if (world_rank == 0) printf("scan correct: %d wrong\n", wrong);
-  char text[RANK0_TEXT] = "";
-  size_t at = (size_t)snprintf(text, sizeof text, "digest: rank %d: %016llx\n", world_rank, (unsigned long long)digest);
-  for (int form = 0; form < 3; ++form)
-    for (int c = 0; c < NCOLL; ++c) {
-      const long* e = expected_forms[form][c];
-      if (form && !e[0] && !e[1]) continue;
-      char name[64];
-      if (form == 1) snprintf(name, sizeof name, "MPI_I%c%s", kNames[c][4] + 32, kNames[c] + 5);
-      else snprintf(name, sizeof name, "%s%s", kNames[c], form == 2 ? "_init" : "");
-      at += (size_t)snprintf(text + at, sizeof text - at, "railcoll-mpi-expect: rank %d: %s railcoll=%ld mpi=%ld\n",
-                             world_rank, name, e[1], e[0]);
-    }
-  print_at_rank0(text, world_rank, world_size);
+  char head[64];
+  snprintf(head, sizeof head, "digest: rank %d: %016llx\n", world_rank, (unsigned long long)digest);
+  print_expected_forms(expected_forms, head, world_rank, world_size);
   MPI_Finalize();
   return wrong ? 1 : 0;
 }

@@ -25,12 +25,17 @@
 #else
 #define RAILCOLL_F_PERSISTENT(Name, lower, UPPER, n)
 #endif
-#define RAILCOLL_MPI_SERVED(Name, IName, lower, UPPER, n, buffers)                   \
+#define RAILCOLL_F_OMPI_ENTRIES(Name, IName, lower, UPPER, n)                        \
   RAILCOLL_F77_ENTRY(mpi_##lower, MPI_##UPPER, MPI_##Name, n)                         \
   RAILCOLL_F_ENTRY(mpi_##lower##_f08_, MPI_##Name, n)                                 \
   RAILCOLL_F77_ENTRY(mpi_i##lower, MPI_I##UPPER, MPI_##IName, RAILCOLL_F_PLUS1(n))   \
   RAILCOLL_F_ENTRY(mpi_i##lower##_f08_, MPI_##IName, RAILCOLL_F_PLUS1(n))            \
   RAILCOLL_F_PERSISTENT(Name, lower, UPPER, n)
+#define RAILCOLL_F_OMPI_choice RAILCOLL_F_OMPI_ENTRIES
+#define RAILCOLL_F_OMPI_none RAILCOLL_F_OMPI_ENTRIES
+#define RAILCOLL_F_OMPI_c_only(Name, IName, lower, UPPER, n)
+#define RAILCOLL_MPI_SERVED(Name, IName, lower, UPPER, n, buffers, ...) \
+  RAILCOLL_F_OMPI_##buffers(Name, IName, lower, UPPER, n)
 
 #elif defined(MPICH)
 // MPICH: mpif.h, use mpi and the mpi_f08 routines with buffers
@@ -42,7 +47,8 @@
   RAILCOLL_F_ENTRY(mpi_##lower##_f08_, MPI_##Name, n)                               \
   RAILCOLL_F_ENTRY(mpi_i##lower##_f08_, MPI_##IName, RAILCOLL_F_PLUS1(n))          \
   RAILCOLL_F_ENTRY(mpi_##lower##_init_f08_, MPI_PERSISTENT(Name), RAILCOLL_F_PLUS2(n))
-#define RAILCOLL_MPI_SERVED(Name, IName, lower, UPPER, n, buffers) RAILCOLL_F08_##buffers(Name, IName, lower, n)
+#define RAILCOLL_F08_c_only(Name, IName, lower, n)
+#define RAILCOLL_MPI_SERVED(Name, IName, lower, UPPER, n, buffers, ...) RAILCOLL_F08_##buffers(Name, IName, lower, n)
 
 #else
 #error "the MPI layer knows the Fortran bindings of Open MPI and MPICH"
