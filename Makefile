@@ -35,7 +35,7 @@ test: build
 # communicators), and the MPI layer at MPI_THREAD_MULTIPLE under both MPIs
 # (mpi_layer_threads). Any report fails the test that saw it.
 SAN_TESTS = Auth|Store|DirectPlan|Wire|Executor|CommOutOfBand|capi|multiprocess_local|more_collectives_local|communicators_local|auth_strangers|peer_failure_local|soak_local
-TSAN_TESTS = Executor|RailSockets|SpinBudget|CommOutOfBand|ReduceOps|oob_capi|capi|nonblocking_local|mpi_layer_threads
+TSAN_TESTS = Executor|RailSockets|SpinBudget|CommOutOfBand|ReduceOps|oob_capi|capi|nonblocking_local|mpi_layer_threads|torch_threads
 sanitize: deps
 	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAILCOLL_SANITIZE=address,undefined >/dev/null
 	@cmake --build build-asan

@@ -11,8 +11,9 @@
 # extension runs only with the torch it was compiled against, so a copy in an
 # isolated build environment would be the wrong one. Without torch a wheel
 # build stops saying so; `make build` leaves the target out and the torch tests
-# fail saying so (tests/torch/run_tests.sh). Not in sanitizer builds, whose
-# librailcoll a Python process cannot load without the runtime preloaded.
+# fail saying so (tests/torch/run_tests.sh). Not in AddressSanitizer builds;
+# in ThreadSanitizer ones (make sanitize's build-tsan) for the backend's
+# threads, run by a Python with libtsan preloaded (tests/torch/run_tests.sh threads).
 if(SKBUILD AND Python_EXECUTABLE)
   # The interpreter pip builds for (a build directory may serve several venvs).
   set(RAILCOLL_PYTHON ${Python_EXECUTABLE} CACHE FILEPATH "the Python whose torch the backend is built for" FORCE)
@@ -20,7 +21,7 @@ endif()
 find_program(RAILCOLL_PYTHON NAMES python3 DOC "the Python whose torch the backend is built for")
 set(RAILCOLL_TORCH_PACKAGE ${CMAKE_BINARY_DIR}/python)
 set(RAILCOLL_TORCH_FOUND OFF)
-if(RAILCOLL_PYTHON AND NOT RAILCOLL_SANITIZE)
+if(RAILCOLL_PYTHON AND (NOT RAILCOLL_SANITIZE OR RAILCOLL_SANITIZE STREQUAL "thread"))
   execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=PYTHONPATH --unset=PYTHONNOUSERSITE
                           ${RAILCOLL_PYTHON} ${CMAKE_SOURCE_DIR}/cmake/torch_paths.py
                   RESULT_VARIABLE torch_status OUTPUT_VARIABLE torch_paths ERROR_VARIABLE torch_error

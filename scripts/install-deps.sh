@@ -14,10 +14,12 @@ set -euo pipefail
 # slurm-wlm-basic-plugins, which they pull in, has the mpi/pmix and mpi/pmi2 plugins (srun --mpi=pmix|pmi2).
 # libpmix-dev: the PMIx bootstrap (pmix.h; libpmix is loaded when a PMIx server started the process);
 # libpmi2-0-dev: Slurm's PMI-2 client header, for the same where only PMI-2 is offered.
+# ccache: a second build of the same sources (the wheel test's `pip wheel ./python`, another checkout)
+# compiles from the cache (CMakeLists.txt sets it up).
 debian_packages=(cmake g++ make ninja-build libgtest-dev iproute2 util-linux
                  openmpi-bin libopenmpi-dev python3 python3-pip clang libclang-rt-14-dev
                  nlohmann-json3-dev pkg-config libssl-dev mpich libmpich-dev python3-mpi4py python3-numpy
-                 libfabric-dev gfortran slurmctld slurmd slurm-client munge libpmix-dev libpmi2-0-dev)
+                 libfabric-dev gfortran slurmctld slurmd slurm-client munge libpmix-dev libpmi2-0-dev ccache)
 # Python modules as "import name:PyPI name". scikit-build-core: the build backend of
 # python/pyproject.toml, here for builds without pip's isolation (the wheel test).
 python_modules=(matplotlib jsonschema scikit_build_core:scikit-build-core)

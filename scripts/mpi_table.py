@@ -78,17 +78,50 @@ def forms(family):
 
 
 def served_log(build, abi):
-    """{C name of a served call: test programs whose passing checks served it}."""
-    proofs = {}
+    """The reports of the passing checks of the last local run of
+    test_mpi_layer.sh (BUILD/mpi-served/ABI.log: a line per rank and call,
+    program, call, railcoll=N, mpi=M, the reasons): ({C name of a served call:
+    test programs whose passing checks served it}, [(calls served, calls passed
+    to MPI, reasons)]) or None when there is no log."""
+    proofs, counts = {}, []
     path = os.path.join(build, "mpi-served", abi + ".log")
     if not os.path.exists(path):
         return None
     with open(path) as f:
         for line in f:
-            prog, _, name = line.strip().partition("\t")
-            if name:
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) < 4:
+                continue
+            prog, name, served, to_mpi = fields[0], fields[1], int(fields[2]), int(fields[3])
+            if served:
                 proofs.setdefault(name, set()).add(prog)
-    return proofs
+            counts.append((served, to_mpi, fields[4] if len(fields) > 4 else ""))
+    return proofs, counts
+
+
+def served_share(title, counts):
+    """One sentence: the share of the collective calls our test programs made
+    (with the report on, every rank's calls counted) that railcoll served, and
+    why the others went to MPI."""
+    served = sum(s for s, _, _ in counts)
+    to_mpi = sum(m for _, m, _ in counts)
+    if not served + to_mpi:
+        return f"{title}: no calls in the log."
+    reasons = {}
+    for _, _, why in counts:
+        for part in filter(None, (p.strip() for p in why.split(","))):
+            text, _, n = part.rpartition(" ")
+            reasons[text] = reasons.get(text, 0) + int(n)
+    asked = reasons.get("not in RAILCOLL_MPI_COLLS", 0)
+    line = (f"{title}: railcoll served {served} of the {served + to_mpi} MPI collective calls our test programs "
+            f"made ({100 * served / (served + to_mpi):.1f} %)")
+    if to_mpi:
+        line += "; to MPI: " + ", ".join(f"{n} {text}" for text, n in sorted(reasons.items(), key=lambda r: -r[1]))
+    if asked:
+        rest = served + to_mpi - asked
+        line += (f"; leaving out the {asked} that checks send to MPI on purpose, "
+                 f"{100 * served / rest:.1f} %")
+    return line + "."
 
 
 def large_count_callers():
@@ -138,6 +171,7 @@ def table(build):
         if not os.path.exists(layer):
             continue
         abis.append((abi, title, symbols(layer), symbols(mpi_library(layer)), served_log(build, abi)))
+    logs = {abi: log for abi, *_, log in abis}
     if not abis:
         sys.exit(f"mpi_table.py: no librailcoll_mpi.so under {build}")
     head = "| collective | form |"
@@ -151,7 +185,8 @@ def table(build):
         why = next((w for k, w in LEFT_TO_MPI.items() if family.startswith(k) or family == k), "")
         for form, names in forms(family):
             row = f"| `MPI_{family}` | {form} |"
-            for abi, title, layer_syms, mpi_syms, proofs in abis:
+            for abi, title, layer_syms, mpi_syms, log in abis:
+                proofs = log[0] if log else None
                 where, proved = cell(names, layer_syms, mpi_syms, proofs, callers, form.endswith("_c"))
                 if where == "MPI" and why:
                     where = f"MPI ({why})"
@@ -162,12 +197,18 @@ def table(build):
                     proved = "**none**"
                 row += f" {where} | {proved} |"
             lines.append(row)
-    missing = [title for abi, title, *_, proofs in abis if proofs is None]
+    missing = [title for abi, title, *_, log in abis if log is None]
     notes = [f"{served} of the {total} calls the MPIs have are railcoll's (both MPIs counted)."]
+    shares = [served_share(title, logs[abi][1]) for abi, title, *_ in abis if logs[abi]]
     if missing:
         notes.append("No test log for " + ", ".join(missing) + ": run `tests/mpi/test_mpi_layer.sh "
                      "BUILD local ABI` first; its tested columns are empty.")
-    return "\n".join(lines) + "\n\n" + " ".join(notes) + "\n"
+    text = "\n".join(lines) + "\n\n" + " ".join(notes) + "\n"
+    if shares:
+        text += ("\nThe share of the collective calls our own test programs made that railcoll served "
+                 "(every rank's calls, a persistent call counted once, at its `_init`; from the reports "
+                 "of the passing checks of the last local run):\n\n" + "\n".join("* " + s for s in shares) + "\n")
+    return text
 
 
 def main():

@@ -4,8 +4,9 @@
 //            in several orders (waitall, reverse waits, testany, waitany,
 //            testall, request_done), then interleaved on two communicators,
 //            then mixed with blocking calls; every byte checked.
-//  persist   persistent allgather, allreduce (in place) and bcast started 1,000
-//            times each, the input changed before every start and checked after.
+//  persist [STARTS]  persistent allgather, allreduce (in place) and bcast
+//            started STARTS times each (1,000), the input changed before every
+//            start and checked after.
 //  badargs   starting a nonblocking or an active request, NULL pointers: errors.
 //  mismatch  rank 0 posts another collective than its peers: an error on every
 //            rank, no hang.
@@ -413,7 +414,7 @@ int mode_threads() {
   return 0;
 }
 
-int mode_persist() {
+int mode_persist(int starts) {
   railcoll_comm_t comm;
   if (railcoll_comm_init(&comm) != RAILCOLL_OK) FAIL("railcoll_comm_init: %s", railcoll_last_error());
   n_ = railcoll_comm_size(comm);
@@ -430,7 +431,7 @@ int mode_persist() {
     FAIL("init: %s", railcoll_last_error());
   int done = 0;
   if (railcoll_test(&reqs[0], &done) != RAILCOLL_OK || !done) FAIL("an inactive persistent request is not complete");
-  for (int it = 0; it < 1000; ++it) {
+  for (int it = 0; it < starts; ++it) {
     // In place: the requests hold these buffers' addresses (no assignment,
     // which could move a new vector's storage in).
     const Bytes mine = block(mp::rank, it, bytes);
@@ -556,7 +557,7 @@ int main(int argc, char** argv) {
   mp::rank = r ? atoi(r) : -1;
   // Every mode destroys its own communicators; their report comes after.
   if (mode == "correct") return mp::finish(nullptr, mode_correct());
-  if (mode == "persist") return mp::finish(nullptr, mode_persist());
+  if (mode == "persist") return mp::finish(nullptr, mode_persist(argc > 2 ? atoi(argv[2]) : 1000));
   if (mode == "badargs") return mp::finish(nullptr, mode_badargs());
   if (mode == "mismatch") return mp::finish(nullptr, mode_mismatch());
   if (mode == "die") return mp::finish(nullptr, mode_die());

@@ -6,9 +6,13 @@
 # and a two-process torch job runs from there, `import railcoll` finding its
 # own librailcoll (rpath $ORIGIN) with no PYTHONPATH, no LD_LIBRARY_PATH and
 # the source tree out of reach.
-#   usage: test_wheel.sh SOURCE_DIR BUILD_DIR PYTHON
+# The wheel's CMake build is a build of its own from the source tree, in
+# BUILD_DIR-wheel (beside BUILD_DIR, so ccache sees the same relative paths),
+# of BUILD_DIR's build type: its compilations come from ccache where
+# BUILD_DIR's put them there (CMakeLists.txt), and the test says how many.
+#   usage: test_wheel.sh SOURCE_DIR BUILD_DIR PYTHON [BUILD_TYPE]
 set -u
-SRC=${1:?source dir}; BUILD=${2:?build dir}; PY=${3:?python}
+SRC=${1:?source dir}; BUILD=${2:?build dir}; PY=${3:?python}; TYPE=${4:-Release}
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "ok   $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL $*"; }
@@ -25,10 +29,21 @@ sleep 1  # a file written in the same second as the marker still counts as newer
 # The venv has the system's packages (torch, scikit-build-core): no download.
 "$PY" -m venv --system-site-packages "$tmp/venv" || { bad "python -m venv"; finish; }
 VPY=$tmp/venv/bin/python
-# The build directory is kept under the CMake build tree, so a second run is incremental.
-if (cd "$tmp" && env -u PYTHONPATH "$VPY" -m pip wheel --no-build-isolation --no-deps -w "$tmp/dist" \
-      --config-settings=build-dir="$BUILD/wheel-build" "$SRC/python") >"$tmp/build.log" 2>&1; then
-  ok "pip wheel ./python (scikit-build-core: the C library and the extension)"
+# The build directory is kept, so a second run is incremental. BUILD_DIR's
+# compilers by the same names (ccache hashes the name: pip would ask for
+# Python's own, gcc and g++, where BUILD_DIR has cc and c++).
+stats=$tmp/ccache-stats
+compilers=()
+for lang in C CXX; do
+  c=$(sed -n "s/^CMAKE_${lang}_COMPILER:[A-Z]*=//p" "$BUILD/CMakeCache.txt" 2>/dev/null)
+  [ -n "$c" ] && compilers+=("--config-settings=cmake.define.CMAKE_${lang}_COMPILER=$c")
+done
+if (cd "$tmp" && env -u PYTHONPATH -u CC -u CXX CCACHE_STATSLOG="$stats" "$VPY" -m pip wheel --no-build-isolation \
+      --no-deps -w "$tmp/dist" --config-settings=build-dir="$BUILD-wheel" --config-settings=cmake.build-type="$TYPE" \
+      "${compilers[@]}" "$SRC/python") >"$tmp/build.log" 2>&1; then
+  cached=$(CCACHE_STATSLOG=$stats ccache --show-log-stats 2>/dev/null |
+           awk '/^ *Hits:/ {print $2, "of", $4; exit}')
+  ok "pip wheel ./python (scikit-build-core: the C library and the extension; $TYPE, compilations from ccache: ${cached:-none})"
 else
   bad "pip wheel ./python:"; tail -30 "$tmp/build.log"; finish
 fi

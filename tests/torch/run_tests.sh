@@ -6,18 +6,33 @@
 # results, FSDP2 against one process, a rank killed mid-job, and `railcoll
 # bench --torch` on small sizes. `cluster` (root): the same
 # operations and DDP through `railcoll cluster torchrun` on the emulated
-# cluster, created here and taken down on every exit path.
+# cluster, created here and taken down on every exit path. `threads` (make
+# sanitize, in build-tsan): the backend's threads (tests/torch/threads.py)
+# under ThreadSanitizer, which local runs too, uninstrumented.
 # Without torch (or, on the cluster, without root) the test is SKIPPED
 # (exit 77), saying why: scripts/install-deps.sh installs torch.
 set -u
-MODE=${1:?local|cluster}; PY=${2:?python}; PYDIR=${3:?the built package}; RC=${4:-}
+MODE=${1:?local|cluster|threads}; PY=${2:?python}; PYDIR=${3:?the built package}; RC=${4:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../check_lib.sh"
-[ "$MODE" = local ] || [ "$(id -u)" = 0 ] || skip "the emulated cluster needs root (network namespaces)"
+[ "$MODE" != cluster ] || [ "$(id -u)" = 0 ] || skip "the emulated cluster needs root (network namespaces)"
 CHECK_TIMEOUT=400
 export PYTHONPATH="$PYDIR${PYTHONPATH:+:$PYTHONPATH}"
 "$PY" -c "import torch" 2>/dev/null ||
   skip "torch is not installed for $PY (scripts/install-deps.sh installs it; make build runs it)"
+if [ "$MODE" = threads ]; then
+  # ThreadSanitizer's build (make sanitize, build-tsan): its extension needs
+  # libtsan loaded first, so the interpreter itself (not a shell shim in
+  # front of it: bash dies under ThreadSanitizer) runs with it preloaded.
+  ext=$(ls "$PYDIR"/railcoll/_C*.so 2>/dev/null | head -1)
+  tsan=$( [ -n "$ext" ] && ldd "$ext" | awk '/libtsan/ {print $3; exit}')
+  [ -n "$tsan" ] || { echo "FAIL: no ThreadSanitizer-built extension in $PYDIR/railcoll (${ext:-none})"; echo "0 passed, 1 failed"; exit 1; }
+  wrapped=$(mktemp -d)
+  printf '#!/bin/sh\nLD_PRELOAD=%s exec %s "$@"\n' "$tsan" "$("$PY" -c 'import sys; print(sys.executable)')" >"$wrapped/python"
+  chmod +x "$wrapped/python"
+  PY=$wrapped/python
+  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ignore_noninstrumented_modules=1 ${TSAN_OPTIONS:-}"
+fi
 if ! out=$("$PY" -c "import railcoll" 2>&1); then
   echo "FAIL: the railcoll torch backend does not import from $PYDIR:"; echo "$out"
   echo "0 passed, 1 failed"; exit 1
@@ -38,8 +53,24 @@ by_hand() {
   return $st
 }
 
+# The backend's threads (tests/torch/threads.py): Works waited for on
+# several threads at once, a thread waiting while another posts, two groups
+# posted from two threads; under ThreadSanitizer (make sanitize) any report
+# fails the check (check_lib.sh's died_re).
+threads_check() {
+  check "threads: Works waited for on 4 threads at once, waits beside posts, 2 groups from 2 threads, 2 ranks" \
+    "^torch threads: rank [01]: [0-9]+ checks passed on 2 ranks" 2 -- \
+    env RAILCOLL_RAILS=127.0.0.1 RAILCOLL_TIMEOUT=120 bash -c "$(declare -f by_hand free_port); PY=$PY; by_hand 2 $HERE/threads.py"
+}
+if [ "$MODE" = threads ]; then
+  trap 'rm -rf "$log" "$wrapped"' EXIT
+  threads_check
+  summary; exit $?
+fi
+
 if [ "$MODE" = local ]; then
   trap 'rm -f "$log"' EXIT
+  threads_check
   two_nodes=(env RAILCOLL_TEST_PPN=2 RAILCOLL_RAILS=127.0.0.1,127.0.0.2)
   check "ops, 4 ranks on 2 pretend nodes, 2 rails" "^torch ops: [0-9]+ checks passed on 4 ranks" 1 -- \
     "${two_nodes[@]}" "${TORCHRUN[@]}" --standalone --nproc-per-node 4 "$HERE/ops.py"
