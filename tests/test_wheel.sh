@@ -84,7 +84,9 @@ assert all(torch.equal(o, torch.full((7,), float(r))) for r, o in enumerate(out)
 b = torch.arange(33, dtype=torch.uint8) if rank == 1 else torch.zeros(33, dtype=torch.uint8)
 dist.broadcast(b, src=1)
 assert torch.equal(b, torch.arange(33, dtype=torch.uint8)), "broadcast"
-print("wheel job: rank %d of %d correct, railcoll from %s" % (rank, size, os.path.dirname(railcoll.__file__)), flush=True)
+# One write with its newline: print's text and end are two writes when
+# unbuffered, and the other rank's line came in between (a CI failure).
+os.write(1, ("wheel job: rank %d of %d correct, railcoll from %s\n" % (rank, size, os.path.dirname(railcoll.__file__))).encode())
 dist.destroy_process_group()
 EOS
 (cd "$tmp" && env -u PYTHONPATH -u LD_LIBRARY_PATH timeout 300 "$VPY" -m torch.distributed.run --standalone \
