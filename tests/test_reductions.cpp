@@ -201,3 +201,29 @@ TEST(Reduce, RabenseifnerGathersChunksIntoTheRoot) {
           }
   EXPECT_EQ(into_root, 7u * 40);  // all chunks but the root's own
 }
+
+// In place (AlgoSpec::in_place_ok): the verifier run with send and recv as one
+// buffer passes every algorithm that claims it, and catches the scans, which
+// read their input after a partial result has landed on it, or while one lands
+// (they are not marked, so an in-place scan's input is copied first).
+TEST(InPlace, VerifierTellsSafeAlgorithmsFromUnsafeOnes) {
+  int claimed = 0, caught = 0;
+  for (const Topology& t : {Topology::from_ppn(8, 4, 2), Topology::from_node_sizes({3, 1, 2}, 2)})
+    for (const auto& a : all_algorithms()) {
+      const CollectiveTraits& c = traits(a.collective);
+      if (c.result != Result::Reduction && c.result != Result::Prefix && c.result != Result::ExclusivePrefix) continue;
+      const VerifyResult v = verify_schedule(build(a.collective, a.name, t, 4 * 1000), true);
+      if (a.in_place_ok) {
+        ++claimed;
+        EXPECT_TRUE(v.ok()) << v.errors[0];
+      } else if (c.result != Result::Reduction) {
+        ++caught;
+        ASSERT_FALSE(v.ok()) << c.name << "/" << a.name;
+        const bool why = v.errors[0].find(" counted twice") != std::string::npos ||
+                         v.errors[0].find("may still be reading it") != std::string::npos;
+        EXPECT_TRUE(why) << v.errors[0];
+      }
+    }
+  EXPECT_EQ(claimed, 2 * 8);  // every allreduce and reduce
+  EXPECT_EQ(caught, 2 * 6);
+}

@@ -27,6 +27,11 @@ struct AlgoSpec {
   // A reduction's: every rank's result combines its inputs in rank order, so
   // a non-commutative operator may run on it (the verifier checks the order).
   bool keeps_order = false;
+  // Correct when each rank's send and recv are one buffer (an in-place call):
+  // everything the schedule reads of send is read before anything lands on
+  // those bytes of recv. The verifier checks it so (verify_schedule's
+  // in_place), and the runtime then skips its copy of an in-place input.
+  bool in_place_ok = false;
 };
 
 // Adds `spec` to the table when the program starts. One per algorithm file:

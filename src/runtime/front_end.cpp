@@ -219,14 +219,17 @@ void FrontEnd::build(const CallArgs& a, Request& req) {
     wrong(std::string(buf) + " is NULL" + where + " with a non-zero " + size_word);
   };
   Steps steps(req, a.user_op);
-  auto step = [&](const std::vector<uint64_t>& counts, const void* send, void* recv) {
+  auto plan_of = [&](const std::vector<uint64_t>& counts) {
     std::shared_ptr<const Plan> plan;
     {
       std::lock_guard<std::mutex> lock(mu_);
       plan = decided(a.collective, counts, opts, a.algorithm).plan;
     }
     if (!plan->unfit.empty()) throw RuntimeError(Status::Unsupported, plan->unfit);
-    steps.add(std::move(plan), send, recv);
+    return plan;
+  };
+  auto step = [&](const std::vector<uint64_t>& counts, const void* send, void* recv) {
+    steps.add(plan_of(counts), send, recv);
   };
   const void* send = a.send;
   void* recv = a.recv;
@@ -269,11 +272,14 @@ void FrontEnd::build(const CallArgs& a, Request& req) {
       const bool receives = !t.result_at_root_only || at_root, in_place = a.in_place && receives;
       if (receives && bytes > 0 && !recv) null_error("recvbuf", t.result_at_root_only ? " at the root" : "");
       if (bytes > 0 && !send && !in_place) null_error("sendbuf", "");
-      if (in_place)
-        send = steps.copy_at_start(recv, bytes);
-      else if (receives && overlap(send, bytes, recv, bytes))
+      if (!in_place && receives && overlap(send, bytes, recv, bytes))
         wrong("sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
-      return step(counts, send, receives ? recv : nullptr);
+      auto plan = plan_of(counts);
+      if (in_place) {  // the input is copied unless the schedule is proven to need no copy
+        const AlgoSpec* spec = find_algorithm(a.collective, plan->sched.algorithm);
+        send = spec && spec->in_place_ok ? recv : steps.copy_at_start(recv, bytes);
+      }
+      return steps.add(std::move(plan), send, receives ? recv : nullptr);
     }
 
     case Result::ReducedSlice: {  // reduce_scatter(_block): every rank's slice in, this rank's out

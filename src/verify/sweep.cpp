@@ -79,6 +79,7 @@ std::string SweepCase::label() const {
          (opts.commutative ? "" : ", non-commutative");
   else if (c.reducing)
     s += std::string(", ") + dtype_name(opts.dtype) + " " + redop_name(opts.redop);
+  if (in_place) s += ", in place";
   return s;
 }
 
@@ -117,6 +118,9 @@ std::vector<SweepCase> sweep_cases(Collective collective, const std::string& alg
       }
       for (auto& n : c.counts) n *= element_size(c.opts);
     }
+    // An algorithm that claims in-place calls need no copy of the input: every
+    // other case with send and recv one buffer.
+    c.in_place = spec->in_place_ok && index % 2 == 1;
     if (takes_c && index % 3 != 0) {
       c.opts.concurrency = 1 + index % 5;
       c.given = {"concurrency"};
@@ -157,8 +161,8 @@ SweepOutcome run_sweep(const std::vector<SweepCase>& cases) {
       const SweepCase& c = cases[i];
       try {
         Schedule s = build_schedule(c.collective, c.algorithm, c.topo, c.counts, c.opts, c.given);
-        VerifyResult v = verify_schedule(s);
-        if (!v.ok()) first_error[i] = v.errors[0];
+        VerifyResult v = verify_schedule(s, c.in_place);
+        if (!v.ok()) first_error[i] = (c.in_place ? "in place: " : "") + v.errors[0];
       } catch (const std::exception& e) {
         first_error[i] = c.label() + ": building the schedule failed: " + e.what();
       }

@@ -21,6 +21,7 @@ struct SweepCase {
   std::vector<uint64_t> counts;
   AlgoOptions opts;
   std::vector<std::string> given;  // options set explicitly
+  bool in_place = false;            // send and recv one buffer (AlgoSpec::in_place_ok)
   std::string label() const;
 };
 

@@ -92,7 +92,7 @@ struct WaitRec {
 
 class Verifier {
  public:
-  explicit Verifier(const Schedule& s) : s_(s), t_(s.topo), N(s.topo.nranks()) {}
+  Verifier(const Schedule& s, bool in_place) : s_(s), t_(s.topo), N(s.topo.nranks()), in_place_(in_place) {}
 
   VerifyResult run() {
     check_static();
@@ -207,7 +207,7 @@ class Verifier {
   // ---- execution ----
   Bytes& bytes(Region reg, int owner) {
     switch (reg) {
-      case Region::Send: return send_[owner];
+      case Region::Send: return aliased(owner) ? recv_[owner] : send_[owner];
       case Region::Recv: return recv_[owner];
       case Region::Scratch: return scratch_[owner];
       case Region::Shared: return shared_[owner];
@@ -229,7 +229,7 @@ class Verifier {
     shared_.resize(t_.nnodes());
     for (int r = 0; r < N; ++r) {
       send_[r].init(s_.send_bytes[r], r);
-      recv_[r].init(s_.recv_bytes[r], -1);
+      recv_[r].init(s_.recv_bytes[r], aliased(r) ? r : -1);  // in place: recv starts as the input
       scratch_[r].init(s_.scratch_bytes[r], -1);
     }
     for (int n = 0; n < t_.nnodes(); ++n) shared_[n].init(s_.shared_bytes[n], -1);
@@ -239,6 +239,8 @@ class Verifier {
     counters_.assign(N * s_.rank_counters + t_.nnodes() * s_.node_counters, {});
     values_.assign(counters_.size(), 0);
   }
+
+  bool aliased(int r) const { return in_place_ && s_.send_bytes[r] == s_.recv_bytes[r]; }
 
   // Has access a finished before the event of rank x whose clock is vc?
   bool finished_before(int ai, const Clock& vc) const {
@@ -703,6 +705,7 @@ class Verifier {
   const Schedule& s_;
   const Topology& t_;
   const int N;
+  const bool in_place_;
   VerifyResult res_;
   bool deadlocked_ = false;
   std::vector<Bytes> send_, recv_, scratch_, shared_;
@@ -720,6 +723,6 @@ class Verifier {
 
 }  // namespace
 
-VerifyResult verify_schedule(const Schedule& s) { return Verifier(s).run(); }
+VerifyResult verify_schedule(const Schedule& s, bool in_place) { return Verifier(s, in_place).run(); }
 
 }  // namespace railcoll

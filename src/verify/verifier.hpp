@@ -31,7 +31,10 @@ struct VerifyResult {
   size_t ops = 0;                   // operations executed
 };
 
-VerifyResult verify_schedule(const Schedule& s);
+// in_place: each rank's send and recv are one buffer (where their sizes are
+// equal), as in an in-place call whose input the runtime does not copy: a
+// read of send sees what has landed in recv by then (AlgoSpec::in_place_ok).
+VerifyResult verify_schedule(const Schedule& s, bool in_place = false);
 
 
 }  // namespace railcoll

@@ -170,36 +170,6 @@ std::vector<at::Tensor> BackendRailcoll::per_rank_list(const std::vector<std::ve
   return lists[0];
 }
 
-// An all-reduce's input goes to the C API as a send buffer of its own, not in
-// place: in place, the C API copies the input into a buffer it allocates at
-// every call (the schedule may overwrite recv while it reads send), and a 32 MiB
-// all-reduce then costs an mmap, 8,192 page faults and an munmap besides the
-// copy (perf, docs/torch.md "Tensor-parallel inference"). These buffers are
-// reused: the smallest free one that fits, else a new one; four are kept.
-at::Tensor BackendRailcoll::take_send_buffer(size_t bytes) {
-  {
-    std::lock_guard<std::mutex> lock(pool_mu_);
-    auto best = send_pool_.end();
-    for (auto it = send_pool_.begin(); it != send_pool_.end(); ++it)
-      if (static_cast<size_t>(it->numel()) >= bytes && (best == send_pool_.end() || it->numel() < best->numel()))
-        best = it;
-    if (best != send_pool_.end()) {
-      at::Tensor t = *best;
-      send_pool_.erase(best);
-      return t;
-    }
-  }
-  return at::empty({static_cast<int64_t>(bytes)}, at::kByte);
-}
-
-void BackendRailcoll::give_back(at::Tensor buffer) {
-  std::lock_guard<std::mutex> lock(pool_mu_);
-  send_pool_.push_back(std::move(buffer));
-  if (send_pool_.size() > 4)
-    send_pool_.erase(std::min_element(send_pool_.begin(), send_pool_.end(),
-                                      [](const at::Tensor& a, const at::Tensor& b) { return a.numel() < b.numel(); }));
-}
-
 double BackendRailcoll::capi_allreduce_us(at::Tensor t, int iters, bool nonblocking) {
   barrier(c10d::BarrierOptions())->wait();
   ReducePlan plan = reduce_plan(t.scalar_type(), c10d::ReduceOp(c10d::ReduceOp::SUM), "all_reduce");

@@ -124,10 +124,6 @@ class BackendRailcoll : public c10d::Backend {
                            const char* op);
   void check_gather_into(const at::Tensor& out, const at::Tensor& in, const char* op) const;
 
-  // Send buffers of all-reduces, reused (backend.cpp, take_send_buffer).
-  at::Tensor take_send_buffer(size_t bytes);
-  void give_back(at::Tensor buffer);
-
   // How many communicators of this group name this process has made before: a
   // name comes back after destroy_process_group, and its Store may still hold
   // the earlier set-up's keys. Every member makes them in the same order.
@@ -144,8 +140,6 @@ class BackendRailcoll : public c10d::Backend {
   bool coalescing_ = false;
   int monitored_barriers_ = 0;  // calls so far: each one's messages have a tag of their own
   std::vector<c10::intrusive_ptr<RailcollWork>> coalesced_;  // between startCoalescing and endCoalescing
-  std::mutex pool_mu_;
-  std::vector<at::Tensor> send_pool_;  // free send buffers of all-reduces
   FutureThread futures_;
 };
 

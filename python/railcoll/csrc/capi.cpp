@@ -141,7 +141,7 @@ void Comm::destroy() {
 }
 
 Status Comm::allreduce(const void* in, void* out, size_t count, Reduction r, Request* req) {
-  return railcoll_iallreduce(comm_, in, out, count, r.type, r.op, nullptr, req);
+  return railcoll_iallreduce(comm_, in, out, count, r.type, r.op, in ? nullptr : &kInPlace, req);
 }
 Status Comm::reduce(const void* in, void* out, size_t count, Reduction r, int root, Request* req) {
   return railcoll_ireduce(comm_, in, out, count, r.type, r.op, root, nullptr, req);

@@ -12,22 +12,19 @@ using c10d::ReduceOp;
 
 // ---- posting helpers
 
-// The all-reduce of `x` into itself: one call, or one per chunk of
-// chunk_bytes_ (RAILCOLL_TORCH_CHUNK_MIB) posted back to back, from a copy of
-// x in a reused send buffer (take_send_buffer).
+// The all-reduce of `x` into itself, in place: one call, or one per chunk of
+// chunk_bytes_ (RAILCOLL_TORCH_CHUNK_MIB) posted back to back. The C API
+// copies the input of an in-place call only where the schedule needs it, and
+// no all-reduce schedule does (AlgoSpec::in_place_ok).
 void BackendRailcoll::post_allreduce(RailcollWork& w, const at::Tensor& x, const ReducePlan& plan, const char* op) {
   const int64_t n = x.numel(), elem = x.element_size(), per = chunk_bytes_ ? std::max<int64_t>(1, chunk_bytes_ / elem) : n;
-  at::Tensor send = take_send_buffer(static_cast<size_t>(n * elem));
-  std::memcpy(send.data_ptr(), x.data_ptr(), n * elem);
-  w.keep(send);
-  auto* in = static_cast<const char*>(send.data_ptr());
+  w.keep(x);
   auto* out = static_cast<char*>(x.data_ptr());
   for (int64_t at = 0; at < n || at == 0; at += per) {
     const int64_t len = std::min(per, n - at);
-    check(comm_->allreduce(in + at * elem, out + at * elem, len, plan.c, w.next_request()), op);
+    check(comm_->allreduce(nullptr, out + at * elem, len, plan.c, w.next_request()), op);
     if (n == 0) break;
   }
-  w.then([this, send]() { give_back(send); });
 }
 
 // An all-gather of `in` into `out`, copied back when `out` had to be staged.

@@ -35,7 +35,8 @@ void build_rabenseifner(ScheduleBuilder& b, const Topology& t, const BlockLayout
 const AlgorithmRegistrar registered{{Collective::Allreduce, 3, "rabenseifner",
     "reduce-scatter by recursive halving, all-gather by recursive doubling",
     "2 log2 N ts + 2 (N-1)/N m tau + (N-1)/N m gamma",
-    "Rabenseifner 2004", {}, build_rabenseifner}};
+    "Rabenseifner 2004", {}, build_rabenseifner, /*keeps_order=*/false,
+    /*in_place_ok=*/true}};
 
 }  // namespace
 

@@ -27,7 +27,8 @@ void build_recursive_doubling(ScheduleBuilder& b, const Topology& t, const Block
 const AlgorithmRegistrar registered{{Collective::Allreduce, 1, "recursive_doubling",
     "log2 N exchanges of the whole vector, both partners combine",
     "ceil(log2 N) (ts + m tau + m gamma)",
-    "seed 002 §3 pairwise exchange, combining", {}, build_recursive_doubling, true}};
+    "seed 002 §3 pairwise exchange, combining", {}, build_recursive_doubling, /*keeps_order=*/true,
+    /*in_place_ok=*/true}};
 
 }  // namespace
 

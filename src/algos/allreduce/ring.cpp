@@ -45,7 +45,7 @@ void build_ring(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, con
 const AlgorithmRegistrar registered{{Collective::Allreduce, 2, "ring",
     "ring reduce-scatter then ring all-gather, N chunks",
     "2 (N-1) (ts + m/N tau) + (N-1)/N m gamma",
-    "Patarasuk and Yuan 2009", {}, build_ring}};
+    "Patarasuk and Yuan 2009", {}, build_ring, /*keeps_order=*/false, /*in_place_ok=*/true}};
 
 }  // namespace
 

@@ -77,7 +77,8 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
 const AlgorithmRegistrar registered{{Collective::Allreduce, 4, "smp",
     "shm reduce-scatter in the node, one leader per slice across nodes, shm copy-out",
     "2 m c + (P-1)/P m gamma + min(log2 M (ts + m/L tau), 2 log2 M ts + 2 (M-1)/M m/L tau)",
-    "seed 003 §2, seed 004 §4, seed 001 §5.1", {}, build_smp}};
+    "seed 003 §2, seed 004 §4, seed 001 §5.1", {}, build_smp, /*keeps_order=*/false,
+    /*in_place_ok=*/true}};
 
 }  // namespace
 

@@ -57,7 +57,8 @@ void build_smp_leader(ScheduleBuilder& b, const Topology& t, const BlockLayout& 
 const AlgorithmRegistrar registered{{Collective::Allreduce, 5, "smp_leader",
     "one leader per node combines the node in shm, leaders allreduce, result copied out of shm",
     "m c + (P-1) m gamma + ceil(log2 M) (ts + m tau + m gamma) + 2 m c",
-    "seed 004 §4", {}, build_smp_leader}};
+    "seed 004 §4", {}, build_smp_leader, /*keeps_order=*/false,
+    /*in_place_ok=*/true}};
 
 }  // namespace
 

@@ -41,7 +41,8 @@ void build_binomial(ScheduleBuilder& b, const Topology& t, const BlockLayout& L,
 
 const AlgorithmRegistrar registered{{Collective::Reduce, 1, "binomial",
     "binomial tree to the root, partials combined on the way up",
-    "ceil(log2 N) (ts + m tau + m gamma)", "MPICH; seed 003 §2", {}, build_binomial, true}};
+    "ceil(log2 N) (ts + m tau + m gamma)", "MPICH; seed 003 §2", {}, build_binomial,
+    /*keeps_order=*/true, /*in_place_ok=*/true}};
 
 }  // namespace
 

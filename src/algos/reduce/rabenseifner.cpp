@@ -35,7 +35,8 @@ void build_rabenseifner(ScheduleBuilder& b, const Topology& t, const BlockLayout
 const AlgorithmRegistrar registered{{Collective::Reduce, 2, "rabenseifner",
     "reduce-scatter by recursive halving, then every chunk put straight into the root",
     "log2 N ts + (N-1)/N m (tau + gamma) + ceil((N-1)/k) ts + (N-1)/N m tau",
-    "Rabenseifner 2004", {}, build_rabenseifner}};
+    "Rabenseifner 2004", {}, build_rabenseifner, /*keeps_order=*/false,
+    /*in_place_ok=*/true}};
 
 }  // namespace
 

@@ -62,7 +62,8 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
 const AlgorithmRegistrar registered{{Collective::Reduce, 3, "smp",
     "shm reduction in the node, one leader per rail reduces a slice across nodes, root copies out",
     "2 m c + (P-1)/P m gamma + ceil(log2 M) (ts + m/L tau + m/L gamma)",
-    "seed 003 §2, seed 004 §4, seed 001 §5.1", {}, build_smp}};
+    "seed 003 §2, seed 004 §4, seed 001 §5.1", {}, build_smp, /*keeps_order=*/false,
+    /*in_place_ok=*/true}};
 
 }  // namespace
 

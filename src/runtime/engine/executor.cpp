@@ -671,7 +671,11 @@ bool Executor::run_program() {
     }
     switch (op.kind) {
       case OpKind::Copy:
-        for (auto& sg : op.segs) memmove(resolve(sg.dst), resolve(sg.src), sg.src.length);
+        for (auto& sg : op.segs) {
+          void* dst = resolve(sg.dst);
+          const void* src = resolve(sg.src);
+          if (dst != src) memmove(dst, src, sg.src.length);  // equal: send is recv (AlgoSpec::in_place_ok)
+        }
         break;
       case OpKind::Reduce:
       case OpKind::ReduceBefore: {
