@@ -25,8 +25,12 @@ bench() { local name=$1; shift; echo "=== $name"; "$RC" bench "$@" --json "$out/
 
 # 1. auto at 1 MiB per rank >= 80% of the binding bound; every collective ahead
 #    of the best peer at every size, own p99 <= 3x p50 (the same runs).
+#    oneCCL with its two settings that drive the rails (one worker on the first
+#    rail; two workers, one rail each): its spinning-worker setting runs 16
+#    spinning threads on this machine's 2 cores (4 min a round for allgather
+#    alone, measured 2026-11-29), `railcoll bench --oneccl-settings all` has it.
 for c in allgather bcast gather scatter allreduce reduce reduce_scatter_block alltoall; do
-  bench "$c" "$c" --algo auto "${sizes[@]}" -c --rounds "$rounds" --peer mpi,oneccl --oneccl-settings all
+  bench "$c" "$c" --algo auto "${sizes[@]}" -c --rounds "$rounds" --peer mpi,oneccl
 done
 bench barrier barrier --algo auto -i 3000 -c --rounds "$rounds" --peer mpi,oneccl
 # 2. MPI_I* overlap >= 80% from 64 KiB and not below Open MPI's (libnbc).
