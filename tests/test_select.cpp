@@ -36,7 +36,7 @@ std::string old_if_chain(Collective collective, const Topology& t, uint64_t byte
     if (t.nnodes() < t.nranks()) return "smp";
     return bytes <= 16 * 1024 ? "recursive_halving" : bytes <= 64 * 1024 ? "direct" : "ring";
   }
-  if (collective == Collective::Reduce) {  // smp_chain for long vectors since (docs/selection.md)
+  if (collective == Collective::Reduce) {  // smp_chain for long vectors since 2026-11-29 (docs/selection.md)
     if (t.nnodes() >= 2 && t.nnodes() < t.nranks() && bytes >= 256 * 1024) return "smp_chain";
     if (t.nnodes() >= 2 && t.nnodes() <= 8 && t.nnodes() == t.nranks() && bytes >= 1024 * 1024) return "smp_chain";
     if (t.nnodes() < t.nranks()) return "binomial";
