@@ -186,6 +186,33 @@ TEST(Reduce, SmpReducesSlicesAlongTheNodeTree) {
     }
 }
 
+// smp_chain: the rail bound's traffic. No node takes in more than the vector
+// (the trees' root node takes in one per child), every node but the root's
+// sends it once, in several pieces, and the pieces load both rails alike.
+TEST(Reduce, SmpChainTakesInOneVectorPerNodeOnBothRails) {
+  const Topology t = Topology::from_ppn(16, 4, 2);
+  const uint64_t m = 1 << 20;
+  for (int root : {0, 6, 15}) {
+    const Schedule s = build(Collective::Reduce, "smp_chain", t, m, root);
+    const ScheduleStats st = s.stats();
+    EXPECT_LE(st.max_net_bytes_recv_per_node, m) << "root " << root;
+    EXPECT_EQ(st.net_bytes, 3 * m) << "root " << root;  // 3 hops, the vector once each
+    ASSERT_EQ(st.rail_bytes.size(), 2u);
+    EXPECT_EQ(st.rail_bytes[0], st.rail_bytes[1]) << "root " << root;
+    std::vector<uint64_t> node_sent(4, 0);
+    uint64_t pieces = 0;
+    for (int r = 0; r < 16; ++r)
+      for (const Op& op : s.programs[r])
+        if (op.kind == OpKind::Put && !t.same_node(r, op.peer)) node_sent[t.node_of(r)] += op.bytes(), ++pieces;
+    for (int n = 0; n < 4; ++n) EXPECT_EQ(node_sent[n], n == t.node_of(root) ? 0 : m) << "node " << n;
+    EXPECT_GT(pieces, 3u * 4) << "root " << root;  // pipelined: several pieces per hop
+  }
+  for (int root : {0, 5, 15}) {
+    const VerifyResult v = verify_schedule(build(Collective::Reduce, "smp_chain", t, 4 * 1000 + 4, root));
+    EXPECT_TRUE(v.ok()) << "root " << root << ": " << (v.errors.empty() ? "" : v.errors[0]);
+  }
+}
+
 // Rabenseifner: every rank's chunk goes straight into the root's recv.
 TEST(Reduce, RabenseifnerGathersChunksIntoTheRoot) {
   const Topology t = Topology::from_ppn(8, 1, 2);
@@ -224,6 +251,6 @@ TEST(InPlace, VerifierTellsSafeAlgorithmsFromUnsafeOnes) {
         EXPECT_TRUE(why) << v.errors[0];
       }
     }
-  EXPECT_EQ(claimed, 2 * 8);  // every allreduce and reduce
+  EXPECT_EQ(claimed, 2 * 9);  // every allreduce and reduce
   EXPECT_EQ(caught, 2 * 6);
 }

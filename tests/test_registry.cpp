@@ -28,7 +28,7 @@ TEST(Registry, EveryAlgorithmRegisteredInOrder) {
       "reduce_scatter_block/smp", "reduce_scatter_block/smp_pipelined",
       "reduce_scatter/ring", "reduce_scatter/recursive_halving", "reduce_scatter/direct", "reduce_scatter/smp",
       "reduce_scatter/smp_pipelined",
-      "reduce/binomial", "reduce/rabenseifner", "reduce/smp",
+      "reduce/binomial", "reduce/rabenseifner", "reduce/smp", "reduce/smp_chain",
       "alltoall/direct", "alltoall/bruck", "alltoall/concurrent_exchange", "alltoall/smp_multileader",
       "alltoallv/direct", "alltoallv/bruck", "alltoallv/concurrent_exchange", "alltoallv/smp_multileader",
       "scatter/binomial", "scatter/direct", "scatter/smp", "scatterv/binomial", "scatterv/direct", "scatterv/smp",
@@ -37,7 +37,7 @@ TEST(Registry, EveryAlgorithmRegisteredInOrder) {
       "exscan/smp"};
   std::vector<std::string> got;
   for (auto& a : all_algorithms()) got.push_back(std::string(collective_name(a.collective)) + "/" + a.name);
-  EXPECT_EQ(got.size(), 65u);
+  EXPECT_EQ(got.size(), 66u);
   EXPECT_EQ(got, expected);
 }
 

@@ -36,7 +36,9 @@ std::string old_if_chain(Collective collective, const Topology& t, uint64_t byte
     if (t.nnodes() < t.nranks()) return "smp";
     return bytes <= 16 * 1024 ? "recursive_halving" : bytes <= 64 * 1024 ? "direct" : "ring";
   }
-  if (collective == Collective::Reduce) {
+  if (collective == Collective::Reduce) {  // smp_chain for long vectors since 2026-11-29 (docs/selection.md)
+    if (t.nnodes() >= 2 && t.nnodes() < t.nranks() && bytes >= 256 * 1024) return "smp_chain";
+    if (t.nnodes() >= 2 && t.nnodes() <= 8 && t.nnodes() == t.nranks() && bytes >= 1024 * 1024) return "smp_chain";
     if (t.nnodes() < t.nranks()) return "binomial";
     return bytes <= 128 * 1024 ? "binomial" : "rabenseifner";
   }
@@ -95,7 +97,7 @@ TEST(Select, DefaultsDecideAsTheOldIfChain) {
   for (const Topology& t : topos)
     for (uint64_t bytes : sizes)
       for (Collective c : {Collective::Allgather, Collective::Barrier, Collective::Bcast, Collective::Gather,
-                           Collective::Allreduce}) {  // the collectives the old chain knew
+                           Collective::Allreduce, Collective::Reduce}) {  // the collectives the old chain knew
         Choice ch = defaults.choose(c, t, bytes);
         ASSERT_EQ(ch.algorithm, old_if_chain(c, t, bytes)) << collective_name(c) << " " << t.describe() << " " << bytes;
         EXPECT_EQ(ch.origin.rfind("default#", 0), 0u);

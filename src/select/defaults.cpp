@@ -17,7 +17,12 @@
 // * reduce_scatter(_block) and reduce: the simulator on the calibrated testbed
 //   (presets/testbed.preset, 4x4 and 4x1, 2 rails; docs/selection.md), except
 //   where the emulated cluster's measurements overruled it: smp_pipelined for
-//   reduce-scatter and binomial for reduce on multi-rank nodes, at every size.
+//   reduce-scatter and binomial for reduce on multi-rank nodes below the
+//   chain's sizes. smp_chain (the rail bound's traffic: no node takes in more
+//   than the vector) from 256 KiB on multi-rank nodes, where the model puts it
+//   ahead on 2-16 nodes (0.6x binomial's time at 4x4, 256 KiB; at 16 nodes it
+//   passes binomial between 256 and 512 KiB); with one rank per node from
+//   1 MiB on up to 8 nodes (on 16, rabenseifner's halving stays ahead to 4 MiB).
 // * bcast and gather: the simulator on the calibrated testbed and on the seeds'
 //   machines (QsNetII 4x4 dual rail, Elan3 64x4, Elan4 and InfiniBand 128x1):
 //   smp is fastest wherever nodes hold several ranks, at every size. With one
@@ -56,6 +61,8 @@ constexpr const char* kRsSmp = "combine in shared memory first, in pieces, each 
 constexpr const char* kRsHalving = "one rank per node, short blocks: log2 N steps (simulated testbed)";
 constexpr const char* kRsDirect = "one rank per node: one network step (simulated testbed)";
 constexpr const char* kRsRing = "one rank per node, long blocks: the ring (simulated testbed)";
+// Both reduce rules of the chain.
+constexpr const char* kReduceChain = "several nodes, long vectors: every node takes in and sends the vector once, in pieces along a chain (simulated testbed)";
 // The prefix reductions' rules, which scan and exscan share: the simulator.
 constexpr const char* kScanChain = "few ranks, middle sizes: the chain's one message per rank at a time (simulated testbed)";
 constexpr const char* kScanSmp = "prefix inside each node in shared memory, one message per step per node (simulated testbed, elan3, qsnet2)";
@@ -120,6 +127,10 @@ const Row kRows[] = {
   {Collective::ReduceScatter, kAny,  kAny,  kAny,      kAny,            kAny,          "ring",
    kRsRing},
 
+  {Collective::Reduce,    kAny,      from(2), kSeveral, from(256 * KiB), kAny,         "smp_chain",
+   kReduceChain},
+  {Collective::Reduce,    kAny,      Range{2, 8}, kOne, from(1024 * KiB), kAny,          "smp_chain",
+   kReduceChain},
   {Collective::Reduce,    kAny,      kAny,  kSeveral,  kAny,            kAny,          "binomial",
    "log2 N steps; measured ahead of smp on the emulated cluster, where the simulator put smp ahead"},
   {Collective::Reduce,    kAny,      kAny,  kAny,      upto(128 * KiB), kAny,          "binomial",
