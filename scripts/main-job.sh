@@ -52,9 +52,8 @@ collectives=(allgather bcast gather scatter allreduce reduce reduce_scatter_bloc
 if [ "$full" = 1 ]; then
   sweep=(--algo all -m 8:1M --rounds 3 --oneccl-settings all)
 else
-  # 5 sizes, 16 B to 1 MiB, each 16 times the last; 40 calls a size at most.
-  # The 9 sizes of factor 4 took 34 min on the quiet machine (faithful 21 min,
-  # 1gbit 13 min; most of it jobs started and calls rested, not timed calls).
+  # 5 sizes, 16 B to 1 MiB, each 16 times the last; 40 calls a size at most
+  # (the 9 sizes of factor 4 made the job take 34 min: docs/results.md, item 8).
   sweep=(--algo auto -m 16:1M --factor 16 -i 40 -x 4 --rounds 2)
 fi
 peers=(--peer mpi,oneccl --timeout 600)  # a job that hangs fails its row after 10 minutes
