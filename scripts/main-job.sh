@@ -50,11 +50,15 @@ for a in json.load(sys.stdin):
 
 collectives=(allgather bcast gather scatter allreduce reduce reduce_scatter_block alltoall barrier)
 if [ "$full" = 1 ]; then
-  sweep=(--algo all -m 8:1M --rounds 3 --oneccl-settings all)
+  sweep=(--algo all --rounds 3 --oneccl-settings all)
+  sizes=8:1M per_pair_sizes=8:1M
 else
   # 5 sizes, 16 B to 1 MiB, each 16 times the last; 40 calls a size at most
   # (the 9 sizes of factor 4 made the job take 34 min: docs/results.md, item 8).
-  sweep=(--algo auto -m 16:1M --factor 16 -i 40 -x 4 --rounds 2)
+  sweep=(--algo auto --factor 16 -i 40 -x 4 --rounds 2)
+  # alltoall's size is per pair, reduce_scatter_block's per block: 1 MiB is
+  # 16 MiB a rank, a second a call at the faithful rate; they stop at 64 KiB.
+  sizes=16:1M per_pair_sizes=16:64K
 fi
 peers=(--peer mpi,oneccl --timeout 600)  # a job that hangs fails its row after 10 minutes
 
@@ -67,13 +71,11 @@ run_regime() {
   mkdir -p "$dir"
   echo "measured by scripts/main-job.sh$([ "$full" = 1 ] && echo ' --full') on $(date -u '+%Y-%m-%d %H:%M UTC'); load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)" >"$dir/NOTE"
   for c in "${collectives[@]}"; do
-    local how=("${sweep[@]}")
-    [ "$c" = barrier ] && how=(--algo "${sweep[1]}" -i 1000 -x 20 --rounds 2)
-    # A size here is per pair or per block: 1 MiB is 16 MiB a rank, a second
-    # a call at the faithful rate; the default stops at 64 KiB.
-    if [ "$full" = 0 ] && { [ "$c" = alltoall ] || [ "$c" = reduce_scatter_block ]; }; then
-      how=(--algo auto -m 16:64K --factor 16 -i 40 -x 4 --rounds 2)
-    fi
+    local how=("${sweep[@]}" -m "$sizes")
+    case $c in
+      barrier) how=(--algo "${sweep[1]}" -i 1000 -x 20 --rounds 2) ;;
+      alltoall | reduce_scatter_block) how=("${sweep[@]}" -m "$per_pair_sizes") ;;
+    esac
     echo
     echo "=== $name: $c"
     local t0=$SECONDS
