@@ -275,10 +275,8 @@ void FrontEnd::build(const CallArgs& a, Request& req) {
       if (!in_place && receives && overlap(send, bytes, recv, bytes))
         wrong("sendbuf and recvbuf overlap (use RAILCOLL_IN_PLACE for an in-place call)");
       auto plan = plan_of(counts);
-      if (in_place) {  // the input is copied unless the schedule is proven to need no copy
-        const AlgoSpec* spec = find_algorithm(a.collective, plan->sched.algorithm);
-        send = spec && spec->in_place_ok ? recv : steps.copy_at_start(recv, bytes);
-      }
+      if (in_place)  // the input is copied unless the schedule is proven to need no copy
+        send = plan->in_place_ok ? recv : steps.copy_at_start(recv, bytes);
       return steps.add(std::move(plan), send, receives ? recv : nullptr);
     }
 

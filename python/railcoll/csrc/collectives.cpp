@@ -15,10 +15,9 @@ using c10d::ReduceOp;
 // The all-reduce of `x` into itself, in place: one call, or one per chunk of
 // chunk_bytes_ (RAILCOLL_TORCH_CHUNK_MIB) posted back to back. The C API
 // copies the input of an in-place call only where the schedule needs it, and
-// no all-reduce schedule does (AlgoSpec::in_place_ok).
+// no all-reduce schedule does (AlgoSpec::in_place_ok). `x` is kept by `w` (stage).
 void BackendRailcoll::post_allreduce(RailcollWork& w, const at::Tensor& x, const ReducePlan& plan, const char* op) {
   const int64_t n = x.numel(), elem = x.element_size(), per = chunk_bytes_ ? std::max<int64_t>(1, chunk_bytes_ / elem) : n;
-  w.keep(x);
   auto* out = static_cast<char*>(x.data_ptr());
   for (int64_t at = 0; at < n || at == 0; at += per) {
     const int64_t len = std::min(per, n - at);
@@ -162,8 +161,7 @@ c10::intrusive_ptr<c10d::Work> BackendRailcoll::allreduce_coalesced(std::vector<
   }
   ReducePlan plan = reduce_plan(tensors[0].scalar_type(), opts.reduceOp, "all_reduce_coalesced");
   return post(OpType::ALLREDUCE_COALESCED, "all_reduce_coalesced", tensors, [&](RailcollWork& w) {
-    at::Tensor flat = staged(at::cat(flatten_each(tensors)), plan.carried);
-    w.keep(flat);
+    at::Tensor flat = stage(w, at::cat(flatten_each(tensors)), plan.carried);
     post_allreduce(w, flat, plan, "all_reduce_coalesced");
     std::vector<at::Tensor> outs = tensors;
     const int size = size_;

@@ -20,6 +20,8 @@ std::unique_ptr<Plan> make_plan(const Topology& t, int me, Collective collective
                                 const std::vector<uint64_t>& counts, const AlgoOptions& opts, const std::string& key) {
   auto p = std::make_unique<Plan>();
   p->sched = build_schedule(collective, algorithm, t, counts, opts);
+  const AlgoSpec* spec = find_algorithm(collective, algorithm);
+  p->in_place_ok = spec && spec->in_place_ok;
   p->sig = fnv(key);
   bool uniform = std::all_of(counts.begin(), counts.end(), [&](uint64_t c) { return c == counts[0]; });
   p->what = std::string(collective_name(collective)) + "/" + algorithm + " with " +

@@ -19,6 +19,9 @@ struct Plan {
   Schedule sched;
   uint64_t sig = 0;
   std::string what;  // "allgather/direct with 4096 B per rank"
+  // The algorithm is proven right with send and recv one buffer
+  // (AlgoSpec::in_place_ok): an in-place call needs no copy of its input.
+  bool in_place_ok = false;
   // Puts and signals this rank receives as frames, by (sender, op); copies,
   // since a program yields its ops by value (schedule.hpp, Program).
   std::unordered_map<uint64_t, Op> incoming;
