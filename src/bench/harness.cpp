@@ -103,7 +103,15 @@ railcoll_status_t BenchCall::post(CallForm form, railcoll_comm_t comm, const rai
 }
 
 std::vector<std::string> algorithms_to_run(Collective c, const std::string& algo) {
-  if (algo != "all") return {algo};
+  if (algo != "all") {  // one name or a comma-separated list, run in its order
+    std::vector<std::string> names;
+    for (size_t at = 0; at <= algo.size();) {
+      const size_t comma = std::min(algo.find(',', at), algo.size());
+      if (comma > at) names.push_back(algo.substr(at, comma - at));
+      at = comma + 1;
+    }
+    return names;
+  }
   std::vector<std::string> algos;
   for (auto& s : all_algorithms())
     if (s.collective == c && software_equivalent(s.collective, s.name) == s.name) algos.push_back(s.name);

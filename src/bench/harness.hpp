@@ -71,7 +71,8 @@ struct WorkerOptions {
 };
 
 // The algorithms "all" means for a collective: every software algorithm (the
-// hardware ones would run their software twins again), then auto.
+// hardware ones would run their software twins again), then auto; else the
+// names of a comma-separated list (one name: itself).
 std::vector<std::string> algorithms_to_run(Collective c, const std::string& algo);
 
 // Runs as one rank; returns the exit status (0, or 1 after a failure or a

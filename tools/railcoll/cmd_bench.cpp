@@ -75,8 +75,13 @@ int run(const std::vector<std::string>& argv, bool worker) {
                                   : bench::CallForm::Blocking;
   // Nonblocking calls run the algorithms the blocking ones choose: auto unless asked.
   p.algo = a.str("algo", p.form == bench::CallForm::Blocking ? "all" : "auto");
-  if (p.algo != "all" && p.algo != "auto" && !find_algorithm(coll, p.algo))
-    throw UsageError("unknown " + name + " algorithm '" + p.algo + "' (railcoll algos lists them)");
+  if (p.algo != "all") {
+    const std::vector<std::string> named = bench::algorithms_to_run(coll, p.algo);
+    if (named.empty()) throw UsageError("--algo: name an algorithm, all or auto");
+    for (const std::string& algo : named)
+      if (algo != "auto" && !find_algorithm(coll, algo))
+        throw UsageError("unknown " + name + " algorithm '" + algo + "' (railcoll algos lists them)");
+  }
   size_range(a, &p.min, &p.max);
   if (p.max > (1ull << 30)) throw UsageError("-m: at most 1 GiB per rank");
   p.factor = static_cast<int>(a.integer("factor", 2, 2, 1024));
