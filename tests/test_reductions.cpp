@@ -105,6 +105,52 @@ TEST(ReduceScatter, SmpPipelinedVerifiesWithPiecesAcrossBlocks) {
   EXPECT_TRUE(one_node.ok()) << (one_node.errors.empty() ? "" : one_node.errors[0]);
 }
 
+// smp_ring moves what smp_pipelined moves ((M-1) P m into and out of every
+// node, both rails alike), but every node's puts go to the next node only, and
+// after the first step each node's pieces leave from its ranks in turn.
+TEST(ReduceScatter, SmpRingSendsOnlyToTheNextNode) {
+  const Topology t = Topology::from_ppn(16, 4, 2);
+  const uint64_t m = 1 << 20;
+  const Schedule s = build(Collective::ReduceScatterBlock, "smp_ring", t, m);
+  const ScheduleStats st = s.stats();
+  EXPECT_EQ(st.max_net_bytes_recv_per_node, 3u * 4 * m);
+  EXPECT_EQ(st.net_bytes, 4u * 3 * 4 * m);
+  ASSERT_EQ(st.rail_bytes.size(), 2u);
+  EXPECT_EQ(st.rail_bytes[0], st.rail_bytes[1]);
+  for (int r = 0; r < 16; ++r) {
+    for (const Op& op : s.programs[r])
+      if (op.kind == OpKind::Put) {
+        EXPECT_EQ(t.node_of(op.peer), (t.node_of(r) + 1) % 4) << r;
+        EXPECT_LE(op.bytes(), 256u * 1024) << r;
+      }
+    // The chain's last rank sends step 1 (16 pieces), every rank a quarter of steps 2-3.
+    EXPECT_EQ(net_sent(s)[r], (t.local_rank(r) == 3 ? 4 * m : 0) + 2 * m) << r;
+  }
+  EXPECT_LE(s.node_counters, 256);
+  const VerifyResult v = verify_schedule(s);
+  EXPECT_TRUE(v.ok()) << (v.errors.empty() ? "" : v.errors[0]);
+}
+
+// Pieces across blocks, empty blocks and nodes, uneven nodes, ranks of a node
+// not consecutive, one node, two nodes (the ring is then one step).
+TEST(ReduceScatter, SmpRingVerifiesOnUnevenLayouts) {
+  AlgoOptions o = call_defaults(Collective::ReduceScatter);
+  o.dtype = DataType::Int32;
+  const std::vector<std::pair<Topology, std::vector<uint64_t>>> cases = {
+      {Topology::from_node_sizes({3, 1, 4, 2}, 2), {300000, 0, 4, 600004, 0, 0, 4, 262144, 262148, 40}},
+      {Topology::from_node_map({0, 1, 0, 1, 2}, 3), {8, 1000000, 0, 12, 4}},
+      {Topology::from_node_sizes({3}, 1), {4, 700000, 8}},
+      {Topology::from_node_sizes({2, 2}, 2), {524288, 4, 0, 1048576}},
+      {Topology::from_ppn(64, 1, 2), std::vector<uint64_t>(64, 4096)}};
+  for (const auto& [t, counts] : cases) {
+    const Schedule s = build_schedule(Collective::ReduceScatter, "smp_ring", t, counts, o);
+    EXPECT_EQ(s.recv_bytes, counts) << t.describe();
+    EXPECT_LE(s.node_counters, 256) << t.describe();
+    const VerifyResult v = verify_schedule(s);
+    EXPECT_TRUE(v.ok()) << t.describe() << ": " << (v.errors.empty() ? "" : v.errors[0]);
+  }
+}
+
 // Recursive halving sends (p2-1)/p2 of the input in log2 p2 steps, then the blocks of
 // the ranks folded in; with 16 ranks every rank sends 8 + 4 + 2 + 1 blocks.
 TEST(ReduceScatter, RecursiveHalvingHalvesTheBlocks) {

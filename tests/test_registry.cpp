@@ -25,9 +25,9 @@ TEST(Registry, EveryAlgorithmRegisteredInOrder) {
       "allreduce/recursive_doubling", "allreduce/ring", "allreduce/rabenseifner", "allreduce/smp",
       "allreduce/smp_leader",
       "reduce_scatter_block/ring", "reduce_scatter_block/recursive_halving", "reduce_scatter_block/direct",
-      "reduce_scatter_block/smp", "reduce_scatter_block/smp_pipelined",
+      "reduce_scatter_block/smp", "reduce_scatter_block/smp_pipelined", "reduce_scatter_block/smp_ring",
       "reduce_scatter/ring", "reduce_scatter/recursive_halving", "reduce_scatter/direct", "reduce_scatter/smp",
-      "reduce_scatter/smp_pipelined",
+      "reduce_scatter/smp_pipelined", "reduce_scatter/smp_ring",
       "reduce/binomial", "reduce/rabenseifner", "reduce/smp", "reduce/smp_chain",
       "alltoall/direct", "alltoall/bruck", "alltoall/concurrent_exchange", "alltoall/smp_multileader",
       "alltoallv/direct", "alltoallv/bruck", "alltoallv/concurrent_exchange", "alltoallv/smp_multileader",
@@ -37,7 +37,7 @@ TEST(Registry, EveryAlgorithmRegisteredInOrder) {
       "exscan/smp"};
   std::vector<std::string> got;
   for (auto& a : all_algorithms()) got.push_back(std::string(collective_name(a.collective)) + "/" + a.name);
-  EXPECT_EQ(got.size(), 66u);
+  EXPECT_EQ(got.size(), 68u);
   EXPECT_EQ(got, expected);
 }
 
