@@ -33,7 +33,8 @@ std::string old_if_chain(Collective collective, const Topology& t, uint64_t byte
     return t.nnodes() == t.nranks() && t.nranks() >= 32 && bytes >= 128 * 1024 ? "scatter_allgather" : "smp";
   if (collective == Collective::Gather) return t.nnodes() < t.nranks() ? "smp" : "direct";
   if (collective == Collective::ReduceScatterBlock || collective == Collective::ReduceScatter) {
-    if (t.nnodes() < t.nranks()) return "smp";
+    // smp_pipelined since 2026-11-27, smp_ring for long blocks since 2026-11-29 (docs/selection.md)
+    if (t.nnodes() < t.nranks()) return bytes >= 64 * 1024 ? "smp_ring" : "smp_pipelined";
     return bytes <= 16 * 1024 ? "recursive_halving" : bytes <= 64 * 1024 ? "direct" : "ring";
   }
   if (collective == Collective::Reduce) {  // smp_chain for long vectors since 2026-11-29 (docs/selection.md)
@@ -97,7 +98,8 @@ TEST(Select, DefaultsDecideAsTheOldIfChain) {
   for (const Topology& t : topos)
     for (uint64_t bytes : sizes)
       for (Collective c : {Collective::Allgather, Collective::Barrier, Collective::Bcast, Collective::Gather,
-                           Collective::Allreduce, Collective::Reduce}) {  // the collectives the old chain knew
+                           Collective::Allreduce, Collective::Reduce, Collective::ReduceScatterBlock,
+                           Collective::ReduceScatter}) {  // the collectives the old chain knew
         Choice ch = defaults.choose(c, t, bytes);
         ASSERT_EQ(ch.algorithm, old_if_chain(c, t, bytes)) << collective_name(c) << " " << t.describe() << " " << bytes;
         EXPECT_EQ(ch.origin.rfind("default#", 0), 0u);
