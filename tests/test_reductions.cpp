@@ -27,6 +27,16 @@ std::vector<uint64_t> net_sent(const Schedule& s) {
   return out;
 }
 
+// 4 nodes x 4 ranks, 2 rails, blocks of m: every node takes in the other
+// nodes' partials of its blocks once (3 x 4 m), both rails alike.
+void expect_partials_once_4x4(const Schedule& s, uint64_t m) {
+  const ScheduleStats st = s.stats();
+  EXPECT_EQ(st.max_net_bytes_recv_per_node, 3u * 4 * m);
+  EXPECT_EQ(st.net_bytes, 4u * 3 * 4 * m);
+  ASSERT_EQ(st.rail_bytes.size(), 2u);
+  EXPECT_EQ(st.rail_bytes[0], st.rail_bytes[1]);
+}
+
 }  // namespace
 
 // Every node receives the other nodes' partials of its own blocks, once: the
@@ -60,11 +70,7 @@ TEST(ReduceScatter, SmpPipelinedSendsEachPieceOnceFromTheChainsEnd) {
   const Topology t = Topology::from_ppn(16, 4, 2);
   const uint64_t m = 1 << 20;
   const Schedule s = build(Collective::ReduceScatterBlock, "smp_pipelined", t, m);
-  const ScheduleStats st = s.stats();
-  EXPECT_EQ(st.max_net_bytes_recv_per_node, 3u * 4 * m);
-  EXPECT_EQ(st.net_bytes, 4u * 3 * 4 * m);
-  ASSERT_EQ(st.rail_bytes.size(), 2u);
-  EXPECT_EQ(st.rail_bytes[0], st.rail_bytes[1]);
+  expect_partials_once_4x4(s, m);
   for (int r = 0; r < 16; ++r) {
     int puts = 0;
     for (const Op& op : s.programs[r])
@@ -112,11 +118,7 @@ TEST(ReduceScatter, SmpRingSendsOnlyToTheNextNode) {
   const Topology t = Topology::from_ppn(16, 4, 2);
   const uint64_t m = 1 << 20;
   const Schedule s = build(Collective::ReduceScatterBlock, "smp_ring", t, m);
-  const ScheduleStats st = s.stats();
-  EXPECT_EQ(st.max_net_bytes_recv_per_node, 3u * 4 * m);
-  EXPECT_EQ(st.net_bytes, 4u * 3 * 4 * m);
-  ASSERT_EQ(st.rail_bytes.size(), 2u);
-  EXPECT_EQ(st.rail_bytes[0], st.rail_bytes[1]);
+  expect_partials_once_4x4(s, m);
   for (int r = 0; r < 16; ++r) {
     for (const Op& op : s.programs[r])
       if (op.kind == OpKind::Put) {

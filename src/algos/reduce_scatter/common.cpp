@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "algos/allgather/common.hpp"
+
 namespace railcoll::reduce_scatter {
 
 BothRegistrars::BothRegistrars(int order, const char* name, const char* summary, const char* cost,
@@ -95,6 +97,25 @@ std::vector<Piece> packed_part(const ByteRanges& ranges, uint64_t lo, uint64_t h
     pos += len;
   }
   return out;
+}
+
+NodeStrings::NodeStrings(const Topology& t, const BlockLayout& L, size_t elem_bytes)
+    : ranges(t.nnodes()), bytes(t.nnodes(), 0), packed_at(t.nranks(), 0), elem(elem_bytes),
+      most_pieces(std::max(1, kCounterBudget / (2 * t.nnodes() - 1))) {
+  for (int q = 0; q < t.nnodes(); ++q) {
+    ranges[q] = allgather::byte_ranges(L, allgather::runs_of(t.ranks_of(q)));
+    for (int r : t.ranks_of(q)) packed_at[r] = bytes[q], bytes[q] += L.count[r];
+  }
+}
+
+allreduce::Chunks NodeStrings::pieces(int q) const {
+  const uint64_t n = std::min((bytes[q] + kPieceBytes - 1) / kPieceBytes, most_pieces);
+  return allreduce::Chunks(bytes[q], elem, static_cast<int>(std::max<uint64_t>(n, 1)));
+}
+
+std::vector<Piece> NodeStrings::piece(int q, int j) const {
+  const allreduce::Chunks c = pieces(q);
+  return packed_part(ranges[q], c.begin(j), c.begin(j) + c.size(j));
 }
 
 }  // namespace railcoll::reduce_scatter

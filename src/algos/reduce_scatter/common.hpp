@@ -47,4 +47,25 @@ struct Piece {
 // The part [lo, hi) of the string that `ranges` make when laid end to end.
 std::vector<Piece> packed_part(const ByteRanges& ranges, uint64_t lo, uint64_t hi);
 
+// The pipelined SMP reduce-scatters (smp_pipelined, smp_ring): node q's blocks
+// laid end to end as one string, where each rank's block is in it, and the
+// pieces every node cuts it into alike (the sender's pieces are the
+// receiver's): at most kPieceBytes, so the first reaches the wire early and a
+// piece's wait, signal and frame cost little beside moving it; with a node
+// counter per piece of 2M-1 strings, at most kCounterBudget in all (the
+// runtime's shared segment holds 256 a call, runtime/node_shm.hpp), so long
+// blocks get longer pieces rather than more of them.
+struct NodeStrings {
+  static constexpr uint64_t kPieceBytes = 256 * 1024;
+  static constexpr int kCounterBudget = 192;
+  NodeStrings(const Topology& t, const BlockLayout& L, size_t elem);
+  allreduce::Chunks pieces(int q) const;
+  // Piece j of node q's string: where its parts lie in the rank-ordered buffer.
+  std::vector<Piece> piece(int q, int j) const;
+  std::vector<ByteRanges> ranges;               // node q's blocks in the rank-ordered buffer
+  std::vector<uint64_t> bytes, packed_at;       // node q's string; rank r's block in its node's
+  size_t elem;
+  uint64_t most_pieces;
+};
+
 }  // namespace railcoll::reduce_scatter

@@ -25,7 +25,6 @@
 //   (P ranks per node, M nodes, m bytes a block; the first term: the node's
 //    chain or its rails, whichever is slower; then the pipeline's fill and the
 //    combine of the last arriving pieces)
-#include "algos/allgather/common.hpp"
 #include "algos/reduce_scatter/common.hpp"
 
 namespace railcoll::reduce_scatter {
@@ -34,32 +33,12 @@ namespace {
 
 using allreduce::Chunks;
 
-// Pieces short enough that the first reaches the wire early and the chain's
-// ranks stay apart by more than one piece; long enough that a piece's wait,
-// signal and frame cost little beside moving it.
-constexpr uint64_t kPieceBytes = 256 * 1024;
-// The runtime's shared segment holds 256 node counters a call (runtime/node_shm.hpp).
-constexpr int kCounterBudget = 192;
-
 void build_smp_pipelined(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes();
   const uint64_t T = L.total();
-  const size_t elem = element_size(o);
-  // Node q's blocks as one packed string, and where each rank's block is in it.
-  std::vector<ByteRanges> node_ranges(M);
-  std::vector<uint64_t> node_bytes(M, 0), packed_at(t.nranks(), 0);
-  for (int q = 0; q < M; ++q) {
-    node_ranges[q] = allgather::byte_ranges(L, allgather::runs_of(t.ranks_of(q)));
-    for (int r : t.ranks_of(q)) packed_at[r] = node_bytes[q], node_bytes[q] += L.count[r];
-  }
-  // Every node cuts node q's string the same way: the sender's pieces are the receiver's.
-  // A node counter per piece, 2M-1 node strings' worth: at most kCounterBudget,
-  // so long blocks get longer pieces rather than more of them.
-  const uint64_t most = std::max(1, kCounterBudget / (2 * M - 1));
-  auto cut = [&](int q) {
-    const uint64_t pieces = std::min((node_bytes[q] + kPieceBytes - 1) / kPieceBytes, most);
-    return Chunks(node_bytes[q], elem, static_cast<int>(std::max<uint64_t>(pieces, 1)));
-  };
+  const NodeStrings str(t, L, element_size(o));
+  const auto& node_bytes = str.bytes;
+  auto cut = [&](int q) { return str.pieces(q); };
   // Node counters of node q: first its chain's (one per piece of its partial,
   // in chain order), then one per piece that arrives from node q - d, d = 1 .. M-1.
   std::vector<int> chain_pieces(M, 0);
@@ -95,7 +74,7 @@ void build_smp_pipelined(ScheduleBuilder& b, const Topology& t, const BlockLayou
         for (int j = 0; j < pieces.parts; ++j, ++counter) {
           const CounterRef done = b.node_counter(n, counter);
           SegList local, wire;
-          for (const Piece& pc : packed_part(node_ranges[q], pieces.begin(j), pieces.begin(j) + pieces.size(j))) {
+          for (const Piece& pc : str.piece(q, j)) {
             local.push_back({b.send(r, pc.spread, pc.length), b.shared(n, pc.spread, pc.length)});
             wire.push_back({b.shared(n, pc.spread, pc.length), b.shared(q, slot_at(q, d) + pc.packed, pc.length)});
           }
@@ -114,7 +93,7 @@ void build_smp_pipelined(ScheduleBuilder& b, const Topology& t, const BlockLayou
       bool reads = false;
       for (int j = 0; j < cut(n).parts && M > 1; ++j) reads |= r == reader_of(n, j);
       if (L.count[r] == 0 && !reads) continue;
-      const uint64_t lo = packed_at[r], hi = lo + L.count[r];
+      const uint64_t lo = str.packed_at[r], hi = lo + L.count[r];
       const Chunks pieces = cut(n);
       const Span mine = b.recv(r, 0, L.count[r]);
       auto part = [&](const Span& s, uint64_t a, uint64_t z) { return Span{s.region, s.owner, s.offset + (a - lo), z - a}; };

@@ -29,7 +29,6 @@
 //   T = max(N m (c + gamma), (M-1) P m tau / k) + (M-1) (ts + s (tau / k + gamma)) + m (c + gamma)
 //   (the node's chain or its rails, whichever is slower; then the pipeline's
 //    fill through M-1 hops and the last piece's combine)
-#include "algos/allgather/common.hpp"
 #include "algos/reduce_scatter/common.hpp"
 
 namespace railcoll::reduce_scatter {
@@ -38,30 +37,12 @@ namespace {
 
 using allreduce::Chunks;
 
-// As smp_pipelined's: the first piece reaches the wire early, a piece's wait,
-// signal and frame cost little beside moving it.
-constexpr uint64_t kPieceBytes = 256 * 1024;
-// The runtime's shared segment holds 256 node counters a call (runtime/node_shm.hpp).
-constexpr int kCounterBudget = 192;
-
 void build_smp_ring(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes();
   const uint64_t T = L.total();
-  const size_t elem = element_size(o);
-  // Node q's blocks as one packed string, and where each rank's block is in it.
-  std::vector<ByteRanges> node_ranges(M);
-  std::vector<uint64_t> node_bytes(M, 0), packed_at(t.nranks(), 0);
-  for (int q = 0; q < M; ++q) {
-    node_ranges[q] = allgather::byte_ranges(L, allgather::runs_of(t.ranks_of(q)));
-    for (int r : t.ranks_of(q)) packed_at[r] = node_bytes[q], node_bytes[q] += L.count[r];
-  }
-  // Every node cuts node q's string the same way. A node counter per piece of
-  // the chain (M strings) and per arriving piece (M-1): at most kCounterBudget.
-  const uint64_t most = std::max(1, kCounterBudget / (2 * M - 1));
-  auto cut = [&](int q) {
-    const uint64_t pieces = std::min((node_bytes[q] + kPieceBytes - 1) / kPieceBytes, most);
-    return Chunks(node_bytes[q], elem, static_cast<int>(std::max<uint64_t>(pieces, 1)));
-  };
+  const NodeStrings str(t, L, element_size(o));
+  const auto& node_bytes = str.bytes;
+  auto cut = [&](int q) { return str.pieces(q); };
   auto mod = [M](int x) { return ((x % M) + M) % M; };
   // Node n's strings in chain order: d = 1 .. M is node n-d's (d = M: its own).
   // Ring step s brings node n-1-s's string into node n (s = M-1: its own).
@@ -90,15 +71,6 @@ void build_smp_ring(ScheduleBuilder& b, const Topology& t, const BlockLayout& L,
     const auto& rn = t.ranks_of(n);
     return rn[static_cast<size_t>(j) % rn.size()];
   };
-  // The spans of piece j of node q's string: in node n's partial (spread in
-  // rank order) and packed in a slot of a node at `slot`.
-  auto piece_segs = [&](int q, int j, int n_from, const std::function<Span(const Piece&)>& to) {
-    const Chunks pieces = cut(q);
-    SegList segs;
-    for (const Piece& pc : packed_part(node_ranges[q], pieces.begin(j), pieces.begin(j) + pieces.size(j)))
-      segs.push_back({b.shared(n_from, pc.spread, pc.length), to(pc)});
-    return segs;
-  };
   for (int n = 0; n < M; ++n) {
     const auto& ranks = t.ranks_of(n);
     const int P = static_cast<int>(ranks.size()), next = mod(n + 1);
@@ -112,19 +84,18 @@ void build_smp_ring(ScheduleBuilder& b, const Topology& t, const BlockLayout& L,
         const Chunks pieces = cut(q);
         for (int j = 0; j < pieces.parts; ++j) {
           const CounterRef done = chain_counter(n, d, j);
-          SegList local;
-          for (const Piece& pc : packed_part(node_ranges[q], pieces.begin(j), pieces.begin(j) + pieces.size(j)))
+          SegList local, wire;
+          for (const Piece& pc : str.piece(q, j)) {
             local.push_back({b.send(r, pc.spread, pc.length), b.shared(n, pc.spread, pc.length)});
+            wire.push_back({b.shared(n, pc.spread, pc.length), b.shared(next, slot_at(next, 1) + pc.packed, pc.length)});
+          }
           if (i > 0) b.wait(r, 1, done, i);
           if (!local.empty()) {
             if (i == 0) b.copy(r, 0, local); else b.reduce(r, 1, local);
           }
           b.signal(r, i ? 1 : 0, done);
-          if (i == P - 1 && d == 1 && M > 1 && pieces.size(j) > 0) {
-            const int to = handler(next, j);
-            b.put(r, 2, to, piece_segs(q, j, n, [&](const Piece& pc) { return b.shared(next, slot_at(next, 1) + pc.packed, pc.length); }),
-                  b.rail_for(pieces.size(j), j), arrived(next, 1, j));
-          }
+          if (i == P - 1 && d == 1 && M > 1 && pieces.size(j) > 0)
+            b.put(r, 2, handler(next, j), wire, b.rail_for(pieces.size(j), j), arrived(next, 1, j));
         }
       }
     }
@@ -136,13 +107,12 @@ void build_smp_ring(ScheduleBuilder& b, const Topology& t, const BlockLayout& L,
         const int h = handler(n, j), to = handler(next, j);
         b.wait(h, 1 + s, arrived(n, s, j), 1);
         b.wait(h, 1 + s, chain_counter(n, s + 1, j), P);
-        SegList in_slot;
-        for (const Piece& pc : packed_part(node_ranges[q], pieces.begin(j), pieces.begin(j) + pieces.size(j)))
+        SegList in_slot, wire;
+        for (const Piece& pc : str.piece(q, j)) {
           in_slot.push_back({b.shared(n, pc.spread, pc.length), b.shared(n, slot_at(n, s) + pc.packed, pc.length)});
+          wire.push_back({in_slot.back().dst, b.shared(next, slot_at(next, s + 1) + pc.packed, pc.length)});
+        }
         b.reduce(h, 1 + s, in_slot);
-        SegList wire;
-        for (const auto& seg : in_slot)
-          wire.push_back({seg.dst, b.shared(next, slot_at(next, s + 1) + (seg.dst.offset - slot_at(n, s)), seg.dst.length)});
         b.put(h, 2 + s, to, wire, b.rail_for(pieces.size(j), j), arrived(next, s + 1, j));
       }
     }
@@ -151,7 +121,7 @@ void build_smp_ring(ScheduleBuilder& b, const Topology& t, const BlockLayout& L,
       bool reads = false;
       for (int j = 0; j < own.parts && M > 1; ++j) reads |= r == handler(n, j) && own.size(j) > 0;
       if (L.count[r] == 0 && !reads) continue;
-      const uint64_t lo = packed_at[r], hi = lo + L.count[r];
+      const uint64_t lo = str.packed_at[r], hi = lo + L.count[r];
       const Span mine = b.recv(r, 0, L.count[r]);
       for (int j = 0; j < own.parts; ++j) {
         const uint64_t a = std::max(lo, own.begin(j)), z = std::min(hi, own.begin(j) + own.size(j));
