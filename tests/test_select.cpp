@@ -34,7 +34,7 @@ std::string old_if_chain(Collective collective, const Topology& t, uint64_t byte
   if (collective == Collective::Gather) return t.nnodes() < t.nranks() ? "smp" : "direct";
   if (collective == Collective::ReduceScatterBlock || collective == Collective::ReduceScatter) {
     // smp_pipelined since 2026-11-27, smp_ring for long blocks since 2026-11-29 (docs/selection.md)
-    if (t.nnodes() < t.nranks()) return bytes >= 64 * 1024 ? "smp_ring" : "smp_pipelined";
+    if (t.nnodes() < t.nranks()) return bytes >= 64 * 1024 && t.nnodes() <= 8 ? "smp_ring" : "smp_pipelined";
     return bytes <= 16 * 1024 ? "recursive_halving" : bytes <= 64 * 1024 ? "direct" : "ring";
   }
   if (collective == Collective::Reduce) {  // smp_chain for long vectors since 2026-11-29 (docs/selection.md)

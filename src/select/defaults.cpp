@@ -18,11 +18,13 @@
 //   (presets/testbed.preset, 4x4 and 4x1, 2 rails; docs/selection.md), except
 //   where the emulated cluster's measurements overruled it: smp_pipelined for
 //   reduce-scatter below smp_ring's sizes and binomial for reduce on multi-rank
-//   nodes below the chain's sizes. smp_ring from 64 KiB blocks on multi-rank
-//   nodes, measured ahead on the faithful cluster (4x4, 2 rails at 200 Mbit/s:
-//   0.89x smp_pipelined's time at 1 MiB, 0.95x at 256 KiB, 0.96x at 64 KiB,
-//   1.12x at 16 KiB), as the model puts it (0.83x, 0.89x, 0.96x, 1.04x). smp_chain (the rail bound's traffic: no node takes in more
-//   than the vector) from 256 KiB on multi-rank nodes, where the model puts it
+//   nodes below the chain's sizes. smp_ring (one stream into and out of each
+//   node) from 64 KiB blocks on up to 8 multi-rank nodes: measured ahead of
+//   smp_pipelined on 4 nodes (the faithful and the 1 Gbit/s clusters), as the
+//   model of the testbed puts it; the model of a 16-node machine puts its M-1
+//   hops behind smp_pipelined's one (docs/selection.md). smp_chain (the rail bound's
+//   traffic: no node takes in more than the vector) from 256 KiB on
+//   multi-rank nodes, where the model puts it
 //   ahead on 2-16 nodes (0.6x binomial's time at 4x4, 256 KiB; at 16 nodes it
 //   passes binomial between 256 and 512 KiB); with one rank per node from
 //   1 MiB on up to 8 nodes (on 16, rabenseifner's halving stays ahead to 4 MiB).
@@ -60,7 +62,7 @@ struct Row {
 };
 
 // The reasons of the reduce-scatter rules, which both of its collectives share.
-constexpr const char* kRsSmpRing = "combine in shared memory first, in pieces; the nodes' partials round a ring of the nodes, one stream into and out of each (measured, emulated cluster)";
+constexpr const char* kRsSmpRing = "combine in shared memory first, in pieces; the nodes' partials round a ring of the nodes, one stream into and out of each (measured, emulated cluster, 4 nodes)";
 constexpr const char* kRsSmp = "combine in shared memory first, in pieces, each sent to its node as it is done (measured, emulated cluster)";
 constexpr const char* kRsHalving = "one rank per node, short blocks: log2 N steps (simulated testbed)";
 constexpr const char* kRsDirect = "one rank per node: one network step (simulated testbed)";
@@ -114,7 +116,7 @@ const Row kRows[] = {
    "one rank per node, long vectors: bandwidth (reduce-scatter + all-gather)"},
 
   // reduce_scatter_block and reduce_scatter: the same algorithms, the same rules.
-  {Collective::ReduceScatterBlock, kAny, kAny, kSeveral, from(64 * KiB), kAny,         "smp_ring",
+  {Collective::ReduceScatterBlock, kAny, upto(8), kSeveral, from(64 * KiB), kAny,      "smp_ring",
    kRsSmpRing},
   {Collective::ReduceScatterBlock, kAny, kAny, kSeveral, kAny,            kAny,          "smp_pipelined",
    kRsSmp},
@@ -124,7 +126,7 @@ const Row kRows[] = {
    kRsDirect},
   {Collective::ReduceScatterBlock, kAny, kAny, kAny,     kAny,            kAny,          "ring",
    kRsRing},
-  {Collective::ReduceScatter, kAny,  kAny,  kSeveral,  from(64 * KiB), kAny,          "smp_ring",
+  {Collective::ReduceScatter, kAny,  upto(8), kSeveral, from(64 * KiB), kAny,         "smp_ring",
    kRsSmpRing},
   {Collective::ReduceScatter, kAny,  kAny,  kSeveral,  kAny,            kAny,          "smp_pipelined",
    kRsSmp},

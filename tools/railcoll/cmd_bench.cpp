@@ -141,6 +141,7 @@ int run(const std::vector<std::string>& argv, bool worker) {
     for (const char* k : kNotWithFault)
       if (a.has(k)) throw UsageError(a.spelled(k) + " does not go with --fault");
     if (p.algo == "all") p.algo = "direct";
+    if (p.algo.find(',') != std::string::npos) throw UsageError("--fault runs one algorithm, not a list");
     if (worker) {
       double duration = 0;
       try {

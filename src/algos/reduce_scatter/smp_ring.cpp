@@ -4,9 +4,9 @@
 // node's partials straight to their nodes, M-1 streams out of every node and
 // into every node at once; streams that meet a busy receiver slow down while
 // the sender's rails have nothing else to carry (docs/runtime.md, "Rails kept
-// full": the plain TCP all-to-all, everything at once, 70-77% of the rail
-// bound; one peer at a time 89-97%). The bytes on the wire are the same:
-// (M-1) P m out of and into every node.
+// full", the plain TCP all-to-all; docs/results-log.md, "reduce_scatter_block
+// round a ring of the nodes"). The bytes on the wire are the same: (M-1) P m
+// out of and into every node.
 //   1. the node's partial is combined along a chain of its ranks in pieces,
 //      as in smp_pipelined, in the order the ring needs them: node n-1's
 //      string first, then n-2, ..., the own node's last;
