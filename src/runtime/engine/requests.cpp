@@ -3,6 +3,7 @@
 
 #include <sched.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/timerfd.h>
 #include <sys/syscall.h>
@@ -35,11 +36,13 @@ ProgressSettings ProgressSettings::from(const Settings& s) {
   p.thread = s.flag(Setting::ProgressThread);
   p.nice_given = s.given(Setting::ProgressNice);
   if (p.nice_given) p.nice = static_cast<int>(s.integer(Setting::ProgressNice));
+  parse_progress_priority(s.text(Setting::ProgressPriority), &p.priority);  // the table checked the choice
   return p;
 }
 
 RequestQueue::RequestQueue(Executor& exec, int rank, const ProgressSettings& settings)
-    : exec_(exec), rank_(rank), use_thread_(settings.thread), nice_(settings.nice), nice_given_(settings.nice_given) {
+    : exec_(exec), rank_(rank), use_thread_(settings.thread), nice_(settings.nice), nice_given_(settings.nice_given),
+      priority_(settings.priority) {
   exec_.mailbox().on_complete([this](Request& r, Status st, const std::string& msg) { complete(r, st, msg); });
 }
 
@@ -326,11 +329,18 @@ std::string RequestQueue::broken() {
 }
 
 // The progress thread drives while something is outstanding and nobody waits
-// for it (a waiter drives itself, see wait()). RAILCOLL_PROGRESS_NICE gives it
-// another priority: where every core computes, its wake-ups must preempt the
-// computation for the call to progress at all.
+// for it (a waiter drives itself, see wait()). RAILCOLL_PROGRESS_NICE and
+// RAILCOLL_PROGRESS_PRIORITY give it another priority: where every core
+// computes, its wake-ups must preempt the computation for the call to progress
+// at the network's pace (thread_priority.hpp).
 void RequestQueue::thread_main() {
-  if (nice_given_) setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice_);  // best effort
+  pthread_setname_np(pthread_self(), "railcoll-prog");  // for top, perf sched, /proc/*/task
+  const id_t tid = static_cast<id_t>(syscall(SYS_gettid));
+  if (nice_given_) setpriority(PRIO_PROCESS, tid, nice_);  // best effort
+  errno = 0;
+  int nice = getpriority(PRIO_PROCESS, tid);  // -1 is a nice value too: errno tells
+  if (errno) nice = 0;
+  RealtimeBudget budget(apply_progress_priority(priority_, nice) == ProgressPriority::Realtime, nice);
   pollfd timer{timer_fd_, POLLIN, 0};
   for (;;) {
     if (::poll(&timer, 1, -1) < 0 && errno != EINTR) return;
@@ -345,6 +355,7 @@ void RequestQueue::thread_main() {
       drive_mu_.lock();
       drive(kDriveSleep);
       drive_mu_.unlock();
+      budget.after_round();
       if (waiters_.load() > 0) released();  // a waiter that came meanwhile takes over
     }
   }
