@@ -261,6 +261,7 @@ bool RequestQueue::test(Request& r) {
 // first (yielding) for the executor's spin budget, as a blocking call does.
 void RequestQueue::wait(Request& r) {
   const double start = now_seconds(), spin = exec_.spin_seconds();
+  ShortSliceWhileAsleep short_slice(priority_ != ProgressPriority::Normal);  // thread_priority.hpp
   {
     std::lock_guard<std::mutex> q(queue_mu_);
     ++waiters_;
@@ -271,10 +272,18 @@ void RequestQueue::wait(Request& r) {
   // waiter disarms it.
   wake_thread_after(std::chrono::nanoseconds(0));
   while (r.state() != Request::State::Done) {
+    // The releases seen before trying the lock: a driver that lets go between
+    // a failed try and the nap below is seen, not slept through.
+    uint64_t seen;
+    {
+      std::lock_guard<std::mutex> q(queue_mu_);
+      seen = releases_;
+    }
     if (drive_mu_.try_lock()) {
       std::lock_guard<std::mutex> d(drive_mu_, std::adopt_lock);
       while (r.state() != Request::State::Done) {
         const bool spinning = now_seconds() - start < spin;
+        if (!spinning) short_slice.before_sleep();
         drive(spinning ? 0 : kDriveSleep, !spinning);
         if (spinning) sched_yield();
       }
@@ -286,8 +295,8 @@ void RequestQueue::wait(Request& r) {
                            ? std::chrono::duration_cast<std::chrono::microseconds>(
                                  std::chrono::duration<double>(exec_.wait_hook_every()))
                            : std::chrono::microseconds(50000);
+      short_slice.before_sleep();
       std::unique_lock<std::mutex> q(queue_mu_);
-      const uint64_t seen = releases_;
       done_cv_.wait_for(q, nap, [&] { return r.state() == Request::State::Done || releases_ != seen; });
     }
     exec_.run_wait_hook_if_due();

@@ -90,6 +90,19 @@ ProgressPriority current_progress_priority(uint64_t* slice_ns) {
   return a.sched_runtime > 0 && a.sched_runtime <= kShortSliceNs ? ProgressPriority::Short : ProgressPriority::Normal;
 }
 
+void ShortSliceWhileAsleep::before_sleep() {
+  if (!enabled_) return;
+  enabled_ = false;  // one look per call
+  KernelSchedAttr a;
+  if (!get_attr(&a) || a.sched_policy != SCHED_OTHER || a.sched_runtime <= kShortSliceNs) return;
+  nice_ = a.sched_nice;
+  changed_ = set_attr(SCHED_OTHER, nice_, 0, kShortSliceNs);
+}
+
+ShortSliceWhileAsleep::~ShortSliceWhileAsleep() {
+  if (changed_) set_attr(SCHED_OTHER, nice_, 0, 0);  // 0: the kernel's default slice
+}
+
 void RealtimeBudget::after_round() {
   if (!active_) return;
   const double now = seconds_of(CLOCK_MONOTONIC), cpu = seconds_of(CLOCK_THREAD_CPUTIME_ID);

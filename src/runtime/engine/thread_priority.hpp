@@ -56,4 +56,25 @@ class RealtimeBudget {
   double window_start_ = -1, cpu_at_start_ = 0;
 };
 
+// A caller asleep inside a railcoll call (a blocking call's wait, a wait on a
+// request) wakes when a peer's frame or counter comes; on a core where other
+// threads compute it then waits for the scheduler like the progress thread,
+// and every rank that leaves a call late enters the next one late. With
+// short or realtime, such a caller sleeps with a short slice (never realtime:
+// it may spin) from its first sleep to the end of the call, then gets the
+// kernel's default slice back. One per call; before_sleep is cheap once engaged.
+class ShortSliceWhileAsleep {
+ public:
+  explicit ShortSliceWhileAsleep(bool enabled) : enabled_(enabled) {}
+  ~ShortSliceWhileAsleep();
+  ShortSliceWhileAsleep(const ShortSliceWhileAsleep&) = delete;
+  ShortSliceWhileAsleep& operator=(const ShortSliceWhileAsleep&) = delete;
+  void before_sleep();
+
+ private:
+  bool enabled_;
+  bool changed_ = false;
+  int nice_ = 0;
+};
+
 }  // namespace railcoll::rt
