@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -24,10 +25,14 @@ void on_a_thread(F f) {
   t.join();
 }
 
+// The calling thread's nice value: a thread may not lower it without privilege
+// (ctest may run under nice).
+int own_nice() { return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid))); }
+
 // Does this kernel keep a custom slice for a SCHED_OTHER thread (Linux 6.12+)?
 bool kernel_has_custom_slices() {
   bool has = false;
-  on_a_thread([&] { has = apply_progress_priority(ProgressPriority::Short, 0) == ProgressPriority::Short; });
+  on_a_thread([&] { has = apply_progress_priority(ProgressPriority::Short, own_nice()) == ProgressPriority::Short; });
   return has;
 }
 
@@ -55,18 +60,19 @@ TEST(ProgressPriority, NormalChangesNothing) {
 TEST(ProgressPriority, ShortAsksTheKernelForAShortSlice) {
   if (!kernel_has_custom_slices()) GTEST_SKIP() << "this kernel has no custom slices (Linux 6.12+)";
   on_a_thread([] {
-    ASSERT_EQ(apply_progress_priority(ProgressPriority::Short, 3), ProgressPriority::Short);
+    const int nice = std::max(own_nice(), 3);  // raising it needs no privilege
+    ASSERT_EQ(apply_progress_priority(ProgressPriority::Short, nice), ProgressPriority::Short);
     uint64_t slice = 0;
     EXPECT_EQ(current_progress_priority(&slice), ProgressPriority::Short);
     EXPECT_EQ(slice, kShortSliceNs);
-    EXPECT_EQ(getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid))), 3) << "the nice value kept";
+    EXPECT_EQ(own_nice(), nice) << "the nice value kept";
   });
   EXPECT_EQ(current_progress_priority(), ProgressPriority::Normal) << "only the thread that asked";
 }
 
 TEST(ProgressPriority, RealtimeWhereAllowedElseShort) {
   on_a_thread([] {
-    const ProgressPriority got = apply_progress_priority(ProgressPriority::Realtime, 0);
+    const ProgressPriority got = apply_progress_priority(ProgressPriority::Realtime, own_nice());
     EXPECT_EQ(current_progress_priority(), got);
     if (geteuid() == 0) EXPECT_EQ(got, ProgressPriority::Realtime) << "root may use SCHED_RR";
   });
@@ -78,7 +84,7 @@ TEST(ProgressPriority, RealtimeWhereAllowedElseShort) {
   if (child == 0) {
     rlimit none{0, 0};
     if (setrlimit(RLIMIT_RTPRIO, &none) != 0 || setresuid(65534, 65534, 65534) != 0) _exit(3);
-    const ProgressPriority got = apply_progress_priority(ProgressPriority::Realtime, 0);
+    const ProgressPriority got = apply_progress_priority(ProgressPriority::Realtime, own_nice());
     if (got == ProgressPriority::Realtime) _exit(4);
     _exit(got == (slices ? ProgressPriority::Short : ProgressPriority::Normal) ? 0 : 5);
   }
@@ -94,8 +100,9 @@ TEST(ProgressPriority, RealtimeBudgetDemotesAThreadThatComputes) {
   if (geteuid() != 0) GTEST_SKIP() << "SCHED_RR needs root here";
   if (!kernel_has_custom_slices()) GTEST_SKIP() << "the demoted state is short, which this kernel lacks";
   on_a_thread([] {
-    ASSERT_EQ(apply_progress_priority(ProgressPriority::Realtime, 0), ProgressPriority::Realtime);
-    RealtimeBudget budget(true, 0);
+    const int nice = own_nice();
+    ASSERT_EQ(apply_progress_priority(ProgressPriority::Realtime, nice), ProgressPriority::Realtime);
+    RealtimeBudget budget(true, nice);
     budget.after_round();  // opens the window
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(8);
     volatile double x = 1;
