@@ -261,7 +261,7 @@ bool RequestQueue::test(Request& r) {
 // first (yielding) for the executor's spin budget, as a blocking call does.
 void RequestQueue::wait(Request& r) {
   const double start = now_seconds(), spin = exec_.spin_seconds();
-  ShortSliceWhileAsleep short_slice(priority_ != ProgressPriority::Normal);  // thread_priority.hpp
+  BoostWhileAsleep boost(priority_);  // thread_priority.hpp
   {
     std::lock_guard<std::mutex> q(queue_mu_);
     ++waiters_;
@@ -283,7 +283,7 @@ void RequestQueue::wait(Request& r) {
       std::lock_guard<std::mutex> d(drive_mu_, std::adopt_lock);
       while (r.state() != Request::State::Done) {
         const bool spinning = now_seconds() - start < spin;
-        if (!spinning) short_slice.before_sleep();
+        if (!spinning) boost.before_sleep();
         drive(spinning ? 0 : kDriveSleep, !spinning);
         if (spinning) sched_yield();
       }
@@ -295,7 +295,7 @@ void RequestQueue::wait(Request& r) {
                            ? std::chrono::duration_cast<std::chrono::microseconds>(
                                  std::chrono::duration<double>(exec_.wait_hook_every()))
                            : std::chrono::microseconds(50000);
-      short_slice.before_sleep();
+      boost.before_sleep();
       std::unique_lock<std::mutex> q(queue_mu_);
       done_cv_.wait_for(q, nap, [&] { return r.state() == Request::State::Done || releases_ != seen; });
     }

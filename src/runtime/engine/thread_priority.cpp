@@ -90,16 +90,20 @@ ProgressPriority current_progress_priority(uint64_t* slice_ns) {
   return a.sched_runtime > 0 && a.sched_runtime <= kShortSliceNs ? ProgressPriority::Short : ProgressPriority::Normal;
 }
 
-void ShortSliceWhileAsleep::before_sleep() {
-  if (!enabled_) return;
-  enabled_ = false;  // one look per call
+void BoostWhileAsleep::before_sleep() {
+  budget_.after_round();
+  if (boost_ == ProgressPriority::Normal) return;
+  const ProgressPriority boost = boost_;
+  boost_ = ProgressPriority::Normal;  // one look per call
   KernelSchedAttr a;
   if (!get_attr(&a) || a.sched_policy != SCHED_OTHER || a.sched_runtime <= kShortSliceNs) return;
   nice_ = a.sched_nice;
-  changed_ = set_attr(SCHED_OTHER, nice_, 0, kShortSliceNs);
+  const ProgressPriority got = apply_progress_priority(boost, nice_);
+  changed_ = got != ProgressPriority::Normal;
+  budget_ = RealtimeBudget(got == ProgressPriority::Realtime, nice_);
 }
 
-ShortSliceWhileAsleep::~ShortSliceWhileAsleep() {
+BoostWhileAsleep::~BoostWhileAsleep() {
   if (changed_) set_attr(SCHED_OTHER, nice_, 0, 0);  // 0: the kernel's default slice
 }
 

@@ -60,21 +60,25 @@ class RealtimeBudget {
 // request) wakes when a peer's frame or counter comes; on a core where other
 // threads compute it then waits for the scheduler like the progress thread,
 // and every rank that leaves a call late enters the next one late. With
-// short or realtime, such a caller sleeps with a short slice (never realtime:
-// it may spin) from its first sleep to the end of the call, then gets the
-// kernel's default slice back. One per call; before_sleep is cheap once engaged.
-class ShortSliceWhileAsleep {
+// short or realtime, such a caller sleeps with the progress thread's
+// scheduling from its first sleep (after any spin: a realtime thread never
+// spins) to the end of the call, then gets its own back (SCHED_OTHER, the
+// kernel's default slice); a thread of another policy is left alone. A
+// realtime caller has the progress thread's budget. One per call;
+// before_sleep, called before every sleep, is cheap once engaged.
+class BoostWhileAsleep {
  public:
-  explicit ShortSliceWhileAsleep(bool enabled) : enabled_(enabled) {}
-  ~ShortSliceWhileAsleep();
-  ShortSliceWhileAsleep(const ShortSliceWhileAsleep&) = delete;
-  ShortSliceWhileAsleep& operator=(const ShortSliceWhileAsleep&) = delete;
+  explicit BoostWhileAsleep(ProgressPriority boost) : boost_(boost) {}
+  ~BoostWhileAsleep();
+  BoostWhileAsleep(const BoostWhileAsleep&) = delete;
+  BoostWhileAsleep& operator=(const BoostWhileAsleep&) = delete;
   void before_sleep();
 
  private:
-  bool enabled_;
+  ProgressPriority boost_;
   bool changed_ = false;
   int nice_ = 0;
+  RealtimeBudget budget_{false, 0};
 };
 
 }  // namespace railcoll::rt
