@@ -132,3 +132,42 @@ TEST(ProgressPriority, AnInactiveBudgetNeverTouchesTheThread) {
     EXPECT_EQ(current_progress_priority(), ProgressPriority::Normal);
   });
 }
+
+// A caller asleep in a call gets the boost from its first sleep and its own
+// scheduling back at the end of the call; nothing happens before a sleep.
+TEST(ProgressPriority, ACallerIsBoostedOnlyFromItsFirstSleepToTheEndOfTheCall) {
+  if (!kernel_has_custom_slices()) GTEST_SKIP() << "this kernel has no custom slices (Linux 6.12+)";
+  for (ProgressPriority boost : {ProgressPriority::Short, ProgressPriority::Realtime}) {
+    if (boost == ProgressPriority::Realtime && geteuid() != 0) continue;
+    on_a_thread([&] {
+      {
+        BoostWhileAsleep call(boost);
+        EXPECT_EQ(current_progress_priority(), ProgressPriority::Normal) << "no sleep yet";
+        call.before_sleep();
+        EXPECT_EQ(current_progress_priority(), boost) << progress_priority_name(boost);
+        call.before_sleep();  // once per call
+        EXPECT_EQ(current_progress_priority(), boost);
+      }
+      EXPECT_EQ(current_progress_priority(), ProgressPriority::Normal) << "given back at the call's end";
+      {
+        BoostWhileAsleep call(ProgressPriority::Normal);
+        call.before_sleep();
+        EXPECT_EQ(current_progress_priority(), ProgressPriority::Normal) << "normal boosts nothing";
+      }
+    });
+  }
+}
+
+// A thread the application scheduled itself (here a short slice of its own) is left alone.
+TEST(ProgressPriority, ACallerWithItsOwnSchedulingIsLeftAlone) {
+  if (!kernel_has_custom_slices()) GTEST_SKIP() << "this kernel has no custom slices (Linux 6.12+)";
+  on_a_thread([] {
+    ASSERT_EQ(apply_progress_priority(ProgressPriority::Short, own_nice()), ProgressPriority::Short);
+    {
+      BoostWhileAsleep call(ProgressPriority::Realtime);
+      call.before_sleep();
+      EXPECT_EQ(current_progress_priority(), ProgressPriority::Short);
+    }
+    EXPECT_EQ(current_progress_priority(), ProgressPriority::Short) << "not reset to the default";
+  });
+}
