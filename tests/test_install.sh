@@ -15,7 +15,7 @@ bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 # run "description" command...: the consumer must print its ok line.
 run() {
   local what=$1; shift
-  if env RAILCOLL_SIZE=1 RAILCOLL_RANK=0 timeout 60 "$@" >"$tmp/out" 2>&1 && grep -q "^consumer: railcoll .* ok$" "$tmp/out"; then
+  if env RAILCOLL_SIZE=1 RAILCOLL_RANK=0 RAILCOLL_EXPECT_ALGORITHMS="$algorithms" timeout 60 "$@" >"$tmp/out" 2>&1 && grep -q "^consumer: railcoll .* ok$" "$tmp/out"; then
     ok "$what"
   else
     bad "$what: $(head -5 "$tmp/out")"
@@ -39,7 +39,8 @@ grep -q "RAILCOLL_VERSION_STRING \"$version\"" "$prefix/include/railcoll/version
 ar t "$libdir/librailcoll.a" >/dev/null 2>&1 && ok "librailcoll.a is an archive" || bad "no librailcoll.a"
 readelf -d "$prefix/bin/railcoll" | grep -q 'R.*PATH.*\[\$ORIGIN/\.\./lib' && ok "the command's RPATH is \$ORIGIN/../lib" \
   || bad "the command has no \$ORIGIN/../lib RPATH: $(readelf -d "$prefix/bin/railcoll" | grep -i path)"
-"$prefix/bin/railcoll" algos >/dev/null && ok "the installed command runs" || bad "the installed command fails"
+algorithms=$("$prefix/bin/railcoll" algos --json | grep -o '"algorithm":' | wc -l)
+[ "$algorithms" -gt 0 ] && ok "the installed command runs and lists $algorithms algorithms" || bad "the installed command fails"
 
 # pkg-config: a program linked against a non-system prefix finds the library
 # through LD_LIBRARY_PATH (or ld.so.conf; docs/extending.md, "Installing").
