@@ -600,7 +600,7 @@ int mode_priority(const std::string& want) {
   if (railcoll_iallgather(comm, send.data(), recv.data(), bytes, nullptr, &r) != RAILCOLL_OK)
     FAIL("posting: %s", railcoll_last_error());
   std::string got;
-  for (int i = 0; i < 200 && got.empty(); ++i) {  // the thread names itself when it starts
+  for (int i = 0; i < 1000 && got.empty(); ++i) {  // the thread names itself when it starts (5 s: a loaded machine)
     got = progress_thread_scheduling();
     if (got.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
