@@ -34,7 +34,10 @@
 //              open files afterwards as before the first communicator
 //   steady B A S  validated all-gathers of B bytes with algorithm A for S seconds
 //              (a test takes a rail down and up meanwhile): no call may fail or
-//              be wrong; rank 0 prints calls per second and the rails up it saw
+//              be wrong; rank 0 prints calls per second and the rails up it saw.
+//              MP_PAUSE_S=P: rank MP_PAUSE_RANK (default every rank) sleeps
+//              P s before each call, away from railcoll (a late rank, or
+//              another library's turn): its peers' links to it stand still
 //   soak N S   N mixed calls (all-gather(v), barrier; random sizes, algorithms,
 //              in place or not; seed S), every byte checked; open files after
 //              10% of the calls and at the end, and the peak RSS of each half
@@ -47,6 +50,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <thread>
 #include <random>
 #include <cstdio>
 #include <cstdlib>
@@ -474,6 +478,9 @@ int mode_steady(railcoll_comm_t comm, size_t bytes, const std::string& algo, dou
   railcoll_call_opts_t o{algo.c_str(), 0};
   int fewest_rails = railcoll_comm_rails_up(comm), call = 0;
   const bool nonblocking = getenv("MP_NONBLOCKING") && atoi(getenv("MP_NONBLOCKING"));  // iallgather + wait
+  const double pause = getenv("MP_PAUSE_S") && (!getenv("MP_PAUSE_RANK") || atoi(getenv("MP_PAUSE_RANK")) == rank_)
+                           ? atof(getenv("MP_PAUSE_S"))
+                           : 0;
   std::vector<int> per_second;
   double start = seconds();
   // Every rank must run the same number of calls: rank 0's clock decides, and
@@ -481,6 +488,7 @@ int mode_steady(railcoll_comm_t comm, size_t bytes, const std::string& algo, dou
   for (bool more = true; more; ++call) {
     for (size_t i = 0; i < bytes; ++i) send[i] = pattern(rank_, call, i);
     if (rank_ == 0) send[0] = seconds() - start < secs ? 1 : 0;
+    if (pause > 0) std::this_thread::sleep_for(std::chrono::duration<double>(pause));
     railcoll_status_t st;
     if (nonblocking) {  // posted, then waited for: driven by the progress thread meanwhile
       railcoll_request_t req;

@@ -415,6 +415,37 @@ TEST(Overlap, FiguresFollowOsusFormulaFromEveryRanksTimes) {
   EXPECT_DOUBLE_EQ(r.overlap_p50_pct, 0);
 }
 
+// How far apart the ranks posted: the median over calls of the last post
+// minus the first, for the overlap run and the pure calls, where the ranks
+// share a clock; not measured otherwise.
+TEST(Overlap, EntrySkewIsTheSpreadOfTheRanksPostsPerCall) {
+  const int ranks = 3, calls = 3;
+  const double late[calls] = {7, 3, 5};  // rank 2 posts the overlap run's call i this late; rank 1 half as late
+  std::vector<double> every;
+  for (int k = 0; k < ranks; ++k) {
+    OverlapTimes t(calls);
+    for (int i = 0; i < calls; ++i) {
+      const double at = 1000.0 * i;
+      t.series(OverlapTimes::BlockingIn)[i] = at, t.series(OverlapTimes::BlockingOut)[i] = at + 9;
+      t.series(OverlapTimes::PureIn)[i] = at + 100 + k, t.series(OverlapTimes::PureOut)[i] = at + 110;
+      t.series(OverlapTimes::OverlapIn)[i] = at + 200 + late[i] * k / 2, t.series(OverlapTimes::OverlapOut)[i] = at + 230;
+      t.series(OverlapTimes::Post)[i] = 1, t.series(OverlapTimes::Compute)[i] = 10, t.series(OverlapTimes::Wait)[i] = 3;
+    }
+    every.insert(every.end(), t.all.begin(), t.all.end());
+  }
+  BenchRecord r = sample();
+  overlap_figures(every, ranks, calls, true, &r);
+  EXPECT_DOUBLE_EQ(r.entry_skew_p50_us, 5);
+  EXPECT_DOUBLE_EQ(r.pure_entry_skew_p50_us, 2);
+  BenchRecord apart;
+  overlap_figures(every, ranks, calls, false, &apart);
+  EXPECT_DOUBLE_EQ(apart.entry_skew_p50_us, -1) << "clocks of different hosts cannot be compared";
+  BenchRecord back;
+  ASSERT_TRUE(from_json_line(to_json_line(r), &back));
+  EXPECT_DOUBLE_EQ(back.entry_skew_p50_us, 5);
+  EXPECT_DOUBLE_EQ(back.pure_entry_skew_p50_us, 2);
+}
+
 TEST(Overlap, TheBusyLoopComputesForTheTimeAsked) {
   const double t0 = monotonic_us();
   const double x = railcoll_busy_compute(2000);

@@ -57,6 +57,12 @@ check "a peer exits in the middle" "dead peer -> a peer failed" 3 -- "$RC" run -
 check "a replayed frame from an earlier call is refused" "replayed frame refused" 4 -- \
   env RAILCOLL_TEST_REPLAY_CALL=1 "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" replay
 check "a deadline passes" "sleeping peer -> (deadline passed|a peer failed) after [3-7]\." 3 -- "$RC" run -n 4 --ppn 2 -- "$MP" deadline
+# A rank away from railcoll for twice the rail timeout before each call (late,
+# or in another library's turn): its peers' 16 MiB stand still in their links
+# to it, which is no rail failure (it was given up once it answered again).
+check "a rank 2.5 s late to every call (rail timeout 1 s): no rail given up, every call correct" \
+  "steady [0-9]+ calls correct, 0 failed; rails up: fewest 2, at the end 2" 2 -- \
+  "$RC" run -n 2 --ppn 1 --rails 2 -- env RAILCOLL_TIMEOUT=30 RAILCOLL_RAIL_TIMEOUT=1 MP_PAUSE_S=2.5 MP_PAUSE_RANK=1 "$MP" steady 16777216 direct 2
 check --status 1 "unknown algorithm in the environment" "unknown allgather algorithm 'bogus' \(from RAILCOLL_ALLGATHER_ALGO" 2 -- \
   env RAILCOLL_ALLGATHER_ALGO=bogus "$RC" run --grace 5 -n 2 -- "$MP" correct  # every rank rejects it at init
 check "two communicators from the environment in one process" "two communicators from the environment at once, and a third, correct" 4 -- \

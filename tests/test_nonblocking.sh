@@ -37,6 +37,20 @@ if [ "$WHERE" = local ]; then
       "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" threads
   done
   unset RAILCOLL_PROGRESS_THREAD
+  # RAILCOLL_PROGRESS_PRIORITY reaches the thread (the kernel's own report) and
+  # the calls stay right under it. short needs Linux 6.12+ (else normal);
+  # realtime needs root or RLIMIT_RTPRIO (else short).
+  kernel=$(uname -r | awk -F. '{ print $1 * 1000 + $2 }')
+  short=normal; [ "$kernel" -ge 6012 ] && short=short
+  realtime=$short; [ "$(id -u)" = 0 ] && realtime=realtime
+  for want in "normal normal" "short $short" "realtime $realtime"; do
+    check "progress priority ${want% *}: the thread runs ${want#* }" "priority ok \\(${want#* }\\)" 4 -- \
+      env RAILCOLL_PROGRESS_PRIORITY=${want% *} "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" priority "${want#* }"
+  done
+  check "correct under realtime priority" "correct ok" 4 -- \
+    env RAILCOLL_PROGRESS_PRIORITY=realtime "$RC" run -n 4 --ppn 2 --rails 2 -- "$MP" correct
+  check --status 1 "a bad priority fails set-up, naming it" "RAILCOLL_PROGRESS_PRIORITY='fifo'" 1 -- \
+    env RAILCOLL_PROGRESS_PRIORITY=fifo "$RC" run -n 1 -- "$MP" correct
 fi
 
 cluster_checks() {

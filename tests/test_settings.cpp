@@ -52,6 +52,9 @@ TEST(Settings, ValuesAreCheckedAsTheTableSays) {
   EXPECT_EQ(problem(Setting::StripeBytes, "0"), "RAILCOLL_STRIPE_BYTES='0' is not a valid number (1 to 16777216)");
   EXPECT_EQ(problem(Setting::ProgressNice, "-20"), "");
   EXPECT_EQ(problem(Setting::ProgressNice, "20"), "RAILCOLL_PROGRESS_NICE='20' is not a valid number (-20 to 19)");
+  EXPECT_EQ(problem(Setting::ProgressPriority, "realtime"), "");
+  EXPECT_EQ(problem(Setting::ProgressPriority, "fifo"),
+            "RAILCOLL_PROGRESS_PRIORITY='fifo': say normal or short or realtime");
   EXPECT_EQ(problem(Setting::Transport, "ofi"), "");
   EXPECT_EQ(problem(Setting::Transport, "ucx"), "RAILCOLL_TRANSPORT='ucx': say tcp or ofi");
   EXPECT_EQ(problem(Setting::ProgressThread, "0"), "");

@@ -25,6 +25,21 @@ CallTimes times_of(const std::vector<double>& every, int ranks, int calls, Overl
   return gathered_call_times(every, ranks, calls, OverlapTimes::kSeries * n, in * n, out * n);
 }
 
+// The median over calls of how far apart the ranks entered each call.
+double entry_skew_p50(const std::vector<double>& every, int ranks, int calls, OverlapTimes::Series in) {
+  std::vector<double> skew;
+  for (int i = 0; i < calls; ++i) {
+    double first = 0, last = 0;
+    for (int k = 0; k < ranks; ++k) {
+      const double t = every[(static_cast<size_t>(k) * OverlapTimes::kSeries + in) * calls + i];
+      if (k == 0 || t < first) first = t;
+      if (k == 0 || t > last) last = t;
+    }
+    skew.push_back(last - first);
+  }
+  return skew.empty() ? -1 : percentiles(skew).p50;
+}
+
 double overlap_percent(double overall, double compute, double pure) {
   return pure > 0 ? std::max(0.0, 100.0 * (1.0 - (overall - compute) / pure)) : 0;
 }
@@ -52,6 +67,10 @@ SizeStats overlap_figures(const std::vector<double>& every, int ranks, int calls
       left.push_back(base[S::OverlapOut * calls + i] - base[S::OverlapIn * calls + i] - base[S::Compute * calls + i]);
   }
   r->overlap_p50_pct = overlap_percent(percentiles(left).p50, 0, pure.own.p50);
+  if (shared_clock) {
+    r->entry_skew_p50_us = entry_skew_p50(every, ranks, calls, S::OverlapIn);
+    r->pure_entry_skew_p50_us = entry_skew_p50(every, ranks, calls, S::PureIn);
+  }
   return pure;
 }
 

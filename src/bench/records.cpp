@@ -71,6 +71,8 @@ OrderedJson to_json(const BenchRecord& r) {
     j["wait_avg_us"] = us(r.wait_avg_us);
     j["overlap_pct"] = us(r.overlap_pct);
     j["overlap_p50_pct"] = us(r.overlap_p50_pct);
+    if (r.entry_skew_p50_us >= 0) j["entry_skew_p50_us"] = us(r.entry_skew_p50_us);
+    if (r.pure_entry_skew_p50_us >= 0) j["pure_entry_skew_p50_us"] = us(r.pure_entry_skew_p50_us);
   }
   if (r.idle_us >= 0) j["idle_us"] = r.idle_us;
   if (r.skew_us >= 0) j["skew_us"] = r.skew_us;
@@ -182,6 +184,8 @@ BenchRecord record_from(const Json& j) {
   field(j, "wait_avg_us", &r.wait_avg_us);
   field(j, "overlap_pct", &r.overlap_pct);
   field(j, "overlap_p50_pct", &r.overlap_p50_pct);
+  field(j, "entry_skew_p50_us", &r.entry_skew_p50_us);
+  field(j, "pure_entry_skew_p50_us", &r.pure_entry_skew_p50_us);
   field(j, "idle_us", &r.idle_us);
   field(j, "skew_us", &r.skew_us);
   field(j, "iterations", &r.iterations);

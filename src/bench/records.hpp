@@ -54,6 +54,12 @@ struct BenchRecord {
   double overall_avg_us = -1, overall_p50_us = -1, overall_p99_us = -1;
   double compute_avg_us = -1, post_avg_us = -1, wait_avg_us = -1;
   double overlap_pct = -1, overlap_p50_pct = -1;
+  // How far apart the ranks entered (posted) the same call, median over calls
+  // of the last entry minus the first (ranks sharing one clock only; -1:
+  // not measured): of the overlap run's calls, and of the pure nonblocking
+  // calls'. A call cannot end before its last rank entered it, so where the
+  // overlap run's skew exceeds the call's time no engine overlaps it.
+  double entry_skew_p50_us = -1, pure_entry_skew_p50_us = -1;
   // Like for like (bench/driver.hpp): how many interleaved rounds the timed
   // calls (`iterations` in all; p50/p99 are over them, own_* over ranks x
   // them) came from, and the untimed calls before each round's; 0 / -1: not said.

@@ -128,9 +128,10 @@ void print_overlap_header(std::ostream& o, const std::string& algorithm, const B
     << (validate ? "; every byte validated" : "") << ")\n"
     << "# blocking and " << (form == "persistent" ? "start + wait" : "post + wait")
     << ": p50/p99 of the slowest rank per call; compute, overall, post, wait: means over ranks (OSU); overlap % = "
-       "100 (1 - (overall - compute) / nonblocking), from means (OSU) and from medians\n"
+       "100 (1 - (overall - compute) / nonblocking), from means (OSU) and from medians; skew: how far apart the "
+       "ranks posted the overlap run's calls (median over calls; -1: no shared clock)\n"
     << "# Size     Blocking(us)  Nonblocking(us)  nb/blk  Blk p99(us)  Nb p99(us)  Compute(us)  Overall(us)  "
-       "Post(us)  Wait(us)  Overlap(%)  Overlap p50(%)\n";
+       "Post(us)  Wait(us)  Overlap(%)  Overlap p50(%)  Skew p50(us)\n";
 }
 
 void print_overlap_row(std::ostream& o, const BenchRecord& r) {
@@ -139,7 +140,8 @@ void print_overlap_row(std::ostream& o, const BenchRecord& r) {
     << (r.blocking_p50_us > 0 ? r.p50_us / r.blocking_p50_us : 0) << std::setprecision(2) << std::setw(13)
     << r.blocking_p99_us << std::setw(12) << r.p99_us << std::setw(13) << r.compute_avg_us << std::setw(13)
     << r.overall_avg_us << std::setw(10) << r.post_avg_us << std::setw(10) << r.wait_avg_us << std::setprecision(1)
-    << std::setw(12) << r.overlap_pct << std::setw(16) << r.overlap_p50_pct;
+    << std::setw(12) << r.overlap_pct << std::setw(16) << r.overlap_p50_pct << std::setw(14)
+    << r.entry_skew_p50_us;
   if (!r.chosen.empty()) o << "   (" << r.chosen << ")";
   o << "\n" << std::flush;
 }
@@ -157,7 +159,7 @@ void print_overlap_summary(std::ostream& o, const std::vector<BenchRecord>& recs
     << "): latency = p50 of the slowest rank per call, us; nb/blk = nonblocking / blocking (target <= 1.05 from 4 "
        "KiB); overlap % by OSU's formula from means, and from medians (target >= 80 from 64 KiB, above Open MPI's)\n"
     << "# Size     run                     blocking  nonblocking   nb/blk    compute    overall  overlap%  "
-       "overlap p50%\n";
+       "overlap p50%  skew p50\n";
   for (auto& [bytes, runs] : by_size) {
     std::stable_sort(runs.begin(), runs.end(),
                      [&](const BenchRecord* a, const BenchRecord* b) { return order(a->algorithm) < order(b->algorithm); });
@@ -166,7 +168,8 @@ void print_overlap_summary(std::ostream& o, const std::vector<BenchRecord>& recs
         << std::setprecision(1) << std::setw(10) << r->blocking_p50_us << std::setw(13) << r->p50_us
         << std::setprecision(3) << std::setw(9) << (r->blocking_p50_us > 0 ? r->p50_us / r->blocking_p50_us : 0)
         << std::setprecision(1) << std::setw(11) << r->compute_avg_us << std::setw(11) << r->overall_avg_us
-        << std::setw(10) << r->overlap_pct << std::setw(14) << r->overlap_p50_pct << "\n";
+        << std::setw(10) << r->overlap_pct << std::setw(14) << r->overlap_p50_pct << std::setw(10)
+        << r->entry_skew_p50_us << "\n";
   }
   o << std::flush;
 }

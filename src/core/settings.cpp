@@ -73,6 +73,11 @@ const std::vector<SettingSpec> kTable = {
    "0: nonblocking and persistent calls advance only inside railcoll calls; 1: also on a thread"},
   {Setting::ProgressNice, "RAILCOLL_PROGRESS_NICE", K::Integer, "nice value", "", "runtime/engine",
    "the progress thread's nice value, -20 to 19 (unset: the process's)", -20, 19},
+  {Setting::ProgressPriority, "RAILCOLL_PROGRESS_PRIORITY", K::Choice, "choice", "normal", "runtime/engine",
+   "how the progress thread, and a caller asleep in a call, get a core from computing threads: normal (the "
+   "process's scheduling), short (a short time slice: a wake-up preempts at once; Linux 6.12+, no privilege) "
+   "or realtime (SCHED_RR, at most half of each 10 ms; needs CAP_SYS_NICE or RLIMIT_RTPRIO, else short)",
+   0, 0, "normal,short,realtime"},
   {Setting::TestReplayCall, "RAILCOLL_TEST_REPLAY_CALL", K::Integer, "integer", "0", "runtime/engine",
    "tests only: send a data frame of call n again in call n+2, which its receiver must refuse", 0, kBig},
   {Setting::ReduceKernels, "RAILCOLL_REDUCE_KERNELS", K::Choice, "choice", "", "runtime/engine",

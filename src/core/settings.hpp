@@ -23,7 +23,7 @@ enum class Setting : uint8_t {
   // The transports (runtime/transport/)
   RailTimeout, NotsentLowat, TcpCongestion, OfiProvider, OfiStrictMr, OfiVerbose, OfiRmaBytes,
   // The engine: the executor's waits and the progress thread (runtime/engine/)
-  SpinUs, ProgressThread, ProgressNice, TestReplayCall, ReduceKernels,
+  SpinUs, ProgressThread, ProgressNice, ProgressPriority, TestReplayCall, ReduceKernels,
   // What watches the calls (runtime/observe/)
   FlightRecords, FlightDir, Trace,
   // Selection (src/select/)

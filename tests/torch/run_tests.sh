@@ -72,19 +72,18 @@ if [ "$MODE" = local ]; then
   trap 'rm -f "$log"' EXIT
   threads_check
   two_nodes=(env RAILCOLL_TEST_PPN=2 RAILCOLL_RAILS=127.0.0.1,127.0.0.2)
-  check "ops, 4 ranks on 2 pretend nodes, 2 rails" "^torch ops: [0-9]+ checks passed on 4 ranks" 1 -- \
-    "${two_nodes[@]}" "${TORCHRUN[@]}" --standalone --nproc-per-node 4 "$HERE/ops.py"
-  check "ops, 2 ranks on one node (shared memory)" "^torch ops: [0-9]+ checks passed on 2 ranks" 1 -- \
-    env RAILCOLL_RAILS=127.0.0.1 "${TORCHRUN[@]}" --standalone --nproc-per-node 2 "$HERE/ops.py"
-  check "DDP, 4 ranks on 2 pretend nodes: parameters equal, loss as gloo's" "^torch ddp: [0-9]+ checks passed" 1 -- \
-    "${two_nodes[@]}" "${TORCHRUN[@]}" --standalone --nproc-per-node 4 "$HERE/ddp.py"
+  # ops, DDP and FSDP2 in one job per layout (tests/torch/suite.py: one
+  # start-up), each with its own verdict line. The comparison with gloo runs
+  # alone: gloo cannot make its group again in processes that made one and
+  # destroyed it (DDP's), as the store keeps the first one's keys.
+  check "ops, DDP (parameters equal, loss as gloo's), FSDP2 (losses as one process's): 4 ranks on 2 pretend nodes, 2 rails" \
+    "^torch (ops|ddp|fsdp): [0-9]+ checks passed on 4 ranks" 3 -- \
+    "${two_nodes[@]}" "${TORCHRUN[@]}" --standalone --nproc-per-node 4 "$HERE/suite.py" ops ddp fsdp
   check "every operation, dtype and layout against gloo, 4 ranks on 2 pretend nodes" \
     "^torch against gloo: [0-9]+ checks passed on 4 ranks" 1 -- \
     "${two_nodes[@]}" "${TORCHRUN[@]}" --standalone --nproc-per-node 4 "$HERE/against_gloo.py"
-  check "FSDP2, 4 ranks on 2 pretend nodes: losses as one process's" "^torch fsdp: [0-9]+ checks passed on 4 ranks" 1 -- \
-    "${two_nodes[@]}" "${TORCHRUN[@]}" --standalone --nproc-per-node 4 "$HERE/fsdp.py"
-  check "FSDP2, 2 ranks on one node" "^torch fsdp: [0-9]+ checks passed on 2 ranks" 1 -- \
-    env RAILCOLL_RAILS=127.0.0.1 "${TORCHRUN[@]}" --standalone --nproc-per-node 2 "$HERE/fsdp.py"
+  check "ops, FSDP2: 2 ranks on one node (shared memory)" "^torch (ops|fsdp): [0-9]+ checks passed on 2 ranks" 2 -- \
+    env RAILCOLL_RAILS=127.0.0.1 "${TORCHRUN[@]}" --standalone --nproc-per-node 2 "$HERE/suite.py" ops fsdp
   for victim in 1 3; do
     check --status 17 "rank $victim of 4 killed: the 3 others raise railcoll's error within the timeout" \
       "^rank [0-9]: exception after" 3 -- env "${two_nodes[@]}" RAILCOLL_TEST_VICTIM=$victim \
@@ -108,10 +107,8 @@ trap cleanup EXIT
 if "$RC" cluster up --nodes 2 --ppn 2 --rails 2 >"$log" 2>&1; then
   TR=$(dirname "$(command -v "$PY")")/torchrun
   [ -x "$TR" ] || TR=torchrun
-  check "cluster torchrun: ops, 2 nodes x 2, 2 rails" "^torch ops: [0-9]+ checks passed on 4 ranks" 1 -- \
-    "$RC" cluster torchrun --torchrun "$TR" --timeout 300 -- "$HERE/ops.py"
-  check "cluster torchrun: DDP, 2 nodes x 2" "^torch ddp: [0-9]+ checks passed" 1 -- \
-    "$RC" cluster torchrun --torchrun "$TR" --timeout 300 -- "$HERE/ddp.py"
+  check "cluster torchrun: ops and DDP, 2 nodes x 2, 2 rails" "^torch (ops|ddp): [0-9]+ checks passed on 4 ranks" 2 -- \
+    "$RC" cluster torchrun --torchrun "$TR" --timeout 300 -- "$HERE/suite.py" ops ddp
 else
   fail=$((fail + 1)); echo "FAIL cluster up"; cat "$log"
 fi

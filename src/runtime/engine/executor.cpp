@@ -12,6 +12,7 @@
 
 #include "runtime/bootstrap/net.hpp"
 #include "runtime/engine/reduce.hpp"
+#include "runtime/engine/thread_priority.hpp"
 
 namespace railcoll::rt {
 
@@ -21,6 +22,7 @@ ExecutorSettings ExecutorSettings::from(const Settings& s) {
   if (s.given(Setting::SpinUs)) e.spin_seconds = static_cast<double>(s.integer(Setting::SpinUs)) * 1e-6;
   e.replay_call = static_cast<uint64_t>(s.integer(Setting::TestReplayCall));
   e.stripe_bytes = static_cast<uint64_t>(s.integer(Setting::StripeBytes));
+  parse_progress_priority(s.text(Setting::ProgressPriority), &e.sleep_boost);  // the table checked the choice
   return e;
 }
 
@@ -312,12 +314,14 @@ void Executor::wait_idle(double max_s) {
 // the wait hook between sleeps.
 void Executor::finish_call() {
   const double start = now_seconds();
+  BoostWhileAsleep boost(settings_.sleep_boost);
   while (!advance()) {
     const double spin = spin_seconds();
     if (spin > 0 && now_seconds() - start < spin) {
       sched_yield();
       t_.progress(0, nullptr);
     } else {
+      boost.before_sleep();
       wait_idle(0.05);
     }
   }

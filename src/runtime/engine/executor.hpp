@@ -25,6 +25,7 @@
 #include "runtime/engine/observer.hpp"
 #include "runtime/engine/plan.hpp"
 #include "runtime/engine/reduce.hpp"
+#include "runtime/engine/thread_priority.hpp"
 #include "runtime/transport/transport.hpp"
 
 namespace railcoll::rt {
@@ -44,6 +45,7 @@ struct ExecutorSettings {
   double spin_seconds = -1;   // RAILCOLL_SPIN_US; below 0: not given (spin_budget decides)
   uint64_t replay_call = 0;   // RAILCOLL_TEST_REPLAY_CALL (tests): call n's data frame again in call n+2
   uint64_t stripe_bytes = 16 << 10;  // RAILCOLL_STRIPE_BYTES: point-to-point messages above it go over every rail
+  ProgressPriority sleep_boost = ProgressPriority::Normal;  // RAILCOLL_PROGRESS_PRIORITY: a caller asleep in a call (BoostWhileAsleep)
 
   static ExecutorSettings from(const Settings& s);
 };

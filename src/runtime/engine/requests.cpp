@@ -3,6 +3,7 @@
 
 #include <sched.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/timerfd.h>
 #include <sys/syscall.h>
@@ -35,11 +36,13 @@ ProgressSettings ProgressSettings::from(const Settings& s) {
   p.thread = s.flag(Setting::ProgressThread);
   p.nice_given = s.given(Setting::ProgressNice);
   if (p.nice_given) p.nice = static_cast<int>(s.integer(Setting::ProgressNice));
+  parse_progress_priority(s.text(Setting::ProgressPriority), &p.priority);  // the table checked the choice
   return p;
 }
 
 RequestQueue::RequestQueue(Executor& exec, int rank, const ProgressSettings& settings)
-    : exec_(exec), rank_(rank), use_thread_(settings.thread), nice_(settings.nice), nice_given_(settings.nice_given) {
+    : exec_(exec), rank_(rank), use_thread_(settings.thread), nice_(settings.nice), nice_given_(settings.nice_given),
+      priority_(settings.priority) {
   exec_.mailbox().on_complete([this](Request& r, Status st, const std::string& msg) { complete(r, st, msg); });
 }
 
@@ -258,6 +261,7 @@ bool RequestQueue::test(Request& r) {
 // first (yielding) for the executor's spin budget, as a blocking call does.
 void RequestQueue::wait(Request& r) {
   const double start = now_seconds(), spin = exec_.spin_seconds();
+  BoostWhileAsleep boost(priority_);  // thread_priority.hpp
   {
     std::lock_guard<std::mutex> q(queue_mu_);
     ++waiters_;
@@ -268,10 +272,18 @@ void RequestQueue::wait(Request& r) {
   // waiter disarms it.
   wake_thread_after(std::chrono::nanoseconds(0));
   while (r.state() != Request::State::Done) {
+    // The releases seen before trying the lock: a driver that lets go between
+    // a failed try and the nap below is seen, not slept through.
+    uint64_t seen;
+    {
+      std::lock_guard<std::mutex> q(queue_mu_);
+      seen = releases_;
+    }
     if (drive_mu_.try_lock()) {
       std::lock_guard<std::mutex> d(drive_mu_, std::adopt_lock);
       while (r.state() != Request::State::Done) {
         const bool spinning = now_seconds() - start < spin;
+        if (!spinning) boost.before_sleep();
         drive(spinning ? 0 : kDriveSleep, !spinning);
         if (spinning) sched_yield();
       }
@@ -283,8 +295,8 @@ void RequestQueue::wait(Request& r) {
                            ? std::chrono::duration_cast<std::chrono::microseconds>(
                                  std::chrono::duration<double>(exec_.wait_hook_every()))
                            : std::chrono::microseconds(50000);
+      boost.before_sleep();
       std::unique_lock<std::mutex> q(queue_mu_);
-      const uint64_t seen = releases_;
       done_cv_.wait_for(q, nap, [&] { return r.state() == Request::State::Done || releases_ != seen; });
     }
     exec_.run_wait_hook_if_due();
@@ -326,11 +338,18 @@ std::string RequestQueue::broken() {
 }
 
 // The progress thread drives while something is outstanding and nobody waits
-// for it (a waiter drives itself, see wait()). RAILCOLL_PROGRESS_NICE gives it
-// another priority: where every core computes, its wake-ups must preempt the
-// computation for the call to progress at all.
+// for it (a waiter drives itself, see wait()). RAILCOLL_PROGRESS_NICE and
+// RAILCOLL_PROGRESS_PRIORITY give it another priority: where every core
+// computes, its wake-ups must preempt the computation for the call to progress
+// at the network's pace (thread_priority.hpp).
 void RequestQueue::thread_main() {
-  if (nice_given_) setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice_);  // best effort
+  pthread_setname_np(pthread_self(), "railcoll-prog");  // for top, perf sched, /proc/*/task
+  const id_t tid = static_cast<id_t>(syscall(SYS_gettid));
+  if (nice_given_) setpriority(PRIO_PROCESS, tid, nice_);  // best effort
+  errno = 0;
+  int nice = getpriority(PRIO_PROCESS, tid);  // -1 is a nice value too: errno tells
+  if (errno) nice = 0;
+  RealtimeBudget budget(apply_progress_priority(priority_, nice) == ProgressPriority::Realtime, nice);
   pollfd timer{timer_fd_, POLLIN, 0};
   for (;;) {
     if (::poll(&timer, 1, -1) < 0 && errno != EINTR) return;
@@ -345,6 +364,7 @@ void RequestQueue::thread_main() {
       drive_mu_.lock();
       drive(kDriveSleep);
       drive_mu_.unlock();
+      budget.after_round();
       if (waiters_.load() > 0) released();  // a waiter that came meanwhile takes over
     }
   }

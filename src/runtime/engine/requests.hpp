@@ -42,6 +42,7 @@
 #include "core/errors.hpp"
 #include "core/settings.hpp"
 #include "runtime/engine/executor.hpp"
+#include "runtime/engine/thread_priority.hpp"
 
 namespace railcoll::rt {
 
@@ -98,6 +99,7 @@ struct ProgressSettings {
   bool thread = true;   // RAILCOLL_PROGRESS_THREAD: drive posted requests on a thread too
   int nice = 0;         // RAILCOLL_PROGRESS_NICE: the thread's nice value,
   bool nice_given = false;  // when given (else the process's)
+  ProgressPriority priority = ProgressPriority::Normal;  // RAILCOLL_PROGRESS_PRIORITY (thread_priority.hpp)
 
   static ProgressSettings from(const Settings& s);
 };
@@ -155,6 +157,7 @@ class RequestQueue {
   const bool use_thread_;
   const int nice_;        // the thread's nice value
   const bool nice_given_;
+  const ProgressPriority priority_;  // what the thread asks for
   std::mutex drive_mu_;                   // held by whoever runs the executor
   std::mutex queue_mu_;                   // guards queue_, stop_ and completions
   std::condition_variable done_cv_;       // waiters: a request completed

@@ -213,8 +213,11 @@ void RailTransport::check_rails(double now) {
 }
 
 // A link with frames to deliver that shows no sign of delivering them for
-// half the rail timeout has the other rails ping the peer; past the timeout,
-// if one of them has heard from it since, the link is given up.
+// half the rail timeout has the other rails ping the peer. It is given up
+// once it has been quiet past the timeout and still stays quiet half the
+// timeout after another rail heard the peer answer: a peer that was away
+// from railcoll (late to the call, in another library) answers the moment
+// it is back and then reads this link too, which is no failure.
 void RailTransport::check_stall(int peer, int rail, double now) {
   Path& s = paths_[peer][rail];
   const LinkSigns g = net_->signs(peer, rail);
@@ -226,15 +229,17 @@ void RailTransport::check_stall(int peer, int rail, double now) {
   if (!s.probed) {
     s.probed = true;
     s.probe_at = now;
+    s.answered_at = 0;
     for (int d : other_rails(peer, rail)) send_control(peer, d, Frame::Ping);
   }
-  if (quiet <= rail_timeout_) return;
-  for (int d : other_rails(peer, rail)) {
-    if (net_->signs(peer, d).heard_at < s.probe_at) continue;
-    give_up(peer, rail, "carried nothing for " + seconds_text(quiet) + " while rail " + std::to_string(d) +
-                            " to the same rank answered");
-    return;
-  }
+  int answered_on = -1;
+  for (int d : other_rails(peer, rail))
+    if (net_->signs(peer, d).heard_at >= s.probe_at) answered_on = d;
+  if (answered_on < 0) return;
+  if (s.answered_at == 0) s.answered_at = now;
+  if (quiet <= rail_timeout_ || now - s.answered_at <= rail_timeout_ / 2) return;
+  give_up(peer, rail, "carried nothing for " + seconds_text(quiet) + " while rail " + std::to_string(answered_on) +
+                          " to the same rank answered");
 }
 
 }  // namespace railcoll::rt

@@ -86,6 +86,7 @@ class RailTransport final : public ProcessTransport, private LinkEvents, private
     uint64_t hold_seq = 0;   // the peer's last RailHold notice for this rail
     bool probed = false;     // other rails pinged for evidence the peer is alive (a stall)
     double probe_at = 0;
+    double answered_at = 0;  // when another rail first heard from the peer after the probe (0: not yet)
     bool bye = false;        // the peer said goodbye on it
     bool gone = false;       // closed without a goodbye (the peer died), or the last rail lost
   };

@@ -321,9 +321,14 @@ LinkSigns TcpLinks::signs(int peer, int rail) {
   }
   int q = 0;
   if (ioctl(c.fd, SIOCOUTQ, &q) == 0) {
-    if (q == 0 || c.outq < 0 || q < c.outq) c.moving_at = now;
-    c.outq = q;
+    // Moving = the peer acknowledged bytes since the last look. Not "the
+    // queue shrank": a writer that refills the queue to the kernel's limit
+    // between looks keeps it at the same length while the rail carries it
+    // at full rate (seen at 200 Mbit/s: a busy rail given up as silent).
     const uint64_t confirmed = c.written - static_cast<uint64_t>(q);
+    if (q == 0 || c.outq < 0 || confirmed > c.confirmed_seen) c.moving_at = now;
+    c.outq = q;
+    c.confirmed_seen = confirmed;
     while (!c.unacked.empty() && c.unacked.front().end <= confirmed) c.unacked.pop_front();
   }
   s.busy = true;

@@ -74,7 +74,8 @@ class TcpLinks final : public Links, private FdWatcher {
     bool connecting = false;
     double connect_until = 0;
     int outq = -1;            // bytes in the kernel's send queue at the last look (-1: idle)
-    double moving_at = 0;     // last sign the rail moves our bytes (SIOCOUTQ dropped)
+    uint64_t confirmed_seen = 0;  // bytes the peer had acknowledged at the last look
+    double moving_at = 0;     // last sign the rail moves our bytes (more acknowledged)
     bool unsent_unlimited = false;  // hand_over_sends lifted the unsent limit until the next call
   };
 
