@@ -61,8 +61,11 @@ if [ -n "$MPIPROG" ] && [ -n "$LAYER" ]; then
   # failed now and then in full runs ("A system call failed during shared
   # memory initialization ... open(2) No such file or directory" on one node,
   # then SIGSEGV), the emulated nodes sharing one /tmp and /dev/shm. The
-  # collectives are the layer's; Open MPI's own messages go over TCP.
-  ompi=(OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self OMPI_MCA_mtl=^psm,psm2 OMPI_MCA_btl_tcp_if_include=198.18.0.0/16
+  # collectives are the layer's; Open MPI's own messages go over TCP, on
+  # rail 0 alone: given both rails' subnets it tried rail 1's address from
+  # rail 0's ("failed to TCP connect to a peer ... connect() to 198.18.1.1
+  # failed: Operation now in progress", then SIGSEGV; a clean-clone run).
+  ompi=(OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self OMPI_MCA_mtl=^psm,psm2 OMPI_MCA_btl_tcp_if_include=198.18.0.0/24
         OMPI_MCA_mpi_yield_when_idle=1)
   # One job, both checks on its output (two back to back failed the same way).
   check "Open MPI program, librailcoll_mpi.so preloaded, srun -N 4 -n 16 --mpi=pmix: every byte right" \
