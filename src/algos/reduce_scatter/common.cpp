@@ -113,6 +113,12 @@ allreduce::Chunks NodeStrings::pieces(int q) const {
   return allreduce::Chunks(bytes[q], elem, static_cast<int>(std::max<uint64_t>(n, 1)));
 }
 
+int NodeStrings::all_pieces() const {
+  int n = 0;
+  for (size_t q = 0; q < bytes.size(); ++q) n += pieces(static_cast<int>(q)).parts;
+  return n;
+}
+
 std::vector<Piece> NodeStrings::piece(int q, int j) const {
   const allreduce::Chunks c = pieces(q);
   return packed_part(ranges[q], c.begin(j), c.begin(j) + c.size(j));

@@ -62,6 +62,9 @@ struct NodeStrings {
   allreduce::Chunks pieces(int q) const;
   // Piece j of node q's string: where its parts lie in the rank-ordered buffer.
   std::vector<Piece> piece(int q, int j) const;
+  // Every node's string in pieces: a node's chain reduces all of them, so its
+  // counters for the chain come first, this many, then those of arrivals.
+  int all_pieces() const;
   std::vector<ByteRanges> ranges;               // node q's blocks in the rank-ordered buffer
   std::vector<uint64_t> bytes, packed_at;       // node q's string; rank r's block in its node's
   size_t elem;

@@ -41,11 +41,9 @@ void build_smp_pipelined(ScheduleBuilder& b, const Topology& t, const BlockLayou
   auto cut = [&](int q) { return str.pieces(q); };
   // Node counters of node q: first its chain's (one per piece of its partial,
   // in chain order), then one per piece that arrives from node q - d, d = 1 .. M-1.
-  std::vector<int> chain_pieces(M, 0);
-  for (int q = 0; q < M; ++q)
-    for (int d = 0; d < M; ++d) chain_pieces[q] += cut((q + d) % M).parts;
+  const int chain_pieces = str.all_pieces();
   auto arrived = [&](int q, int d, int piece) {
-    return b.node_counter(q, chain_pieces[q] + (d - 1) * cut(q).parts + piece);
+    return b.node_counter(q, chain_pieces + (d - 1) * cut(q).parts + piece);
   };
   // The rank of node q that reads the frames of piece j from another node: the
   // node's ranks in turn, so a node receives on every rail over P connections at

@@ -49,16 +49,14 @@ void build_smp_ring(ScheduleBuilder& b, const Topology& t, const BlockLayout& L,
   // Node counters of node n: the chain's, one per piece in chain order, then
   // one per piece arriving at steps 1 .. M-1. Shared buffer of node n: its
   // partial in rank order [0, T), then a slot per step, each a packed string.
-  std::vector<int> chain_pieces(M, 0);
-  for (int q = 0; q < M; ++q)
-    for (int d = 1; d <= M; ++d) chain_pieces[q] += cut(mod(q - d)).parts;
+  const int chain_pieces = str.all_pieces();
   auto chain_counter = [&](int n, int d, int j) {
     int at = 0;
     for (int e = 1; e < d; ++e) at += cut(mod(n - e)).parts;
     return b.node_counter(n, at + j);
   };
   auto arrived = [&](int n, int s, int j) {
-    int at = chain_pieces[n];
+    int at = chain_pieces;
     for (int e = 1; e < s; ++e) at += cut(mod(n - 1 - e)).parts;
     return b.node_counter(n, at + j);
   };
