@@ -244,6 +244,12 @@ void Executor::apply_held(const Held& f) {
 
 // ------------------------------------------------------------------ waiting
 
+// The text that says what a wait waits for (which counter, the ranks still
+// missing) is made once the wait has lasted this long: made for every wait,
+// it was a third of a small call's instructions (docs/runtime.md, "Spinning
+// without the sockets"), and a wait that ends sooner is never read.
+constexpr double kDescribeWaitAfter = 1e-3;
+
 // A call stops only where its program must wait for something other ranks do
 // (the bank, a counter, sends draining). blocked() notes since when it has
 // waited there: half-way to the deadline it probes every peer (a peer in a
@@ -257,11 +263,17 @@ bool Executor::blocked(What what, Who who) {
   if (wait_since_ == 0) {
     wait_since_ = now;
     probed_ = false;
+    wait_told_ = false;
     if (obs_) {
       const Awaited a = who();
-      obs_->on_wait(static_cast<int>(pc_), a.peer, a.rail, what());
+      obs_->on_wait(static_cast<int>(pc_), a.peer, a.rail, "");
     }
     return false;
+  }
+  if (obs_ && !wait_told_ && now > wait_since_ + kDescribeWaitAfter) {
+    wait_told_ = true;
+    const Awaited a = who();
+    obs_->on_wait(static_cast<int>(pc_), a.peer, a.rail, what());
   }
   if (!probed_ && now > wait_since_ + timeout_ / 2) {
     probed_ = true;
@@ -282,11 +294,24 @@ void Executor::idle(double max_s) {
       t_.progress(mailbox_.waiting() ? max_s : 0, nullptr);
       return mailbox_.poll();
     }
+    if (max_s <= 0) return spin_look();
     const double left = wait_since_ > 0 ? wait_since_ + timeout_ - now_seconds() : 0;
     NodeWait* sleep_on = sleep_on_.counter ? &sleep_on_ : nullptr;
     if (sleep_on) sleep_on->net_idle = messages_due_ == 0;
     t_.progress(std::min(max_s, std::max(0.0, left)), sleep_on);
   });
+}
+
+// One look at the sockets without blocking, for a wait that spins: at once
+// where frames of this call are due (to come or to leave) or messages wait,
+// else at most every kSpinLookEvery (a wait on node counters alone: the
+// sockets can only hold an abort, a probe or later calls' frames).
+void Executor::spin_look() {
+  const bool frames_due = messages_due_ > 0 || t_.sends_pending() || mailbox_.waiting();
+  const double now = frames_due ? 0 : now_seconds();
+  if (!frames_due && now - looked_ < kSpinLookEvery) return;
+  looked_ = now;
+  t_.progress(0, nullptr);
 }
 
 void Executor::set_wait_hook(std::function<void()> hook, double every_s) {
@@ -319,7 +344,7 @@ void Executor::finish_call() {
     const double spin = spin_seconds();
     if (spin > 0 && now_seconds() - start < spin) {
       sched_yield();
-      t_.progress(0, nullptr);
+      spin_look();
     } else {
       boost.before_sleep();
       wait_idle(0.05);

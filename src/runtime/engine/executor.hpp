@@ -62,6 +62,12 @@ struct ExecutorSettings {
 constexpr double kOwnCoreSpin = 2e-3;
 constexpr uint64_t kShortCallBytes = 16 << 10;
 constexpr double kShortCallSpin = 200e-6;
+// A spinning wait that expects no frame (nothing of the call still to arrive or
+// to send, no point-to-point message) looks at the sockets at most this often:
+// only an abort, a probe or the next call's early frames can be there, and a
+// look is an epoll_wait per yield, as many system calls as the yields
+// themselves (docs/runtime.md, "Spinning without the sockets").
+constexpr double kSpinLookEvery = 1e-3;
 // `cores`: the cores this process may run on (its affinity mask; 0 if unknown),
 // read once per communicator: a syscall per call showed in the small-call cost.
 double spin_budget(const ExecutorSettings& settings, int node_ranks, uint64_t call_bytes, int cores);
@@ -174,6 +180,7 @@ class Executor final : private FrameSink {
   template <class F>
   void guard(F f);
   void finish_call();
+  void spin_look();
   bool bank_free();
   void entered();
   bool run_program();
@@ -227,6 +234,7 @@ class Executor final : private FrameSink {
   uint64_t entries_[kBanks] = {0, 0};  // entries into each bank's calls this node should have counted
   Arrivals arrivals_;                // (sender, op) parts in this call
   size_t messages_due_ = 0;          // messages (puts, notifies) of this call not yet complete
+  double looked_ = 0;                // when a spinning wait last looked at the sockets (spin_look)
   std::deque<Held> held_;            // frames of calls not entered yet
   std::vector<iovec> send_iov_;      // reused for every put
   std::vector<char> reduce_tmp_;     // a user operator's right operand (reduce_user)
@@ -240,7 +248,7 @@ class Executor final : private FrameSink {
   std::atomic<uint64_t> frames_held_{0};
   Observer* obs_ = nullptr;  // set_observer
   size_t op_told_ = SIZE_MAX;  // the op on_op was last called for
-  bool wait_told_ = false;     // on_wait was called for the current wait
+  bool wait_told_ = false;     // on_wait was given the current wait's text (kDescribeWaitAfter)
 
   // RAILCOLL_TEST_REPLAY_CALL: a data frame of call n, sent again in call n+2.
   struct Replay {

@@ -6,8 +6,9 @@
 //
 // Called on the thread that runs the executor, in this order per call:
 // on_call_begin, then per op of this rank's program on_op (its first run;
-// a wait that must wait is reported once, before it waits, with on_wait, then
-// on_op_end when it is over), and on_call_end. on_arrival brackets a frame's
+// a wait that must wait is reported before it waits, with on_wait and no
+// text, again with its text once it has waited a millisecond, then on_op_end
+// when it is over), and on_call_end. on_arrival brackets a frame's
 // payload arriving on a rail (the receiver's view of the rail's time), on_send
 // one part of a put queued on a rail.
 #pragma once
@@ -32,7 +33,8 @@ class Observer {
   virtual void on_op_end(int index, const Op& op) = 0;
   // The call must wait at op `index` (a wait or a flush; past the last op:
   // its sends draining): for `peer` on `rail` (peer -1: unknown; rail -1: the
-  // node's memory, kStripe: every rail), as the text `what` says.
+  // node's memory, kStripe: every rail), as the text `what` says ("" when
+  // it begins: the text is made only for a wait that lasts).
   virtual void on_wait(int index, int peer, int rail, const std::string& what) = 0;
   // One part of a put leaves for `peer` on `rail` (-1: a local peer).
   virtual void on_send(int index, int peer, int rail, uint64_t bytes) = 0;
