@@ -29,7 +29,7 @@ expect_refused() {
 
 # The defaults, in order, each with its origin.
 n=$("$RC" algos --rules | grep -c ' default#[0-9]')
-[ "$n" -eq 53 ] && ok "algos --rules lists the 53 default rules" || bad "algos --rules lists $n default rules"
+[ "$n" -eq 54 ] && ok "algos --rules lists the 54 default rules" || bad "algos --rules lists $n default rules"
 "$RC" algos --rules | grep -qE '^allgather +node_bytes <= 2K +smp_gather_bcast +default#1 ' && ok "a default rule reads as written" \
   || bad "algos --rules: $("$RC" algos --rules | sed -n 4p)"
 

@@ -141,6 +141,8 @@ const Row kRows[] = {
    kReduceChain},
   {Collective::Reduce,    kAny,      Range{2, 8}, kOne, from(1024 * KiB), kAny,          "smp_chain",
    kReduceChain},
+  {Collective::Reduce,    kAny,      kOne,  kSeveral,  upto(4 * KiB),   kAny,          "smp",
+   "one node, short vectors: flat through shared memory, no local socket (measured, one node of 8 ranks)"},
   {Collective::Reduce,    kAny,      kAny,  kSeveral,  kAny,            kAny,          "binomial",
    "log2 N steps; measured ahead of smp on the emulated cluster, where the simulator put smp ahead"},
   {Collective::Reduce,    kAny,      kAny,  kAny,      upto(128 * KiB), kAny,          "binomial",

@@ -15,6 +15,11 @@
 //   copies the whole buffer out at once: waking for each chunk cost more than
 //   the copies it would overlap (a wake-up is ~10 us on an oversubscribed node,
 //   the time to copy ~150 KB; docs/runtime.md, "The latency path").
+// One node (M = 1), flat: no master relays the node flag; every process waits
+//   for the gathered counter itself and copies out. A relay is one more
+//   process that must be scheduled between the last block in and the first
+//   copy out: on a node with more processes than cores, a scheduling round
+//   (docs/runtime.md, "One node: flat schedules").
 // No final node sync (common.hpp: consecutive calls use two banks).
 // Hockney, M nodes, P per node: T = P m copy + ceil((M-1)/k) (ts + P m tau)
 //   + (N - P) m copy   (large: the own-node copy hides behind the network phase;
@@ -50,6 +55,13 @@ void build_smp_direct(ScheduleBuilder& b, const Topology& t, const BlockLayout& 
     uint64_t own_bytes = 0;
     for (auto& br : byte_ranges(L, own)) own_bytes += br.second - br.first;
     const int master = t.leader(n);
+    if (M == 1) {
+      for (int r : t.ranks_of(n)) {
+        b.wait(r, 0, b.node_counter(n, kGathered), t.node_size(n));
+        b.copy(r, 0, {{b.shared(n, 0, L.total()), b.recv(r, 0, L.total())}});
+      }
+      continue;
+    }
     // Step s of k-port Direct: the master writes its node's blocks to k nodes.
     auto send_step = [&](int s) {
       if (s > 1) b.flush(master, s);

@@ -9,8 +9,11 @@
 //      a second flag; every local rank copies it out (one wake-up each, no
 //      message through a local socket; nobody waits for the copies: the next
 //      call uses the other bank of the shared buffer, allgather/common.hpp).
+// One node and a short vector: flat, every rank combines every input itself
+// (algos/common/one_node.hpp: no leader to wait for).
 // Hockney: T = m c + (P-1) m gamma + (ceil(log2 M) + 2 [M not 2^x]) (ts + m tau + m gamma) + 2 m c
 #include "algos/allreduce/common.hpp"
+#include "algos/common/one_node.hpp"
 #include "core/registry.hpp"
 
 namespace railcoll::allreduce {
@@ -21,6 +24,7 @@ void build_smp_leader(ScheduleBuilder& b, const Topology& t, const BlockLayout& 
   const int M = t.nnodes();
   const uint64_t m = L.count[0];
   if (m == 0) return;  // nothing to combine, nothing to wait for
+  if (M == 1 && m <= one_node::kFlatAllreduceBytes) return one_node::allreduce(b, m);
   Fold f(M);
   enum { kStaged = 0, kResult = 1 };
   std::vector<Unit> units;

@@ -17,6 +17,8 @@
 //   paces, every rank waits once for all of them (one wake-up per rank).
 // Then every rank copies its blocks out of each node's block as soon as its L
 //   shares are in (one node counter per source node), while later ones arrive.
+// One node: flat, every block through the node's shared buffer, no local
+// socket (algos/common/one_node.hpp).
 // A node sends M-1 messages instead of P(N-P): what a node of P ranks takes in
 // over the network is the same, P (N-P) m, but in large messages on every rail.
 // Hockney, M nodes of P ranks, L = min(P, k) leaders (staging and copy-out
@@ -25,6 +27,7 @@
 #include <algorithm>
 
 #include "algos/alltoall/common.hpp"
+#include "algos/common/one_node.hpp"
 
 namespace railcoll::alltoall {
 
@@ -36,6 +39,11 @@ constexpr uint64_t kPaceBytes = 16 * 1024;
 
 void build_smp_multileader(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions&) {
   const int M = t.nnodes(), k = t.rails();
+  if (M == 1) {
+    uint64_t all = 0;
+    for (int s = 0; s < t.nranks(); ++s) all += L.recv_total(s);
+    if (one_node::flat_fits(all)) return one_node::alltoall(b, L);
+  }
   // Node counters: kFrom + a, node a's shares are in; kStaged + u, the blocks for
   // the node at distance u are staged. Rank counter kLocal: the node's blocks are in.
   // kAll: every other node's shares are in (when no node paces: one wake-up).

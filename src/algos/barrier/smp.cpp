@@ -5,7 +5,10 @@
 // Step 0: every local process increments the node's arrival counter; the leader
 // waits for all of them. Steps 1..ceil(log2 M): dissemination among leaders
 // (0-byte puts). Last step: the leader increments the node's release counter,
-// on which every local process waits.
+// on which every local process waits. One node (M = 1), flat: every process
+// waits for the arrival counter itself, with no leader to relay it (a
+// scheduling round less where the node's processes outnumber its cores;
+// docs/runtime.md, "One node: flat schedules").
 // Hockney: T = 2 * t_flag + ceil(log2 M) * ts   (M nodes; t_flag: a shared-memory flag)
 #include "core/registry.hpp"
 
@@ -22,6 +25,10 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
     CounterRef arrived = b.node_counter(n, kArrived), released = b.node_counter(n, kReleased);
     int leader = t.leader(n);
     for (int r : t.ranks_of(n)) b.signal(r, 0, arrived);
+    if (M == 1) {
+      for (int r : t.ranks_of(n)) b.wait(r, 0, arrived, t.node_size(n));
+      continue;
+    }
     b.wait(leader, 0, arrived, t.node_size(n));
     int step = 1;
     for (long d = 1; d < M; d *= 2, ++step) {

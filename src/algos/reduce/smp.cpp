@@ -7,11 +7,14 @@
 //        nodes rooted at the root's node, on rail j (L leaders drive the rails
 //        at once), into the root node's area 0;
 //   4.   the root copies area 0 into its recv.
+// One node: flat, the root combines every rank's input from shared memory
+// (algos/common/one_node.hpp).
 // Hockney: T = 2 m c + (P-1)/P m gamma + ceil(log2 M) (ts + m/L tau + m/L gamma)
 //          (P ranks per node, M nodes, c: shm copy time per byte)
 #include <algorithm>
 
 #include "algos/allreduce/common.hpp"
+#include "algos/common/one_node.hpp"
 #include "algos/common/trees.hpp"
 #include "algos/reduce/common.hpp"
 #include "core/registry.hpp"
@@ -25,6 +28,7 @@ void build_smp(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, cons
   const uint64_t m = L.count[0];
   const size_t elem = element_size(o);
   if (m == 0) return;  // nothing to combine, nothing to wait for
+  if (M == 1 && one_node::flat_fits(t.nranks() * m)) return one_node::reduce(b, m, root);
   // One leader per rail, or one for vectors up to the striping threshold (a
   // second tree costs more than it saves).
   int leaders = m <= o.stripe_threshold ? 1 : k;

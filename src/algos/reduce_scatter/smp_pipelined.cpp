@@ -19,12 +19,15 @@
 //      piece as they arrive.
 // The hierarchical reduction is seed 003 §2 / seed 004 §4, the shared-memory
 // phases seed 001 §5.1; pipelining a long message in pieces is seed 000 §6.
+// One node: flat instead of the chain, every rank combines its block of every
+// input from shared memory (algos/common/one_node.hpp).
 // Hockney (c: shm copy time per byte, C pieces of size <= kPieceBytes):
 //   T = max(N m (c + gamma), (M-1) P m tau / k) + (M-1) C ts + kPieceBytes (c + gamma + tau / k)
 //       + M m gamma
 //   (P ranks per node, M nodes, m bytes a block; the first term: the node's
 //    chain or its rails, whichever is slower; then the pipeline's fill and the
 //    combine of the last arriving pieces)
+#include "algos/common/one_node.hpp"
 #include "algos/reduce_scatter/common.hpp"
 
 namespace railcoll::reduce_scatter {
@@ -36,6 +39,7 @@ using allreduce::Chunks;
 void build_smp_pipelined(ScheduleBuilder& b, const Topology& t, const BlockLayout& L, const AlgoOptions& o) {
   const int M = t.nnodes();
   const uint64_t T = L.total();
+  if (M == 1 && one_node::flat_fits(t.nranks() * T)) return one_node::reduce_scatter(b, L);
   const NodeStrings str(t, L, element_size(o));
   const auto& node_bytes = str.bytes;
   auto cut = [&](int q) { return str.pieces(q); };
