@@ -3,7 +3,9 @@
 # callgrind (tests/mp_call_cost.c, docs/runtime.md "Cost of a call"), in each
 # form: blocking, nonblocking (iallgather + wait) and persistent (start + wait
 # of one allgather_init request), the forms alternating ROUNDS times, 4 ranks
-# on 2 pretend nodes of this machine. Per form: every round's instructions per
+# on 2 pretend nodes of this machine (CALL_COST_RANKS, CALL_COST_PPN: other
+# ranks and ranks per node; 8 and 8 is one node, shared memory only). Per
+# form: every round's instructions per
 # call, their minimum and median; then persistent / blocking (issue 21: a
 # start does no plan or buffer work, so at most the blocking call's count).
 # The count includes the progress rounds a rank spends waiting for its peers,
@@ -19,6 +21,8 @@ CALLS=${3:-2000}
 ROUNDS=${4:-3}
 ALGO=${5:--}
 export RAILCOLL_PROGRESS_THREAD=${RAILCOLL_PROGRESS_THREAD:-0}
+RANKS=${CALL_COST_RANKS:-4}
+PPN=${CALL_COST_PPN:-2}
 RC=$BUILD/bin/railcoll
 PROG=$BUILD/bin/mp_call_cost
 command -v valgrind >/dev/null || { echo "call_cost.sh: needs valgrind" >&2; exit 2; }
@@ -30,7 +34,7 @@ trap 'rm -rf "$out"' EXIT
 per_call() {
   local form=$1 file=$out/callgrind.$1
   rm -f "$file"
-  "$RC" run -n 4 --ppn 2 --rails 2 --timeout 600 -- sh -c '[ "$RAILCOLL_RANK" = 0 ] &&
+  "$RC" run -n "$RANKS" --ppn "$PPN" --rails 2 --timeout 600 -- sh -c '[ "$RAILCOLL_RANK" = 0 ] &&
     exec valgrind --tool=callgrind --toggle-collect=measured_calls --callgrind-out-file="$0" "$1" "$2" "$3" "$4" "$5" ||
     exec "$1" "$2" "$3" "$4" "$5"' "$file" "$PROG" "$BYTES" "$CALLS" "$ALGO" "$form" >"$out/log" 2>&1 ||
     { echo "call_cost.sh: the $form run failed:" >&2; cat "$out/log" >&2; exit 1; }
@@ -45,7 +49,7 @@ declare -A runs
 for ((r = 0; r < ROUNDS; ++r)); do
   for f in "${forms[@]}"; do runs[$f]+="$(per_call "$f") "; done
 done
-echo "# all-gather of $BYTES B per rank, $CALLS calls per run, 4 ranks on 2 pretend nodes, algorithm ${ALGO/-/auto}," \
+echo "# all-gather of $BYTES B per rank, $CALLS calls per run, $RANKS ranks in nodes of $PPN, algorithm ${ALGO/-/auto}," \
   "RAILCOLL_PROGRESS_THREAD=$RAILCOLL_PROGRESS_THREAD:"
 echo "# instructions per call on rank 0 (callgrind), every round, then min and median"
 for f in "${forms[@]}"; do
