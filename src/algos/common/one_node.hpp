@@ -2,7 +2,7 @@
 // reductions and of alltoall(v) (each calls them from its one-node case).
 //
 // Every rank copies its input into its own slot of the node's shared buffer and
-// raises one node counter; every rank that needs a result waits for that
+// raises one node counter (seed 001 §5.1's shared buffer and flags); every rank that needs a result waits for that
 // counter to reach the node's size and takes its result from the slots, each
 // reduction combining the slots in rank order (so a non-commutative operator
 // is served). One synchronisation, nobody relays: on a node with more

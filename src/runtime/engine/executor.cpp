@@ -307,10 +307,11 @@ void Executor::idle(double max_s) {
 // else at most every kSpinLookEvery (a wait on node counters alone: the
 // sockets can only hold an abort, a probe or later calls' frames).
 void Executor::spin_look() {
-  const bool frames_due = messages_due_ > 0 || t_.sends_pending() || mailbox_.waiting();
-  const double now = frames_due ? 0 : now_seconds();
-  if (!frames_due && now - looked_ < kSpinLookEvery) return;
-  looked_ = now;
+  if (messages_due_ == 0 && !t_.sends_pending() && !mailbox_.waiting()) {
+    const double now = now_seconds();
+    if (now - looked_ < kSpinLookEvery) return;
+    looked_ = now;
+  }
   t_.progress(0, nullptr);
 }
 
