@@ -38,6 +38,8 @@ std::string old_if_chain(Collective collective, const Topology& t, uint64_t byte
     return bytes <= 16 * 1024 ? "recursive_halving" : bytes <= 64 * 1024 ? "direct" : "ring";
   }
   if (collective == Collective::Reduce) {  // smp_chain for long vectors since 2026-11-29 (docs/selection.md)
+    // smp (flat) on one node of several ranks up to 4 KiB since 2026-11-29 (docs/selection.md)
+    if (t.nnodes() == 1 && t.nranks() > 1 && bytes <= 4 * 1024) return "smp";
     if (t.nnodes() >= 2 && t.nnodes() < t.nranks() && bytes >= 256 * 1024) return "smp_chain";
     if (t.nnodes() >= 2 && t.nnodes() <= 8 && t.nnodes() == t.nranks() && bytes >= 1024 * 1024) return "smp_chain";
     if (t.nnodes() < t.nranks()) return "binomial";
