@@ -156,6 +156,30 @@ TEST(FrameStream, FramesSplitAtEveryByteArriveWhole) {
   }
 }
 
+// A read hands up at most 64 reads' worth, then lets the other links have
+// their turn; the frames read ahead by the last of those are handed up too,
+// though the socket is empty now and epoll will not say so again.
+TEST(FrameStream, FramesReadAheadByTheLastReadOfATurnAreHandedUp) {
+  Pair p;
+  Recorder r;
+  int big = 1 << 20;
+  setsockopt(p.fd[1], SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+  std::string all;
+  std::vector<std::pair<int, size_t>> want;
+  for (int i = 1; i <= 63; ++i) {  // each fills one read exactly
+    all += frame(i, FrameStream::kReadAhead - sizeof(FrameHeader));
+    want.push_back({i, FrameStream::kReadAhead - sizeof(FrameHeader)});
+  }
+  all += frame(64, 100);  // the 64th read comes back short
+  want.push_back({64, 100});
+  p.put(all);
+  g_reads = 0;
+  p.read(r);
+  EXPECT_EQ(g_reads, 64);
+  EXPECT_FALSE(p.s.can_read);
+  expect_frames(r, want);
+}
+
 // A given-up connection is read up to where the peer says it ends and no
 // further, even with room left in the read-ahead: the rest stays in the socket.
 TEST(FrameStream, AReadLimitIsNotPassed) {
