@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The emulated cluster for real: up, status, run, mpirun (the Open MPI
 # baseline), wrong use, down. Needs root (network namespaces); SKIPPED
-# otherwise (exit 77). Takes ~45 s.
+# otherwise (exit 77). Takes ~55 s.
 #   usage: test_cluster.sh BUILD_BIN_DIR   (the directory with railcoll and railcoll-mpi-bench)
 set -u
 BIN=${1:?usage: test_cluster.sh BUILD_BIN_DIR}
@@ -149,6 +149,31 @@ left=$( (ip netns list | grep -o '^rc-n[0-9]*'; ls /sys/class/net | grep -E '^(r
 [ -z "$left" ] && ok "nothing left after down" || bad "left after down: $left"
 expect 3 "status after down exits 3" "$RC" cluster status
 [ ! -e /run/railcoll/cluster.conf ] && ok "state file removed" || bad "state file /run/railcoll/cluster.conf remains"
+
+# ---- --shaper wire: no message faster than the rate, even after an idle
+# moment. A 256 KiB broadcast between 2 nodes over 1 rail at 100 Mbit/s is
+# 21 ms on a wire; the default bucket passes its first 128 KiB at memory speed
+# (about half that). A lower bound: a loaded machine only makes it slower.
+shaper=${RAILCOLL_TEST_SHAPER:-wire}  # bucket: shows the check failing
+if expect 0 "up --shaper $shaper" "$RC" cluster up --nodes 2 --ppn 1 --rails 1 --rate 100mbit --shaper "$shaper"; then
+  "$RC" cluster status >"$out" 2>&1
+  grep -q "tbf burst 3028 B (wire)" "$out" && ok "status: a bucket of two frames" || bad "status: $(grep rate: "$out")"
+  if expect 0 "bench bcast 256 KiB on the wire" "$RC" bench bcast --algo auto -m 256K:256K -i 5 -x 1 -c \
+    --json "$out.json"; then
+    python3 -c '
+import json, sys
+r = [x for x in json.load(open(sys.argv[1])) if x["algorithm"] == "auto"][0]
+wire_us = 256 * 1024 * 8 / 100e6 * 1e6
+assert r["shaper"] == "wire", r.get("shaper")
+assert r["span_p50_us"] >= 0.9 * wire_us, "span p50 %.0f us, the wire needs %.0f" % (r["span_p50_us"], wire_us)
+print("span p50 %.0f us, the wire %.0f us" % (r["span_p50_us"], wire_us))
+' "$out.json" >"$err" 2>&1 && ok "wire: 256 KiB takes its wire time ($(tail -1 "$err"))" ||
+      bad "wire: $(tail -2 "$err" | tr '\n' ' ')"
+  fi
+  expect 0 "down (wire)" "$RC" cluster down
+fi
+rm -f "$out.json"
+expect 2 "up --shaper foo exits 2" "$RC" cluster up --nodes 2 --shaper foo
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

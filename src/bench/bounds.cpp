@@ -53,7 +53,7 @@ void set_bandwidths(BenchRecord* r, const BenchContext& c) {
   Collective coll;
   if (!parse_collective(r->collective, &coll)) return;
   if (c.rail_bits_per_s > 0) r->rail_bits_per_s = c.rail_bits_per_s;
-  if (!c.rate_source.empty()) r->rate_source = c.rate_source, r->ceiling_pct = c.ceiling_pct;
+  if (!c.rate_source.empty()) r->rate_source = c.rate_source, r->ceiling_pct = c.ceiling_pct, r->shaper = c.shaper;
   const double t = judged_us(*r), S = algbw_bytes(coll, r->ranks, r->bytes);
   if (t > 0 && S > 0) {
     r->algbw_GBps = S / t * 1e-3;  // bytes per us -> GB/s

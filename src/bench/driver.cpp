@@ -582,7 +582,7 @@ int run_bench(const BenchPlan& asked) {
   for (auto& key : order) recs.push_back(rounds > 1 ? pooled_record(parts[key]) : parts[key].front());
   ctx.cores = rates.cores, ctx.copy_Bps = rates.copy_all_Bps, ctx.reduce_Bps = rates.reduce_all_Bps;
   if (plan.where.cluster)
-    if (auto cfg = cl::load_state()) ctx.rate_source = cfg->rate_source, ctx.ceiling_pct = cfg->ceiling_pct;
+    if (auto cfg = cl::load_state()) ctx.rate_source = cfg->rate_source, ctx.ceiling_pct = cfg->ceiling_pct, ctx.shaper = cfg->shaper;
   std::vector<BenchRecord> best = best_oneccl(recs);
   recs.insert(recs.end(), best.begin(), best.end());
   set_bounds(&recs, ctx);

@@ -79,6 +79,7 @@ OrderedJson to_json(const BenchRecord& r) {
   if (r.rail_bits_per_s > 0) j["rail_bits_per_s"] = r.rail_bits_per_s;
   if (!r.rate_source.empty()) j["rate_source"] = r.rate_source;
   if (r.ceiling_pct > 0) j["ceiling_pct"] = us(r.ceiling_pct);
+  if (!r.shaper.empty()) j["shaper"] = r.shaper;
   if (r.busbw_GBps >= 0) {
     j["algbw_GBps"] = gbps(r.algbw_GBps);
     j["busbw_GBps"] = gbps(r.busbw_GBps);
@@ -197,6 +198,7 @@ BenchRecord record_from(const Json& j) {
   field(j, "rail_bits_per_s", &r.rail_bits_per_s);
   field(j, "rate_source", &r.rate_source);
   field(j, "ceiling_pct", &r.ceiling_pct);
+  field(j, "shaper", &r.shaper);
   field(j, "algbw_GBps", &r.algbw_GBps);
   field(j, "busbw_GBps", &r.busbw_GBps);
   field(j, "busbw_pct", &r.busbw_pct);
@@ -229,6 +231,7 @@ OrderedJson context_json(const BenchContext& c) {
   if (c.empty_span_p50_us >= 0) j["empty_span_p50_us"] = us(c.empty_span_p50_us);
   if (!c.rate_source.empty()) j["rate_source"] = c.rate_source;
   if (c.ceiling_pct > 0) j["ceiling_pct"] = us(c.ceiling_pct);
+  if (!c.shaper.empty()) j["shaper"] = c.shaper;
   if (c.cores > 0) {
     j["cores"] = c.cores;
     j["copy_Bps"] = c.copy_Bps;
@@ -250,6 +253,7 @@ BenchContext context_from(const Json& j) {
   field(j, "cores", &c.cores);
   field(j, "rate_source", &c.rate_source);
   field(j, "ceiling_pct", &c.ceiling_pct);
+  field(j, "shaper", &c.shaper);
   field(j, "copy_Bps", &c.copy_Bps);
   field(j, "reduce_Bps", &c.reduce_Bps);
   if (auto it = j.find("ranks_per_node"); it != j.end() && it->is_array())

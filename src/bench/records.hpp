@@ -70,6 +70,7 @@ struct BenchRecord {
   double rail_bits_per_s = 0;
   std::string rate_source;
   double ceiling_pct = 0;
+  std::string shaper;  // the cluster's rails: "bucket" or "wire" (testbed::Config); "": not on the cluster
   // nccl-tests' bandwidths (bench/bounds.hpp), from the judged time (the span
   // for a rooted collective when measured, else the slowest rank's p50), in
   // GB/s; busbw_pct: busbw as a share of one node's rails x rate; -1: none.
@@ -107,6 +108,7 @@ struct BenchContext {
   // reached there); "" : not on the cluster.
   std::string rate_source;
   double ceiling_pct = 0;
+  std::string shaper;  // "bucket" or "wire" (testbed::Config::shaper); "": not on the cluster
 };
 
 // One record as one line of JSON (no newline), fields in the documented order.

@@ -107,7 +107,7 @@ ResultRegime read_regime(const std::string& dir) {
     const BenchRecord& r = run.records.front();  // every record of a run says the same of it
     BenchContext& c = run.context;
     c.collective = r.collective, c.ranks = r.ranks, c.nodes = r.nodes, c.rails = r.rails, c.max_ppn = r.ppn;
-    c.rail_bits_per_s = r.rail_bits_per_s, c.rate_source = r.rate_source, c.ceiling_pct = r.ceiling_pct;
+    c.rail_bits_per_s = r.rail_bits_per_s, c.rate_source = r.rate_source, c.ceiling_pct = r.ceiling_pct, c.shaper = r.shaper;
     g.runs.push_back(std::move(run));
   }
   if (g.runs.empty()) throw InputError("no benchmark records (railcoll bench --json) in " + dir);
@@ -131,6 +131,7 @@ void write_results_table(std::ostream& o, const std::vector<ResultRegime>& regim
         << fixed(c.ceiling_pct, 0) << "% of the rail bound)";
     else if (c.rate_source == "given")
       o << " (rate given)";
+    if (c.shaper == "wire") o << "; wire shaping (no burst above the rate)";
     o << "\n\n";
     if (!g.note.empty()) o << g.note << (g.note.back() == '\n' ? "" : "\n") << "\n";
     // The peers of every run of the regime, for the columns.

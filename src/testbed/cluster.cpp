@@ -78,9 +78,18 @@ uint64_t parse_rate(const std::string& text) {
 }
 
 void choose_shaping(Config& cfg) {
-  // Bucket: 1 ms at the rate, at least 128 KiB so a 64 KiB GSO packet passes
-  // whole (smaller buckets make tbf segment it: more CPU, slower bulk TCP).
-  cfg.burst_bytes = std::max<uint64_t>(128 * 1024, cfg.rate_bps / 8 / 1000);
+  if (cfg.shaper == "wire") {
+    // Two full Ethernet frames: tbf then cuts every GSO packet into frames and
+    // sends each at the rate, so a 64 KiB message takes its wire time even
+    // after an idle moment (the price: CPU for the cutting, docs/cluster.md).
+    cfg.burst_bytes = 2 * 1514;
+  } else if (cfg.shaper == "bucket") {
+    // 1 ms at the rate, at least 128 KiB so a 64 KiB GSO packet passes whole
+    // (smaller buckets make tbf segment it: more CPU, slower bulk TCP).
+    cfg.burst_bytes = std::max<uint64_t>(128 * 1024, cfg.rate_bps / 8 / 1000);
+  } else {
+    throw ClusterInputError("--shaper must be bucket or wire, got '" + cfg.shaper + "'");
+  }
   // Queue: 50 ms. A node receives from many peers at once (all-gather is an
   // incast); a short queue drops and TCP stalls on retransmit timers.
   cfg.latency_ms = 50;
@@ -203,7 +212,7 @@ void write_state(const Config& c) {
     f << "# railcoll emulated cluster, written by `railcoll cluster up`, removed by `down`\n"
       << "nodes=" << c.nodes << "\nppn=" << c.ppn << "\nrails=" << c.rails << "\nrate=" << c.rate
       << "\nrate_bps=" << c.rate_bps << "\nburst_bytes=" << c.burst_bytes << "\nlatency_ms=" << c.latency_ms
-      << "\nrate_source=" << c.rate_source << "\n";
+      << "\nrate_source=" << c.rate_source << "\nshaper=" << c.shaper << "\n";
     if (c.ceiling_pct > 0) f << "ceiling_pct=" << c.ceiling_pct << "\n";
     if (!f) throw CommandError("cannot write " + tmp + ": " + strerror(errno));
   }
@@ -242,6 +251,7 @@ std::optional<Config> load_state() {
   c.burst_bytes = static_cast<uint64_t>(state_number(kv, "burst_bytes", 1, 1L << 40));
   c.latency_ms = static_cast<int>(state_number(kv, "latency_ms", 1, 100000));
   if (kv.count("rate_source")) c.rate_source = kv["rate_source"];
+  if (kv.count("shaper")) c.shaper = kv["shaper"];
   if (kv.count("ceiling_pct")) c.ceiling_pct = std::strtod(kv["ceiling_pct"].c_str(), nullptr);
   return c;
 }

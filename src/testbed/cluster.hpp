@@ -23,6 +23,11 @@ struct Config {
   int rails = 2;
   std::string rate = "1gbit";      // as the user wrote it (tc syntax)
   uint64_t rate_bps = 1000000000;  // bits per second, per rail and direction
+  // "bucket" (the default): tbf's bucket holds 1 ms at the rate, at least
+  // 128 KiB, so a rail idle for a moment passes that much at memory speed.
+  // "wire": a bucket of two frames, so no message goes faster than the rate,
+  // as on a wire (choose_shaping; docs/cluster.md, "Shaping").
+  std::string shaper = "bucket";
   uint64_t burst_bytes = 0;        // tbf bucket size
   int latency_ms = 0;              // tbf queue length, as time at the rate
   // "given" (--rate), or "auto": the highest rate this machine can feed, found
@@ -54,7 +59,8 @@ std::string rail_subnets(int k);                 // the first k, comma-separated
 
 // A tc rate ("1gbit", "500mbit", "2.5Gbit", "100mbps", "1000000") in bits/s.
 uint64_t parse_rate(const std::string& text);
-// Fills burst_bytes and latency_ms from rate_bps.
+// Fills burst_bytes and latency_ms from rate_bps and shaper; throws
+// ClusterInputError for a shaper other than "bucket" or "wire".
 void choose_shaping(Config& cfg);
 
 // ---- state (/run/railcoll/cluster.conf) ----

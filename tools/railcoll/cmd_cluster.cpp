@@ -96,7 +96,7 @@ std::string rate_words(const cl::Config& c) {
 }
 
 int cluster_up(const std::vector<std::string>& argv) {
-  std::set<std::string> valued = {"nodes", "ppn", "rails", "rate"};
+  std::set<std::string> valued = {"nodes", "ppn", "rails", "rate", "shaper"};
   valued.insert(kCeilingValued.begin(), kCeilingValued.end());
   Args a(argv, {"slurm"}, valued);
   no_positional(a);
@@ -117,7 +117,12 @@ int cluster_up(const std::vector<std::string>& argv) {
     throw UsageError(e.what());
   }
   if (automatic) c.rate = "1000mbit";  // until the search has found the rate
-  cl::choose_shaping(c);
+  c.shaper = a.str("shaper", "bucket");
+  try {
+    cl::choose_shaping(c);
+  } catch (const cl::ClusterInputError& e) {
+    throw UsageError(e.what());
+  }
   if (!need_root("up")) return 2;
 
   cl::StateLock lock;
@@ -171,7 +176,7 @@ void print_config(const cl::Config& c) {
   std::cout << "cluster: " << plural(c.nodes, "node") << ", " << plural(c.ppn, "rank") << " per node, "
             << plural(c.rails, "rail") << "\n"
             << "rate:    " << rate_words(c) << " (" << c.rate_bps << " bit/s) per rail and direction; tbf burst "
-            << c.burst_bytes << " B, queue " << c.latency_ms << " ms\n"
+            << c.burst_bytes << " B (" << c.shaper << "), queue " << c.latency_ms << " ms\n"
             << "rails:   " << cl::rail_subnets(c.rails) << " (root side 198.18.<r>.254 on rcbr<r>)\n"
             << "state:   " << cl::state_path() << "\n";
 }
