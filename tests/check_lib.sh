@@ -4,6 +4,16 @@
 # each command (default 600 s).
 pass=0 fail=0
 log=$(mktemp)
+# On exit, whatever fails: the emulated cluster goes down if on_cluster brought
+# it up, $log and the paths in cleanup_paths go. A script that needs more sets
+# its own EXIT trap (and removes $log itself).
+cleanup_paths=()
+cluster_used=0
+check_cleanup() {
+  [ "$cluster_used" = 1 ] && "$RC" cluster down >/dev/null 2>&1
+  rm -rf "$log" "${cleanup_paths[@]}"
+}
+trap check_cleanup EXIT
 . "$(dirname "${BASH_SOURCE[0]}")/shm_lib.sh"
 # Jobs started here without rails of their own run on loopback: the default
 # (every interface that is up, but lo) changes while a cluster test beside this
@@ -55,7 +65,6 @@ skip() { echo "SKIPPED: $*"; exit 77; }
 # EXIT trap takes the cluster down too while cluster_used is 1 (a script that
 # dies half-way). Not root: the test is skipped (the scripts run their cluster
 # part as a test of its own).
-cluster_used=0
 on_cluster() {
   local up=$1 body=$2
   [ "$(id -u)" = 0 ] || skip "the emulated cluster needs root (network namespaces)"

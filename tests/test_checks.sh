@@ -10,7 +10,6 @@
 set -u
 RC=${1:?railcoll}; MP=${2:?mp_collectives}; FAULT=${3:?libdestroy_fault.so}; LAYER=${4:-}; MPIPROG=${5:-}
 . "$(dirname "$0")/check_lib.sh"
-trap 'rm -f "$log"' EXIT
 verdicts=0 wrong=0
 # expect pass|fail CHECK-ARGUMENTS...: the check, run apart, must give that verdict.
 expect() {

@@ -9,7 +9,6 @@ set -u
 RC=${1:?railcoll}; MP=${2:?mp_communicators}
 . "$(dirname "$0")/check_lib.sh"
 CHECK_TIMEOUT=300
-trap 'rm -f "$log"' EXIT
 ports() {  # ports N: a base port with N free ones after it
   # Below the kernel's ephemeral range, as the launcher's store port: a port of
   # that range can be taken by any process's outgoing connection meanwhile.

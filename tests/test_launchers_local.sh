@@ -9,7 +9,6 @@ LAUNCHED=${1:?mp_launched}
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/check_lib.sh"
 CHECK_TIMEOUT=300
-trap 'rm -f "$log"' EXIT
 clean=(env)
 for v in $(compgen -e | grep '^RAILCOLL_'); do clean+=(-u "$v"); done
 ok4="^rank [0-3] of 4 \(1 nodes, [0-9]+ rails\): [0-9]+ collectives correct$"

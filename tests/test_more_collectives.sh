@@ -9,11 +9,7 @@ set -u
 RC=${1:?railcoll}; MP=${2:?mp_more_collectives}; WHERE=${3:?local or cluster}
 . "$(dirname "$0")/check_lib.sh"
 marks=$(mktemp -d)
-cleanup() {
-  [ "$cluster_used" = 1 ] && "$RC" cluster down >/dev/null 2>&1
-  rm -rf "$log" "$marks"
-}
-trap cleanup EXIT
+cleanup_paths=("$marks")
 
 if [ "$WHERE" = local ]; then
   for cfg in "1" "3" "8 --ppn 4 --rails 2" "6 --ppn 4 --rails 2" "5 --ppn 2 --rails 3"; do

@@ -9,7 +9,6 @@ set -u
 RC=${1:?railcoll}; MP=${2:?mp_collectives}
 . "$(dirname "$0")/check_lib.sh"
 CHECK_TIMEOUT=300
-trap 'rm -f "$log"' EXIT
 
 for cfg in "1" "3" "4 --ppn 2" "8 --ppn 4 --rails 2" "6 --ppn 4 --rails 2" "5 --ppn 2 --rails 3" "7 --ppn 3 --rails 1"; do
   n=${cfg%% *}

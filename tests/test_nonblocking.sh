@@ -13,11 +13,6 @@
 set -u
 RC=${1:?railcoll}; MP=${2:?mp_nonblocking}; IDLE=${3:?mp_idle_cost}; WHERE=${4:?local or cluster}
 . "$(dirname "$0")/check_lib.sh"
-cleanup() {
-  [ "$cluster_used" = 1 ] && "$RC" cluster down >/dev/null 2>&1
-  rm -f "$log"
-}
-trap cleanup EXIT
 export RAILCOLL_TIMEOUT=10
 
 if [ "$WHERE" = local ]; then

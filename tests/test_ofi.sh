@@ -31,11 +31,7 @@ REDUCTIONS=$BIN/mp_reductions NONBLOCKING=$BIN/mp_nonblocking
 . "$HERE/check_lib.sh"
 CHECK_TIMEOUT=600
 marks=$(mktemp -d)
-cleanup() {
-  [ "$cluster_used" = 1 ] && "$RC" cluster down >/dev/null 2>&1
-  rm -rf "$log" "$marks"
-}
-trap cleanup EXIT
+cleanup_paths=("$marks")
 export RAILCOLL_TRANSPORT=ofi
 ofi_used() {  # ofi_used "what" N: N ranks' transports said they closed having written frames
   local n; n=$(grep -cE "closed in .*; [1-9][0-9]* frames by [1-9][0-9]* one-sided writes" "$log")

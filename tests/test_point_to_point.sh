@@ -7,7 +7,6 @@
 set -u
 RC=${1:?railcoll}; MP=${2:?mp_point_to_point}
 . "$(dirname "$0")/check_lib.sh"
-trap 'rm -f "$log"' EXIT
 export RAILCOLL_TIMEOUT=10
 for thread in 1 0; do
   export RAILCOLL_PROGRESS_THREAD=$thread

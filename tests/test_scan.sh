@@ -9,11 +9,6 @@
 set -u
 RC=${1:?railcoll}; MP=${2:?mp_scan}; WHERE=${3:?local or cluster}
 . "$(dirname "$0")/check_lib.sh"
-cleanup() {
-  [ "$cluster_used" = 1 ] && "$RC" cluster down >/dev/null 2>&1
-  rm -rf "$log"
-}
-trap cleanup EXIT
 
 if [ "$WHERE" = local ]; then
   for cfg in "1" "3" "5 --ppn 2 --rails 2" "7 --ppn 3 --rails 3" "6 --ppn 4 --rails 2"; do
