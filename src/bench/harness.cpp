@@ -1,7 +1,11 @@
 #include "bench/harness.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <algorithm>
 #include <chrono>
@@ -180,11 +184,35 @@ bool gather_context(railcoll_comm_t comm, const WorkerOptions& o, BenchContext* 
   return true;
 }
 
+// The time this thread has waited for a core, runnable, since it started
+// (/proc/thread-self/schedstat's second field), in us; -1 where the kernel
+// does not say.
+class RunQueueClock {
+ public:
+  RunQueueClock() : fd_(open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC)) {}
+  ~RunQueueClock() {
+    if (fd_ >= 0) close(fd_);
+  }
+  RunQueueClock(const RunQueueClock&) = delete;
+  RunQueueClock& operator=(const RunQueueClock&) = delete;
+  double waited_us() const {
+    char buf[96];
+    const ssize_t n = fd_ < 0 ? -1 : pread(fd_, buf, sizeof buf - 1, 0);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    unsigned long long ran = 0, waited = 0;
+    return sscanf(buf, "%llu %llu", &ran, &waited) == 2 ? static_cast<double>(waited) / 1e3 : -1;
+  }
+
+ private:
+  int fd_;
+};
+
 // Times one size of blocking calls on this rank into times (entries, then
 // exits); returns "" or what failed; a wrong result sets *wrong (the first).
 std::string time_blocking(railcoll_comm_t comm, BenchCall& call, const railcoll_call_opts_t* opts,
                           const std::string& algo, int iters, int warmup, const WorkerOptions& o,
-                          std::vector<double>* times, std::string* wrong) {
+                          std::vector<double>* times, std::string* wrong, std::vector<double>* runq) {
   const bool consecutive = !traits(o.collective).moves_data;  // barriers: timed back to back (seed 004 §5)
   const uint64_t bytes = call.bytes();
   if (consecutive) {  // the same algorithm for the barrier that is measured and the ones around it
@@ -195,16 +223,20 @@ std::string time_blocking(railcoll_comm_t comm, BenchCall& call, const railcoll_
   std::mt19937 skew_rng(static_cast<unsigned>(me) * 7919u + static_cast<unsigned>(bytes));
   std::uniform_int_distribution<int> skew(0, std::max(0, o.skew_us));
   std::string err;
+  RunQueueClock rq;
   for (int i = -warmup; i < iters && err.empty(); ++i) {
     if (o.validate) call.prepare(i + warmup);
     if (!consecutive && o.idle_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(o.idle_us));
+    const double q_rested = runq ? rq.waited_us() : 0;
     // Each call timed alone, not overlapped with the previous one.
     if (!consecutive && railcoll_barrier(comm) != RAILCOLL_OK) err = "barrier";
     if (o.skew_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(skew(skew_rng)));
+    const double q0 = runq ? rq.waited_us() : 0;
     double t0 = monotonic_us();
     if (err.empty() && call.run(comm, opts) != RAILCOLL_OK) err = "the call";
     double t1 = monotonic_us();
     if (i >= 0) (*times)[i] = t0, (*times)[iters + i] = t1;
+    if (runq && i >= 0) (*runq)[i] = rq.waited_us() - q0, (*runq)[iters + i] = q0 - q_rested;
     // Check only once every rank has left the call: ranks that check while
     // the slowest is still in it take cores from it (railcoll-mpi-bench does
     // the same).
@@ -255,6 +287,7 @@ int run_worker(const WorkerOptions& o) {
       railcoll_call_opts_t opts{algo.c_str(), 0};
       const bool overlap = o.form != CallForm::Blocking;
       std::vector<double> times;  // blocking: entries, then exits; else OverlapTimes (bench/overlap.hpp)
+      std::vector<double> runq;   // with a timeline: waits for a core in each call, then before each
       std::string wrong, err;
       if (overlap) {
         OverlapTimes mine(iters);
@@ -263,14 +296,20 @@ int run_worker(const WorkerOptions& o) {
         times = std::move(mine.all);
       } else {
         times.assign(2 * static_cast<size_t>(iters), 0);
-        err = time_blocking(comm, call, &opts, algo, iters, warmup, o, &times, &wrong);
+        if (!o.timeline.empty()) runq.assign(times.size(), 0);
+        err = time_blocking(comm, call, &opts, algo, iters, warmup, o, &times, &wrong,
+                            o.timeline.empty() ? nullptr : &runq);
       }
       if (!err.empty()) return fail(algo + " at " + std::to_string(bytes) + " B: " + err);
       const int bad = wrong.empty() ? 0 : 1;
       if (bad) std::cerr << "railcoll bench: rank " << me << ": " << algo << " at " << bytes << " B, " << wrong << "\n";
       // Every rank's times to rank 0; whether any rank saw a wrong byte to all.
       std::vector<double> every(me == 0 ? times.size() * N : 0);
+      std::vector<double> every_runq(me == 0 ? runq.size() * N : 0);
       std::vector<int> bads(N);
+      if (!runq.empty() && railcoll_gather(comm, runq.data(), me == 0 ? every_runq.data() : nullptr,
+                                           runq.size() * sizeof(double), 0, nullptr) != RAILCOLL_OK)
+        return fail("collecting statistics");
       if (railcoll_gather(comm, times.data(), me == 0 ? every.data() : nullptr, times.size() * sizeof(double), 0,
                           nullptr) != RAILCOLL_OK ||
           railcoll_allgather(comm, &bad, bads.data(), sizeof(int), nullptr) != RAILCOLL_OK)
@@ -290,7 +329,8 @@ int run_worker(const WorkerOptions& o) {
         const CallTimes ct = call_times(every, N, iters);
         if (!o.timeline.empty()) {
           std::ofstream tl(o.timeline, std::ios::app);
-          write_timeline(tl, algo, bytes, ct);
+          const CallTimes runq_ct = call_times(every_runq, N, iters);
+          write_timeline(tl, algo, bytes, ct, every_runq.empty() ? nullptr : &runq_ct);
         }
         RawTimes raw = raw_times(ct, ctx.shared_clock);
         s = stats_of(raw);

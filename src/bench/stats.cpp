@@ -43,15 +43,19 @@ OwnTimes own_times(std::vector<double> own_us) {
   return o;
 }
 
-void write_timeline(std::ostream& out, const std::string& algorithm, uint64_t bytes, const CallTimes& t) {
+void write_timeline(std::ostream& out, const std::string& algorithm, uint64_t bytes, const CallTimes& t,
+                    const CallTimes* runq) {
   if (t.entry.empty()) return;
   const double zero = *std::min_element(t.entry.begin(), t.entry.end());
-  out << "# algorithm bytes call rank entry_us exit_us (from the first entry at this size)\n";
+  out << "# algorithm bytes call rank entry_us exit_us (from the first entry at this size)"
+      << (runq ? " runq_in_us runq_before_us (runnable, waiting for a core: in the call; before it)" : "") << "\n";
   for (int i = 0; i < t.calls; ++i)
     for (int k = 0; k < t.ranks; ++k) {
       const size_t at = static_cast<size_t>(k) * t.calls + i;
       out << algorithm << ' ' << bytes << ' ' << i << ' ' << k << ' ' << t.entry[at] - zero << ' '
-          << t.exit[at] - zero << '\n';
+          << t.exit[at] - zero;
+      if (runq) out << ' ' << runq->entry[at] << ' ' << runq->exit[at];
+      out << '\n';
     }
   out << std::flush;
 }

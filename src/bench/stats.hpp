@@ -40,9 +40,13 @@ struct OwnTimes {
 };
 OwnTimes own_times(std::vector<double> own_us);
 
-// One line per rank and call: "ALGORITHM BYTES CALL RANK ENTRY_US EXIT_US",
-// times from the size's first entry (a header line says so).
-void write_timeline(std::ostream& out, const std::string& algorithm, uint64_t bytes, const CallTimes& t);
+// One line per rank and call: "ALGORITHM BYTES CALL RANK ENTRY_US EXIT_US
+// RUNQ_IN_US RUNQ_BEFORE_US", times from the size's first entry (a header line
+// says so); the last two, when `runq` has them (laid out as CallTimes' entry
+// and exit), the time the rank waited for a core, runnable, inside the call
+// and between the end of its rest and its entry (the barrier before the call).
+void write_timeline(std::ostream& out, const std::string& algorithm, uint64_t bytes, const CallTimes& t,
+                    const CallTimes* runq = nullptr);
 
 struct SizeStats {
   double avg_us = 0, min_us = 0, max_us = 0;  // OSU: mean over ranks of each rank's mean time; min, max of those

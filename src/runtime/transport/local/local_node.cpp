@@ -187,6 +187,7 @@ void LocalNode::unwatch(int fd) { epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullpt
 void LocalNode::fd_ready(uint32_t token, uint32_t ev) {
   FrameStream& c = conns_[token];
   if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) c.can_read = true;
+  if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) c.hung_up = true;
   if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR)) c.can_write = true;
 }
 

@@ -84,6 +84,51 @@ void FrameStream::on_payload_done(LinkEvents& ev) {
   }
 }
 
+// n payload bytes read ahead go where the payload goes, after what is there.
+void FrameStream::place(const char* from, size_t n) {
+  size_t skip = payload_got_;
+  for (auto& d : dst_) {
+    if (n == 0) break;
+    if (skip >= d.iov_len) {
+      skip -= d.iov_len;
+      continue;
+    }
+    const size_t len = std::min(n, d.iov_len - skip);
+    memcpy(static_cast<char*>(d.iov_base) + skip, from, len);
+    from += len;
+    n -= len;
+    payload_got_ += len;
+    skip = 0;
+  }
+}
+
+// Hands up the frames (and pieces of payload) read ahead, until what is left
+// is less than a header. false: the stream ended here (a goodbye, or closed).
+bool FrameStream::hand_up_read_ahead(LinkEvents& ev) {
+  for (;;) {
+    const size_t have = ahead_end_ - ahead_at_;
+    if (in_payload_) {
+      if (have == 0) break;
+      const size_t n = std::min<uint64_t>(have, hdr_.length - payload_got_);
+      place(ahead_.data() + ahead_at_, n);
+      ahead_at_ += n;
+      if (payload_got_ == hdr_.length) on_payload_done(ev);
+    } else {
+      if (have < sizeof hdr_) break;
+      memcpy(&hdr_, ahead_.data() + ahead_at_, sizeof hdr_);
+      ahead_at_ += sizeof hdr_;
+      on_header(ev);
+    }
+    if (bye || closed) return false;
+  }
+  if (ahead_at_ > 0) {  // the start of a header moves to the front
+    memmove(ahead_.data(), ahead_.data() + ahead_at_, ahead_end_ - ahead_at_);
+    ahead_end_ -= ahead_at_;
+    ahead_at_ = 0;
+  }
+  return true;
+}
+
 // What a read of up to `want` bytes returned: true for bytes; false when there
 // is nothing more now, or the stream ended (ended_, *error set). A short read
 // emptied the socket: no read until epoll says more came.
@@ -91,7 +136,7 @@ bool FrameStream::took(ssize_t r, size_t want, std::string* error) {
   if (r > 0) {
     nread += static_cast<uint64_t>(r);
     heard_at = now_seconds();
-    if (static_cast<size_t>(r) < want) can_read = false;
+    if (static_cast<size_t>(r) < want && !hung_up) can_read = false;
     return true;
   }
   if (r < 0 && errno == EAGAIN) can_read = false;  // until epoll says more came
@@ -103,53 +148,62 @@ bool FrameStream::took(ssize_t r, size_t want, std::string* error) {
 
 FrameStream::Read FrameStream::read(LinkEvents& ev, std::string* error) {
   ended_ = false;
+  if (ahead_.size() != kReadAhead) ahead_.resize(kReadAhead);
   for (int rounds = 0; rounds < 64; ++rounds) {
+    if (!hand_up_read_ahead(ev)) return Read::Idle;
     // A given-up connection is read only up to where the peer says it ends.
     if (read_limit >= 0 && static_cast<int64_t>(nread) >= read_limit) return Read::Limit;
     size_t limit = read_limit >= 0 ? static_cast<size_t>(read_limit - static_cast<int64_t>(nread)) : SIZE_MAX;
     if (rounds > 0 && !can_read) return Read::Idle;  // a short read emptied the socket
-    if (!in_payload_) {
-      const size_t want = std::min(limit, sizeof hdr_ - hdr_got_);
-      const ssize_t r = recv(fd, reinterpret_cast<char*>(&hdr_) + hdr_got_, want, MSG_DONTWAIT);
-      if (!took(r, want, error)) return ended_ ? Read::Closed : Read::Idle;
-      hdr_got_ += static_cast<size_t>(r);
-      if (hdr_got_ < sizeof hdr_) continue;
-      hdr_got_ = 0;
-      on_header(ev);
-      if (bye || closed) return Read::Idle;
-      continue;
-    }
-    // Payload: straight into its destination (scatter), skipping what arrived.
-    iovec v[64];
+    // The payload's rest straight into its destination (scatter), skipping
+    // what arrived; then the read-ahead buffer (when the payload's rest fits
+    // in the read: the buffer's bytes must follow it).
+    iovec v[65];
     int n = 0;
-    size_t skip = payload_got_, want = 0;
-    for (auto& d : dst_) {
-      if (n >= 64 || limit == 0) break;
-      if (skip >= d.iov_len) {
-        skip -= d.iov_len;
-        continue;
+    size_t skip = in_payload_ ? payload_got_ : 0, want = 0, payload_want = 0;
+    bool whole = true;
+    if (in_payload_)
+      for (auto& d : dst_) {
+        if (skip >= d.iov_len) {
+          skip -= d.iov_len;
+          continue;
+        }
+        if (n >= 64 || limit == 0) {
+          whole = false;
+          break;
+        }
+        const size_t len = std::min(limit, d.iov_len - skip);
+        v[n++] = {static_cast<char*>(d.iov_base) + skip, len};
+        limit -= len;
+        payload_want += len;
+        skip = 0;
       }
-      const size_t len = std::min(limit, d.iov_len - skip);
-      v[n++] = {static_cast<char*>(d.iov_base) + skip, len};
-      limit -= len;
-      want += len;
-      skip = 0;
+    want = payload_want;
+    if (whole && limit > 0) {
+      const size_t room = std::min(limit, ahead_.size() - ahead_end_);
+      v[n++] = {ahead_.data() + ahead_end_, room};
+      want += room;
     }
     msghdr m{};
     m.msg_iov = v;
     m.msg_iovlen = static_cast<size_t>(n);
     const ssize_t r = recvmsg(fd, &m, MSG_DONTWAIT);
     if (!took(r, want, error)) return ended_ ? Read::Closed : Read::Idle;
-    payload_got_ += static_cast<size_t>(r);
-    if (payload_got_ == hdr_.length) on_payload_done(ev);
+    const size_t got = static_cast<size_t>(r);
+    payload_got_ += std::min(got, payload_want);
+    ahead_end_ += got - std::min(got, payload_want);
+    if (in_payload_ && payload_got_ == hdr_.length) on_payload_done(ev);
     if (bye || closed) return Read::Idle;
   }
+  // Read ahead and not yet handed up: handed up now, so the stream holds no
+  // whole frame when it waits for epoll again.
+  hand_up_read_ahead(ev);
   return Read::Idle;
 }
 
 void FrameStream::restart(int new_fd, double now) {
   fd = new_fd;
-  hdr_got_ = 0;
+  ahead_at_ = ahead_end_ = 0;
   in_payload_ = false;
   dst_.clear();
   written = nread = 0;
@@ -157,11 +211,17 @@ void FrameStream::restart(int new_fd, double now) {
   heard_at = now;
   closed = bye = false;
   can_read = false, can_write = true;
+  hung_up = false;
 }
 
 void FrameStream::keep_payloads() {
   for (auto* q : {&out, &unacked})
     for (auto& it : *q) it.f.keep();
+}
+
+std::string FrameStream::read_ahead() const {
+  if (in_payload_) return "";
+  return std::string(ahead_.data() + ahead_at_, ahead_end_ - ahead_at_);
 }
 
 void FrameStream::send_now(const OutFrame& f) const {
@@ -188,6 +248,7 @@ void goodbye_streams(const std::vector<FrameStream*>& streams, const FrameHeader
     shutdown(c->fd, SHUT_WR);
   }
   std::vector<std::string> partial(streams.size());  // bytes of frames not yet whole
+  for (size_t i = 0; i < streams.size(); ++i) partial[i] = streams[i]->read_ahead();
   std::vector<pollfd> p;
   while (now_seconds() < deadline) {
     bool open = false;

@@ -2,9 +2,14 @@
 // or a TCP connection on a rail (tcp/). The queue is written with sendmsg
 // straight from the payloads' memory; a header is read, the link's owner
 // (LinkEvents) says where its payload goes, and the payload is read there with
-// scatter reads. Readiness is edge-triggered (epoll): can_read/can_write hold
-// until a read or write says EAGAIN. And the Hello that opens a connection,
-// and the goodbye that ends a set of them.
+// scatter reads. Every read also asks for up to kReadAhead bytes more into a
+// buffer of the stream's: the next frame's header, and a small frame whole, come
+// with the read before, so a read that returns less than it asked for says the
+// socket is empty and no read is tried that would only say EAGAIN (a small
+// frame: one recvmsg, where a header read, a payload read and an EAGAIN were
+// three). Readiness is edge-triggered (epoll): can_read/can_write hold until a
+// read or write says EAGAIN or a read comes back short. And the Hello that
+// opens a connection, and the goodbye that ends a set of them.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -27,6 +32,10 @@ struct StreamFrame {
 class FrameStream {
  public:
   enum class Read { Idle, Limit, Closed };
+  // Bytes a read asks for beyond the frame it is in: a frame of up to this
+  // size less its header arrives with one read; a larger one's first bytes
+  // are copied from the buffer, the rest read in place.
+  static constexpr size_t kReadAhead = 4096;
 
   int fd = -1, peer = -1, rail = -1;  // rail -1: a local peer's Unix socket
   std::deque<StreamFrame> out;         // queued, the first maybe partly written
@@ -39,6 +48,9 @@ class FrameStream {
   double heard_at = 0;                 // last byte received
   // Edge-triggered readiness, and the fd registered for it (-1: none).
   bool can_read = false, can_write = true;
+  // epoll said the peer closed its side (or the socket failed): a short read
+  // no longer means "nothing more", as the end itself is still to be read.
+  bool hung_up = false;
   int ep_fd = -1;
 
   std::string name() const;
@@ -54,19 +66,25 @@ class FrameStream {
   void keep_payloads();
   // Sends a whole frame at once, past the queue, best effort (an abort).
   void send_now(const OutFrame& f) const;
+  // Bytes read ahead and not yet handed up, between frames (the start of a
+  // header; the goodbye reads on from them); "" inside a frame's payload.
+  std::string read_ahead() const;
 
  private:
   void on_header(LinkEvents& ev);
   void on_payload_done(LinkEvents& ev);
+  void place(const char* from, size_t n);
+  bool hand_up_read_ahead(LinkEvents& ev);
   bool took(ssize_t r, size_t want, std::string* error);
 
   FrameHeader hdr_{};
-  size_t hdr_got_ = 0;
   bool in_payload_ = false;
   Landing mode_ = Landing::Place;
   std::vector<iovec> dst_;
   size_t payload_got_ = 0;
   std::vector<char> buffer_;  // held or dropped payloads
+  std::vector<char> ahead_;   // read ahead: [ahead_at_, ahead_end_) not yet handed up
+  size_t ahead_at_ = 0, ahead_end_ = 0;
   bool ended_ = false;        // the last read saw the end of the stream
 };
 
