@@ -6,6 +6,7 @@
 // rank took part in, the ranks that never reached the next one, the ranks
 // that disagree about a call, and the rank the waiting ones wait for.
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -39,6 +40,25 @@ struct Record {
     return nullptr;
   }
 };
+
+// The ranks that the records of call `call` name as being in another call:
+// the runtime's "rank N is in a different call than this rank" (the finder's
+// own failure, and every abort that relays it).
+std::set<int> accused_of_another_call(const std::vector<Record>& recs, uint64_t call) {
+  static const std::string kTail = " is in a different call";
+  std::set<int> out;
+  for (auto& r : recs) {
+    const Entry* e = r.at(call);
+    if (!e) continue;
+    for (size_t at = e->detail.find(kTail); at != std::string::npos; at = e->detail.find(kTail, at + 1)) {
+      size_t digits = at;
+      while (digits > 0 && std::isdigit(static_cast<unsigned char>(e->detail[digits - 1]))) --digits;
+      if (digits < at && digits >= 5 && e->detail.compare(digits - 5, 5, "rank ") == 0)
+        out.insert(std::stoi(e->detail.substr(digits, at - digits)));
+    }
+  }
+  return out;
+}
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -138,12 +158,22 @@ int diagnose(const std::string& comm, const std::vector<Record>& recs) {
     for (auto& r : recs)
       if (const Entry* e = r.at(c)) by_what[e->what].push_back(r.rank);
     if (by_what.size() < 2) continue;
+    // The odd ones are the fewest. Where two groups are as few (the other
+    // ranks had not entered the call yet: 1 against 1), the rank that found the
+    // disagreement says whom it found in another call ("rank N is in a different
+    // call", relayed in its peers' aborts): that rank's group is the odd one.
+    const std::set<int> accused = accused_of_another_call(recs, c);
     std::cout << "call " << c << ": the ranks disagree:";
     size_t fewest = SIZE_MAX;
+    bool fewest_accused = false;
     std::string odd;
     for (auto& [what, ranks] : by_what) {
       std::cout << " " << ranks_text(ranks) << " called " << what << ";";
-      if (ranks.size() < fewest) fewest = ranks.size(), odd = ranks_text(ranks) + " (called " + what + ")";
+      const bool is_accused = std::any_of(ranks.begin(), ranks.end(), [&](int r) { return accused.count(r) > 0; });
+      if (ranks.size() < fewest || (ranks.size() == fewest && is_accused && !fewest_accused)) {
+        fewest = ranks.size(), fewest_accused = is_accused;
+        odd = ranks_text(ranks) + " (called " + what + ")";
+      }
     }
     std::cout << "\n";
     culprits.push_back(odd);
