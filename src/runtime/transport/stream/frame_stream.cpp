@@ -215,6 +215,7 @@ void FrameStream::restart(int new_fd, double now) {
 }
 
 void FrameStream::keep_payloads() {
+  if (out.empty() && unacked.empty()) return;  // most calls, on every stream: cheap
   for (auto* q : {&out, &unacked})
     for (auto& it : *q) it.f.keep();
 }
