@@ -68,9 +68,19 @@ if [ -n "$MPIPROG" ] && [ -n "$LAYER" ]; then
   ompi=(OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self OMPI_MCA_mtl=^psm,psm2 OMPI_MCA_btl_tcp_if_include=198.18.0.0/24
         OMPI_MCA_mpi_yield_when_idle=1)
   # One job, both checks on its output (two back to back failed the same way).
+  # Open MPI 4.1.4's own TCP wire-up still fails now and then here, rail 0
+  # alone ("failed to TCP connect to a peer ... connect() to 198.18.0.4
+  # failed: Operation now in progress", then SIGSEGV; a clean-clone run of
+  # 2026-11-29): 4.1.x reports the real connect error as EINPROGRESS until
+  # open-mpi/ompi#13110, and its maintainers put such failures down to a
+  # loaded node's connection wave (#11508). That job is run once more, saying
+  # so; any other failure, or that one twice, fails the check.
   check "Open MPI program, librailcoll_mpi.so preloaded, srun -N 4 -n 16 --mpi=pmix: every byte right" \
     "^collectives correct: 0 wrong" 1 -- \
-    sh -c '"$@" >"$0" 2>&1; st=$?; cat "$0"; exit $st' "$tmp/ompi.out" \
+    sh -c 'for try in 1 2; do "$@" >"$0" 2>&1; st=$?
+      [ $st != 0 ] && [ $try = 1 ] && grep -q "Open MPI failed to TCP connect to a peer" "$0" || break
+      echo "note: Open MPI'"'"'s own TCP wire-up failed ($(grep -m1 -o "connect() to .* failed" "$0")); the job runs once more"
+      done; cat "$0"; exit $st' "$tmp/ompi.out" \
     "${clean[@]}" "${ompi[@]}" srun -N 4 -n 16 --mpi=pmix --export="ALL,LD_PRELOAD=$LAYER,RAILCOLL_MPI_VERBOSE=1" \
     "$MPIPROG"
   check "... and its MPI_Allgather calls were railcoll's on all 16 ranks (the layer's report)" \
