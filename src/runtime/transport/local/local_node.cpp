@@ -185,10 +185,7 @@ void LocalNode::watch(int fd, uint32_t events, FdWatcher* w, uint32_t token) {
 void LocalNode::unwatch(int fd) { epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr); }
 
 void LocalNode::fd_ready(uint32_t token, uint32_t ev) {
-  FrameStream& c = conns_[token];
-  if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) c.can_read = true;
-  if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) c.hung_up = true;
-  if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR)) c.can_write = true;
+  conns_[token].note_ready(ev);
 }
 
 // Waits up to wait_s for an event, and tells each watcher what its fd says.

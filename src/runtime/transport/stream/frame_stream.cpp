@@ -2,6 +2,7 @@
 #include "runtime/transport/stream/frame_stream.hpp"
 
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -84,6 +85,12 @@ void FrameStream::on_payload_done(LinkEvents& ev) {
   }
 }
 
+void FrameStream::note_ready(uint32_t ev) {
+  if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) can_read = true;
+  if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) hung_up = true;
+  if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR)) can_write = true;
+}
+
 // n payload bytes read ahead go where the payload goes, after what is there.
 void FrameStream::place(const char* from, size_t n) {
   size_t skip = payload_got_;
@@ -148,6 +155,8 @@ bool FrameStream::took(ssize_t r, size_t want, std::string* error) {
 
 FrameStream::Read FrameStream::read(LinkEvents& ev, std::string* error) {
   ended_ = false;
+  // Made at the first read, not with the stream: a link never read (a rail
+  // to a peer this job never talks to) holds no buffer.
   if (ahead_.size() != kReadAhead) ahead_.resize(kReadAhead);
   for (int rounds = 0; rounds < 64; ++rounds) {
     if (!hand_up_read_ahead(ev)) return Read::Idle;

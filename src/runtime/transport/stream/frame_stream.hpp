@@ -54,6 +54,8 @@ class FrameStream {
   int ep_fd = -1;
 
   std::string name() const;
+  // What epoll said of the fd (its event bits): readable, writable, hung up.
+  void note_ready(uint32_t events);
   // Writes what the socket takes. false: it refused; *error says why.
   bool write(std::string* error);
   // Reads and hands up frames until the socket is empty (or 64 rounds): Idle;

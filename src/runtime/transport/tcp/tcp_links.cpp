@@ -230,9 +230,7 @@ double TcpLinks::before_wait(double wait_s) {
 void TcpLinks::fd_ready(uint32_t token, uint32_t ev) {
   Conn& c = conns_[token];
   if (c.connecting) return finish_connect(c, now_seconds());
-  if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) c.can_read = true;
-  if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) c.hung_up = true;
-  if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR)) c.can_write = true;
+  c.note_ready(ev);
 }
 
 void TcpLinks::drive(double now) {
