@@ -106,16 +106,18 @@ railcoll_status_t BenchCall::post(CallForm form, railcoll_comm_t comm, const rai
   }
 }
 
-std::vector<std::string> algorithms_to_run(Collective c, const std::string& algo) {
-  if (algo != "all") {  // one name or a comma-separated list, run in its order
-    std::vector<std::string> names;
-    for (size_t at = 0; at <= algo.size();) {
-      const size_t comma = std::min(algo.find(',', at), algo.size());
-      if (comma > at) names.push_back(algo.substr(at, comma - at));
-      at = comma + 1;
-    }
-    return names;
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  for (size_t at = 0; at < text.size();) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    if (comma > at) items.push_back(text.substr(at, comma - at));
+    at = comma + 1;
   }
+  return items;
+}
+
+std::vector<std::string> algorithms_to_run(Collective c, const std::string& algo) {
+  if (algo != "all") return split_list(algo);  // one name or a list, run in its order
   std::vector<std::string> algos;
   for (auto& s : all_algorithms())
     if (s.collective == c && software_equivalent(s.collective, s.name) == s.name) algos.push_back(s.name);

@@ -70,6 +70,9 @@ struct WorkerOptions {
   bool raw = false;
 };
 
+// "a,b,c" -> {a, b, c}; "" -> {}; empty items are dropped.
+std::vector<std::string> split_list(const std::string& text);
+
 // The algorithms "all" means for a collective: every software algorithm (the
 // hardware ones would run their software twins again), then auto; else the
 // names of a comma-separated list (one name: itself).

@@ -32,17 +32,6 @@ const char* const kNotWithFault[] = {"mpi", "background", "csv",      "plot",   
 // Options the overlap measurement (--nonblocking, --persistent) does not take.
 const char* const kNotWithOverlap[] = {"background", "skew", "timeline", "plot"};
 
-// "a,b,c" -> {a, b, c}; "" -> {}.
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  for (size_t at = 0; at < text.size();) {
-    size_t comma = std::min(text.find(',', at), text.size());
-    if (comma > at) items.push_back(text.substr(at, comma - at));
-    at = comma + 1;
-  }
-  return items;
-}
-
 // Where the ranks go: -n, --ppn, --layout, --rails, --local.
 bench::Placement placement(const Args& a) {
   bench::PlacementRequest req;
@@ -93,12 +82,12 @@ int run(const std::vector<std::string>& argv, bool worker) {
   p.full = a.flag("f");
   p.validate = a.flag("c");
   if (a.flag("mpi")) p.peers = {"mpi", "mpi-layer"};
-  for (const std::string& peer : split_list(a.str("peer", ""))) {
+  for (const std::string& peer : bench::split_list(a.str("peer", ""))) {
     if (peer != "mpi" && peer != "oneccl" && peer != "mpi-layer")
       throw UsageError("--peer takes mpi, oneccl, mpi-layer or several (mpi,oneccl)");
     if (std::find(p.peers.begin(), p.peers.end(), peer) == p.peers.end()) p.peers.push_back(peer);
   }
-  for (const std::string& s : split_list(a.str("oneccl-settings", ""))) {
+  for (const std::string& s : bench::split_list(a.str("oneccl-settings", ""))) {
     if (s == "all") {
       for (auto& known : bench::oneccl_settings()) p.oneccl_settings.push_back(known.name);
       continue;
